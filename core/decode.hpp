@@ -1,0 +1,73 @@
+#pragma once
+// Decoding: greedy search (and beam search) that returns, with each output
+// token, the attention row and the raw scores of the step that produced it,
+// which is what the heatmap and the step inspector show.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/model.hpp"
+#include "core/text.hpp"
+
+namespace attnviz {
+
+/// Options for decoding (CTranslate2's TranslationOptions in spirit).
+struct DecodeOptions {
+    int64_t max_length = 30;      ///< maximum output tokens per sentence, <eos> included
+    int64_t beam_size = 1;        ///< 1 = greedy; > 1 = beam search
+    int64_t num_hypotheses = 1;   ///< N-best: how many hypotheses to return (<= beam_size)
+    double length_penalty = 1.0;  ///< beam: score = log P / length^length_penalty (0 = no normalisation)
+    int64_t batch_size = 64;      ///< sentences decoded together
+    bool normalize_input = true;  ///< apply text normalisation before tokenising (word level)
+    nlohmann::json to_json() const;
+};
+
+/// One hypothesis, with its own attention.
+struct Hypothesis {
+    std::vector<std::string> tokens;   ///< output tokens, ending with "<eos>" when one was produced
+    std::vector<int64_t> ids;          ///< their ids
+    double log_prob = 0.0;             ///< sum of the step log-probabilities
+    double score = 0.0;                ///< log_prob after length normalisation (greedy: log_prob)
+    /// attention[t][s]: weight of source token s when producing output token t (rows sum to 1).
+    std::vector<std::vector<float>> attention;
+    /// raw_scores[t][s]: the scores before the softmax at step t.
+    std::vector<std::vector<float>> raw_scores;
+    /// context_norm[t]: L2 norm of the context vector at step t.
+    std::vector<float> context_norm;
+    /// The output text (tokens up to <eos>, joined for the token level).
+    std::string text;
+};
+
+/// The result for one input sentence (CTranslate2's TranslationResult in spirit).
+struct Translation {
+    std::string input;                       ///< the sentence as given
+    std::vector<std::string> src_tokens;     ///< source tokens as the model saw them, "<eos>" last
+    std::vector<std::string> unknown;        ///< input tokens not in the source vocabulary (shown as <unk>)
+    std::vector<Hypothesis> hypotheses;      ///< best first; empty for an empty input
+    bool attention_available = true;         ///< false for Scoring::none
+    const Hypothesis& best() const { return hypotheses.at(0); }
+    bool empty() const { return hypotheses.empty(); }
+};
+
+/// Tokenises a sentence for the model (normalising at word level) and appends nothing.
+std::vector<std::string> prepare_source(const std::string& sentence, TokenLevel level, bool normalize = true);
+
+/// Translates sentences in batches (greedy or beam search per options.beam_size).
+/// An empty sentence gives a Translation with no hypotheses.
+std::vector<Translation> translate(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                                   TokenLevel level, const std::vector<std::string>& sentences,
+                                   const DecodeOptions& options = {});
+
+/// Greedy decoding of token sequences already split (no normalisation).
+std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                                       TokenLevel level, const std::vector<std::vector<std::string>>& sources,
+                                       const DecodeOptions& options = {});
+
+/// Beam search over token sequences already split (issue 3).
+std::vector<Translation> beam_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                                     TokenLevel level, const std::vector<std::vector<std::string>>& sources,
+                                     const DecodeOptions& options = {});
+
+}  // namespace attnviz

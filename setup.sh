@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# attnviz set-up: installs everything the project needs on Debian 12 and is
+# safe to run again (a second run only checks and finishes in seconds).
+#
+#   ./setup.sh            install system packages + LibTorch (PyTorch wheel) into .venv
+#   ./setup.sh --no-apt   skip the Debian packages (e.g. on a machine without root)
+#
+# LibTorch comes from the PyTorch wheel on PyPI, installed into a project-local
+# virtual environment (.venv); CMake finds it through torch.utils.cmake_prefix_path.
+set -euo pipefail
+
+TORCH_VERSION="${ATTNVIZ_TORCH_VERSION:-2.11.0}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENV="${ATTNVIZ_VENV:-$ROOT/.venv}"
+DO_APT=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-apt) DO_APT=0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '[setup] %s\n' "$*"; }
+start=$(date +%s)
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  python3 python3-venv python3-pip
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
+  catch2 libcli11-dev nlohmann-json3-dev
+  xvfb xauth
+)
+
+if [ "$DO_APT" = 1 ]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "Debian packages: all ${#APT_PACKAGES[@]} present"
+  else
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then
+      command -v sudo >/dev/null || { echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+      SUDO="sudo"
+    fi
+    say "Debian packages: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ]; then
+  say "virtual environment: creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+have=$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+if [ "$have" = "$TORCH_VERSION" ]; then
+  say "LibTorch: torch $have already in $VENV"
+else
+  say "LibTorch: installing torch==$TORCH_VERSION from PyPI into $VENV (large download, once)"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install --progress-bar off "torch==$TORCH_VERSION" numpy
+fi
+prefix=$("$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+say "LibTorch: CMAKE_PREFIX_PATH=$prefix"
+say "done in $(( $(date +%s) - start )) s"
