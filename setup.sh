@@ -27,7 +27,7 @@ start=$(date +%s)
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   python3 python3-venv python3-pip
-  qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev libvulkan-dev
   catch2 libcli11-dev nlohmann-json3-dev
   xvfb xauth
 )
