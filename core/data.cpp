@@ -1,1 +1,270 @@
-// implementation follows
+// Corpora: the TSV reader, splitting, filtering and batching (with length bucketing).
+#include "core/data.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+
+#include <torch/torch.h>
+
+#include "core/error.hpp"
+
+namespace attnviz {
+
+namespace {
+
+// Unbiased integer in [0, n) from a 64-bit generator. Written out (rather than
+// std::uniform_int_distribution, whose algorithm the standard leaves open) so a
+// seed gives the same data with every standard library.
+uint64_t bounded(std::mt19937_64& rng, uint64_t n) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x = rng();
+    while (x >= limit) x = rng();
+    return x % n;
+}
+
+template <typename T>
+void seeded_shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[bounded(rng, i)]);
+}
+
+// SplitMix64 finaliser: decorrelates (seed, epoch) into one generator seed.
+uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+std::string trim(const std::string& s) {
+    const char* ws = " \t\r\n";
+    const size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return {};
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+Corpus parse_impl(const std::string& text, const std::string& where, const TsvOptions& options) {
+    Corpus corpus;
+    corpus.level = options.level;
+    size_t pos = 0, line_no = 0;
+    if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) pos = 3;  // UTF-8 byte order mark
+    bool any_line = false;
+    while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        ++line_no;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find_first_not_of(' ') == std::string::npos) continue;  // blank line
+        any_line = true;
+        auto skip = [&](std::string reason) { corpus.skipped.push_back({line_no, std::move(reason)}); };
+        if (options.max_line_bytes > 0 && line.size() > options.max_line_bytes) {
+            skip("line too long (" + std::to_string(line.size()) + " bytes, limit " +
+                 std::to_string(options.max_line_bytes) + ")");
+            continue;
+        }
+        if (!is_valid_utf8(line)) {
+            skip("invalid UTF-8");
+            continue;
+        }
+        const size_t tab = line.find('\t');
+        if (tab == std::string::npos) {
+            skip("no tab");
+            continue;
+        }
+        // Columns after the second (Tatoeba's attribution) are ignored.
+        const size_t tab2 = line.find('\t', tab + 1);
+        std::string src = trim(line.substr(0, tab));
+        std::string tgt = trim(line.substr(tab + 1, tab2 == std::string::npos ? std::string::npos : tab2 - tab - 1));
+        if (options.reverse) std::swap(src, tgt);
+        SentencePair pair{tokenize(src, options.level), tokenize(tgt, options.level)};
+        if (pair.src.empty()) {
+            skip("empty source");
+            continue;
+        }
+        if (pair.tgt.empty()) {
+            skip("empty target");
+            continue;
+        }
+        corpus.pairs.push_back(std::move(pair));
+        if (options.max_pairs > 0 && corpus.pairs.size() >= options.max_pairs) break;
+    }
+    if (!corpus.pairs.empty()) return corpus;
+
+    const std::string expected = "expected lines 'source<TAB>target' (an optional third column is ignored)";
+    if (!any_line) throw FileError("'" + where + "' has no sentence pairs: it is empty or has only blank lines; " + expected);
+    std::map<std::string, size_t> reasons;
+    for (const auto& s : corpus.skipped) ++reasons[s.reason.substr(0, s.reason.find(" ("))];
+    std::string summary;
+    for (const auto& [reason, count] : reasons)
+        summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + reason;
+    const auto& first = corpus.skipped.front();
+    throw FileError("'" + where + "' has no usable sentence pair: all " + std::to_string(corpus.skipped.size()) +
+                    " non-blank lines were skipped (" + summary + "); first at line " +
+                    std::to_string(first.line) + ": " + first.reason + "; " + expected);
+}
+
+}  // namespace
+
+Corpus parse_tsv(const std::string& text, const std::string& name, const TsvOptions& options) {
+    Corpus corpus = parse_impl(text, name, options);
+    corpus.name = name;
+    return corpus;
+}
+
+Corpus read_tsv(const std::string& path, const TsvOptions& options) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw FileError("cannot open '" + path + "': " + std::strerror(EISDIR));
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw FileError("cannot open '" + path + "': " + std::strerror(errno));
+    std::string text;
+    char buffer[1 << 16];
+    size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+    const bool failed = std::ferror(f) != 0;
+    const int err = errno;
+    std::fclose(f);
+    if (failed) throw FileError("cannot read '" + path + "': " + std::strerror(err));
+    Corpus corpus = parse_impl(text, path, options);
+    corpus.name = std::filesystem::path(path).filename().string();
+    return corpus;
+}
+
+std::vector<SentencePair> filter_by_length(const std::vector<SentencePair>& pairs, size_t max_len) {
+    if (max_len == 0) return pairs;
+    std::vector<SentencePair> out;
+    for (const auto& p : pairs)
+        if (p.src.size() <= max_len && p.tgt.size() <= max_len) out.push_back(p);
+    return out;
+}
+
+std::pair<std::vector<SentencePair>, std::vector<SentencePair>> split_train_val(
+    const std::vector<SentencePair>& pairs, double val_fraction, uint64_t seed, bool shuffle) {
+    if (!(val_fraction >= 0.0 && val_fraction < 1.0))
+        throw ConfigError("validation fraction " + std::to_string(val_fraction) +
+                          " is out of range: expected a value in [0, 1), e.g. 0.1");
+    std::vector<size_t> order(pairs.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    if (shuffle) {
+        std::mt19937_64 rng(seed);
+        seeded_shuffle(order, rng);
+    }
+    const size_t n = pairs.size();
+    auto n_val = static_cast<size_t>(std::llround(static_cast<double>(n) * val_fraction));
+    if (val_fraction > 0.0 && n_val == 0 && n >= 2) n_val = 1;  // a split asked for gets one pair at least
+    if (n > 0 && n_val >= n) n_val = n - 1;                     // and training keeps one at least
+    std::pair<std::vector<SentencePair>, std::vector<SentencePair>> out;
+    for (size_t i = 0; i < n; ++i) (i < n - n_val ? out.first : out.second).push_back(pairs[order[i]]);
+    return out;
+}
+
+int64_t Batch::target_tokens() const {
+    if (!tgt_len.defined() || tgt_len.numel() == 0) return 0;
+    return tgt_len.sum().item<int64_t>();
+}
+
+Batch Batch::to(const torch::Device& device) const {
+    Batch b;
+    b.src = src.to(device);
+    b.src_len = src_len.to(device);
+    b.tgt_in = tgt_in.to(device);
+    b.tgt_out = tgt_out.to(device);
+    b.tgt_len = tgt_len.to(device);
+    b.index = index;
+    return b;
+}
+
+Batch make_batch(const std::vector<SentencePair>& pairs, const std::vector<size_t>& rows, const Vocab& src_vocab,
+                 const Vocab& tgt_vocab, int64_t fixed_steps) {
+    const auto B = static_cast<int64_t>(rows.size());
+    std::vector<std::vector<int64_t>> src(rows.size()), out(rows.size());
+    int64_t S = 0, T = 0;
+    for (size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r] >= pairs.size())
+            throw Error("batch row " + std::to_string(rows[r]) + " is outside the " + std::to_string(pairs.size()) +
+                        " pairs");
+        const auto& p = pairs[rows[r]];
+        src[r] = src_vocab.encode(p.src);
+        src[r].push_back(Vocab::eos_id);
+        out[r] = tgt_vocab.encode(p.tgt);
+        out[r].push_back(Vocab::eos_id);
+        if (fixed_steps > 0) {  // d2l's pad_or_trim, applied after appending <eos>
+            if (static_cast<int64_t>(src[r].size()) > fixed_steps) src[r].resize(static_cast<size_t>(fixed_steps));
+            if (static_cast<int64_t>(out[r].size()) > fixed_steps) out[r].resize(static_cast<size_t>(fixed_steps));
+        }
+        S = std::max<int64_t>(S, static_cast<int64_t>(src[r].size()));
+        T = std::max<int64_t>(T, static_cast<int64_t>(out[r].size()));
+    }
+    if (fixed_steps > 0) S = T = fixed_steps;
+    const auto opts = torch::TensorOptions().dtype(torch::kInt64);
+    Batch b;
+    b.src = torch::full({B, S}, Vocab::pad_id, opts);
+    b.tgt_in = torch::full({B, T}, Vocab::pad_id, opts);
+    b.tgt_out = torch::full({B, T}, Vocab::pad_id, opts);
+    b.src_len = torch::empty({B}, opts);
+    b.tgt_len = torch::empty({B}, opts);
+    auto src_a = b.src.accessor<int64_t, 2>();
+    auto in_a = b.tgt_in.accessor<int64_t, 2>();
+    auto out_a = b.tgt_out.accessor<int64_t, 2>();
+    auto sl = b.src_len.accessor<int64_t, 1>();
+    auto tl = b.tgt_len.accessor<int64_t, 1>();
+    for (int64_t r = 0; r < B; ++r) {
+        const auto& s = src[static_cast<size_t>(r)];
+        const auto& o = out[static_cast<size_t>(r)];
+        for (size_t k = 0; k < s.size(); ++k) src_a[r][static_cast<int64_t>(k)] = s[k];
+        for (size_t k = 0; k < o.size(); ++k) out_a[r][static_cast<int64_t>(k)] = o[k];
+        // Decoder input is the output shifted right behind <bos>. In non-fixed mode
+        // the <eos> is not fed back; with fixed steps d2l's [:-1] slice may keep it.
+        in_a[r][0] = Vocab::bos_id;
+        const int64_t fed = fixed_steps > 0 ? T - 1 : static_cast<int64_t>(o.size()) - 1;
+        for (int64_t k = 0; k < fed; ++k) in_a[r][k + 1] = out_a[r][k];
+        sl[r] = static_cast<int64_t>(s.size());
+        tl[r] = static_cast<int64_t>(o.size());
+    }
+    b.index = rows;
+    return b;
+}
+
+std::vector<Batch> make_epoch_batches(const std::vector<SentencePair>& pairs, const Vocab& src_vocab,
+                                      const Vocab& tgt_vocab, const BatchOptions& options, uint64_t seed,
+                                      int epoch) {
+    if (options.batch_size <= 0)
+        throw ConfigError("batch size " + std::to_string(options.batch_size) + " must be at least 1");
+    const auto bs = static_cast<size_t>(options.batch_size);
+    std::mt19937_64 rng(mix(seed ^ mix(static_cast<uint64_t>(epoch))));
+    std::vector<size_t> order(pairs.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    if (options.shuffle) seeded_shuffle(order, rng);
+    if (options.bucket_window > 1) {
+        const size_t window = bs * static_cast<size_t>(options.bucket_window);
+        for (size_t start = 0; start < order.size(); start += window) {
+            const auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
+            const auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + window));
+            std::stable_sort(first, last, [&](size_t a, size_t b) {
+                const auto& pa = pairs[a];
+                const auto& pb = pairs[b];
+                if (pa.src.size() != pb.src.size()) return pa.src.size() < pb.src.size();
+                return pa.tgt.size() < pb.tgt.size();
+            });
+        }
+    }
+    std::vector<std::vector<size_t>> groups;
+    for (size_t start = 0; start < order.size(); start += bs)
+        groups.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start),
+                            order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + bs)));
+    // Sorted windows would otherwise give short batches first, then long ones.
+    if (options.shuffle && options.bucket_window > 1) seeded_shuffle(groups, rng);
+    std::vector<Batch> batches;
+    batches.reserve(groups.size());
+    for (const auto& rows : groups) batches.push_back(make_batch(pairs, rows, src_vocab, tgt_vocab, options.fixed_steps));
+    return batches;
+}
+
+}  // namespace attnviz

@@ -1,1 +1,197 @@
-// implementation follows
+// Attention export (CSV, JSON) and atomic file writes.
+#include "core/export.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace attnviz {
+
+namespace {
+
+const Hypothesis& pick(const Translation& t, size_t hypothesis) {
+    if (hypothesis >= t.hypotheses.size())
+        throw Error("no hypothesis " + std::to_string(hypothesis) + " to export: the translation has " +
+                    std::to_string(t.hypotheses.size()));
+    return t.hypotheses[hypothesis];
+}
+
+// RFC 4180: quote fields with a comma, quote or line break (and, so that
+// spreadsheets keep them, fields with leading or trailing spaces).
+std::string csv_field(const std::string& s) {
+    const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
+                       (!s.empty() && (s.front() == ' ' || s.back() == ' '));
+    if (!quote) return s;
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// Shortest text that reads back as the same float.
+std::string format_float(float v) {
+    char buf[32];
+    const auto res = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, res.ptr);
+}
+
+}  // namespace
+
+std::string attention_csv(const Translation& t, size_t hypothesis) {
+    const Hypothesis& h = pick(t, hypothesis);
+    if (!t.attention_available || h.attention.size() != h.tokens.size())
+        throw Error("no attention weights to export: the hypothesis has " + std::to_string(h.tokens.size()) +
+                    " tokens but " + std::to_string(h.attention.size()) + " attention rows");
+    std::string out;
+    for (const auto& s : t.src_tokens) out += "," + csv_field(s);
+    out += "\n";
+    for (size_t r = 0; r < h.tokens.size(); ++r) {
+        if (h.attention[r].size() != t.src_tokens.size())
+            throw Error("attention row " + std::to_string(r) + " has " + std::to_string(h.attention[r].size()) +
+                        " weights for " + std::to_string(t.src_tokens.size()) + " source tokens");
+        out += csv_field(h.tokens[r]);
+        for (const float w : h.attention[r]) out += "," + format_float(w);
+        out += "\n";
+    }
+    return out;
+}
+
+nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
+                              const nlohmann::json& decode_settings) {
+    const Hypothesis& h = pick(t, hypothesis);
+    return nlohmann::json{
+        {"format", "attnviz-attention"},
+        {"version", 1},
+        {"input", t.input},
+        {"source", t.src_tokens},
+        {"unknown", t.unknown},
+        {"hypothesis", hypothesis},
+        {"output", h.tokens},
+        {"text", h.text},
+        {"log_prob", h.log_prob},
+        {"score", h.score},
+        {"attention_available", t.attention_available},
+        {"weights", h.attention},
+        {"raw_scores", h.raw_scores},
+        {"context_norm", h.context_norm},
+        {"model", model_settings.is_null() ? nlohmann::json::object() : model_settings},
+        {"decode", decode_settings.is_null() ? nlohmann::json::object() : decode_settings},
+    };
+}
+
+AttentionTable parse_attention_csv(const std::string& csv) {
+    // RFC 4180 records; line numbers are those where each record starts.
+    std::vector<std::pair<size_t, std::vector<std::string>>> records;
+    std::vector<std::string> fields;
+    std::string field;
+    size_t line = 1, record_line = 1, i = csv.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // BOM
+    bool in_record = false;
+    auto end_field = [&] { fields.push_back(std::move(field)), field.clear(); };
+    auto end_record = [&] {
+        end_field();
+        if (fields.size() > 1 || !fields[0].empty())  // blank lines are skipped
+            records.emplace_back(record_line, std::move(fields));
+        fields.clear();
+        in_record = false;
+    };
+    while (i < csv.size()) {
+        const char c = csv[i];
+        if (!in_record) record_line = line, in_record = true;
+        if (c == '"' && field.empty()) {
+            const size_t open_line = line;
+            ++i;
+            while (true) {
+                if (i >= csv.size())
+                    throw FileError("attention CSV line " + std::to_string(open_line) +
+                                    ": a quoted field is not closed (expected a closing '\"')");
+                if (csv[i] == '"') {
+                    if (i + 1 < csv.size() && csv[i + 1] == '"') {
+                        field += '"', i += 2;
+                        continue;
+                    }
+                    ++i;
+                    break;
+                }
+                if (csv[i] == '\n') ++line;
+                field += csv[i++];
+            }
+            if (i < csv.size() && csv[i] != ',' && csv[i] != '\n' && csv[i] != '\r')
+                throw FileError("attention CSV line " + std::to_string(line) +
+                                ": expected ',' or end of line after a quoted field");
+            continue;
+        }
+        if (c == ',') {
+            end_field(), ++i;
+        } else if (c == '\r' || c == '\n') {
+            end_record();
+            i += (c == '\r' && i + 1 < csv.size() && csv[i + 1] == '\n') ? 2 : 1;
+            ++line;
+        } else {
+            field += c, ++i;
+        }
+    }
+    if (in_record) end_record();
+
+    AttentionTable table;
+    if (records.empty()) throw FileError("attention CSV is empty: expected a header row ',source tokens...'");
+    const auto& header = records.front().second;
+    if (!header.front().empty())
+        throw FileError("attention CSV line 1: the first header cell is \"" + header.front() +
+                        "\", expected it empty (header: ,source tokens...)");
+    table.source.assign(header.begin() + 1, header.end());
+    for (size_t r = 1; r < records.size(); ++r) {
+        const auto& [at, row] = records[r];
+        const std::string where = "attention CSV line " + std::to_string(at) + ": ";
+        if (row.size() != table.source.size() + 1)
+            throw FileError(where + "expected an output token and " + std::to_string(table.source.size()) +
+                            " weights, found " + std::to_string(row.size()) + " fields");
+        table.output.push_back(row[0]);
+        std::vector<float> weights;
+        for (size_t k = 1; k < row.size(); ++k) {
+            float w = 0.0f;
+            const char* b = row[k].data();
+            const char* e = b + row[k].size();
+            const auto res = std::from_chars(b, e, w);
+            if (res.ec != std::errc() || res.ptr != e || row[k].empty())
+                throw FileError(where + "weight " + std::to_string(k) + " is \"" + row[k] + "\", expected a number");
+            weights.push_back(w);
+        }
+        table.weights.push_back(std::move(weights));
+    }
+    return table;
+}
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw FileError("cannot write '" + path + "': " + std::strerror(errno));
+    auto fail = [&](int err, bool close_fd) {
+        if (close_fd) ::close(fd);
+        ::unlink(tmp.c_str());
+        throw FileError("cannot write '" + path + "': " + std::strerror(err));
+    };
+    size_t done = 0;
+    while (done < contents.size()) {
+        const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            fail(errno, true);
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0) fail(errno, true);
+    if (::close(fd) != 0) fail(errno, false);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno, false);
+}
+
+}  // namespace attnviz

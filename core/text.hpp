@@ -16,11 +16,12 @@ enum class TokenLevel {
 };
 
 /// d2l's preprocessing: non-breaking spaces (U+00A0, U+202F) become spaces,
-/// text is lower-cased (ASCII and Latin-1/Latin Extended-A letters), and a space
-/// is inserted before , . ! ? when not already preceded by one.
+/// text is lower-cased (ASCII and Latin-1/Latin Extended-A letters, as Python's
+/// str.lower()), and a space is inserted before , . ! ? when not already preceded
+/// by one (nor at the very start). Invalid UTF-8 bytes pass through unchanged.
 std::string normalize(const std::string& text);
 
-/// Splits normalised text on spaces; empty pieces are dropped.
+/// Splits normalised text on spaces (tabs, CR and LF count as spaces too); empty pieces are dropped.
 std::vector<std::string> tokenize_words(const std::string& text);
 
 /// Splits UTF-8 text into code points (each one a token, spaces included).

@@ -1,1 +1,0 @@
-// the user interface follows
