@@ -1,1 +1,192 @@
-// implementation follows
+// Greedy decoding, batched over sentences, recording each step's attention.
+#include "core/decode.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/decode_util.hpp"
+#include "core/error.hpp"
+
+namespace attnviz {
+
+nlohmann::json DecodeOptions::to_json() const {
+    return {{"max_length", max_length},
+            {"beam_size", beam_size},
+            {"num_hypotheses", num_hypotheses},
+            {"length_penalty", length_penalty},
+            {"batch_size", batch_size},
+            {"normalize_input", normalize_input}};
+}
+
+void validate_decode_options(const DecodeOptions& o) {
+    if (o.max_length < 1 || o.max_length > 1000) throw ConfigError("decode: max length must be in 1..1000");
+    if (o.beam_size < 1 || o.beam_size > 100) throw ConfigError("decode: beam size must be in 1..100");
+    if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size)
+        throw ConfigError("decode: number of hypotheses must be in 1..beam size");
+    if (o.batch_size < 1) throw ConfigError("decode: batch size must be at least 1");
+    if (o.length_penalty < 0) throw ConfigError("decode: length penalty must be >= 0");
+}
+
+std::vector<std::string> prepare_source(const std::string& sentence, TokenLevel level, bool normalize_text) {
+    if (level == TokenLevel::word) return tokenize_words(normalize_text ? normalize(sentence) : sentence);
+    return tokenize_chars(normalize_text ? lowercase_ascii(sentence) : sentence);
+}
+
+std::string lowercase_ascii(const std::string& sentence) {
+    // Character-level tasks are lower-case with single spaces; punctuation stays where it is.
+    std::string out;
+    for (char ch : sentence) {
+        const char c = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+        if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+        out += c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources, const std::vector<size_t>& rows,
+                           const Vocab& src_vocab, const torch::Device& device) {
+    SourceBatch b;
+    int64_t S = 1;
+    for (size_t r : rows) S = std::max<int64_t>(S, static_cast<int64_t>(sources[r].size()) + 1);
+    auto src = torch::full({static_cast<int64_t>(rows.size()), S}, Vocab::pad_id, torch::kLong);
+    auto len = torch::empty({static_cast<int64_t>(rows.size())}, torch::kLong);
+    auto sa = src.accessor<int64_t, 2>();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& toks = sources[rows[i]];
+        for (size_t j = 0; j < toks.size(); ++j) sa[i][j] = src_vocab.id(toks[j]);
+        sa[i][toks.size()] = Vocab::eos_id;
+        len[i] = static_cast<int64_t>(toks.size()) + 1;
+    }
+    b.src = src.to(device);
+    b.src_len = len.to(device);
+    return b;
+}
+
+Translation make_translation_shell(const std::vector<std::string>& source, const Vocab& src_vocab,
+                                   bool attention_available) {
+    Translation t;
+    t.attention_available = attention_available;
+    if (source.empty()) return t;
+    for (const auto& tok : source) {
+        if (src_vocab.contains(tok)) {
+            t.src_tokens.push_back(tok);
+        } else {
+            t.src_tokens.push_back(Vocab::unk_token);
+            t.unknown.push_back(tok);
+        }
+    }
+    t.src_tokens.push_back(Vocab::eos_token);
+    return t;
+}
+
+void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level) {
+    for (auto id : h.ids) h.tokens.push_back(tgt_vocab.token(id));
+    std::vector<std::string> words;
+    for (size_t i = 0; i < h.ids.size() && h.ids[i] != Vocab::eos_id; ++i) words.push_back(h.tokens[i]);
+    h.text = detokenize(words, level);
+}
+
+std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                                       TokenLevel level, const std::vector<std::vector<std::string>>& sources,
+                                       const DecodeOptions& options) {
+    validate_decode_options(options);
+    const bool has_attention = model->config().scoring != Scoring::none;
+    std::vector<Translation> results;
+    results.reserve(sources.size());
+    for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention));
+
+    std::vector<size_t> todo;
+    for (size_t i = 0; i < sources.size(); ++i)
+        if (!sources[i].empty()) todo.push_back(i);
+    if (todo.empty()) return results;
+
+    EvalScope eval(model);
+    torch::InferenceMode guard;
+    const auto device = model_device(model);
+    for (size_t start = 0; start < todo.size(); start += static_cast<size_t>(options.batch_size)) {
+        std::vector<size_t> rows(todo.begin() + start,
+                                 todo.begin() + std::min(todo.size(), start + static_cast<size_t>(options.batch_size)));
+        const int64_t B = static_cast<int64_t>(rows.size());
+        auto batch = encode_sources(sources, rows, src_vocab, device);
+        auto enc = model->encode(batch.src, batch.src_len);
+        auto state = model->init_state(enc);
+        auto tokens = torch::full({B}, Vocab::bos_id, torch::TensorOptions().dtype(torch::kLong).device(device));
+        std::vector<Hypothesis> hyps(rows.size());
+        std::vector<bool> done(rows.size(), false);
+        const auto lens = batch.lengths();
+        for (int64_t step = 0; step < options.max_length; ++step) {
+            auto out = model->step(tokens, state, enc);
+            // <pad> and <bos> are never outputs; beam search excludes them the same way.
+            auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1)
+                            .index_fill_(1, torch::tensor({Vocab::pad_id, Vocab::bos_id}).to(device),
+                                         -std::numeric_limits<float>::infinity());
+            auto best = logp.max(-1);
+            auto ids_t = std::get<1>(best).to(torch::kCPU);
+            auto lp_t = std::get<0>(best).to(torch::kCPU);
+            auto cn_t = out.context.norm(2, -1).to(torch::kCPU);
+            auto ids = ids_t.accessor<int64_t, 1>();
+            auto lp = lp_t.accessor<float, 1>();
+            auto cn = cn_t.accessor<float, 1>();
+            torch::Tensor w_cpu, s_cpu;
+            if (has_attention) {
+                w_cpu = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
+                s_cpu = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
+            }
+            bool all_done = true;
+            for (int64_t i = 0; i < B; ++i) {
+                if (done[i]) continue;
+                auto& h = hyps[i];
+                h.ids.push_back(ids[i]);
+                h.log_prob += lp[i];
+                h.context_norm.push_back(cn[i]);
+                if (has_attention) append_attention_row(h, w_cpu, s_cpu, i, lens[i]);
+                if (ids[i] == Vocab::eos_id) done[i] = true;
+                all_done = all_done && done[i];
+            }
+            if (all_done) break;
+            tokens = std::get<1>(best);
+        }
+        for (size_t i = 0; i < rows.size(); ++i) {
+            auto& h = hyps[i];
+            h.score = h.log_prob;
+            finish_hypothesis(h, tgt_vocab, level);
+            results[rows[i]].hypotheses.push_back(std::move(h));
+        }
+    }
+    return results;
+}
+
+std::vector<Translation> translate(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab, TokenLevel level,
+                                   const std::vector<std::string>& sentences, const DecodeOptions& options) {
+    std::vector<std::vector<std::string>> sources;
+    sources.reserve(sentences.size());
+    for (const auto& s : sentences) sources.push_back(prepare_source(s, level, options.normalize_input));
+    auto results = options.beam_size > 1 ? beam_decode(model, src_vocab, tgt_vocab, level, sources, options)
+                                         : greedy_decode(model, src_vocab, tgt_vocab, level, sources, options);
+    for (size_t i = 0; i < sentences.size(); ++i) results[i].input = sentences[i];
+    return results;
+}
+
+}  // namespace attnviz
+
+namespace attnviz {
+
+std::vector<int64_t> SourceBatch::lengths() const {
+    auto cpu = src_len.to(torch::kCPU).contiguous();
+    return {cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel()};
+}
+
+void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
+                          int64_t n) {
+    const float* w = weights.data_ptr<float>() + row * weights.stride(0);
+    const float* s = scores.data_ptr<float>() + row * scores.stride(0);
+    h.attention.emplace_back(w, w + n);
+    h.raw_scores.emplace_back(s, s + n);
+}
+
+torch::Device model_device(Seq2Seq& model) {
+    auto params = model->parameters();
+    return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
+
+}  // namespace attnviz

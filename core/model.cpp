@@ -1,1 +1,372 @@
-// implementation follows
+// The encoder-decoder with attention. Shapes: B batch, S source steps, T target
+// steps, E embedding, H hidden, K key size (H, or 2H when bidirectional),
+// A attention size, L layers, V vocabulary.
+#include "core/model.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace F = torch::nn::functional;
+
+namespace attnviz {
+
+// --- names -------------------------------------------------------------------
+
+namespace {
+template <typename E>
+E from_table(const std::string& s, const std::vector<std::pair<std::string, E>>& table,
+             const char* what) {
+    std::string valid;
+    for (const auto& [name, value] : table) {
+        if (name == s) return value;
+        valid += (valid.empty() ? "" : ", ") + name;
+    }
+    throw ConfigError("unknown " + std::string(what) + " '" + s + "' (expected one of: " + valid + ")");
+}
+template <typename E>
+std::string to_table(E e, const std::vector<std::pair<std::string, E>>& table) {
+    for (const auto& [name, value] : table)
+        if (value == e) return name;
+    return "?";
+}
+const std::vector<std::pair<std::string, Scoring>> k_scorings = {
+    {"additive", Scoring::additive}, {"dot", Scoring::dot}, {"scaled-dot", Scoring::scaled_dot},
+    {"general", Scoring::general},   {"none", Scoring::none}};
+const std::vector<std::pair<std::string, CellType>> k_cells = {{"gru", CellType::gru},
+                                                               {"lstm", CellType::lstm}};
+const std::vector<std::pair<std::string, InitScheme>> k_inits = {
+    {"xavier", InitScheme::xavier}, {"uniform", InitScheme::uniform}, {"orthogonal", InitScheme::orthogonal}};
+}  // namespace
+
+std::string to_string(Scoring s) { return to_table(s, k_scorings); }
+std::string to_string(CellType c) { return to_table(c, k_cells); }
+std::string to_string(InitScheme i) { return to_table(i, k_inits); }
+Scoring scoring_from_string(const std::string& s) { return from_table(s, k_scorings, "scoring function"); }
+CellType cell_from_string(const std::string& s) { return from_table(s, k_cells, "cell type"); }
+InitScheme init_from_string(const std::string& s) { return from_table(s, k_inits, "initialisation"); }
+
+// --- config ------------------------------------------------------------------
+
+void ModelConfig::validate() const {
+    auto need = [](bool ok, const std::string& msg) {
+        if (!ok) throw ConfigError(msg);
+    };
+    need(src_vocab >= 5 && tgt_vocab >= 5, "model: vocabularies must have at least one token besides the 4 special ones");
+    need(embed_size >= 1 && embed_size <= 4096, "model: embedding size must be in 1..4096");
+    need(hidden_size >= 1 && hidden_size <= 4096, "model: hidden size must be in 1..4096");
+    need(num_layers >= 1 && num_layers <= 8, "model: layers must be in 1..8");
+    need(attention_size >= 0 && attention_size <= 4096, "model: attention size must be in 0..4096 (0 = hidden size)");
+    need(dropout >= 0.0 && dropout < 1.0, "model: dropout must be in [0, 1)");
+    need(!((scoring == Scoring::dot || scoring == Scoring::scaled_dot) && bidirectional),
+         "model: dot-product scoring needs keys as wide as the decoder state; with a bidirectional "
+         "encoder use 'general' or 'additive' scoring");
+}
+
+nlohmann::json ModelConfig::to_json() const {
+    return {{"src_vocab", src_vocab},     {"tgt_vocab", tgt_vocab},   {"embed_size", embed_size},
+            {"hidden_size", hidden_size}, {"num_layers", num_layers}, {"attention_size", attention_size},
+            {"cell", to_string(cell)},    {"bidirectional", bidirectional},
+            {"scoring", to_string(scoring)}, {"dropout", dropout},  {"init", to_string(init)},
+            {"seed", seed}};
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+    ModelConfig c;
+    c.src_vocab = j.at("src_vocab").get<int64_t>();
+    c.tgt_vocab = j.at("tgt_vocab").get<int64_t>();
+    c.embed_size = j.at("embed_size").get<int64_t>();
+    c.hidden_size = j.at("hidden_size").get<int64_t>();
+    c.num_layers = j.at("num_layers").get<int64_t>();
+    c.attention_size = j.value("attention_size", int64_t{0});
+    c.cell = cell_from_string(j.at("cell").get<std::string>());
+    c.bidirectional = j.at("bidirectional").get<bool>();
+    c.scoring = scoring_from_string(j.at("scoring").get<std::string>());
+    c.dropout = j.at("dropout").get<double>();
+    c.init = init_from_string(j.value("init", std::string("xavier")));
+    c.seed = j.value("seed", uint64_t{0});
+    return c;
+}
+
+// --- attention ---------------------------------------------------------------
+
+AttentionImpl::AttentionImpl(Scoring scoring, int64_t query_size, int64_t key_size, int64_t attention_size)
+    : m_scoring(scoring), m_key_size(key_size) {
+    namespace nn = torch::nn;
+    switch (scoring) {
+    case Scoring::additive:
+        W_k = register_module("W_k", nn::Linear(nn::LinearOptions(key_size, attention_size).bias(false)));
+        W_q = register_module("W_q", nn::Linear(nn::LinearOptions(query_size, attention_size).bias(false)));
+        w_v = register_module("w_v", nn::Linear(nn::LinearOptions(attention_size, 1).bias(false)));
+        break;
+    case Scoring::general:
+        W_k = register_module("W_k", nn::Linear(nn::LinearOptions(key_size, query_size).bias(false)));
+        break;
+    case Scoring::dot:
+    case Scoring::scaled_dot:
+    case Scoring::none:
+        break;
+    }
+}
+
+torch::Tensor AttentionImpl::project_keys(const torch::Tensor& keys) {
+    // keys: [B, S, K] -> [B, S, A] (additive), [B, S, H] (general), keys (dot).
+    if (W_k) return W_k->forward(keys);
+    return keys;
+}
+
+torch::Tensor AttentionImpl::score(const torch::Tensor& query, const torch::Tensor& proj_keys,
+                                   const torch::Tensor& mask) {
+    torch::Tensor scores;  // [B, S]
+    if (m_scoring == Scoring::additive) {
+        // w_v^T tanh(W_q q + W_k k): [B, 1, A] + [B, S, A] -> [B, S, 1]
+        auto features = torch::tanh(W_q->forward(query).unsqueeze(1) + proj_keys);
+        scores = w_v->forward(features).squeeze(-1);
+    } else {
+        // q^T k (dot, scaled dot) or q^T (W k) (general): [B, S, H] x [B, H, 1]
+        scores = torch::bmm(proj_keys, query.unsqueeze(2)).squeeze(2);
+        if (m_scoring == Scoring::scaled_dot) scores = scores / std::sqrt(static_cast<double>(m_key_size));
+    }
+    // Padded positions get -inf, hence exactly 0 after the softmax.
+    return scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+}
+
+// --- seq2seq -----------------------------------------------------------------
+
+namespace {
+// Seeds the global CPU generator for the initial weights and puts its previous
+// state back afterwards, so building a model (e.g. a snapshot copy on another
+// thread) never disturbs the random stream of a training run.
+class ScopedSeed {
+public:
+    explicit ScopedSeed(uint64_t seed) : m_gen(at::detail::getDefaultCPUGenerator()), m_state(m_gen.get_state()) {
+        m_gen.set_current_seed(seed);
+    }
+    ~ScopedSeed() { m_gen.set_state(m_state); }
+
+private:
+    at::Generator m_gen;
+    at::Tensor m_state;
+};
+}  // namespace
+
+Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config) : m_config(config) {
+    namespace nn = torch::nn;
+    config.validate();
+    ScopedSeed seeded(config.seed);  // the initial weights depend on the seed alone
+    const int64_t E = config.embed_size, H = config.hidden_size, L = config.num_layers;
+    const int64_t dirs = config.bidirectional ? 2 : 1;
+    m_key_size = H * dirs;
+    const double rnn_dropout = L > 1 ? config.dropout : 0.0;
+
+    enc_embedding = register_module("enc_embedding", nn::Embedding(config.src_vocab, E));
+    dec_embedding = register_module("dec_embedding", nn::Embedding(config.tgt_vocab, E));
+    if (config.cell == CellType::gru)
+        enc_gru = register_module("enc_rnn", nn::GRU(nn::GRUOptions(E, H).num_layers(L).dropout(rnn_dropout)
+                                                          .bidirectional(config.bidirectional).batch_first(true)));
+    else
+        enc_lstm = register_module("enc_rnn", nn::LSTM(nn::LSTMOptions(E, H).num_layers(L).dropout(rnn_dropout)
+                                                            .bidirectional(config.bidirectional).batch_first(true)));
+    if (config.bidirectional) bridge = register_module("bridge", nn::Linear(2 * H, H));
+
+    const int64_t A = config.attention_size > 0 ? config.attention_size : H;
+    attention = register_module("attention", Attention(config.scoring, H, m_key_size, A));
+
+    // Decoder RNN, one step at a time: layer 0 reads [context; embedding] (d2l's order).
+    const int64_t gates = config.cell == CellType::gru ? 3 : 4;
+    for (int64_t l = 0; l < L; ++l) {
+        const int64_t in = l == 0 ? m_key_size + E : H;
+        const double bound = 1.0 / std::sqrt(static_cast<double>(H));  // PyTorch's RNN default
+        auto u = [&](std::vector<int64_t> shape) { return torch::empty(shape).uniform_(-bound, bound); };
+        const std::string s = std::to_string(l);
+        m_w_ih.push_back(register_parameter("dec_rnn.weight_ih_l" + s, u({gates * H, in})));
+        m_w_hh.push_back(register_parameter("dec_rnn.weight_hh_l" + s, u({gates * H, H})));
+        m_b_ih.push_back(register_parameter("dec_rnn.bias_ih_l" + s, u({gates * H})));
+        m_b_hh.push_back(register_parameter("dec_rnn.bias_hh_l" + s, u({gates * H})));
+    }
+    dropout = register_module("dropout", nn::Dropout(config.dropout));
+    dense = register_module("dense", nn::Linear(H, config.tgt_vocab));
+    reset_parameters();
+}
+
+void Seq2SeqImpl::reset_parameters() {
+    torch::NoGradGuard no_grad;
+    const int64_t H = m_config.hidden_size;
+    auto is_recurrent = [](const std::string& name) { return name.find("weight_hh") != std::string::npos; };
+    for (auto& item : named_parameters()) {
+        const std::string& name = item.key();
+        auto& p = item.value();
+        const bool embedding = name.find("embedding") != std::string::npos;
+        const bool weight = name.find("weight") != std::string::npos;
+        switch (m_config.init) {
+        case InitScheme::uniform:
+            p.uniform_(-0.08, 0.08);
+            break;
+        case InitScheme::xavier:
+            // d2l's init_seq2seq: Xavier-uniform for linear and recurrent weights.
+            if (weight && !embedding) torch::nn::init::xavier_uniform_(p);
+            break;
+        case InitScheme::orthogonal:
+            if (weight && is_recurrent(name)) {
+                for (int64_t g = 0; g * H < p.size(0); ++g)
+                    torch::nn::init::orthogonal_(p.narrow(0, g * H, H));
+            } else if (weight && !embedding) {
+                torch::nn::init::xavier_uniform_(p);
+            } else if (!weight) {
+                p.zero_();
+            }
+            break;
+        }
+    }
+}
+
+EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+    namespace rnn = torch::nn::utils::rnn;
+    const int64_t B = src.size(0), S = src.size(1), H = m_config.hidden_size, L = m_config.num_layers;
+    EncoderState enc;
+    enc.src_len = src_len;
+    auto lengths_cpu = src_len.to(torch::kCPU, torch::kLong);
+    auto emb = enc_embedding->forward(src);  // [B, S, E]
+    auto packed = rnn::pack_padded_sequence(emb, lengths_cpu, /*batch_first=*/true, /*enforce_sorted=*/false);
+    torch::Tensor h_n, c_n;
+    auto unpack = [S](const rnn::PackedSequence& p) { return std::get<0>(rnn::pad_packed_sequence(p, true, 0.0, S)); };
+    if (enc_gru) {
+        auto [out_packed, h] = enc_gru->forward_with_packed_input(packed);
+        enc.outputs = unpack(out_packed);  // [B, S, K]
+        h_n = h;
+    } else {
+        auto [out_packed, hc] = enc_lstm->forward_with_packed_input(packed);
+        enc.outputs = unpack(out_packed);
+        std::tie(h_n, c_n) = hc;
+    }
+    enc.mask = torch::arange(S, src.options()).unsqueeze(0) < src_len.to(src.device()).unsqueeze(1);
+    enc.proj_keys = attention->project_keys(enc.outputs);
+
+    if (m_config.bidirectional) {
+        // h_n: [L*2, B, H] -> [L, B, 2H] -> bridge -> [L, B, H] (Bahdanau: s0 = tanh(W h1_backward)).
+        auto both = h_n.view({L, 2, B, H}).permute({0, 2, 1, 3}).reshape({L, B, 2 * H});
+        enc.final_ctx = both[L - 1];
+        enc.h0 = torch::tanh(bridge->forward(both));
+        if (enc_lstm) enc.c0 = torch::zeros_like(enc.h0);
+    } else {
+        enc.final_ctx = h_n[L - 1];
+        enc.h0 = h_n;
+        if (enc_lstm) enc.c0 = c_n;
+    }
+    return enc;
+}
+
+DecoderState Seq2SeqImpl::init_state(const EncoderState& enc) const {
+    return DecoderState{enc.h0, enc.c0};
+}
+
+torch::Tensor Seq2SeqImpl::rnn_step(const torch::Tensor& x, DecoderState& state) {
+    // x: [B, K+E]; state.h, state.c: [L, B, H]. Returns the top layer's output [B, H].
+    const int64_t L = m_config.num_layers;
+    std::vector<torch::Tensor> hs, cs;
+    auto input = x;
+    for (int64_t l = 0; l < L; ++l) {
+        if (m_config.cell == CellType::gru) {
+            input = torch::gru_cell(input, state.h[l], m_w_ih[l], m_w_hh[l], m_b_ih[l], m_b_hh[l]);
+        } else {
+            auto hc = torch::lstm_cell(input, {state.h[l], state.c[l]}, m_w_ih[l], m_w_hh[l], m_b_ih[l], m_b_hh[l]);
+            input = std::get<0>(hc);
+            cs.push_back(std::get<1>(hc));
+        }
+        hs.push_back(input);
+        if (l + 1 < L) input = dropout->forward(input);  // between layers, as nn.GRU(dropout=...)
+    }
+    state.h = torch::stack(hs);
+    if (!cs.empty()) state.c = torch::stack(cs);
+    return input;
+}
+
+namespace {
+// One attention read: the query is the last layer's previous hidden state (d2l).
+struct Read {
+    torch::Tensor scores, weights, context;
+};
+}  // namespace
+
+StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderState& state, const EncoderState& enc) {
+    StepOutput out;
+    auto x = dec_embedding->forward(tokens);  // [B, E]
+    auto h_top = state.h[m_config.num_layers - 1];
+    if (m_config.scoring == Scoring::none) {
+        out.context = enc.final_ctx;
+    } else {
+        out.scores = attention->score(h_top, enc.proj_keys, enc.mask);  // [B, S]
+        out.weights = torch::softmax(out.scores, -1);
+        out.context = torch::bmm(dropout->forward(out.weights).unsqueeze(1), enc.outputs).squeeze(1);  // [B, K]
+    }
+    auto top = rnn_step(torch::cat({out.context, x}, -1), state);
+    out.logits = dense->forward(top);
+    return out;
+}
+
+torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
+                                   const torch::Tensor& tgt_in, double teacher_forcing,
+                                   torch::Tensor* attention_out) {
+    const int64_t T = tgt_in.size(1);
+    auto enc = encode(src, src_len);
+    auto state = init_state(enc);
+    auto emb = dec_embedding->forward(tgt_in);  // [B, T, E], embedded once for all steps
+    const bool sample = teacher_forcing < 1.0;
+    std::vector<torch::Tensor> tops, logits, weights;
+    torch::Tensor prev_pred;
+    for (int64_t t = 0; t < T; ++t) {
+        torch::Tensor x;
+        if (t > 0 && sample && torch::rand({1}).item<double>() >= teacher_forcing)
+            x = dec_embedding->forward(prev_pred);  // feed the model's own prediction
+        else
+            x = emb.select(1, t);
+        torch::Tensor context;
+        auto h_top = state.h[m_config.num_layers - 1];
+        if (m_config.scoring == Scoring::none) {
+            context = enc.final_ctx;
+        } else {
+            auto w = torch::softmax(attention->score(h_top, enc.proj_keys, enc.mask), -1);
+            if (attention_out) weights.push_back(w);
+            context = torch::bmm(dropout->forward(w).unsqueeze(1), enc.outputs).squeeze(1);
+        }
+        auto top = rnn_step(torch::cat({context, x}, -1), state);
+        if (sample) {
+            logits.push_back(dense->forward(top));
+            prev_pred = logits.back().argmax(-1);
+        } else {
+            tops.push_back(top);
+        }
+    }
+    if (attention_out) *attention_out = weights.empty() ? torch::Tensor() : torch::stack(weights, 1);
+    if (sample) return torch::stack(logits, 1);
+    return dense->forward(torch::stack(tops, 1));  // [B, T, V], one matmul for all steps
+}
+
+torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {
+    // d2l's Seq2Seq.loss: cross-entropy averaged over the non-pad target tokens.
+    return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape(-1),
+                            F::CrossEntropyFuncOptions().ignore_index(pad_id));
+}
+
+Seq2Seq clone_model(Seq2Seq& model, const torch::Device& device) {
+    Seq2Seq copy(model->config());
+    torch::NoGradGuard no_grad;
+    auto src = model->named_parameters();
+    for (auto& item : copy->named_parameters()) item.value().copy_(src[item.key()].to(torch::kCPU));
+    auto src_buffers = model->named_buffers();
+    for (auto& item : copy->named_buffers()) item.value().copy_(src_buffers[item.key()].to(torch::kCPU));
+    copy->to(device);
+    copy->eval();
+    return copy;
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+    int64_t n = 0;
+    for (const auto& p : module.parameters())
+        if (p.requires_grad()) n += p.numel();
+    return n;
+}
+
+}  // namespace attnviz

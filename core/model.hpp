@@ -88,10 +88,10 @@ class AttentionImpl : public torch::nn::Module {
 public:
     AttentionImpl(Scoring scoring, int64_t query_size, int64_t key_size, int64_t attention_size);
     /// keys [B,S,K] -> projected keys [B,S,A], computed once per batch (Joey NMT's compute_proj_keys).
-    torch::Tensor project_keys(const torch::Tensor& keys) const;
+    torch::Tensor project_keys(const torch::Tensor& keys);
     /// query [B,H], proj_keys [B,S,A], mask [B,S] -> raw scores [B,S] (padding = -inf).
     torch::Tensor score(const torch::Tensor& query, const torch::Tensor& proj_keys,
-                        const torch::Tensor& mask) const;
+                        const torch::Tensor& mask);
     Scoring scoring() const { return m_scoring; }
 
 private:

@@ -41,6 +41,9 @@ struct TrainConfig {
     int64_t max_batches = 0;          ///< stop after this many batches in total; 0 = no limit (tests)
     int snapshot_every = 0;           ///< also publish weights every N batches (0 = once per epoch)
     int min_freq = 1;                 ///< vocabulary: tokens seen fewer times map to <unk>
+    bool split_shuffle = true;        ///< false: first pairs train, last pairs validate (d2l's split)
+    bool vocab_includes_val = false;  ///< true: build vocabularies from train + validation (as d2l does)
+    size_t eval_sample = 200;         ///< validation pairs greedily decoded each epoch for accuracy/BLEU
 
     void validate() const;            ///< throws ConfigError
     nlohmann::json to_json() const;
@@ -145,12 +148,13 @@ public:
     torch::optim::Optimizer& optimizer() { return *m_optimizer; }
     torch::Device device() const { return m_device; }
 
-    /// Validation loss and exact-match accuracy of the current weights.
-    std::pair<double, double> evaluate(const std::vector<SentencePair>& pairs, size_t max_pairs = 0);
+    /// Loss, accuracies and BLEU of the current weights on pairs (decoding at most
+    /// max_decode of them greedily for exact match and BLEU; 0 = all).
+    EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode = 0);
 
 private:
     bool wait_if_paused();
-    double train_batch(const Batch& batch, double* grad_norm);
+    double train_batch(const Batch& batch, double* grad_norm, std::string* error);
     TrainingData m_data;
     ModelConfig m_model_config;
     TrainConfig m_train_config;
@@ -164,7 +168,6 @@ private:
     std::condition_variable m_pause_cv;
     mutable std::mutex m_snapshot_mutex;
     std::shared_ptr<Seq2Seq> m_snapshot;
-    std::vector<torch::Tensor> m_last_good;  ///< weights before the last step, restored on divergence
 };
 
 }  // namespace attnviz

@@ -1,0 +1,47 @@
+#pragma once
+// Internal helpers shared by greedy and beam search (not part of the public API).
+#include <string>
+#include <vector>
+
+#include "core/decode.hpp"
+
+namespace attnviz {
+
+/// Source sentences as padded ids + <eos>, on the model's device.
+struct SourceBatch {
+    torch::Tensor src;      ///< [B, S]
+    torch::Tensor src_len;  ///< [B]
+    std::vector<int64_t> lengths() const;  ///< src_len on the host
+};
+
+void validate_decode_options(const DecodeOptions& options);
+std::string lowercase_ascii(const std::string& sentence);
+SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources, const std::vector<size_t>& rows,
+                           const Vocab& src_vocab, const torch::Device& device);
+/// A Translation with source tokens (unknown words as <unk>, listed) and no hypotheses yet.
+Translation make_translation_shell(const std::vector<std::string>& source, const Vocab& src_vocab,
+                                   bool attention_available);
+/// Fills tokens and text from ids.
+void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
+/// Appends row `row` of a step's weights and raw scores ([B, S] contiguous float CPU tensors),
+/// keeping the first n source positions.
+void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
+                          int64_t n);
+torch::Device model_device(Seq2Seq& model);
+
+/// Puts a model in eval mode for a scope and restores its mode afterwards.
+class EvalScope {
+public:
+    explicit EvalScope(Seq2Seq& model) : m_model(model), m_was_training(model->is_training()) { model->eval(); }
+    ~EvalScope() {
+        if (m_was_training) m_model->train();
+    }
+    EvalScope(const EvalScope&) = delete;
+    EvalScope& operator=(const EvalScope&) = delete;
+
+private:
+    Seq2Seq& m_model;
+    bool m_was_training;
+};
+
+}  // namespace attnviz

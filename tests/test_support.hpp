@@ -1,0 +1,47 @@
+#pragma once
+// Small helpers shared by the core tests.
+#include <string>
+#include <vector>
+
+#include "core/model.hpp"
+#include "core/train.hpp"
+
+namespace attnviz::testing {
+
+/// A tiny model config over the given vocabulary sizes.
+inline ModelConfig tiny_config(Scoring scoring, int64_t src_vocab = 12, int64_t tgt_vocab = 11) {
+    ModelConfig c;
+    c.src_vocab = src_vocab;
+    c.tgt_vocab = tgt_vocab;
+    c.embed_size = 8;
+    c.hidden_size = 16;
+    c.num_layers = 2;
+    c.scoring = scoring;
+    c.seed = 7;
+    return c;
+}
+
+/// A padded batch of random ids with the given source lengths (ids >= 4, <eos> last).
+struct RandomBatch {
+    torch::Tensor src, src_len, tgt_in, tgt_out;
+};
+
+inline RandomBatch random_batch(const std::vector<int64_t>& src_lens, int64_t tgt_len, int64_t src_vocab,
+                                int64_t tgt_vocab) {
+    torch::manual_seed(3);
+    const int64_t B = static_cast<int64_t>(src_lens.size());
+    int64_t S = 0;
+    for (auto l : src_lens) S = std::max(S, l);
+    RandomBatch r;
+    r.src = torch::zeros({B, S}, torch::kLong);
+    for (int64_t b = 0; b < B; ++b) {
+        r.src[b].narrow(0, 0, src_lens[b]) = torch::randint(4, src_vocab, {src_lens[b]}, torch::kLong);
+        r.src[b][src_lens[b] - 1] = 2;
+    }
+    r.src_len = torch::tensor(src_lens, torch::kLong);
+    r.tgt_out = torch::randint(4, tgt_vocab, {B, tgt_len}, torch::kLong);
+    r.tgt_in = torch::cat({torch::ones({B, 1}, torch::kLong), r.tgt_out.narrow(1, 0, tgt_len - 1)}, 1);
+    return r;
+}
+
+}  // namespace attnviz::testing
