@@ -1,0 +1,185 @@
+// attnviz-cli bench: d2l's Bahdanau configuration on the d2l data, timed, with
+// d2l's four sample sentences and their BLEU (k=2). JSON keys follow
+// ../shared/bench/d2l_reference.py so the two outputs compare side by side.
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "app/cli_common.hpp"
+#include "core/checkpoint.hpp"
+#include "core/decode.hpp"
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/metrics.hpp"
+
+namespace attnviz::cli {
+
+namespace {
+
+struct BenchOptions {
+    std::string data, save;
+    size_t num_train = 512, num_val = 128;
+    SettingFlags settings;
+    bool quiet = false;
+};
+
+/// d2l 1.0.3's configuration (seed 003): what `bench` trains unless flags say otherwise.
+void d2l_config(ModelConfig& m, TrainConfig& t) {
+    m.embed_size = 256;
+    m.hidden_size = 256;
+    m.num_layers = 2;
+    m.cell = CellType::gru;
+    m.scoring = Scoring::additive;
+    m.dropout = 0.2;
+    m.init = InitScheme::xavier;
+    t.optimizer = OptimizerKind::adam;
+    t.lr = 0.005;
+    t.batch_size = 128;
+    t.epochs = 30;
+    t.grad_clip = 1.0;
+    t.teacher_forcing = 1.0;
+    t.min_freq = 2;
+    // d2l pads/truncates to 9 steps; none of the first 640 pairs is longer than 9
+    // tokens, so natural lengths with bucketing see the same tokens, only faster.
+    // --steps 9 --bucket-window 0 reproduces d2l's batches exactly.
+    t.fixed_steps = 0;
+    t.bucket_window = 20;
+}
+
+const char* const d2l_sources[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
+const char* const d2l_references[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
+
+int run_bench(BenchOptions& o) {
+    ModelConfig m;
+    TrainConfig t;
+    d2l_config(m, t);
+    o.settings.apply(m, t);
+    m.seed = t.seed;
+    t.validate();
+    m.validate();
+    torch::Device device = resolve_device(t.device);
+    if (!o.save.empty()) check_writable("--save", o.save);
+
+    // d2l's data: the first num_train + num_val pairs in file order (first two
+    // columns, word level), train first; one vocabulary per side over all of them.
+    TsvOptions tsv;
+    tsv.max_pairs = o.num_train + o.num_val;
+    Corpus corpus = read_tsv(o.data, tsv);
+    if (corpus.pairs.size() <= o.num_train)
+        throw FileError(o.data + ": has " + std::to_string(corpus.pairs.size()) + " pairs, bench needs more than " +
+                        std::to_string(o.num_train));
+    TrainingData data;
+    data.name = corpus.name;
+    data.level = TokenLevel::word;
+    data.skipped_lines = corpus.skipped.size();
+    data.train.assign(corpus.pairs.begin(), corpus.pairs.begin() + long(o.num_train));
+    data.val.assign(corpus.pairs.begin() + long(o.num_train), corpus.pairs.end());
+    if (t.max_length > 0) {
+        data.train = filter_by_length(data.train, size_t(t.max_length));
+        data.val = filter_by_length(data.val, size_t(t.max_length));
+    }
+    std::vector<std::vector<std::string>> src_sents, tgt_sents;
+    size_t longer_than_steps = 0;
+    for (const auto& p : corpus.pairs) {
+        src_sents.push_back(p.src);
+        tgt_sents.push_back(p.tgt);
+        if (p.src.size() + 1 > 9 || p.tgt.size() + 1 > 9) ++longer_than_steps;
+    }
+    data.src_vocab = Vocab::build(src_sents, t.min_freq);
+    data.tgt_vocab = Vocab::build(tgt_sents, t.min_freq);
+
+    Trainer trainer(data, m, t);
+    if (!o.quiet)
+        std::cerr << describe_data(trainer.data()) << "\n"
+                  << count_parameters(*trainer.model()) << " parameters, " << describe_device(device) << ", "
+                  << at::get_num_threads() << " threads\n";
+    ProgressPrinter progress(t.epochs, o.quiet);
+    auto t0 = std::chrono::steady_clock::now();
+    StopReason reason = run_with_interrupt(trainer, &progress);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (reason == StopReason::error || reason == StopReason::diverged)
+        throw TrainingError(progress.message());
+    if (!o.save.empty()) save_checkpoint(trainer, o.save);
+
+    // d2l's predict_step: greedy, at most num_steps tokens.
+    std::shared_ptr<Seq2Seq> snap = trainer.snapshot();
+    Seq2Seq model = snap ? *snap : clone_model(trainer.model(), torch::kCPU);
+    DecodeOptions d;
+    d.max_length = t.fixed_steps > 0 ? t.fixed_steps : 9;
+    std::vector<std::string> sources(std::begin(d2l_sources), std::end(d2l_sources));
+    std::vector<Translation> ts;
+    {
+        torch::NoGradGuard no_grad;
+        ts = translate(model, data.src_vocab, data.tgt_vocab, TokenLevel::word, sources, d);
+    }
+    nlohmann::json samples = nlohmann::json::array();
+    double bleu_sum = 0;
+    for (size_t i = 0; i < ts.size(); ++i) {
+        std::string pred = ts[i].empty() ? "" : ts[i].best().text;
+        double b = pred.empty() ? 0.0 : d2l_bleu(pred, d2l_references[i], 2);
+        bleu_sum += b;
+        samples.push_back({{"src", sources[i]}, {"pred", pred}, {"ref", d2l_references[i]}, {"bleu", b}});
+        if (!o.quiet) std::cerr << sources[i] << " => " << pred << ", bleu " << fixed(b, 3) << "\n";
+    }
+
+    const TrainHistory& h = trainer.history();
+    double tokens = double(target_tokens(data.train, t.fixed_steps)) * h.epochs_done;
+    if (reason == StopReason::stopped && progress.batches_per_epoch() > 0 &&
+        progress.last_batch() < progress.batches_per_epoch())
+        tokens += double(target_tokens(data.train, t.fixed_steps)) * progress.last_batch() / progress.batches_per_epoch();
+    nlohmann::json j;
+    j["train_seconds"] = seconds;
+    j["target_tokens"] = int64_t(tokens);
+    j["tokens_per_second"] = seconds > 0 ? tokens / seconds : 0.0;
+    j["last_val_loss"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().val_loss);
+    j["last_train_loss"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().train_loss);
+    j["val_bleu"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().val_bleu);
+    j["epochs"] = h.epochs_done;
+    j["stop_reason"] = reason == StopReason::finished ? "finished" : "stopped";
+    j["src_vocab"] = data.src_vocab.size();
+    j["tgt_vocab"] = data.tgt_vocab.size();
+    j["num_train"] = data.train.size();
+    j["num_val"] = data.val.size();
+    j["mean_bleu"] = ts.empty() ? 0.0 : bleu_sum / double(ts.size());
+    j["samples"] = samples;
+    j["device"] = describe_device(device);
+    j["threads"] = at::get_num_threads();
+    j["torch"] = libtorch_version();
+    j["pipeline"] = {{"steps", t.fixed_steps},
+                     {"bucket_window", t.bucket_window},
+                     {"pairs_longer_than_9_tokens", longer_than_steps},
+                     {"vocab", "min_freq " + std::to_string(t.min_freq) + " over train+val (d2l)"}};
+    j["model"] = m.to_json();
+    j["train"] = t.to_json();
+    j["saved"] = o.save.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.save);
+    std::cout << j.dump() << std::endl;
+    return reason == StopReason::stopped && interrupted() ? exit_interrupted : exit_ok;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& parent) {
+    auto o = std::make_shared<BenchOptions>();
+    CLI::App* app = parent.add_subcommand("bench", "Time d2l's Bahdanau configuration on a TSV file; prints JSON");
+    app->footer(
+        "Data as d2l: the first --num-train + --num-val pairs in file order, vocabularies with min_freq 2\n"
+        "over all of them. By default batches use natural lengths with bucketing (same tokens as d2l's\n"
+        "9 padded steps on this data, faster); --steps 9 --bucket-window 0 gives d2l's padded batches.\n"
+        "Output keys follow ../shared/bench/d2l_reference.py. Example:\n"
+        "  attnviz-cli bench --data ../shared/data/tatoeba-eng-fra-5000.tsv");
+    app->add_option("--data", o->data, "Tatoeba-style TSV file")->type_name("FILE")->required()->group("data");
+    app->add_option("--num-train", o->num_train, "training pairs (first in the file)")
+        ->type_name("INT")->default_str("512")->check(CLI::PositiveNumber)->group("data");
+    app->add_option("--num-val", o->num_val, "validation pairs (those after the training pairs)")
+        ->type_name("INT")->default_str("128")->check(CLI::PositiveNumber)->group("data");
+    ModelConfig m;
+    TrainConfig t;
+    d2l_config(m, t);
+    o->settings.add_to(*app, m, t, "");
+    app->add_option("--save", o->save, "keep the trained model as a checkpoint")->type_name("FILE")->group("output");
+    app->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->group("output");
+    return {app, [o] { return run_bench(*o); }};
+}
+
+}  // namespace attnviz::cli

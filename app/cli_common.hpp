@@ -1,0 +1,162 @@
+#pragma once
+// Shared pieces of attnviz-cli: exit codes, the hyperparameter flags (one table
+// used by train, bench and compare's --vary), corpus selection, the progress
+// line and running a Trainer with Ctrl+C handling.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/data.hpp"
+#include "core/model.hpp"
+#include "core/train.hpp"
+
+namespace attnviz::cli {
+
+/// Exit codes (documented in --help).
+constexpr int exit_ok = 0;
+constexpr int exit_runtime = 1;      ///< a file could not be read/written, training failed
+constexpr int exit_usage = 2;        ///< bad flag, bad value, missing argument
+constexpr int exit_interrupted = 130;  ///< stopped by Ctrl+C (after saving what was asked)
+
+/// A bad argument detected by the CLI itself (exit code 2).
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// A subcommand: its CLI11 app and what runs it once parsed.
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command add_train_command(CLI::App& parent);
+Command add_translate_command(CLI::App& parent);
+Command add_eval_command(CLI::App& parent);
+Command add_bench_command(CLI::App& parent);
+Command add_compare_command(CLI::App& parent);
+Command add_tasks_command(CLI::App& parent);
+
+// --- hyperparameters ---------------------------------------------------------
+
+/// One hyperparameter: a flag `--name VALUE` and a `--vary name=v1,v2` key.
+struct Setting {
+    std::string name;   ///< flag name without dashes
+    std::string type;   ///< INT, FLOAT, NAME, BOOL (shown in --help)
+    std::string help;
+    bool model = false;  ///< part of ModelConfig (cannot change when resuming)
+    std::function<std::string(const ModelConfig&, const TrainConfig&)> get;
+    /// Parses value into the configs; throws UsageError naming the flag.
+    std::function<void(ModelConfig&, TrainConfig&, const std::string&)> set;
+};
+
+/// Every hyperparameter of ModelConfig and TrainConfig, in --help order.
+const std::vector<Setting>& settings();
+/// The setting called name; throws UsageError listing the valid names.
+const Setting& find_setting(const std::string& name);
+
+/// The hyperparameter flags of one subcommand, remembering which were given.
+class SettingFlags {
+public:
+    /// Adds every setting as a flag, showing the defaults of the given configs.
+    void add_to(CLI::App& app, const ModelConfig& m, const TrainConfig& t, const std::string& group);
+    /// Applies the flags given on the command line (only those) to the configs.
+    void apply(ModelConfig& m, TrainConfig& t) const;
+    /// Names of the model-shape flags that were given.
+    std::vector<std::string> given_model_flags() const;
+    bool given(const std::string& name) const;
+
+private:
+    struct Entry {
+        const Setting* setting;
+        CLI::Option* option;
+        std::shared_ptr<std::string> value;
+        std::shared_ptr<bool> flag;
+    };
+    std::vector<Entry> m_entries;
+};
+
+// --- corpora -------------------------------------------------------------------
+
+/// Where the pairs come from: --task or --data.
+struct CorpusFlags {
+    std::string task;           ///< built-in task name
+    std::string data;           ///< TSV file
+    std::string level = "word";  ///< word | char (TSV only)
+    size_t max_pairs = 0;       ///< TSV: read at most this many pairs
+    size_t pairs = 2000;        ///< task: pairs to generate
+    uint64_t task_seed = 0;     ///< task: generator seed
+    bool reverse = false;       ///< TSV: swap the columns
+    CLI::Option* task_opt = nullptr;
+    CLI::Option* data_opt = nullptr;
+
+    void add_to(CLI::App& app, bool required);
+    bool given() const { return !task.empty() || !data.empty(); }
+    /// Reads or generates the corpus; prints skipped-line counts to stderr.
+    Corpus load(bool verbose = true) const;
+};
+
+/// Valid task names, for --help and checks.
+std::vector<std::string> task_names();
+
+// --- training --------------------------------------------------------------------
+
+/// Prints the progress line on stderr: `\r`-updated when stderr is a terminal,
+/// one line per epoch otherwise.
+class ProgressPrinter : public TrainObserver {
+public:
+    ProgressPrinter(int total_epochs, bool quiet, std::string prefix = {});
+    void on_batch(const BatchReport& r) override;
+    void on_epoch(const EpochReport& r) override;
+    void on_finished(StopReason reason, const std::string& message) override;
+    const std::string& message() const { return m_message; }
+    /// Batches of the epoch in progress and per epoch (for token counts of partial epochs).
+    int last_batch() const { return m_last.batch; }
+    int batches_per_epoch() const { return m_last.batches_per_epoch; }
+
+private:
+    void clear_line();
+    int m_total_epochs;
+    bool m_quiet, m_tty;
+    std::string m_prefix, m_message;
+    BatchReport m_last;
+    double m_last_print = -1.0;
+    bool m_line_open = false;
+};
+
+/// Runs trainer.run() on a worker thread; Ctrl+C calls Trainer::stop() (a
+/// second Ctrl+C kills). Returns why training ended.
+StopReason run_with_interrupt(Trainer& trainer, TrainObserver* observer);
+/// True once Ctrl+C was pressed during run_with_interrupt.
+bool interrupted();
+
+/// Target tokens (incl. <eos>) one pass over pairs feeds the loss; fixed_steps > 0 truncates.
+int64_t target_tokens(const std::vector<SentencePair>& pairs, int64_t fixed_steps);
+
+/// Throws FileError when path's directory does not exist or is not writable
+/// (checked before training rather than after an hour of it).
+void check_writable(const std::string& flag, const std::string& path);
+
+/// A line describing the prepared data, for stderr.
+std::string describe_data(const TrainingData& data);
+
+// --- output ------------------------------------------------------------------------
+
+/// Prints `attnviz-cli: warning: ...` on stderr.
+void warn(const std::string& message);
+/// "12.3" style fixed formatting.
+std::string fixed(double value, int decimals);
+/// "1:02:03" / "2:03".
+std::string clock_time(double seconds);
+/// NaN and infinities become null.
+nlohmann::json number_or_null(double value);
+/// Lower-cased file extension without the dot ("" when none).
+std::string extension_of(const std::string& path);
+
+}  // namespace attnviz::cli

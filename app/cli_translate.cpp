@@ -1,0 +1,297 @@
+// attnviz-cli translate and eval: a checkpoint applied to sentences or a corpus.
+#include <cmath>
+#include <iostream>
+
+#include "app/cli_common.hpp"
+#include "core/checkpoint.hpp"
+#include "core/decode.hpp"
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/export.hpp"
+#include "core/metrics.hpp"
+
+namespace attnviz::cli {
+
+namespace {
+
+/// Decoding flags shared by translate and eval.
+struct DecodeFlags {
+    int64_t beam = 1, nbest = 1, max_length = 30, batch = 64;
+    double length_penalty = 1.0;
+    std::string device = "cpu";
+    CLI::Option* beam_opt = nullptr;
+
+    void add_to(CLI::App& app, bool with_nbest) {
+        DecodeOptions d;
+        beam_opt = app.add_option("--beam", beam, "beam width; 1 = greedy")
+                       ->type_name("INT")->default_str("1")->check(CLI::PositiveNumber)->group("decoding");
+        if (with_nbest)
+            app.add_option("--nbest", nbest, "hypotheses per sentence (raises --beam to at least this)")
+                ->type_name("INT")->default_str("1")->check(CLI::PositiveNumber)->group("decoding");
+        app.add_option("--max-length", max_length, "maximum output tokens per sentence, <eos> included")
+            ->type_name("INT")->default_str(std::to_string(d.max_length))->check(CLI::PositiveNumber)
+            ->group("decoding");
+        app.add_option("--length-penalty", length_penalty, "beam: score = log P / length^this (0 = none)")
+            ->type_name("FLOAT")->default_str("1")->check(CLI::NonNegativeNumber)->group("decoding");
+        app.add_option("--decode-batch", batch, "sentences decoded together")
+            ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(CLI::PositiveNumber)
+            ->group("decoding");
+        app.add_option("--device", device, "auto | cpu | cuda | cuda:N")
+            ->type_name("NAME")->default_str(device)->group("decoding");
+    }
+
+    DecodeOptions options() const {
+        DecodeOptions d;
+        d.max_length = max_length;
+        d.num_hypotheses = nbest;
+        d.beam_size = beam;
+        if (nbest > beam) {
+            if (beam_opt->count() > 0)
+                throw UsageError("--nbest " + std::to_string(nbest) + " needs --beam of at least " +
+                                 std::to_string(nbest));
+            d.beam_size = nbest;
+        }
+        d.length_penalty = length_penalty;
+        d.batch_size = batch;
+        return d;
+    }
+};
+
+/// Loads a checkpoint onto the requested device, in eval mode.
+Checkpoint load_model(const std::string& path, const std::string& device) {
+    torch::Device dev = resolve_device(device);
+    Checkpoint c = load_checkpoint(path);
+    c.model->to(dev);
+    c.model->eval();
+    return c;
+}
+
+std::vector<Translation> decode(Checkpoint& c, const std::vector<std::vector<std::string>>& sources,
+                                const DecodeOptions& d) {
+    torch::NoGradGuard no_grad;
+    return d.beam_size > 1 ? beam_decode(c.model, c.src_vocab, c.tgt_vocab, c.level, sources, d)
+                           : greedy_decode(c.model, c.src_vocab, c.tgt_vocab, c.level, sources, d);
+}
+
+std::vector<std::string> without_eos(const std::vector<std::string>& tokens) {
+    std::vector<std::string> out;
+    for (const auto& t : tokens) {
+        if (t == Vocab::eos_token) break;
+        out.push_back(t);
+    }
+    return out;
+}
+
+// --- translate ----------------------------------------------------------------
+
+struct TranslateOptions {
+    std::string model, attention_out, attention_format;
+    std::vector<std::string> sentences;
+    DecodeFlags decode;
+    bool show_unk = false;
+};
+
+std::string attention_format_of(const TranslateOptions& o) {
+    if (!o.attention_format.empty()) return o.attention_format;
+    std::string ext = extension_of(o.attention_out);
+    if (ext == "json" || ext == "csv") return ext;
+    throw UsageError("--attention-out " + o.attention_out +
+                     ": cannot tell the format from the extension; use .json or .csv, or --attention-format");
+}
+
+std::string attention_file(const std::vector<Translation>& ts, const std::string& format, const Checkpoint& c,
+                           const DecodeOptions& d) {
+    if (format == "json") {
+        nlohmann::json all = nlohmann::json::array();
+        nlohmann::json model = c.model_config.to_json(), decoding = d.to_json();
+        for (size_t i = 0; i < ts.size(); ++i) {
+            if (ts[i].empty()) {  // keep one entry per sentence so indices line up
+                all.push_back({{"sentence", i}, {"rank", 0}, {"input", ts[i].input}, {"source", nlohmann::json::array()},
+                               {"output", nlohmann::json::array()}, {"weights", nlohmann::json::array()},
+                               {"raw_scores", nlohmann::json::array()}, {"text", ""}});
+                continue;
+            }
+            for (size_t h = 0; h < ts[i].hypotheses.size(); ++h) {
+                nlohmann::json j = attention_json(ts[i], h, model, decoding);
+                j["sentence"] = i;
+                j["rank"] = h;
+                all.push_back(std::move(j));
+            }
+        }
+        return all.dump(1) + "\n";
+    }
+    std::string out;
+    for (const auto& t : ts)
+        for (size_t h = 0; h < t.hypotheses.size(); ++h) {
+            if (!out.empty()) out += "\n";  // blank line between tables
+            out += attention_csv(t, h);
+            if (out.back() != '\n') out += "\n";
+        }
+    return out;
+}
+
+int run_translate(TranslateOptions& o) {
+    DecodeOptions d = o.decode.options();
+    std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
+    Checkpoint c = load_model(o.model, o.decode.device);
+
+    std::vector<std::string> sentences = o.sentences;
+    if (sentences.empty()) {
+        std::string line;
+        while (std::getline(std::cin, line)) {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            sentences.push_back(line);
+        }
+    }
+    for (size_t i = 0; i < sentences.size(); ++i)
+        if (!is_valid_utf8(sentences[i]))
+            throw FileError((o.sentences.empty() ? "<stdin>:" + std::to_string(i + 1)
+                                                 : "sentence " + std::to_string(i + 1)) +
+                            ": invalid UTF-8");
+    std::vector<Translation> ts;
+    {
+        torch::NoGradGuard no_grad;
+        ts = translate(c.model, c.src_vocab, c.tgt_vocab, c.level, sentences, d);
+    }
+    for (size_t i = 0; i < ts.size() && i < sentences.size(); ++i) ts[i].input = sentences[i];
+
+    if (o.show_unk)
+        for (size_t i = 0; i < ts.size(); ++i)
+            if (!ts[i].unknown.empty()) {
+                std::string words;
+                for (const auto& w : ts[i].unknown) words += (words.empty() ? "" : " ") + w;
+                std::cerr << "attnviz-cli: sentence " << i + 1 << ": unknown words (read as <unk>): " << words << "\n";
+            }
+    if (!format.empty()) write_file_atomic(o.attention_out, attention_file(ts, format, c, d));
+
+    std::string out;
+    for (size_t i = 0; i < ts.size(); ++i) {
+        if (d.num_hypotheses <= 1) {
+            out += ts[i].empty() ? "" : ts[i].best().text;
+            out += "\n";
+            continue;
+        }
+        // N-best: Moses-style "index ||| text ||| score", best first.
+        for (const auto& h : ts[i].hypotheses)
+            out += std::to_string(i) + " ||| " + h.text + " ||| " + fixed(h.score, 6) + "\n";
+    }
+    std::cout << out << std::flush;
+    return exit_ok;
+}
+
+// --- eval -------------------------------------------------------------------------
+
+struct EvalOptions {
+    std::string model, split = "val";
+    CorpusFlags corpus;
+    DecodeFlags decode;
+    bool json = false;
+};
+
+int run_eval(EvalOptions& o) {
+    DecodeOptions d = o.decode.options();
+    d.num_hypotheses = 1;
+    Checkpoint c = load_model(o.model, o.decode.device);
+    Corpus corpus = o.corpus.load();
+    if (corpus.level != c.level)
+        throw UsageError("the model works on " + std::string(c.level == TokenLevel::word ? "words" : "characters") +
+                         " but the corpus is tokenised differently (see --level)");
+    // The held-out pairs are re-derived exactly as training split them.
+    std::vector<SentencePair> pairs;
+    if (o.split == "all") {
+        pairs = corpus.pairs;
+    } else {
+        TrainingData data = prepare_data(corpus, c.train_config);
+        pairs = data.val;
+    }
+    if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + o.split + "')");
+
+    // Teacher-forced loss and token accuracy, token-weighted like the trainer's.
+    torch::Device dev = resolve_device(o.decode.device);
+    torch::NoGradGuard no_grad;
+    double loss_sum = 0, tf_correct = 0;
+    int64_t tokens = 0;
+    for (size_t start = 0; start < pairs.size(); start += size_t(d.batch_size)) {
+        std::vector<size_t> rows;
+        for (size_t i = start; i < std::min(pairs.size(), start + size_t(d.batch_size)); ++i) rows.push_back(i);
+        Batch b = make_batch(pairs, rows, c.src_vocab, c.tgt_vocab).to(dev);
+        torch::Tensor logits = c.model->forward(b.src, b.src_len, b.tgt_in);
+        int64_t n = b.target_tokens();
+        loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * double(n);
+        torch::Tensor mask = b.tgt_out.ne(Vocab::pad_id);
+        tf_correct += (logits.argmax(-1).eq(b.tgt_out) & mask).sum().item<double>();
+        tokens += n;
+    }
+    // Free-running decoding for exact match, token accuracy and BLEU.
+    std::vector<std::vector<std::string>> sources, refs, hyps;
+    for (const auto& p : pairs) {
+        sources.push_back(p.src);
+        refs.push_back(p.tgt);
+    }
+    for (const auto& t : decode(c, sources, d)) hyps.push_back(t.empty() ? std::vector<std::string>{} : without_eos(t.best().tokens));
+    BleuResult bleu = corpus_bleu(hyps, refs);
+
+    nlohmann::json j;
+    j["pairs"] = pairs.size();
+    j["split"] = o.split;
+    j["corpus"] = corpus.name;
+    j["val_loss"] = number_or_null(loss_sum / double(std::max<int64_t>(tokens, 1)));
+    j["accuracy"] = exact_match(hyps, refs);
+    j["token_accuracy"] = token_accuracy(hyps, refs);
+    j["teacher_forced_token_accuracy"] = tf_correct / double(std::max<int64_t>(tokens, 1));
+    j["bleu"] = bleu.score;
+    j["bleu_precisions"] = bleu.precisions;
+    j["brevity_penalty"] = bleu.brevity_penalty;
+    j["beam"] = d.beam_size;
+    if (o.json) {
+        std::cout << j.dump() << std::endl;
+    } else {
+        std::cout << corpus.name << " (" << pairs.size() << " pairs, split " << o.split << ")\n"
+                  << "loss             " << fixed(loss_sum / double(std::max<int64_t>(tokens, 1)), 4) << "\n"
+                  << "exact match      " << fixed(j["accuracy"].get<double>(), 4) << "\n"
+                  << "token accuracy   " << fixed(j["token_accuracy"].get<double>(), 4) << "  (teacher-forced "
+                  << fixed(j["teacher_forced_token_accuracy"].get<double>(), 4) << ")\n"
+                  << "BLEU-4           " << fixed(bleu.score, 2) << "\n";
+    }
+    return exit_ok;
+}
+
+}  // namespace
+
+Command add_translate_command(CLI::App& parent) {
+    auto o = std::make_shared<TranslateOptions>();
+    CLI::App* app = parent.add_subcommand("translate", "Translate sentences with a trained checkpoint");
+    app->footer(
+        "Sentences come from the arguments or, when there are none, from stdin (one per line);\n"
+        "stdout gets one translation per line in input order (an empty input gives an empty line).\n"
+        "With --nbest N > 1 each sentence gives N lines `INDEX ||| TRANSLATION ||| SCORE` (0-based, best first).\n"
+        "--attention-out: JSON is an array with one object per sentence and hypothesis (attention_json plus\n"
+        "\"sentence\" and \"rank\"); CSV is one table per sentence and hypothesis in the same order, tables\n"
+        "separated by a blank line (empty inputs have no table). The file is written atomically.");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    app->add_option("sentences", o->sentences, "sentences to translate (default: read stdin)")->type_name("SENTENCE");
+    o->decode.add_to(*app, true);
+    app->add_option("--attention-out", o->attention_out, "write the attention matrices here (.json or .csv)")
+        ->type_name("FILE")->group("output");
+    app->add_option("--attention-format", o->attention_format, "json | csv (default: from the file extension)")
+        ->type_name("NAME")->check(CLI::IsMember({"json", "csv"}))->group("output");
+    app->add_flag("--show-unk", o->show_unk, "report words missing from the vocabulary on stderr")->group("output");
+    return {app, [o] { return run_translate(*o); }};
+}
+
+Command add_eval_command(CLI::App& parent) {
+    auto o = std::make_shared<EvalOptions>();
+    CLI::App* app = parent.add_subcommand("eval", "Loss, exact match, token accuracy and BLEU of a checkpoint on a corpus");
+    app->footer(
+        "--split val re-splits the corpus as training did (the checkpoint's seed, --val-fraction and\n"
+        "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    o->corpus.add_to(*app, true);
+    app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
+        ->check(CLI::IsMember({"val", "all"}))->group("data");
+    o->decode.add_to(*app, false);
+    app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
+    return {app, [o] { return run_eval(*o); }};
+}
+
+}  // namespace attnviz::cli
