@@ -21,14 +21,15 @@ struct SentencePair {
 /// A line of the input file that was skipped, and why.
 struct SkippedLine {
     size_t line = 0;      ///< 1-based line number in the file
-    std::string reason;   ///< e.g. "no tab", "empty source", "invalid UTF-8", "line too long"
+    std::string reason;   ///< "no tab", "empty source", "empty target", "invalid UTF-8" or
+                          ///< "line too long (N bytes, limit M)"
 };
 
 /// Options for reading a TSV corpus.
 struct TsvOptions {
     TokenLevel level = TokenLevel::word;  ///< tokenisation of both sides (default word, as d2l)
     size_t max_pairs = 0;                 ///< stop after this many good pairs; 0 = read all
-    size_t max_line_bytes = 10000;        ///< longer lines are skipped as "line too long"
+    size_t max_line_bytes = 10000;        ///< longer lines are skipped as "line too long"; 0 = no limit
     bool reverse = false;                 ///< swap columns (French→English)
 };
 
@@ -41,9 +42,12 @@ struct Corpus {
 };
 
 /// Reads a Tatoeba-style file: `source<TAB>target[<TAB>attribution]`, UTF-8,
-/// CRLF and a leading BOM tolerated, blank lines ignored. Bad lines are skipped
-/// and recorded. Throws attnviz::FileError when the file cannot be opened or
-/// has no usable pair at all.
+/// CRLF and a leading BOM tolerated, blank lines ignored. Columns are trimmed and
+/// tokenised with tokenize(text, level) (word level normalises like d2l). Bad lines
+/// are skipped and recorded. Throws attnviz::FileError "cannot open 'PATH': reason"
+/// when the file cannot be read, and one naming the file, how many lines were
+/// skipped for which reasons and the first bad line when no pair is usable.
+/// Corpus::name is the file name without its directory.
 Corpus read_tsv(const std::string& path, const TsvOptions& options = {});
 
 /// Same as read_tsv on text already in memory (name is used in messages).
@@ -54,6 +58,8 @@ std::vector<SentencePair> filter_by_length(const std::vector<SentencePair>& pair
 
 /// Splits into (train, validation): the last `val_fraction` of a seeded shuffle
 /// goes to validation (shuffle=false keeps file order: first pairs train).
+/// round(n * val_fraction) pairs, at least 1 when val_fraction > 0 and n >= 2, and
+/// always leaving one for training. Throws ConfigError unless 0 <= val_fraction < 1.
 std::pair<std::vector<SentencePair>, std::vector<SentencePair>> split_train_val(
     const std::vector<SentencePair>& pairs, double val_fraction, uint64_t seed, bool shuffle = true);
 
@@ -78,11 +84,21 @@ struct BatchOptions {
     int64_t fixed_steps = 0;      ///< > 0: pad/truncate every sequence to this many steps (d2l's num_steps)
 };
 
-/// Encodes one pair list into batches. Pairs are tokenised already; ids come from the vocabularies.
+/// Encodes the given rows of a pair list into one batch. Pairs are tokenised already;
+/// ids come from the vocabularies (unknown tokens -> <unk>). Without fixed_steps, the
+/// width is the longest row (+ <eos>). With fixed_steps = N > 0 (d2l's num_steps): each
+/// side is pad_or_trim(ids + <eos>, N) (a long row loses its <eos>), tgt_in = <bos> +
+/// the first N-1 entries of tgt_out, lengths count the non-pad entries. Throws Error for
+/// a row outside the list.
 Batch make_batch(const std::vector<SentencePair>& pairs, const std::vector<size_t>& rows,
                  const Vocab& src_vocab, const Vocab& tgt_vocab, int64_t fixed_steps = 0);
 
 /// Produces the batches of one epoch, seeded: the same seed and epoch give the same batches.
+/// Order: pairs shuffled (mt19937_64 from seed and epoch) when options.shuffle; then, with
+/// bucket_window > 1, each window of bucket_window * batch_size pairs is sorted by
+/// (source length, target length); cut into batches (the last may be smaller); and the
+/// batch order shuffled when options.shuffle and bucketing. Throws ConfigError for
+/// batch_size < 1.
 std::vector<Batch> make_epoch_batches(const std::vector<SentencePair>& pairs, const Vocab& src_vocab,
                                       const Vocab& tgt_vocab, const BatchOptions& options,
                                       uint64_t seed, int epoch);

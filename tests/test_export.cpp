@@ -1,1 +1,165 @@
+// Attention export: CSV (RFC 4180) and JSON, atomic writes.
 #include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/export.hpp"
+
+using namespace attnviz;
+
+namespace {
+
+// A translation built by hand: softmax rows over awkward source tokens.
+Translation sample() {
+    Translation t;
+    t.input = "Il dit, \"oui\".";
+    t.src_tokens = {"il", "dit", ",", "\"oui\"", " ", "line\nbreak", "<eos>"};
+    t.unknown = {"\"oui\""};
+    Hypothesis h;
+    h.tokens = {"he", "says", ",", "\"yes\"", "<eos>"};
+    h.ids = {4, 5, 6, 3, 2};
+    h.log_prob = -1.25;
+    h.score = -0.25;
+    h.text = "he says , \"yes\"";
+    for (size_t r = 0; r < h.tokens.size(); ++r) {
+        std::vector<float> raw, w;
+        float sum = 0.0f;
+        for (size_t s = 0; s < t.src_tokens.size(); ++s) {
+            raw.push_back(std::sin(static_cast<float>(3 * r + 7 * s + 1)) * 4.0f);
+            w.push_back(std::exp(raw.back()));
+            sum += w.back();
+        }
+        for (float& x : w) x /= sum;
+        h.raw_scores.push_back(raw);
+        h.attention.push_back(w);
+        h.context_norm.push_back(1.5f + static_cast<float>(r));
+    }
+    t.hypotheses = {h};
+    return t;
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("attention_csv quotes awkward tokens and parses back", "[export][csv]") {
+    const Translation t = sample();
+    const std::string csv = attention_csv(t);
+    // Header: empty cell, then the source tokens, quoted where RFC 4180 needs it.
+    CHECK(csv.rfind(",il,dit,\",\",\"\"\"oui\"\"\",\" \",\"line\nbreak\",<eos>\n", 0) == 0);
+    CHECK(csv.find("\n\",\",") != std::string::npos);  // the output token "," is quoted too
+
+    const AttentionTable table = parse_attention_csv(csv);
+    CHECK(table.source == t.src_tokens);
+    CHECK(table.output == t.best().tokens);
+    REQUIRE(table.weights.size() == t.best().attention.size());
+    for (size_t r = 0; r < table.weights.size(); ++r) {
+        REQUIRE(table.weights[r].size() == t.src_tokens.size());
+        double sum = 0.0;
+        for (size_t s = 0; s < table.weights[r].size(); ++s) {
+            CHECK(table.weights[r][s] == t.best().attention[r][s]);  // exact float round trip
+            sum += table.weights[r][s];
+        }
+        CHECK(sum == Approx(1.0).margin(1e-5));
+    }
+}
+
+TEST_CASE("parse_attention_csv accepts CRLF and a BOM, rejects malformed input", "[export][csv]") {
+    const AttentionTable t = parse_attention_csv("\xEF\xBB\xBF,a,\"b,c\",<eos>\r\nx,0.5,0.25,0.25\r\n\r\n");
+    CHECK(t.source == std::vector<std::string>{"a", "b,c", "<eos>"});
+    CHECK(t.output == std::vector<std::string>{"x"});
+    CHECK(t.weights[0][1] == 0.25f);
+
+    CHECK_THROWS_AS(parse_attention_csv(""), FileError);
+    CHECK_THROWS_WITH(parse_attention_csv(",a,b\nx,0.5\n"), Catch::Contains("line 2") && Catch::Contains("2 weights"));
+    CHECK_THROWS_WITH(parse_attention_csv(",a\nx,0.5\ny,abc\n"), Catch::Contains("line 3") && Catch::Contains("abc"));
+    CHECK_THROWS_WITH(parse_attention_csv(",\"a\nx,1\n"), Catch::Contains("not closed"));
+    CHECK_THROWS_WITH(parse_attention_csv("src,a\nx,1\n"), Catch::Contains("empty"));
+}
+
+TEST_CASE("attention_csv refuses what it cannot export", "[export][csv]") {
+    Translation t = sample();
+    CHECK_THROWS_AS(attention_csv(t, 1), Error);
+    t.hypotheses[0].attention.clear();
+    t.attention_available = false;
+    CHECK_THROWS_AS(attention_csv(t), Error);
+    CHECK_THROWS_AS(attention_csv(Translation{}), Error);
+}
+
+TEST_CASE("attention_json carries every field", "[export][json]") {
+    const Translation t = sample();
+    const nlohmann::json model = {{"hidden", 32}, {"scoring", "additive"}};
+    const nlohmann::json decode = {{"beam_size", 1}, {"max_length", 30}};
+    const nlohmann::json j = attention_json(t, 0, model, decode);
+    CHECK(j.at("source") == t.src_tokens);
+    CHECK(j.at("output") == t.best().tokens);
+    CHECK(j.at("input") == t.input);
+    CHECK(j.at("unknown") == t.unknown);
+    CHECK(j.at("text") == t.best().text);
+    CHECK(j.at("log_prob").get<double>() == -1.25);
+    CHECK(j.at("score").get<double>() == -0.25);
+    CHECK(j.at("context_norm").size() == 5);
+    CHECK(j.at("model") == model);
+    CHECK(j.at("decode") == decode);
+    CHECK(j.at("hypothesis") == 0);
+    CHECK(j.at("attention_available") == true);
+    REQUIRE(j.at("weights").size() == 5);
+    REQUIRE(j.at("raw_scores").size() == 5);
+    for (size_t r = 0; r < 5; ++r) {
+        const auto row = j["weights"][r].get<std::vector<float>>();
+        REQUIRE(row.size() == t.src_tokens.size());
+        double sum = 0.0;
+        for (float w : row) sum += w;
+        CHECK(sum == Approx(1.0).margin(1e-5));
+        CHECK(j["raw_scores"][r].get<std::vector<float>>() == t.best().raw_scores[r]);
+    }
+    // Text form parses back, and missing settings become empty objects.
+    const nlohmann::json back = nlohmann::json::parse(j.dump(1));
+    CHECK(back == j);
+    const nlohmann::json bare = attention_json(t);
+    CHECK(bare.at("model").is_object());
+    CHECK(bare.at("decode").empty());
+    CHECK_THROWS_AS(attention_json(t, 3), Error);
+}
+
+TEST_CASE("write_file_atomic replaces files and cleans up on failure", "[export][file]") {
+    const auto dir = std::filesystem::temp_directory_path() / ("attnviz_export_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "attention.csv").string();
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    write_file_atomic(path, "first");
+    write_file_atomic(path, attention_csv(sample()));
+    CHECK(parse_attention_csv(read_all(path)).output.size() == 5);
+    CHECK_FALSE(std::filesystem::exists(tmp));
+
+    const std::string missing_dir = (dir / "no" / "such" / "out.csv").string();
+    CHECK_THROWS_AS(write_file_atomic(missing_dir, "x"), FileError);
+    CHECK_THROWS_WITH(write_file_atomic(missing_dir, "x"),
+                      Catch::Contains(missing_dir) && Catch::Contains("No such file"));
+
+    // Renaming onto a directory fails after the temporary file was written: it is removed.
+    const auto target_dir = dir / "is_a_dir";
+    std::filesystem::create_directories(target_dir / "child");
+    CHECK_THROWS_AS(write_file_atomic(target_dir.string(), "x"), FileError);
+    CHECK_FALSE(std::filesystem::exists(target_dir.string() + ".tmp." + std::to_string(::getpid())));
+
+    // Not remove_all: libtorch.so exports its own std::filesystem::remove_all, which crashes.
+    std::filesystem::remove(target_dir / "child");
+    std::filesystem::remove(target_dir);
+    std::filesystem::remove(path);
+    std::filesystem::remove(dir);
+}
