@@ -60,6 +60,8 @@ void ModelConfig::validate() const {
     need(num_layers >= 1 && num_layers <= 8, "model: layers must be in 1..8");
     need(attention_size >= 0 && attention_size <= 4096, "model: attention size must be in 0..4096 (0 = hidden size)");
     need(dropout >= 0.0 && dropout < 1.0, "model: dropout must be in [0, 1)");
+    need(!(reverse_source && bidirectional), "model: a bidirectional encoder already reads the source both ways; "
+                                             "reversing the source only applies to a unidirectional one");
     need(!((scoring == Scoring::dot || scoring == Scoring::scaled_dot) && bidirectional),
          "model: dot-product scoring needs keys as wide as the decoder state; with a bidirectional "
          "encoder use 'general' or 'additive' scoring");
@@ -68,7 +70,7 @@ void ModelConfig::validate() const {
 nlohmann::json ModelConfig::to_json() const {
     return {{"src_vocab", src_vocab},     {"tgt_vocab", tgt_vocab},   {"embed_size", embed_size},
             {"hidden_size", hidden_size}, {"num_layers", num_layers}, {"attention_size", attention_size},
-            {"cell", to_string(cell)},    {"bidirectional", bidirectional},
+            {"cell", to_string(cell)},    {"bidirectional", bidirectional}, {"reverse_source", reverse_source},
             {"scoring", to_string(scoring)}, {"dropout", dropout},  {"init", to_string(init)},
             {"seed", seed}};
 }
@@ -83,6 +85,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     c.attention_size = j.value("attention_size", int64_t{0});
     c.cell = cell_from_string(j.at("cell").get<std::string>());
     c.bidirectional = j.at("bidirectional").get<bool>();
+    c.reverse_source = j.value("reverse_source", false);
     c.scoring = scoring_from_string(j.at("scoring").get<std::string>());
     c.dropout = j.at("dropout").get<double>();
     c.init = init_from_string(j.value("init", std::string("xavier")));
@@ -181,10 +184,10 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config) : m_config(config) {
         const double bound = 1.0 / std::sqrt(static_cast<double>(H));  // PyTorch's RNN default
         auto u = [&](std::vector<int64_t> shape) { return torch::empty(shape).uniform_(-bound, bound); };
         const std::string s = std::to_string(l);
-        m_w_ih.push_back(register_parameter("dec_rnn.weight_ih_l" + s, u({gates * H, in})));
-        m_w_hh.push_back(register_parameter("dec_rnn.weight_hh_l" + s, u({gates * H, H})));
-        m_b_ih.push_back(register_parameter("dec_rnn.bias_ih_l" + s, u({gates * H})));
-        m_b_hh.push_back(register_parameter("dec_rnn.bias_hh_l" + s, u({gates * H})));
+        m_w_ih.push_back(register_parameter("dec_rnn_weight_ih_l" + s, u({gates * H, in})));
+        m_w_hh.push_back(register_parameter("dec_rnn_weight_hh_l" + s, u({gates * H, H})));
+        m_b_ih.push_back(register_parameter("dec_rnn_bias_ih_l" + s, u({gates * H})));
+        m_b_hh.push_back(register_parameter("dec_rnn_bias_hh_l" + s, u({gates * H})));
     }
     dropout = register_module("dropout", nn::Dropout(config.dropout));
     dense = register_module("dense", nn::Linear(H, config.tgt_vocab));
@@ -228,7 +231,15 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& 
     EncoderState enc;
     enc.src_len = src_len;
     auto lengths_cpu = src_len.to(torch::kCPU, torch::kLong);
-    auto emb = enc_embedding->forward(src);  // [B, S, E]
+    // Right-to-left reading: reverse each row's valid positions (an involution,
+    // applied again to the outputs so that position p is source token p).
+    torch::Tensor flip;
+    if (m_config.reverse_source) {
+        auto pos = torch::arange(S, src.options()).unsqueeze(0).expand({B, S});
+        auto len = src_len.to(src.device()).unsqueeze(1);
+        flip = torch::where(pos < len, len - 1 - pos, pos);
+    }
+    auto emb = enc_embedding->forward(flip.defined() ? src.gather(1, flip) : src);  // [B, S, E]
     auto packed = rnn::pack_padded_sequence(emb, lengths_cpu, /*batch_first=*/true, /*enforce_sorted=*/false);
     torch::Tensor h_n, c_n;
     auto unpack = [S](const rnn::PackedSequence& p) { return std::get<0>(rnn::pad_packed_sequence(p, true, 0.0, S)); };
@@ -241,6 +252,7 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& 
         enc.outputs = unpack(out_packed);
         std::tie(h_n, c_n) = hc;
     }
+    if (flip.defined()) enc.outputs = enc.outputs.gather(1, flip.unsqueeze(2).expand_as(enc.outputs));
     enc.mask = torch::arange(S, src.options()).unsqueeze(0) < src_len.to(src.device()).unsqueeze(1);
     enc.proj_keys = attention->project_keys(enc.outputs);
 

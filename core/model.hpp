@@ -47,6 +47,9 @@ struct ModelConfig {
     int64_t attention_size = 0;    ///< additive attention's hidden width; 0 = hidden_size (d2l)
     CellType cell = CellType::gru; ///< recurrent cell of both sides
     bool bidirectional = false;    ///< bidirectional encoder (keys have 2*hidden_size features)
+    bool reverse_source = false;   ///< (unidirectional) encoder reads the source right to left, as
+                                   ///< Sutskever et al. reversed their inputs; attention positions
+                                   ///< still refer to the source in its original order
     Scoring scoring = Scoring::additive;  ///< attention scoring function
     double dropout = 0.0;          ///< dropout between RNN layers and on attention weights (d2l: 0.2)
     InitScheme init = InitScheme::xavier; ///< weight initialisation

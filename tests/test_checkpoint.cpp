@@ -1,1 +1,133 @@
+// Checkpoints: round trip, damaged files, interrupted saves, resuming.
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "core/checkpoint.hpp"
+#include "core/decode.hpp"
+#include "core/error.hpp"
+#include "core/tasks.hpp"
+#include "test_support.hpp"
+
+using namespace attnviz;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path temp_dir() {
+    auto d = fs::temp_directory_path() / ("attnviz-ckpt-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(std::rand()));
+    fs::create_directories(d);
+    return d;
+}
+
+std::unique_ptr<Trainer> trained(int epochs = 2) {
+    TaskOptions t;
+    t.num_pairs = 150;
+    t.max_len = 5;
+    TrainConfig c;
+    c.epochs = epochs;
+    c.batch_size = 32;
+    c.device = "cpu";
+    ModelConfig m;
+    m.embed_size = 8;
+    m.hidden_size = 16;
+    auto tr = std::make_unique<Trainer>(prepare_data(task_corpus(TaskKind::reverse, t), c), m, c);
+    REQUIRE(tr->run() == StopReason::finished);
+    return tr;
+}
+
+std::string read_all(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_all(const fs::path& p, const std::string& s) {
+    std::ofstream out(p, std::ios::binary);
+    out << s;
+}
+}  // namespace
+
+TEST_CASE("checkpoint round trip gives identical translations", "[checkpoint]") {
+    auto dir = temp_dir();
+    auto tr = trained();
+    const auto path = (dir / "model.attnviz").string();
+    save_checkpoint(*tr, path);
+    auto c = load_checkpoint(path);
+    CHECK(c.src_vocab == tr->data().src_vocab);
+    CHECK(c.tgt_vocab == tr->data().tgt_vocab);
+    CHECK(c.model_config.to_json() == tr->model_config().to_json());
+    CHECK(c.history.batch_loss == tr->history().batch_loss);
+    CHECK(c.history.epochs.size() == 2);
+    CHECK(c.corpus_name == "reverse");
+    std::vector<std::string> inputs = {"a b c", "c a", "b b a c"};
+    DecodeOptions o;
+    auto before = translate(tr->model(), tr->data().src_vocab, tr->data().tgt_vocab, TokenLevel::word, inputs, o);
+    auto after = translate(c.model, c.src_vocab, c.tgt_vocab, c.level, inputs, o);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        CHECK(before[i].best().ids == after[i].best().ids);
+        CHECK(before[i].best().attention == after[i].best().attention);
+    }
+    testing::remove_tree(dir);
+}
+
+TEST_CASE("truncated, corrupt and foreign files are rejected with a message", "[checkpoint]") {
+    auto dir = temp_dir();
+    auto tr = trained(1);
+    const auto good = dir / "good.attnviz";
+    save_checkpoint(*tr, good.string());
+    const std::string bytes = read_all(good);
+
+    const auto truncated = dir / "truncated.attnviz";
+    write_all(truncated, bytes.substr(0, bytes.size() / 2));
+    CHECK_THROWS_AS(load_checkpoint(truncated.string()), FileError);
+    CHECK_THROWS_WITH(load_checkpoint(truncated.string()), Catch::Contains("truncated") && Catch::Contains("truncated.attnviz"));
+
+    std::string flipped = bytes;
+    flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x5a);
+    const auto corrupt = dir / "corrupt.attnviz";
+    write_all(corrupt, flipped);
+    CHECK_THROWS_WITH(load_checkpoint(corrupt.string()), Catch::Contains("corrupt"));
+
+    const auto foreign = dir / "foreign.attnviz";
+    write_all(foreign, "Go.\tVa !\n");
+    CHECK_THROWS_WITH(load_checkpoint(foreign.string()), Catch::Contains("not an attnviz checkpoint"));
+
+    CHECK_THROWS_WITH(load_checkpoint((dir / "missing.attnviz").string()), Catch::Contains("cannot open"));
+    testing::remove_tree(dir);
+}
+
+TEST_CASE("the previous checkpoint survives an interrupted save", "[checkpoint]") {
+    auto dir = temp_dir();
+    auto tr = trained(1);
+    const auto path = dir / "model.attnviz";
+    save_checkpoint(*tr, path.string());
+    const std::string before = read_all(path);
+    // Make the save fail half-way: its temporary file cannot be created.
+    fs::create_directories(dir / ("model.attnviz.tmp." + std::to_string(::getpid())));
+    CHECK_THROWS_AS(save_checkpoint(*tr, path.string()), FileError);
+    CHECK(read_all(path) == before);
+    CHECK_NOTHROW(load_checkpoint(path.string()));
+    testing::remove_tree(dir);
+}
+
+TEST_CASE("training resumes from a checkpoint", "[checkpoint]") {
+    auto dir = temp_dir();
+    auto tr = trained(2);
+    const auto path = (dir / "model.attnviz").string();
+    save_checkpoint(*tr, path);
+    auto c = load_checkpoint(path);
+    auto cfg = c.train_config;
+    cfg.epochs = 4;
+    TaskOptions t;
+    t.num_pairs = 150;
+    t.max_len = 5;
+    auto resumed = resume_trainer(c, prepare_data(task_corpus(TaskKind::reverse, t), cfg), cfg);
+    REQUIRE(resumed->run() == StopReason::finished);
+    CHECK(resumed->history().epochs_done == 4);
+    CHECK(resumed->history().epochs.size() == 4);
+    CHECK(resumed->history().global_step == 2 * tr->history().global_step);
+    CHECK(resumed->history().epochs[3].val_loss < c.history.epochs[1].val_loss);
+    testing::remove_tree(dir);
+}

@@ -1,6 +1,8 @@
 #pragma once
 // Small helpers shared by the core tests.
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/model.hpp"
@@ -42,6 +44,18 @@ inline RandomBatch random_batch(const std::vector<int64_t>& src_lens, int64_t tg
     r.tgt_out = torch::randint(4, tgt_vocab, {B, tgt_len}, torch::kLong);
     r.tgt_in = torch::cat({torch::ones({B, 1}, torch::kLong), r.tgt_out.narrow(1, 0, tgt_len - 1)}, 1);
     return r;
+}
+
+/// Removes a directory tree. (std::filesystem::remove_all crashes in programs
+/// linked with LibTorch 2.11's libtorch.so, which exports a broken copy of it.)
+inline void remove_tree(const std::filesystem::path& p) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+        std::vector<std::filesystem::path> children;
+        for (const auto& e : std::filesystem::directory_iterator(p, ec)) children.push_back(e.path());
+        for (const auto& c : children) remove_tree(c);
+    }
+    std::filesystem::remove(p, ec);
 }
 
 }  // namespace attnviz::testing
