@@ -3,6 +3,8 @@
 # safe to run again (a second run only checks and finishes in seconds).
 #
 #   ./setup.sh            install system packages + LibTorch (PyTorch wheel) into .venv
+#   ./setup.sh --run      ... then build (release preset) and start the desktop app
+#   ./setup.sh --test     ... then build and run every test (ctest)
 #   ./setup.sh --no-apt   skip the Debian packages (e.g. on a machine without root)
 #
 # LibTorch comes from the PyTorch wheel on PyPI, installed into a project-local
@@ -13,10 +15,13 @@ TORCH_VERSION="${ATTNVIZ_TORCH_VERSION:-2.11.0}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VENV="${ATTNVIZ_VENV:-$ROOT/.venv}"
 DO_APT=1
+ACTION=""
 for arg in "$@"; do
   case "$arg" in
     --no-apt) DO_APT=0 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --run) ACTION=run ;;
+    --test) ACTION=test ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,4 +71,22 @@ else
 fi
 prefix=$("$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 say "LibTorch: CMAKE_PREFIX_PATH=$prefix"
-say "done in $(( $(date +%s) - start )) s"
+say "set-up done in $(( $(date +%s) - start )) s"
+
+[ -n "$ACTION" ] || exit 0
+cd "$ROOT"
+JOBS="${ATTNVIZ_JOBS:-$(nproc)}"
+say "building (cmake --preset release, $JOBS jobs)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$JOBS"
+if [ "$ACTION" = test ]; then
+  say "running the tests (ctest --preset release)"
+  ctest --preset release -j "$JOBS"
+else
+  if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ] && [ -z "${QT_QPA_PLATFORM:-}" ]; then
+    say "no display found: starting the app under Xvfb (xvfb-run)"
+    exec xvfb-run -a -s '-screen 0 1600x1000x24' build/release/app/attnviz
+  fi
+  say "starting build/release/app/attnviz"
+  exec build/release/app/attnviz
+fi
