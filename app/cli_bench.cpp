@@ -45,6 +45,8 @@ void d2l_config(ModelConfig& m, TrainConfig& t) {
     // --steps 9 --bucket-window 0 reproduces d2l's batches exactly.
     t.fixed_steps = 0;
     t.bucket_window = 20;
+    t.split_shuffle = false;      // d2l: the first pairs train, the next validate
+    t.vocab_includes_val = true;  // d2l builds its vocabularies over both
 }
 
 const char* const d2l_sources[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
@@ -56,8 +58,9 @@ int run_bench(BenchOptions& o) {
     d2l_config(m, t);
     o.settings.apply(m, t);
     m.seed = t.seed;
+    t.val_fraction = double(o.num_val) / double(o.num_train + o.num_val);  // recorded in the checkpoint
     t.validate();
-    m.validate();
+    validate_model(m);
     torch::Device device = resolve_device(t.device);
     if (!o.save.empty()) check_writable("--save", o.save);
 
@@ -79,12 +82,17 @@ int run_bench(BenchOptions& o) {
         data.train = filter_by_length(data.train, size_t(t.max_length));
         data.val = filter_by_length(data.val, size_t(t.max_length));
     }
-    std::vector<std::vector<std::string>> src_sents, tgt_sents;
-    size_t longer_than_steps = 0;
-    for (const auto& p : corpus.pairs) {
-        src_sents.push_back(p.src);
-        tgt_sents.push_back(p.tgt);
+    size_t longer_than_steps = 0;  // pairs d2l's 9 steps would truncate
+    for (const auto& p : corpus.pairs)
         if (p.src.size() + 1 > 9 || p.tgt.size() + 1 > 9) ++longer_than_steps;
+    // d2l's vocabulary rule: min_freq over train + validation (unless --vocab-includes-val=false).
+    std::vector<std::vector<std::string>> src_sents, tgt_sents;
+    for (const auto* part : {&data.train, &data.val}) {
+        if (part == &data.val && !t.vocab_includes_val) break;
+        for (const auto& p : *part) {
+            src_sents.push_back(p.src);
+            tgt_sents.push_back(p.tgt);
+        }
     }
     data.src_vocab = Vocab::build(src_sents, t.min_freq);
     data.tgt_vocab = Vocab::build(tgt_sents, t.min_freq);
@@ -124,14 +132,12 @@ int run_bench(BenchOptions& o) {
     }
 
     const TrainHistory& h = trainer.history();
-    double tokens = double(target_tokens(data.train, t.fixed_steps)) * h.epochs_done;
-    if (reason == StopReason::stopped && progress.batches_per_epoch() > 0 &&
-        progress.last_batch() < progress.batches_per_epoch())
-        tokens += double(target_tokens(data.train, t.fixed_steps)) * progress.last_batch() / progress.batches_per_epoch();
+    double tokens = progress.tokens_trained();
     nlohmann::json j;
     j["train_seconds"] = seconds;
     j["target_tokens"] = int64_t(tokens);
-    j["tokens_per_second"] = seconds > 0 ? tokens / seconds : 0.0;
+    j["tokens_per_second"] = seconds > 0 ? tokens / seconds : 0.0;  // validation included, as d2l times it
+    j["batch_tokens_per_second"] = progress.batch_tokens_per_second();
     j["last_val_loss"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().val_loss);
     j["last_train_loss"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().train_loss);
     j["val_bleu"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().val_bleu);

@@ -94,6 +94,9 @@ std::vector<Setting> make_settings() {
     add({"bidirectional", "BOOL", "bidirectional encoder (keys have 2*hidden features)", true,
          [](const M& m, const T&) { return std::string(m.bidirectional ? "true" : "false"); },
          [](M& m, T&, const std::string& v) { m.bidirectional = parse_bool("bidirectional", v); }});
+    add({"reverse-source", "BOOL", "encoder reads the source right to left (Sutskever et al.)", true,
+         [](const M& m, const T&) { return std::string(m.reverse_source ? "true" : "false"); },
+         [](M& m, T&, const std::string& v) { m.reverse_source = parse_bool("reverse-source", v); }});
     add({"scoring", "NAME", "attention scoring: additive | dot | scaled-dot | general | none", true,
          [](const M& m, const T&) { return to_string(m.scoring); },
          [](M& m, T&, const std::string& v) { m.scoring = parse_name("scoring", v, scoring_from_string); }});
@@ -150,6 +153,15 @@ std::vector<Setting> make_settings() {
     add({"steps", "INT", "pad/truncate every sequence to this many steps like d2l; 0 = natural lengths", false,
          [](const M&, const T& t) { return std::to_string(t.fixed_steps); },
          [](M&, T& t, const std::string& v) { t.fixed_steps = parse_int("steps", v, 0); }});
+    add({"split-shuffle", "BOOL", "shuffle before splitting off validation (false: last pairs validate, as d2l)", false,
+         [](const M&, const T& t) { return std::string(t.split_shuffle ? "true" : "false"); },
+         [](M&, T& t, const std::string& v) { t.split_shuffle = parse_bool("split-shuffle", v); }});
+    add({"vocab-includes-val", "BOOL", "build vocabularies from train + validation pairs (as d2l)", false,
+         [](const M&, const T& t) { return std::string(t.vocab_includes_val ? "true" : "false"); },
+         [](M&, T& t, const std::string& v) { t.vocab_includes_val = parse_bool("vocab-includes-val", v); }});
+    add({"eval-sample", "INT", "validation pairs decoded each epoch for accuracy and BLEU; 0 = all", false,
+         [](const M&, const T& t) { return std::to_string(t.eval_sample); },
+         [](M&, T& t, const std::string& v) { t.eval_sample = size_t(parse_int("eval-sample", v, 0)); }});
     add({"max-batches", "INT", "stop after this many batches in total; 0 = no limit", false,
          [](const M&, const T& t) { return std::to_string(t.max_batches); },
          [](M&, T& t, const std::string& v) { t.max_batches = parse_int("max-batches", v, 0); }});
@@ -365,13 +377,10 @@ StopReason run_with_interrupt(Trainer& trainer, TrainObserver* observer) {
     return reason;
 }
 
-int64_t target_tokens(const std::vector<SentencePair>& pairs, int64_t fixed_steps) {
-    int64_t n = 0;
-    for (const auto& p : pairs) {
-        int64_t len = int64_t(p.tgt.size()) + 1;  // + <eos>
-        n += fixed_steps > 0 ? std::min(len, fixed_steps) : len;
-    }
-    return n;
+void validate_model(ModelConfig m) {
+    if (m.src_vocab == 0) m.src_vocab = 5;  // the Trainer sets the real sizes from the data
+    if (m.tgt_vocab == 0) m.tgt_vocab = 5;
+    m.validate();
 }
 
 void check_writable(const std::string& flag, const std::string& path) {

@@ -116,9 +116,10 @@ public:
     void on_epoch(const EpochReport& r) override;
     void on_finished(StopReason reason, const std::string& message) override;
     const std::string& message() const { return m_message; }
-    /// Batches of the epoch in progress and per epoch (for token counts of partial epochs).
-    int last_batch() const { return m_last.batch; }
-    int batches_per_epoch() const { return m_last.batches_per_epoch; }
+    /// Target tokens trained on in this run (the trainer's tokens/s times its active seconds).
+    double tokens_trained() const { return m_last.tokens_per_second * m_last.elapsed; }
+    /// Tokens/s of the batches alone (validation excluded), as the trainer measures it.
+    double batch_tokens_per_second() const { return m_last.tokens_per_second; }
 
 private:
     void clear_line();
@@ -136,8 +137,8 @@ StopReason run_with_interrupt(Trainer& trainer, TrainObserver* observer);
 /// True once Ctrl+C was pressed during run_with_interrupt.
 bool interrupted();
 
-/// Target tokens (incl. <eos>) one pass over pairs feeds the loss; fixed_steps > 0 truncates.
-int64_t target_tokens(const std::vector<SentencePair>& pairs, int64_t fixed_steps);
+/// ModelConfig::validate() before the data fills in the vocabulary sizes (fail fast).
+void validate_model(ModelConfig m);
 
 /// Throws FileError when path's directory does not exist or is not writable
 /// (checked before training rather than after an hour of it).

@@ -124,7 +124,7 @@ int run_compare(CompareOptions& o) {
     for (auto& r : runs) {
         try {
             r.train.validate();
-            r.model.validate();
+            validate_model(r.model);
         } catch (const ConfigError& e) {
             throw ConfigError(r.label + ": " + e.what());
         }
@@ -148,8 +148,7 @@ int run_compare(CompareOptions& o) {
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         r.epochs = trainer.history().epochs;
         r.status = reason_name(reason);
-        double tokens = double(target_tokens(trainer.data().train, r.train.fixed_steps)) * double(r.epochs.size());
-        r.tokens_per_second = r.seconds > 0 ? tokens / r.seconds : 0.0;
+        r.tokens_per_second = r.seconds > 0 ? progress.tokens_trained() / r.seconds : 0.0;
         if (reason == StopReason::error || reason == StopReason::diverged) {
             std::cerr << "attnviz-cli: " << (reason == StopReason::error ? "error: " : "warning: ") << r.label
                       << ": " << progress.message() << "\n";

@@ -58,7 +58,7 @@ int run_train(TrainOptions& o) {
     o.settings.apply(m, t);
     if (!o.settings.given("seed") && !ckpt) m.seed = t.seed;
     t.validate();
-    m.validate();
+    validate_model(m);
     if (!o.save.empty()) check_writable("--save", o.save);
     resolve_device(t.device);  // unknown or absent device: an error now, not in the worker
 
@@ -79,7 +79,6 @@ int run_train(TrainOptions& o) {
         trainer = std::make_unique<Trainer>(std::move(data), m, t);
     }
     const int epochs_before = trainer->history().epochs_done;
-    const int64_t tokens_per_epoch = target_tokens(trainer->data().train, t.fixed_steps);
     if (!o.quiet) {
         std::cerr << describe_data(trainer->data()) << "\n"
                   << count_parameters(*trainer->model()) << " parameters, "
@@ -104,12 +103,8 @@ int run_train(TrainOptions& o) {
         std::cerr << "attnviz-cli: error: " << progress.message() << "\n";
 
     if (o.json) {
-        // Target tokens this run fed the loss: whole epochs plus the share of a partial one.
         int epochs_run = h.epochs_done - epochs_before;
-        double tokens = double(tokens_per_epoch) * epochs_run;
-        if (progress.batches_per_epoch() > 0 && progress.last_batch() < progress.batches_per_epoch() &&
-            reason != StopReason::finished)
-            tokens += double(tokens_per_epoch) * progress.last_batch() / progress.batches_per_epoch();
+        double tokens = progress.tokens_trained();
         nlohmann::json j;
         const char* reasons[] = {"finished", "stopped", "diverged", "error"};
         j["stop_reason"] = reasons[int(reason)];
@@ -129,6 +124,7 @@ int run_train(TrainOptions& o) {
         }
         j["target_tokens"] = int64_t(tokens);
         j["tokens_per_second"] = seconds > 0 ? tokens / seconds : 0.0;
+        j["batch_tokens_per_second"] = progress.batch_tokens_per_second();
         j["seconds"] = seconds;
         j["device"] = describe_device(trainer->device());
         j["corpus"] = trainer->data().name;

@@ -206,7 +206,8 @@ int run_eval(EvalOptions& o) {
     }
     if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + o.split + "')");
 
-    // Teacher-forced loss and token accuracy, token-weighted like the trainer's.
+    // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
+    // its --steps padding/truncation, so the numbers match training's validation).
     torch::Device dev = resolve_device(o.decode.device);
     torch::NoGradGuard no_grad;
     double loss_sum = 0, tf_correct = 0;
@@ -214,7 +215,7 @@ int run_eval(EvalOptions& o) {
     for (size_t start = 0; start < pairs.size(); start += size_t(d.batch_size)) {
         std::vector<size_t> rows;
         for (size_t i = start; i < std::min(pairs.size(), start + size_t(d.batch_size)); ++i) rows.push_back(i);
-        Batch b = make_batch(pairs, rows, c.src_vocab, c.tgt_vocab).to(dev);
+        Batch b = make_batch(pairs, rows, c.src_vocab, c.tgt_vocab, c.train_config.fixed_steps).to(dev);
         torch::Tensor logits = c.model->forward(b.src, b.src_len, b.tgt_in);
         int64_t n = b.target_tokens();
         loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * double(n);

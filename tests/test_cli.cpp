@@ -1,1 +1,474 @@
+// attnviz-cli, run as a user would: a subprocess with its output in temporary
+// files. Models are tiny and train for a few epochs: these tests check the
+// tool's plumbing (files, formats, exit codes), the learning tests check learning.
+#include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/export.hpp"
+
+using nlohmann::json;
+
+// POSIX calls rather than std::filesystem: the PyTorch wheel's libtorch.so exports
+// std::filesystem symbols of its own, and remove_all() through them crashes.
+namespace {
+
+bool exists(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+
+/// A fresh directory per test, removed afterwards.
+struct TempDir {
+    std::string path;
+    TempDir() {
+        const char* base = std::getenv("TMPDIR");
+        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/attnviz-cli-test-XXXXXX";
+        REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+        path = tmpl;
+    }
+    ~TempDir() { nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+    std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+struct Result {
+    int code = -1;
+    std::string out, err;
+};
+
+/// Runs attnviz-cli with the given arguments (and stdin text), in dir.
+Result cli(const TempDir& dir, const std::vector<std::string>& args, const std::string& input = "") {
+    std::string in = dir / "stdin.txt", out = dir / "stdout.txt", err = dir / "stderr.txt";
+    write_file(in, input);
+    // One LibTorch thread: the tests share the machine with each other.
+    std::string cmd = quote(ATTNVIZ_CLI_PATH) + " --threads 1";
+    for (const auto& a : args) cmd += " " + quote(a);
+    cmd += " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+}
+
+/// The documented error form: exactly one line `attnviz-cli: error: ...` and nothing on stdout.
+void require_one_error_line(const Result& r, const std::string& must_contain) {
+    INFO("stderr: " << r.err);
+    auto lines = lines_of(r.err);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].rfind("attnviz-cli: error: ", 0) == 0);
+    CHECK(lines[0].find(must_contain) != std::string::npos);
+    CHECK(r.out.empty());
+}
+
+/// Flags of a model small enough to train in a second or two.
+std::vector<std::string> tiny(std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"--embed", "16", "--hidden", "24", "--batch", "32", "--device", "cpu", "-q"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+}
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+/// Trains a tiny reverse-task model and returns its checkpoint path.
+std::string train_tiny(const TempDir& dir, const std::string& name = "model.ckpt") {
+    std::string ckpt = dir / name;
+    Result r = cli(dir, cat({"train", "--task", "reverse", "--pairs", "300", "--epochs", "3",
+                             "--seed", "1", "--save", ckpt},
+                            tiny()));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    REQUIRE(exists(ckpt));
+    return ckpt;
+}
+
+void check_rows_sum_to_one(const std::vector<std::vector<float>>& rows, size_t columns) {
+    REQUIRE(!rows.empty());
+    for (const auto& row : rows) {
+        REQUIRE(row.size() == columns);
+        double sum = 0;
+        for (float w : row) {
+            CHECK(w >= 0.0f);
+            sum += w;
+        }
+        CHECK(std::abs(sum - 1.0) < 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("cli: --help, --version and tasks", "[cli]") {
+    TempDir dir;
+    Result help = cli(dir, {"--help"});
+    CHECK(help.code == 0);
+    for (const char* cmd : {"train", "translate", "eval", "bench", "compare", "tasks"})
+        CHECK(help.out.find(cmd) != std::string::npos);
+    Result train_help = cli(dir, {"train", "--help"});
+    CHECK(train_help.code == 0);
+    for (const char* flag : {"--scoring", "--teacher-forcing", "--bidirectional", "--resume", "--json", "--steps"})
+        CHECK(train_help.out.find(flag) != std::string::npos);
+
+    Result version = cli(dir, {"--version"});
+    CHECK(version.code == 0);
+    CHECK(version.out.rfind("attnviz-cli ", 0) == 0);
+
+    Result tasks = cli(dir, {"tasks", "--json"});
+    REQUIRE(tasks.code == 0);
+    json j = json::parse(tasks.out);
+    std::vector<std::string> names;
+    for (const auto& t : j) names.push_back(t.at("name"));
+    CHECK((names == std::vector<std::string>{"reverse", "lookup", "dates", "toy-french"}));
+    Result plain = cli(dir, {"tasks"});
+    CHECK(lines_of(plain.out).size() == 4);
+}
+
+TEST_CASE("cli: train -> translate -> eval round trip, then resume", "[cli]") {
+    TempDir dir;
+    std::string ckpt = dir / "reverse.ckpt";
+    Result train = cli(dir, cat({"train", "--task", "reverse", "--pairs", "300", "--epochs", "3", "--seed", "1",
+                                 "--save", ckpt, "--json"},
+                                tiny()));
+    INFO("stderr: " << train.err);
+    REQUIRE(train.code == 0);
+    json t = json::parse(train.out);  // one JSON object, nothing else on stdout
+    CHECK(t.at("stop_reason") == "finished");
+    CHECK(t.at("epochs") == 3);
+    for (const char* k : {"train_loss", "val_loss", "val_accuracy", "val_bleu", "tokens_per_second", "seconds"})
+        REQUIRE(t.at(k).is_number());
+    CHECK(t.at("device").get<std::string>().rfind("cpu", 0) == 0);
+    CHECK(t.at("saved") == ckpt);
+    CHECK(t.at("val_accuracy").get<double>() >= 0.0);
+    CHECK(t.at("val_accuracy").get<double>() <= 1.0);
+    CHECK(t.at("tokens_per_second").get<double>() > 0.0);
+    REQUIRE(exists(ckpt));
+
+    Result tr = cli(dir, {"translate", "--model", ckpt, "a b c", "d e f g h"});
+    INFO("stderr: " << tr.err);
+    REQUIRE(tr.code == 0);
+    CHECK(lines_of(tr.out).size() == 2);
+
+    // eval --split val re-derives training's held-out pairs: same loss as training reported.
+    Result ev = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--json"});
+    INFO("stderr: " << ev.err);
+    REQUIRE(ev.code == 0);
+    json e = json::parse(ev.out);
+    CHECK(e.at("split") == "val");
+    CHECK(e.at("pairs") == 30);
+    CHECK(e.at("val_loss").get<double>() == Approx(t.at("val_loss").get<double>()).epsilon(1e-4));
+    for (const char* k : {"accuracy", "token_accuracy"}) {
+        CHECK(e.at(k).get<double>() >= 0.0);
+        CHECK(e.at(k).get<double>() <= 1.0);
+    }
+    CHECK(e.at("bleu").get<double>() >= 0.0);
+    CHECK(e.at("bleu").get<double>() <= 100.0);
+    Result ev_all = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--split", "all"});
+    CHECK(ev_all.code == 0);
+    CHECK(ev_all.out.find("BLEU") != std::string::npos);
+
+    // Resuming continues the epoch count; the model's shape cannot change.
+    std::string ckpt2 = dir / "reverse2.ckpt";
+    Result re = cli(dir, {"train", "--resume", ckpt, "--epochs", "4", "--save", ckpt2, "--json", "-q"});
+    INFO("stderr: " << re.err);
+    REQUIRE(re.code == 0);
+    json r = json::parse(re.out);
+    CHECK(r.at("epochs") == 4);
+    CHECK(r.at("epochs_this_run") == 1);
+    CHECK(exists(ckpt2));
+    Result bad = cli(dir, {"train", "--resume", ckpt, "--hidden", "64", "--epochs", "5"});
+    CHECK(bad.code == 2);
+    require_one_error_line(bad, "--hidden");
+}
+
+TEST_CASE("cli: translate reads stdin in order; --attention-out JSON", "[cli]") {
+    TempDir dir;
+    std::string ckpt = train_tiny(dir);
+    const std::string input = "a b c\n\nd e f g\nh i\r\n";  // a blank line and a CRLF line
+    Result from_stdin = cli(dir, {"translate", "--model", ckpt, "--attention-out", dir / "att.json"}, input);
+    INFO("stderr: " << from_stdin.err);
+    REQUIRE(from_stdin.code == 0);
+    auto lines = lines_of(from_stdin.out);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[1].empty());  // an empty sentence gives an empty line, not a crash
+
+    Result from_args = cli(dir, {"translate", "--model", ckpt, "a b c", "", "d e f g", "h i"});
+    REQUIRE(from_args.code == 0);
+    CHECK(from_args.out == from_stdin.out);
+
+    json att = json::parse(read_file(dir / "att.json"));
+    REQUIRE(att.is_array());
+    REQUIRE(att.size() == 4);  // one entry per sentence, in input order
+    const std::vector<std::string> inputs{"a b c", "", "d e f g", "h i"};
+    for (size_t i = 0; i < att.size(); ++i) {
+        CHECK(att[i].at("sentence") == i);
+        CHECK(att[i].at("input") == inputs[i]);
+        CHECK(att[i].at("text") == lines[i]);
+        if (inputs[i].empty()) continue;
+        auto source = att[i].at("source").get<std::vector<std::string>>();
+        auto output = att[i].at("output").get<std::vector<std::string>>();
+        auto weights = att[i].at("weights").get<std::vector<std::vector<float>>>();
+        CHECK(weights.size() == output.size());
+        check_rows_sum_to_one(weights, source.size());
+        CHECK(source.back() == "<eos>");
+    }
+
+    Result unk = cli(dir, {"translate", "--model", ckpt, "--show-unk", "a zebra b"});
+    REQUIRE(unk.code == 0);
+    CHECK(unk.err.find("zebra") != std::string::npos);
+}
+
+TEST_CASE("cli: --attention-out CSV and N-best", "[cli]") {
+    TempDir dir;
+    std::string ckpt = train_tiny(dir);
+    std::string csv_path = dir / "att.csv";
+    Result r = cli(dir, {"translate", "--model", ckpt, "--beam", "3", "--nbest", "2", "--attention-out", csv_path},
+                   "a b c\nd e f\n");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    auto lines = lines_of(r.out);
+    REQUIRE(lines.size() == 4);  // two hypotheses per sentence
+    CHECK(lines[0].rfind("0 ||| ", 0) == 0);
+    CHECK(lines[2].rfind("1 ||| ", 0) == 0);
+
+    // Tables separated by one blank line, one per sentence and hypothesis.
+    std::vector<std::string> blocks{""};
+    for (const auto& line : lines_of(read_file(csv_path))) {
+        if (line.empty()) {
+            blocks.emplace_back();
+            continue;
+        }
+        blocks.back() += line + "\n";
+    }
+    REQUIRE(blocks.size() == 4);
+    for (const auto& b : blocks) {
+        attnviz::AttentionTable t = attnviz::parse_attention_csv(b);
+        CHECK(t.output.size() == t.weights.size());
+        check_rows_sum_to_one(t.weights, t.source.size());
+    }
+
+    // --attention-format overrides the extension.
+    Result forced = cli(dir, {"translate", "--model", ckpt, "--attention-out", dir / "att.txt", "--attention-format",
+                              "csv", "a b"});
+    REQUIRE(forced.code == 0);
+    attnviz::AttentionTable t = attnviz::parse_attention_csv(read_file(dir / "att.txt"));
+    check_rows_sum_to_one(t.weights, t.source.size());
+}
+
+TEST_CASE("cli: bad input gives one error line and the documented exit code", "[cli]") {
+    TempDir dir;
+    SECTION("missing checkpoint: 1") {
+        Result r = cli(dir, {"translate", "--model", dir / "nope.ckpt", "a b"});
+        CHECK(r.code == 1);
+        require_one_error_line(r, "nope.ckpt");
+    }
+    SECTION("corrupt checkpoint: 1") {
+        std::string garbage;
+        for (int i = 0; i < 4096; ++i) garbage += char((i * 7919 + 13) & 0xff);
+        write_file(dir / "garbage.ckpt", garbage);
+        Result r = cli(dir, {"translate", "--model", dir / "garbage.ckpt", "a b"});
+        CHECK(r.code == 1);
+        require_one_error_line(r, "garbage.ckpt");
+        Result e = cli(dir, {"eval", "--model", dir / "garbage.ckpt", "--task", "reverse"});
+        CHECK(e.code == 1);
+        require_one_error_line(e, "garbage.ckpt");
+    }
+    SECTION("missing data file: 1") {
+        Result r = cli(dir, {"train", "--data", dir / "missing.tsv", "--epochs", "1"});
+        CHECK(r.code == 1);
+        require_one_error_line(r, "missing.tsv");
+    }
+    SECTION("unknown task: 2") {
+        Result r = cli(dir, {"train", "--task", "nosuch", "--epochs", "1"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "nosuch");
+    }
+    SECTION("bad flag values: 2") {
+        Result r = cli(dir, {"train", "--task", "reverse", "--hidden", "abc"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "--hidden");
+        Result s = cli(dir, {"train", "--task", "reverse", "--scoring", "cosine"});
+        CHECK(s.code == 2);
+        require_one_error_line(s, "cosine");
+        Result b = cli(dir, {"translate", "--model", "x.ckpt", "--beam", "many", "a"});
+        CHECK(b.code == 2);
+        require_one_error_line(b, "--beam");
+        Result lr = cli(dir, {"train", "--task", "reverse", "--lr", "-1"});
+        CHECK(lr.code == 2);
+        require_one_error_line(lr, "--lr");
+    }
+    SECTION("unknown flag, no command, missing required: 2") {
+        Result r = cli(dir, {"train", "--task", "reverse", "--frobnicate"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "frobnicate");
+        Result n = cli(dir, {});
+        CHECK(n.code == 2);
+        require_one_error_line(n, "");
+        Result m = cli(dir, {"translate", "a b"});
+        CHECK(m.code == 2);
+        require_one_error_line(m, "--model");
+        Result d = cli(dir, {"train", "--epochs", "1"});
+        CHECK(d.code == 2);
+        require_one_error_line(d, "--task");
+    }
+    SECTION("nothing half-written") {
+        // A --save into a missing directory fails before training.
+        Result s = cli(dir, {"train", "--task", "reverse", "--save", dir / "no/such/dir/m.ckpt"});
+        CHECK(s.code == 1);
+        require_one_error_line(s, "no/such/dir");
+        // An attention file with an unknown format is refused before anything is written.
+        std::string ckpt = train_tiny(dir);
+        Result a = cli(dir, {"translate", "--model", ckpt, "--attention-out", dir / "att.xyz", "a b"});
+        CHECK(a.code == 2);
+        require_one_error_line(a, "att.xyz");
+        CHECK_FALSE(exists(dir / "att.xyz"));
+        // An unwritable attention path leaves no file behind.
+        Result w = cli(dir, {"translate", "--model", ckpt, "--attention-out", dir / "missing/att.json", "a b"});
+        CHECK(w.code == 1);
+        require_one_error_line(w, "att.json");
+        CHECK_FALSE(exists(dir / "missing"));
+    }
+}
+
+TEST_CASE("cli: compare prints a table and writes curves", "[cli]") {
+    TempDir dir;
+    std::string curves = dir / "curves.csv";
+    Result r = cli(dir, cat({"compare", "--task", "reverse", "--pairs", "200", "--epochs", "2", "--vary",
+                             "scoring=additive,none", "--curves", curves, "--json"},
+                            tiny()));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    REQUIRE(j.size() == 2);
+    CHECK(j[0].at("run") == "scoring=additive");
+    CHECK(j[1].at("run") == "scoring=none");
+    for (const auto& run : j) {
+        CHECK(run.at("status") == "finished");
+        CHECK(run.at("val_loss").is_number());
+        CHECK(run.at("val_bleu").is_number());
+    }
+    auto lines = lines_of(read_file(curves));
+    REQUIRE(lines.size() == 1 + 2 * 2);
+    CHECK(lines[0].rfind("run,epoch,train_loss,val_loss,val_bleu", 0) == 0);
+    CHECK(lines[1].rfind("\"scoring=additive\",1,", 0) == 0);
+
+    Result table = cli(dir, cat({"compare", "--task", "reverse", "--pairs", "200", "--epochs", "1", "--vary",
+                                 "teacher-forcing=1.0,0.5"},
+                                tiny()));
+    REQUIRE(table.code == 0);
+    auto rows = lines_of(table.out);
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].find("val_loss") != std::string::npos);
+    CHECK(rows[2].rfind("teacher-forcing=0.5", 0) == 0);
+
+    Result bad = cli(dir, {"compare", "--task", "reverse", "--vary", "colour=red,blue"});
+    CHECK(bad.code == 2);
+    require_one_error_line(bad, "colour");
+}
+
+TEST_CASE("cli: Ctrl+C stops training cleanly and still saves", "[cli]") {
+    TempDir dir;
+    std::string ckpt = dir / "stopped.ckpt", out = dir / "out.json", err = dir / "err.txt";
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        freopen(out.c_str(), "w", stdout);
+        freopen(err.c_str(), "w", stderr);
+        std::vector<std::string> args{ATTNVIZ_CLI_PATH, "--threads", "1", "train", "--task", "reverse", "--pairs", "300", "--epochs",
+                                      "100000", "--save", ckpt, "--json", "--embed", "16", "--hidden", "24",
+                                      "--device", "cpu"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    // Wait for the first epoch line, then interrupt.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (read_file(err).find("epoch 1/") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    INFO("stderr: " << read_file(err));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    json j = json::parse(read_file(out));
+    CHECK(j.at("stop_reason") == "stopped");
+    CHECK(j.at("saved") == ckpt);
+    CHECK(exists(ckpt));
+    Result tr = cli(dir, {"translate", "--model", ckpt, "a b c"});
+    CHECK(tr.code == 0);
+}
+
+TEST_CASE("cli: train and bench on the Tatoeba sample", "[cli][tatoeba]") {
+    if (!exists(ATTNVIZ_TATOEBA)) {
+        WARN("skipped: " ATTNVIZ_TATOEBA " is absent");
+        return;
+    }
+    TempDir dir;
+    Result t = cli(dir, cat({"train", "--data", ATTNVIZ_TATOEBA, "--max-pairs", "400", "--epochs", "1", "--json"},
+                            tiny()));
+    INFO("stderr: " << t.err);
+    REQUIRE(t.code == 0);
+    json j = json::parse(t.out);
+    CHECK(j.at("train_pairs").get<int>() + j.at("val_pairs").get<int>() == 400);
+
+    Result b = cli(dir, {"bench", "--data", ATTNVIZ_TATOEBA, "--epochs", "1", "--embed", "16", "--hidden", "16",
+                         "--layers", "1", "--num-train", "64", "--num-val", "16", "--device", "cpu", "-q"});
+    INFO("stderr: " << b.err);
+    REQUIRE(b.code == 0);
+    json r = json::parse(b.out);
+    for (const char* k : {"train_seconds", "target_tokens", "tokens_per_second", "last_val_loss", "threads"})
+        CHECK(r.at(k).is_number());
+    CHECK(r.at("num_train") == 64);
+    CHECK(r.at("num_val") == 16);
+    REQUIRE(r.at("samples").size() == 4);
+    CHECK(r.at("samples")[0].at("src") == "go .");
+    CHECK(r.at("samples")[0].at("ref") == "va !");
+    CHECK(r.at("torch").get<std::string>().size() > 0);
+}
