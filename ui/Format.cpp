@@ -1,0 +1,34 @@
+#include "ui/Format.hpp"
+
+#include <cmath>
+
+namespace attnviz::ui {
+
+QStringList toQStringList(const std::vector<std::string>& v) {
+    QStringList out;
+    out.reserve(int(v.size()));
+    for (const auto& s : v) out << QString::fromStdString(s);
+    return out;
+}
+
+QString formatDuration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("–");
+    const long total = std::lround(seconds);
+    const long h = total / 3600, m = (total / 60) % 60, s = total % 60;
+    if (h > 0) return QStringLiteral("%1:%2:%3").arg(h).arg(m, 2, 10, QLatin1Char('0')).arg(s, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2").arg(m).arg(s, 2, 10, QLatin1Char('0'));
+}
+
+QString formatRate(double perSecond) {
+    if (!std::isfinite(perSecond) || perSecond <= 0) return QStringLiteral("–");
+    if (perSecond >= 1e6) return QStringLiteral("%1M").arg(perSecond / 1e6, 0, 'f', 2);
+    if (perSecond >= 1e3) return QStringLiteral("%1k").arg(perSecond / 1e3, 0, 'f', 1);
+    return QString::number(perSecond, 'f', 0);
+}
+
+QString formatLoss(double value) {
+    if (!std::isfinite(value)) return QStringLiteral("–");
+    return QString::number(value, 'g', 4);
+}
+
+}  // namespace attnviz::ui

@@ -1,0 +1,21 @@
+#pragma once
+// Small conversions between core types and Qt strings.
+#include <QString>
+#include <QStringList>
+#include <string>
+#include <vector>
+
+namespace attnviz::ui {
+
+inline QString qs(const std::string& s) { return QString::fromStdString(s); }
+inline std::string ss(const QString& s) { return s.toStdString(); }
+QStringList toQStringList(const std::vector<std::string>& v);
+
+/// "0:42", "12:03", "1:02:03"; "–" for negative or non-finite seconds.
+QString formatDuration(double seconds);
+/// "12.3k tok/s" style.
+QString formatRate(double perSecond);
+/// Loss with 4 significant digits; "–" for NaN.
+QString formatLoss(double value);
+
+}  // namespace attnviz::ui

@@ -1,0 +1,109 @@
+#include "ui/HeatmapExport.hpp"
+
+#include <QFileInfo>
+#include <QImage>
+#include <QImageWriter>
+#include <QPainter>
+#include <QSvgGenerator>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/export.hpp"
+#include "ui/Format.hpp"
+#include "ui/HeatmapWidget.hpp"
+
+namespace attnviz::ui {
+
+HeatmapFormat heatmapFormatFor(const QString& path) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("png")) return HeatmapFormat::Png;
+    if (suffix == QLatin1String("svg")) return HeatmapFormat::Svg;
+    if (suffix == QLatin1String("csv")) return HeatmapFormat::Csv;
+    if (suffix == QLatin1String("json")) return HeatmapFormat::Json;
+    return HeatmapFormat::Unknown;
+}
+
+QString heatmapFileFilter() {
+    return QObject::tr("PNG image (*.png);;SVG vector image (*.svg);;CSV table (*.csv);;JSON (*.json)");
+}
+
+bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double scale, QString* error) {
+    scale = std::clamp(scale, 0.25, 8.0);
+    const QSize size = widget.contentSize();
+    QImage image(QSize(int(std::ceil(size.width() * scale)), int(std::ceil(size.height() * scale))),
+                 QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    const int dotsPerMeter = int(std::lround(96.0 * scale / 0.0254));
+    image.setDotsPerMeterX(dotsPerMeter);
+    image.setDotsPerMeterY(dotsPerMeter);
+    {
+        QPainter p(&image);
+        p.setRenderHint(QPainter::TextAntialiasing);
+        p.scale(scale, scale);
+        widget.paintContent(p);
+    }
+    QImageWriter writer(path, "png");
+    if (!writer.write(image)) {
+        if (error) *error = QObject::tr("Could not write %1: %2").arg(path, writer.errorString());
+        return false;
+    }
+    return true;
+}
+
+bool exportHeatmapSvg(const HeatmapWidget& widget, const QString& path, QString* error) {
+    const QSize size = widget.contentSize();
+    QSvgGenerator generator;
+    generator.setFileName(path);
+    generator.setSize(size);
+    generator.setViewBox(QRect(QPoint(0, 0), size));
+    generator.setResolution(96);
+    generator.setTitle(QObject::tr("Attention heatmap"));
+    generator.setDescription(QObject::tr("Exported by attnviz"));
+    QPainter p;
+    if (!p.begin(&generator)) {
+        if (error) *error = QObject::tr("Could not write %1.").arg(path);
+        return false;
+    }
+    widget.paintContent(p);
+    p.end();
+    if (!QFileInfo(path).exists() || QFileInfo(path).size() == 0) {
+        if (error) *error = QObject::tr("Could not write %1.").arg(path);
+        return false;
+    }
+    return true;
+}
+
+bool exportHeatmap(const HeatmapExportSource& source, const QString& path, double scale, QString* error) {
+    const HeatmapFormat format = heatmapFormatFor(path);
+    try {
+        switch (format) {
+        case HeatmapFormat::Png:
+            return source.widget && exportHeatmapPng(*source.widget, path, scale, error);
+        case HeatmapFormat::Svg:
+            return source.widget && exportHeatmapSvg(*source.widget, path, error);
+        case HeatmapFormat::Csv:
+        case HeatmapFormat::Json: {
+            if (!source.translation || source.translation->empty()) {
+                if (error) *error = QObject::tr("There is no translation to export.");
+                return false;
+            }
+            const std::string text =
+                format == HeatmapFormat::Csv
+                    ? attention_csv(*source.translation, source.hypothesis)
+                    : attention_json(*source.translation, source.hypothesis, source.modelSettings, source.decodeSettings)
+                              .dump(2) + "\n";
+            write_file_atomic(ss(path), text);
+            return true;
+        }
+        case HeatmapFormat::Unknown:
+            break;
+        }
+    } catch (const std::exception& e) {
+        if (error) *error = qs(e.what());
+        return false;
+    }
+    if (error) *error = QObject::tr("Unknown export format for %1: use .png, .svg, .csv or .json.").arg(path);
+    return false;
+}
+
+}  // namespace attnviz::ui

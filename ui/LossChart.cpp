@@ -1,0 +1,456 @@
+#include "ui/LossChart.hpp"
+
+#include <QAction>
+#include <QCursor>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegendMarker>
+#include <QSlider>
+#include <QTextStream>
+#include <QToolButton>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QLogValueAxis>
+#include <QtCharts/QValueAxis>
+#include <algorithm>
+#include <cmath>
+
+namespace attnviz::ui {
+namespace {
+
+// Tableau 10: distinguishable, and the default in matplotlib/TensorBoard users' eyes.
+const QColor kRunColors[] = {QColor(0x1f77b4), QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
+                             QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22), QColor(0x17becf)};
+constexpr int kMaxRawPoints = 6000;  // thin the raw series beyond this so repaints stay cheap
+
+QList<QPointF> strided(const std::vector<QPointF>& points, int stride) {
+    QList<QPointF> out;
+    out.reserve(int(points.size() / stride + 1));
+    for (size_t i = 0; i < points.size(); i += stride) out << points[i];
+    return out;
+}
+
+}  // namespace
+
+struct LossChart::Run {
+    QString label;
+    QColor color;
+    bool kept = false;
+    std::vector<QPointF> raw, smoothed;
+    double emaLast = 0;
+    int emaCount = 0;
+    int rawStride = 1;
+    struct Epoch {
+        int64_t step;
+        EpochReport report;
+    };
+    std::vector<Epoch> epochs;
+    QLineSeries* rawSeries = nullptr;
+    QLineSeries* smoothSeries = nullptr;
+    QLineSeries* valSeries = nullptr;
+    QLineSeries* bleuSeries = nullptr;
+    QLineSeries* accSeries = nullptr;
+    std::vector<QLineSeries*> all() const { return {rawSeries, smoothSeries, valSeries, bleuSeries, accSeries}; }
+};
+
+LossChart::LossChart(QWidget* parent) : QWidget(parent) {
+    m_chart = new QChart();
+    m_chart->setAnimationOptions(QChart::NoAnimation);  // animations would fight live updates
+    m_chart->legend()->setAlignment(Qt::AlignBottom);
+    m_chart->setMargins(QMargins(4, 4, 4, 4));
+    m_xAxis = new QValueAxis(m_chart);
+    m_xAxis->setTitleText(tr("batch"));
+    m_xAxis->setLabelFormat(QStringLiteral("%d"));
+    m_chart->addAxis(m_xAxis, Qt::AlignBottom);
+    m_metricAxis = new QValueAxis(m_chart);
+    m_metricAxis->setTitleText(tr("validation BLEU / accuracy (%)"));
+    m_metricAxis->setRange(0, 100);
+    m_metricAxis->setLabelFormat(QStringLiteral("%d"));
+    m_chart->addAxis(m_metricAxis, Qt::AlignRight);
+    rebuildYAxis();
+
+    m_view = new QChartView(m_chart, this);
+    m_view->setRenderHint(QPainter::Antialiasing);
+    m_view->setMinimumSize(360, 220);
+
+    m_smoothSlider = new QSlider(Qt::Horizontal, this);
+    m_smoothSlider->setRange(0, 99);
+    m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
+    m_smoothSlider->setToolTip(tr("Exponential moving average of the batch loss, debiased as in TensorBoard"));
+    m_smoothLabel = new QLabel(this);
+    m_smoothLabel->setMinimumWidth(QFontMetrics(font()).horizontalAdvance(QStringLiteral("0.00")) + 4);
+    connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+
+    m_logAction = new QAction(tr("&Log scale"), this);
+    m_logAction->setCheckable(true);
+    m_logAction->setToolTip(tr("Logarithmic loss axis"));
+    connect(m_logAction, &QAction::toggled, this, &LossChart::setLogScale);
+    m_keepAction = new QAction(tr("&Keep run"), this);
+    m_keepAction->setToolTip(tr("Keep the current curves to compare with the next run"));
+    connect(m_keepAction, &QAction::triggered, this, &LossChart::keepRun);
+    m_clearAction = new QAction(tr("&Clear kept runs"), this);
+    connect(m_clearAction, &QAction::triggered, this, &LossChart::clearKeptRuns);
+
+    auto* controls = new QHBoxLayout();
+    controls->addWidget(new QLabel(tr("Smoothing"), this));
+    controls->addWidget(m_smoothSlider, 1);
+    controls->addWidget(m_smoothLabel);
+    for (QAction* a : {m_logAction, m_keepAction, m_clearAction}) {
+        auto* b = new QToolButton(this);
+        b->setDefaultAction(a);
+        b->setToolButtonStyle(Qt::ToolButtonTextOnly);
+        controls->addWidget(b);
+    }
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(controls);
+    layout->addWidget(m_view, 1);
+    setSmoothing(m_smoothing);
+    m_keepAction->setEnabled(false);
+    m_clearAction->setEnabled(false);
+}
+
+LossChart::~LossChart() {
+    for (Run* r : m_runs) delete r;
+}
+
+QWidget* LossChart::chartView() const { return m_view; }
+
+LossChart::Run& LossChart::current() {
+    if (m_runs.empty() || m_runs.back()->kept) startRun(tr("run %1").arg(m_runCounter + 1));
+    return *m_runs.back();
+}
+
+void LossChart::startRun(const QString& label) {
+    if (!m_runs.empty() && !m_runs.back()->kept) {
+        detachRun(*m_runs.back());
+        delete m_runs.back();
+        m_runs.pop_back();
+    }
+    auto* run = new Run();
+    run->label = label;
+    run->color = kRunColors[0];
+    m_runs.push_back(run);
+    ++m_runCounter;
+    attachRun(*run, false);
+    updateRanges();
+    m_keepAction->setEnabled(false);
+}
+
+void LossChart::attachRun(Run& run, bool kept) {
+    run.rawSeries = new QLineSeries();
+    run.smoothSeries = new QLineSeries();
+    run.valSeries = new QLineSeries();
+    run.bleuSeries = new QLineSeries();
+    run.accSeries = new QLineSeries();
+    const QString names[] = {tr("loss (raw)"), tr("loss (smoothed)"), tr("val loss"), tr("val BLEU"), tr("val accuracy")};
+    int i = 0;
+    for (QLineSeries* s : run.all()) {
+        const QString name = names[i++];
+        m_chart->addSeries(s);
+        s->attachAxis(m_xAxis);
+        s->attachAxis(s == run.bleuSeries || s == run.accSeries ? static_cast<QAbstractAxis*>(m_metricAxis) : m_yAxis);
+        connect(s, &QXYSeries::hovered, this,
+                [this, name, &run](const QPointF& p, bool state) { showHover(run.label + QStringLiteral(" · ") + name, p, state); });
+    }
+    for (QLineSeries* s : {run.valSeries, run.bleuSeries, run.accSeries}) s->setPointsVisible(true);
+    styleRun(run, kept);
+    rebuildRaw(run);
+    rebuildSmoothed(run);
+    for (const auto& e : run.epochs) {
+        if (std::isfinite(e.report.val_loss)) run.valSeries->append(double(e.step), e.report.val_loss);
+        run.bleuSeries->append(double(e.step), e.report.val_bleu);
+        run.accSeries->append(double(e.step), 100.0 * e.report.val_accuracy);
+    }
+}
+
+void LossChart::styleRun(Run& run, bool kept) {
+    auto pen = [&](qreal width, Qt::PenStyle style, int alpha) {
+        QColor c = run.color;
+        c.setAlpha(alpha);
+        QPen p(c, width, style);
+        p.setCapStyle(Qt::RoundCap);
+        return p;
+    };
+    run.rawSeries->setPen(pen(1, Qt::SolidLine, 70));
+    run.smoothSeries->setPen(pen(2.2, Qt::SolidLine, 255));
+    run.valSeries->setPen(pen(1.8, Qt::DashLine, 255));
+    run.bleuSeries->setPen(pen(1.5, Qt::DotLine, 255));
+    run.accSeries->setPen(pen(1.5, Qt::DashDotLine, 200));
+    run.rawSeries->setVisible(!kept);
+    const QString prefix = kept ? run.label + QStringLiteral(": ") : QString();
+    run.rawSeries->setName(prefix + tr("loss (raw)"));
+    run.smoothSeries->setName(kept ? run.label : tr("loss (smoothed)"));
+    run.valSeries->setName(prefix + tr("val loss"));
+    run.bleuSeries->setName(prefix + tr("val BLEU"));
+    run.accSeries->setName(prefix + tr("val accuracy %"));
+    // One legend entry per kept run; the current run lists its series.
+    for (QLineSeries* s : run.all()) {
+        const bool show = kept ? s == run.smoothSeries : s != run.rawSeries;
+        for (QLegendMarker* m : m_chart->legend()->markers(s)) m->setVisible(show);
+    }
+}
+
+void LossChart::detachRun(Run& run) {
+    for (QLineSeries* s : run.all()) {
+        if (!s) continue;
+        m_chart->removeSeries(s);
+        delete s;
+    }
+    run.rawSeries = run.smoothSeries = run.valSeries = run.bleuSeries = run.accSeries = nullptr;
+}
+
+void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& points) {
+    if (points.empty()) return;
+    Run& run = current();
+    QList<QPointF> rawAdd, smoothAdd;
+    const double w = m_smoothing;
+    for (const auto& [step, loss] : points) {
+        if (!std::isfinite(loss)) continue;
+        const QPointF raw(double(step), loss);
+        run.raw.push_back(raw);
+        run.emaLast = run.emaLast * w + (1 - w) * loss;
+        ++run.emaCount;
+        const double debias = 1 - std::pow(w, run.emaCount);
+        const QPointF s(double(step), debias > 0 ? run.emaLast / debias : loss);
+        run.smoothed.push_back(s);
+        if ((run.raw.size() - 1) % run.rawStride == 0) rawAdd << raw, smoothAdd << s;
+    }
+    if (run.raw.size() / run.rawStride > size_t(kMaxRawPoints)) {
+        run.rawStride *= 2;
+        rebuildRaw(run);
+        run.smoothSeries->replace(strided(run.smoothed, run.rawStride));
+    } else {
+        run.rawSeries->append(rawAdd);
+        run.smoothSeries->append(smoothAdd);
+    }
+    updateRanges();
+    m_keepAction->setEnabled(true);
+}
+
+void LossChart::addEpoch(const EpochReport& report, int64_t step) {
+    Run& run = current();
+    run.epochs.push_back({step, report});
+    if (std::isfinite(report.val_loss)) run.valSeries->append(double(step), report.val_loss);
+    run.bleuSeries->append(double(step), report.val_bleu);
+    run.accSeries->append(double(step), 100.0 * report.val_accuracy);
+    updateRanges();
+    m_keepAction->setEnabled(true);
+}
+
+void LossChart::setHistory(const TrainHistory& history, const QString& label) {
+    startRun(label);
+    std::vector<std::pair<int64_t, double>> points(history.batch_loss.begin(), history.batch_loss.end());
+    addBatchLosses(points);
+    // Epoch e ends at the e-th equal share of the steps when the history does not say.
+    const int64_t steps = history.global_step > 0 ? history.global_step : int64_t(points.size());
+    const int n = int(history.epochs.size());
+    for (int i = 0; i < n; ++i) {
+        const int epoch = history.epochs[i].epoch > 0 ? history.epochs[i].epoch : i + 1;
+        const int64_t step = history.epochs_done > 0 ? steps * epoch / std::max(history.epochs_done, n) : steps;
+        addEpoch(history.epochs[i], step);
+    }
+}
+
+void LossChart::rebuildRaw(Run& run) {
+    if (run.rawSeries) run.rawSeries->replace(strided(run.raw, run.rawStride));
+}
+
+void LossChart::rebuildSmoothed(Run& run) {
+    run.smoothed.clear();
+    run.emaLast = 0;
+    run.emaCount = 0;
+    const double w = m_smoothing;
+    for (const QPointF& p : run.raw) {
+        run.emaLast = run.emaLast * w + (1 - w) * p.y();
+        ++run.emaCount;
+        const double debias = 1 - std::pow(w, run.emaCount);
+        run.smoothed.emplace_back(p.x(), debias > 0 ? run.emaLast / debias : p.y());
+    }
+    if (run.smoothSeries) run.smoothSeries->replace(strided(run.smoothed, run.rawStride));
+}
+
+void LossChart::setSmoothing(double weight) {
+    weight = std::clamp(weight, 0.0, 0.99);
+    const bool changed = std::abs(weight - m_smoothing) > 1e-9;
+    m_smoothing = weight;
+    m_smoothLabel->setText(QString::number(weight, 'f', 2));
+    if (m_smoothSlider->value() != int(std::lround(weight * 100))) m_smoothSlider->setValue(int(std::lround(weight * 100)));
+    if (!changed) return;
+    for (Run* r : m_runs) rebuildSmoothed(*r);
+    updateRanges();
+    Q_EMIT smoothingChanged(weight);
+}
+
+void LossChart::setLogScale(bool on) {
+    if (on == m_logScale) return;
+    m_logScale = on;
+    if (m_logAction->isChecked() != on) m_logAction->setChecked(on);
+    rebuildYAxis();
+    updateRanges();
+}
+
+void LossChart::rebuildYAxis() {
+    QAbstractAxis* axis;
+    if (m_logScale) {
+        auto* log = new QLogValueAxis(m_chart);
+        log->setBase(10);
+        log->setLabelFormat(QStringLiteral("%.3g"));
+        log->setMinorTickCount(8);
+        axis = log;
+    } else {
+        auto* lin = new QValueAxis(m_chart);
+        lin->setLabelFormat(QStringLiteral("%.2f"));
+        axis = lin;
+    }
+    axis->setTitleText(tr("loss (cross-entropy per token)"));
+    if (m_yAxis) {
+        for (Run* r : m_runs)
+            for (QLineSeries* s : {r->rawSeries, r->smoothSeries, r->valSeries})
+                if (s) s->detachAxis(m_yAxis);
+        m_chart->removeAxis(m_yAxis);
+        delete m_yAxis;
+    }
+    m_yAxis = axis;
+    m_chart->addAxis(m_yAxis, Qt::AlignLeft);
+    for (Run* r : m_runs)
+        for (QLineSeries* s : {r->rawSeries, r->smoothSeries, r->valSeries})
+            if (s) s->attachAxis(m_yAxis);
+}
+
+void LossChart::updateRanges() {
+    double xMax = 1, yMin = INFINITY, yMax = -INFINITY;
+    for (const Run* r : m_runs) {
+        auto take = [&](const std::vector<QPointF>& pts) {
+            for (const QPointF& p : pts) {
+                xMax = std::max(xMax, p.x());
+                if (p.y() > 0 || !m_logScale) yMin = std::min(yMin, p.y()), yMax = std::max(yMax, p.y());
+            }
+        };
+        take(r->kept ? r->smoothed : r->raw);
+        for (const auto& e : r->epochs) {
+            xMax = std::max(xMax, double(e.step));
+            if (std::isfinite(e.report.val_loss) && (e.report.val_loss > 0 || !m_logScale))
+                yMin = std::min(yMin, e.report.val_loss), yMax = std::max(yMax, e.report.val_loss);
+        }
+    }
+    m_xAxis->setRange(0, xMax);
+    if (!std::isfinite(yMin)) yMin = m_logScale ? 0.1 : 0, yMax = m_logScale ? 10 : 1;
+    if (m_logScale) {
+        m_yAxis->setRange(yMin * 0.85, yMax * 1.15);
+    } else {
+        const double pad = std::max(1e-3, (yMax - yMin) * 0.05);
+        m_yAxis->setRange(std::max(0.0, yMin - pad), yMax + pad);
+    }
+}
+
+std::pair<double, double> LossChart::lossAxisRange() const {
+    if (auto* v = qobject_cast<QValueAxis*>(m_yAxis)) return {v->min(), v->max()};
+    if (auto* l = qobject_cast<QLogValueAxis*>(m_yAxis)) return {l->min(), l->max()};
+    return {0, 0};
+}
+
+void LossChart::showHover(const QString& series, const QPointF& point, bool state) {
+    if (!state) {
+        QToolTip::hideText();
+        return;
+    }
+    QToolTip::showText(QCursor::pos(),
+                       tr("%1\nbatch %2: %3").arg(series).arg(std::lround(point.x())).arg(point.y(), 0, 'g', 5), m_view);
+}
+
+void LossChart::keepRun() {
+    if (m_runs.empty() || m_runs.back()->kept) return;
+    Run& run = *m_runs.back();
+    if (run.raw.empty() && run.epochs.empty()) return;
+    run.kept = true;
+    int kept = 0;
+    for (const Run* r : m_runs) kept += r->kept ? 1 : 0;
+    run.color = kRunColors[kept % int(std::size(kRunColors))];
+    styleRun(run, true);
+    updateRanges();
+    m_keepAction->setEnabled(false);
+    m_clearAction->setEnabled(true);
+}
+
+void LossChart::clearKeptRuns() {
+    for (auto it = m_runs.begin(); it != m_runs.end();) {
+        if ((*it)->kept) {
+            detachRun(**it);
+            delete *it;
+            it = m_runs.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    updateRanges();
+    m_clearAction->setEnabled(false);
+}
+
+QString LossChart::currentRunLabel() const {
+    return (!m_runs.empty() && !m_runs.back()->kept) ? m_runs.back()->label : QString();
+}
+int LossChart::pointCount() const { return (!m_runs.empty() && !m_runs.back()->kept) ? int(m_runs.back()->raw.size()) : 0; }
+int LossChart::epochCount() const {
+    return (!m_runs.empty() && !m_runs.back()->kept) ? int(m_runs.back()->epochs.size()) : 0;
+}
+int LossChart::keptRunCount() const {
+    return int(std::count_if(m_runs.begin(), m_runs.end(), [](const Run* r) { return r->kept; }));
+}
+double LossChart::lastSmoothed() const {
+    if (m_runs.empty() || m_runs.back()->kept || m_runs.back()->smoothed.empty()) return std::nan("");
+    return m_runs.back()->smoothed.back().y();
+}
+
+QString LossChart::toCsv() const {
+    QString out;
+    QTextStream ts(&out);
+    ts << "run,series,step,epoch,value\n";
+    auto quoted = [](QString s) {
+        if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"')))
+            s = QLatin1Char('"') + s.replace(QLatin1String("\""), QLatin1String("\"\"")) + QLatin1Char('"');
+        return s;
+    };
+    for (const Run* r : m_runs) {
+        const QString run = quoted(r->label);
+        for (size_t i = 0; i < r->raw.size(); ++i) {
+            ts << run << ",batch_loss," << qint64(r->raw[i].x()) << ",," << QString::number(r->raw[i].y(), 'g', 8) << "\n";
+            ts << run << ",smoothed_loss," << qint64(r->smoothed[i].x()) << ",," << QString::number(r->smoothed[i].y(), 'g', 8)
+               << "\n";
+        }
+        for (const auto& e : r->epochs) {
+            const QString prefix = run + QStringLiteral(",%1,") + QString::number(e.step) + QLatin1Char(',') +
+                                   QString::number(e.report.epoch) + QLatin1Char(',');
+            ts << prefix.arg(QStringLiteral("train_loss")) << QString::number(e.report.train_loss, 'g', 8) << "\n";
+            ts << prefix.arg(QStringLiteral("val_loss")) << QString::number(e.report.val_loss, 'g', 8) << "\n";
+            ts << prefix.arg(QStringLiteral("val_bleu")) << QString::number(e.report.val_bleu, 'g', 8) << "\n";
+            ts << prefix.arg(QStringLiteral("val_accuracy")) << QString::number(e.report.val_accuracy, 'g', 8) << "\n";
+        }
+    }
+    return out;
+}
+
+bool LossChart::exportCsv(const QString& path, QString* error) const {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+        if (error) *error = tr("Could not write %1: %2").arg(path, f.errorString());
+        return false;
+    }
+    f.write(toCsv().toUtf8());
+    return true;
+}
+
+bool LossChart::exportPng(const QString& path, QString* error) const {
+    const QPixmap pixmap = m_view->grab();
+    if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
+        if (error) *error = tr("Could not write %1.").arg(path);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace attnviz::ui

@@ -1,0 +1,102 @@
+#pragma once
+// Live training curves (Qt Charts): per-batch loss, raw and smoothed
+// (TensorBoard's debiased EMA), validation loss per epoch, and validation
+// BLEU / exact-match accuracy on a second axis. Finished runs can be kept and
+// overlaid, each in its own colour; the curves export as PNG and CSV.
+#include <QColor>
+#include <QList>
+#include <QPointF>
+#include <QString>
+#include <QWidget>
+#include <vector>
+
+#include "core/train.hpp"
+
+QT_BEGIN_NAMESPACE
+class QAction;
+class QLabel;
+class QSlider;
+class QChart;
+class QChartView;
+class QLineSeries;
+class QScatterSeries;
+class QAbstractAxis;
+class QValueAxis;
+QT_END_NAMESPACE
+
+namespace attnviz::ui {
+
+class LossChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit LossChart(QWidget* parent = nullptr);
+    ~LossChart() override;
+
+    /// Begins a fresh current run (the previous current run is dropped unless kept).
+    void startRun(const QString& label);
+    /// Appends (global step, loss) points to the current run.
+    void addBatchLosses(const std::vector<std::pair<int64_t, double>>& points);
+    /// Adds an epoch summary to the current run, plotted at global step `step`.
+    void addEpoch(const EpochReport& report, int64_t step);
+    /// Replaces the current run by a recorded history (e.g. from a checkpoint).
+    void setHistory(const TrainHistory& history, const QString& label);
+
+    QString currentRunLabel() const;
+    int pointCount() const;       ///< batch-loss points in the current run
+    int epochCount() const;       ///< epoch points in the current run
+    int keptRunCount() const;
+    double smoothing() const { return m_smoothing; }
+    bool logScale() const { return m_logScale; }
+    /// Last smoothed value of the current run (NaN when empty).
+    double lastSmoothed() const;
+    /// Y range of the loss axis (for tests).
+    std::pair<double, double> lossAxisRange() const;
+
+    QAction* logScaleAction() const { return m_logAction; }
+    QAction* keepRunAction() const { return m_keepAction; }
+    QAction* clearRunsAction() const { return m_clearAction; }
+    QWidget* chartView() const;
+
+    bool exportPng(const QString& path, QString* error) const;
+    bool exportCsv(const QString& path, QString* error) const;
+    /// The CSV text: run,series,step,epoch,value.
+    QString toCsv() const;
+
+public Q_SLOTS:
+    void setSmoothing(double weight);  ///< 0 (raw) .. 0.99
+    void setLogScale(bool on);
+    void keepRun();
+    void clearKeptRuns();
+
+Q_SIGNALS:
+    void smoothingChanged(double weight);
+
+private:
+    struct Run;
+    Run& current();
+    void attachRun(Run& run, bool kept);
+    void detachRun(Run& run);
+    void styleRun(Run& run, bool kept);
+    void rebuildSmoothed(Run& run);
+    void rebuildRaw(Run& run);
+    void rebuildYAxis();
+    void updateRanges();
+    void showHover(const QString& series, const QPointF& point, bool state);
+
+    QChart* m_chart;
+    QChartView* m_view;
+    QValueAxis* m_xAxis;
+    QAbstractAxis* m_yAxis = nullptr;
+    QValueAxis* m_metricAxis;
+    QSlider* m_smoothSlider;
+    QLabel* m_smoothLabel;
+    QAction* m_logAction;
+    QAction* m_keepAction;
+    QAction* m_clearAction;
+    std::vector<Run*> m_runs;     // kept runs first, current run last (may be absent)
+    double m_smoothing = 0.8;
+    bool m_logScale = false;
+    int m_runCounter = 0;
+};
+
+}  // namespace attnviz::ui

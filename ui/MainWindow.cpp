@@ -1,0 +1,462 @@
+#include "ui/MainWindow.hpp"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QGroupBox>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "core/device.hpp"
+#include "ui/CorpusPanel.hpp"
+#include "ui/Format.hpp"
+#include "ui/HeatmapWidget.hpp"
+#include "ui/LossChart.hpp"
+#include "ui/ProbePanel.hpp"
+#include "ui/SettingsPanel.hpp"
+#include "ui/StepInspector.hpp"
+#include "ui/TranslatePanel.hpp"
+
+namespace attnviz::ui {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(tr("attnviz — attention, step by step"));
+    setWindowIcon(QIcon(QStringLiteral(":/icons/attnviz.svg")));
+    setObjectName(QStringLiteral("MainWindow"));
+    setAcceptDrops(true);
+
+    m_controller = new TrainingController(this);
+    m_corpus = new CorpusPanel();
+    m_settings = new SettingsPanel();
+    m_chart = new LossChart();
+    m_translate = new TranslatePanel();
+    m_probe = new ProbePanel();
+
+    m_tabs = new QTabWidget();
+    m_tabs->addTab(m_chart, tr("&Curves"));
+    m_tabs->addTab(m_translate, tr("&Translate && inspect"));
+    m_tabs->addTab(m_probe, tr("Live &probe"));
+    m_progress = new QProgressBar();
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(0);
+    m_progress->setTextVisible(true);
+    m_progress->setFormat(tr("Press Train (F5) to start"));
+    auto* central = new QWidget();
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(m_tabs, 1);
+    layout->addWidget(m_progress);
+    setCentralWidget(central);
+
+    createActions();
+    createMenus();
+    createToolBars();
+    auto* dock = new QDockWidget(tr("Setup"), this);
+    dock->setObjectName(QStringLiteral("setupDock"));
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    dock->setWidget(createSetupDock());
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+    createStatusBar();
+    connectController();
+
+    connect(m_corpus, &CorpusPanel::corpusChanged, this, &MainWindow::onCorpusChanged);
+    connect(m_corpus, &CorpusPanel::openFileRequested, this, &MainWindow::openCorpusDialog);
+    connect(m_settings, &SettingsPanel::settingsChanged, this, &MainWindow::updateActions);
+    connect(m_translate, &TranslatePanel::translationFailed, this,
+            [this](const QString& message) { statusBar()->showMessage(message, 8000); });
+    connect(m_probe, &ProbePanel::sentenceChanged, m_controller, &TrainingController::setProbeSentence);
+    connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
+    connect(m_translate, &TranslatePanel::translationReady, this, &MainWindow::updateActions);
+
+    resize(1280, 820);
+    loadSettings();
+    onCorpusChanged();
+    updateActions();
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::createSetupDock() {
+    auto* box = new QGroupBox(tr("Corpus"));
+    auto* boxLayout = new QVBoxLayout(box);
+    boxLayout->setContentsMargins(4, 4, 4, 4);
+    boxLayout->addWidget(m_corpus);
+    auto* inner = new QWidget();
+    auto* layout = new QVBoxLayout(inner);
+    layout->addWidget(box);
+    layout->addWidget(m_settings);
+    layout->addStretch(1);
+    auto* scroll = new QScrollArea();
+    scroll->setWidget(inner);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(inner->sizeHint().width() + 24);
+    return scroll;
+}
+
+void MainWindow::createActions() {
+    auto make = [this](const QString& text, const QString& icon, const QKeySequence& key, const QString& tip) {
+        auto* a = new QAction(QIcon(QStringLiteral(":/icons/%1.svg").arg(icon)), text, this);
+        if (!key.isEmpty()) a->setShortcut(key);
+        a->setStatusTip(tip);
+        a->setToolTip(key.isEmpty() ? tip : QStringLiteral("%1 (%2)").arg(tip, key.toString(QKeySequence::NativeText)));
+        return a;
+    };
+    m_openCorpusAct = make(tr("Open &corpus…"), QStringLiteral("open-corpus"), QKeySequence(tr("Ctrl+Shift+O")),
+                           tr("Open a Tatoeba-style TSV file as the corpus"));
+    m_openCheckpointAct = make(tr("&Open checkpoint…"), QStringLiteral("open"), QKeySequence::Open,
+                               tr("Open a checkpoint: model, vocabularies and curves"));
+    m_saveAct = make(tr("&Save checkpoint"), QStringLiteral("save"), QKeySequence::Save, tr("Save the model and its curves"));
+    m_saveAsAct = make(tr("Save checkpoint &as…"), QStringLiteral("save"), QKeySequence::SaveAs,
+                       tr("Save the model to a new file"));
+    m_exportHeatmapAct = make(tr("&Export heatmap…"), QStringLiteral("export"), QKeySequence(tr("Ctrl+E")),
+                              tr("Export the visible heatmap as PNG, SVG, CSV or JSON"));
+    m_exportCurvesAct = make(tr("Export c&urves…"), QStringLiteral("curves"), QKeySequence(tr("Ctrl+Shift+E")),
+                             tr("Export the training curves as PNG or CSV"));
+    m_quitAct = make(tr("&Quit"), QString(), QKeySequence::Quit, tr("Quit attnviz"));
+    m_trainAct = make(tr("&Train"), QStringLiteral("train"), QKeySequence(Qt::Key_F5),
+                      tr("Train a new model with these settings"));
+    m_pauseAct = make(tr("&Pause"), QStringLiteral("pause"), QKeySequence(Qt::Key_F6), tr("Pause training"));
+    m_resumeAct = make(tr("&Resume"), QStringLiteral("resume"), QKeySequence(Qt::Key_F6), tr("Resume training"));
+    m_stopAct = make(tr("&Stop"), QStringLiteral("stop"), QKeySequence(Qt::SHIFT | Qt::Key_F5), tr("Stop training"));
+    m_continueAct = make(tr("&Continue training"), QStringLiteral("continue"), QKeySequence(Qt::CTRL | Qt::Key_F5),
+                         tr("Train the current model for more epochs"));
+    m_defaultsAct = make(tr("Restore &default settings"), QString(), QKeySequence(), tr("Back to the small default model"));
+
+    m_colorMapGroup = new QActionGroup(this);
+    for (const QString& name : ColorMap::names()) {
+        auto* a = m_colorMapGroup->addAction(name);
+        a->setCheckable(true);
+        a->setData(int(ColorMap::fromName(name)));
+        a->setChecked(name == ColorMap::name(ColorMap::Viridis));
+    }
+    m_numbersAct = make(tr("Show &values in cells"), QString(), QKeySequence(tr("Ctrl+Shift+V")),
+                        tr("Print each weight in its cell"));
+    m_numbersAct->setCheckable(true);
+    m_zoomInAct = make(tr("Zoom &in"), QStringLiteral("zoom-in"), QKeySequence::ZoomIn, tr("Larger heatmap cells"));
+    m_zoomOutAct = make(tr("Zoom &out"), QStringLiteral("zoom-out"), QKeySequence::ZoomOut, tr("Smaller heatmap cells"));
+    m_zoomResetAct = make(tr("&Actual size"), QString(), QKeySequence(tr("Ctrl+0")), tr("Default cell size"));
+    m_aboutAct = make(tr("&About attnviz"), QString(), QKeySequence(), tr("About attnviz"));
+
+    connect(m_openCorpusAct, &QAction::triggered, this, &MainWindow::openCorpusDialog);
+    connect(m_openCheckpointAct, &QAction::triggered, this, &MainWindow::openCheckpointDialog);
+    connect(m_saveAct, &QAction::triggered, this, [this] { saveCheckpointDialog(false); });
+    connect(m_saveAsAct, &QAction::triggered, this, [this] { saveCheckpointDialog(true); });
+    connect(m_exportHeatmapAct, &QAction::triggered, this, &MainWindow::exportHeatmapDialog);
+    connect(m_exportCurvesAct, &QAction::triggered, this, &MainWindow::exportCurvesDialog);
+    connect(m_quitAct, &QAction::triggered, this, &QWidget::close);
+    connect(m_trainAct, &QAction::triggered, this, &MainWindow::startTraining);
+    connect(m_pauseAct, &QAction::triggered, m_controller, &TrainingController::pause);
+    connect(m_resumeAct, &QAction::triggered, m_controller, &TrainingController::resume);
+    connect(m_stopAct, &QAction::triggered, m_controller, &TrainingController::stop);
+    connect(m_continueAct, &QAction::triggered, this, &MainWindow::continueTraining);
+    connect(m_defaultsAct, &QAction::triggered, m_settings, &SettingsPanel::restoreDefaults);
+    connect(m_colorMapGroup, &QActionGroup::triggered, this,
+            [this](QAction* a) { setColorMap(static_cast<ColorMap::Kind>(a->data().toInt())); });
+    connect(m_numbersAct, &QAction::toggled, this, [this](bool on) {
+        m_translate->heatmap()->setShowNumbers(on);
+        m_probe->heatmap()->setShowNumbers(on);
+    });
+    connect(m_zoomInAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomIn(); });
+    connect(m_zoomOutAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomOut(); });
+    connect(m_zoomResetAct, &QAction::triggered, this, [this] { currentHeatmap()->resetZoom(); });
+    connect(m_aboutAct, &QAction::triggered, this, &MainWindow::showAbout);
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(m_openCorpusAct);
+    file->addAction(m_openCheckpointAct);
+    m_recentMenu = file->addMenu(tr("Open &recent"));
+    file->addSeparator();
+    file->addAction(m_saveAct);
+    file->addAction(m_saveAsAct);
+    file->addSeparator();
+    file->addAction(m_exportHeatmapAct);
+    file->addAction(m_exportCurvesAct);
+    file->addSeparator();
+    file->addAction(m_quitAct);
+
+    QMenu* train = menuBar()->addMenu(tr("&Training"));
+    for (QAction* a : {m_trainAct, m_pauseAct, m_resumeAct, m_stopAct, m_continueAct}) train->addAction(a);
+    train->addSeparator();
+    train->addAction(m_chart->keepRunAction());
+    train->addAction(m_chart->clearRunsAction());
+    train->addSeparator();
+    train->addAction(m_defaultsAct);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QMenu* maps = view->addMenu(tr("&Colour map"));
+    maps->addActions(m_colorMapGroup->actions());
+    view->addAction(m_numbersAct);
+    view->addSeparator();
+    view->addAction(m_zoomInAct);
+    view->addAction(m_zoomOutAct);
+    view->addAction(m_zoomResetAct);
+    view->addSeparator();
+    view->addAction(m_chart->logScaleAction());
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(m_aboutAct);
+}
+
+void MainWindow::createToolBars() {
+    m_mainToolBar = addToolBar(tr("Main"));
+    m_mainToolBar->setObjectName(QStringLiteral("mainToolBar"));
+    m_mainToolBar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    m_mainToolBar->addAction(m_openCorpusAct);
+    m_mainToolBar->addAction(m_openCheckpointAct);
+    m_mainToolBar->addAction(m_saveAct);
+    m_mainToolBar->addSeparator();
+    for (QAction* a : {m_trainAct, m_pauseAct, m_resumeAct, m_stopAct}) m_mainToolBar->addAction(a);
+    m_mainToolBar->addSeparator();
+    m_mainToolBar->addAction(m_exportHeatmapAct);
+    m_mainToolBar->addAction(m_exportCurvesAct);
+
+    // Each heatmap gets the same view actions above it.
+    for (QToolBar* bar : {m_translate->heatmapToolBar(), m_probe->heatmapToolBar()}) {
+        auto* maps = new QToolButton(bar);
+        maps->setText(tr("Colour map"));
+        maps->setPopupMode(QToolButton::InstantPopup);
+        auto* menu = new QMenu(maps);
+        menu->addActions(m_colorMapGroup->actions());
+        maps->setMenu(menu);
+        bar->addWidget(maps);
+        bar->addAction(m_numbersAct);
+        bar->addSeparator();
+        bar->addAction(m_zoomOutAct);
+        bar->addAction(m_zoomInAct);
+        bar->addAction(m_zoomResetAct);
+        bar->addSeparator();
+        bar->addAction(m_exportHeatmapAct);
+    }
+}
+
+void MainWindow::createStatusBar() {
+    m_stateLabel = new QLabel(tr("Idle"));
+    m_deviceLabel = new QLabel(cuda_available() ? tr("device: auto (CUDA available)") : tr("device: auto (CPU)"));
+    m_rateLabel = new QLabel(tr("– tok/s"));
+    m_elapsedLabel = new QLabel(tr("elapsed –"));
+    for (QLabel* l : {m_stateLabel, m_deviceLabel, m_rateLabel, m_elapsedLabel}) statusBar()->addPermanentWidget(l);
+    statusBar()->showMessage(tr("Ready: press Train (F5) to train on the built-in task."), 10000);
+}
+
+void MainWindow::connectController() {
+    connect(m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
+    connect(m_controller, &TrainingController::started, this, [this](const QString& label) {
+        if (!m_continuing) m_chart->startRun(label);
+        m_progress->setValue(0);
+        m_progress->setFormat(tr("Preparing data and model…"));
+        m_rateLabel->setText(tr("– tok/s"));
+    });
+    connect(m_controller, &TrainingController::deviceReady, this,
+            [this](const QString& d) { m_deviceLabel->setText(tr("device: %1").arg(d)); });
+    connect(m_controller, &TrainingController::batchLosses, m_chart, &LossChart::addBatchLosses);
+    connect(m_controller, &TrainingController::progress, this, &MainWindow::onProgress);
+    connect(m_controller, &TrainingController::epochFinished, this, &MainWindow::onEpoch);
+    connect(m_controller, &TrainingController::snapshotReady, this, &MainWindow::setModel);
+    connect(m_controller, &TrainingController::probeReady, m_probe, &ProbePanel::addSnapshot);
+    connect(m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
+    connect(m_controller, &TrainingController::saveFinished, this, [this](bool ok, const QString& path, const QString& error) {
+        if (!ok) {
+            showError(tr("Saving failed"), error);
+            return;
+        }
+        m_checkpointPath = path;
+        addRecentFile(path);
+        statusBar()->showMessage(tr("Saved %1").arg(path), 8000);
+    });
+}
+
+HeatmapWidget* MainWindow::currentHeatmap() const {
+    return m_tabs->currentIndex() == ProbeTab ? m_probe->heatmap() : m_translate->heatmap();
+}
+
+void MainWindow::startTraining() {
+    if (!m_settings->isValid()) {
+        showError(tr("Invalid settings"), m_settings->validationError());
+        return;
+    }
+    TrainConfig train = m_settings->trainConfig();
+    train.snapshot_every = m_probe->refreshEvery();
+    m_controller->setProbeSentence(m_probe->sentence());
+    m_probe->clearSnapshots();
+    m_continuing = false;
+    m_continueFromCheckpoint = false;
+    QString error;
+    if (!m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error))
+        showError(tr("Cannot start training"), error);
+}
+
+void MainWindow::continueTraining() {
+    TrainConfig train = m_settings->trainConfig();
+    train.snapshot_every = m_probe->refreshEvery();
+    m_controller->setProbeSentence(m_probe->sentence());
+    QString error;
+    bool ok = false;
+    m_continuing = true;
+    if (m_continueFromCheckpoint && m_checkpoint) {
+        train.epochs = m_checkpoint->history.epochs_done + m_settings->trainConfig().epochs;
+        ok = m_controller->startFromCheckpoint(m_checkpoint, m_corpus->corpus(), train, &error);
+    } else if (const TrainHistory* h = m_controller->history()) {
+        train.epochs = h->epochs_done + m_settings->trainConfig().epochs;
+        ok = m_controller->continueRun(train, &error);
+    } else {
+        error = tr("Train a model or open a checkpoint first.");
+    }
+    if (!ok) {
+        m_continuing = false;
+        showError(tr("Cannot continue training"), error);
+    }
+}
+
+void MainWindow::onStateChanged(TrainingController::State state) {
+    using S = TrainingController::State;
+    const QString names[] = {tr("Idle"), tr("Starting…"), tr("Training"), tr("Pausing…"), tr("Paused"), tr("Stopping…")};
+    m_stateLabel->setText(names[int(state)]);
+    const bool busy = state != S::Idle;
+    m_corpus->setEnabled(!busy);
+    m_settings->setEnabled(!busy);
+    if (state == S::Paused) m_progress->setFormat(m_progress->format() + tr(" — paused"));
+    updateActions();
+}
+
+void MainWindow::updateActions() {
+    using S = TrainingController::State;
+    const S s = m_controller->state();
+    const bool idle = s == S::Idle;
+    m_trainAct->setEnabled(idle && m_settings->isValid() && m_corpus->corpus());
+    m_pauseAct->setEnabled(s == S::Running || s == S::Starting);
+    m_resumeAct->setEnabled(s == S::Paused || s == S::Pausing);
+    m_pauseAct->setVisible(!m_resumeAct->isEnabled());
+    m_resumeAct->setVisible(m_resumeAct->isEnabled());
+    m_stopAct->setEnabled(!idle && s != S::Stopping);
+    m_continueAct->setEnabled(idle && (m_controller->hasTrainer() || (m_continueFromCheckpoint && m_checkpoint)));
+    const bool haveModel = m_controller->hasTrainer() || m_model != nullptr || m_checkpoint != nullptr;
+    m_saveAct->setEnabled(haveModel && s != S::Stopping);
+    m_saveAsAct->setEnabled(m_saveAct->isEnabled());
+    m_openCheckpointAct->setEnabled(idle);
+    m_openCorpusAct->setEnabled(idle);
+    m_exportHeatmapAct->setEnabled(!currentHeatmap()->heatmapData().empty());
+}
+
+void MainWindow::onProgress(const BatchReport& r) {
+    const int epochs = m_controller->isActive() ? std::max(1, m_settings->trainConfig().epochs) : 1;
+    const int totalEpochs = m_continuing ? std::max(r.epoch, epochs) : epochs;
+    const double done = r.batches_per_epoch > 0
+                            ? ((r.epoch - 1) + double(r.batch) / r.batches_per_epoch) / std::max(totalEpochs, r.epoch)
+                            : 0;
+    m_progress->setValue(int(std::lround(std::clamp(done, 0.0, 1.0) * 1000)));
+    m_progress->setFormat(tr("Epoch %1/%2 · batch %3/%4 · loss %5 · ETA %6")
+                              .arg(r.epoch)
+                              .arg(std::max(totalEpochs, r.epoch))
+                              .arg(r.batch)
+                              .arg(r.batches_per_epoch)
+                              .arg(formatLoss(r.loss), formatDuration(r.eta)));
+    m_rateLabel->setText(tr("%1 target tok/s").arg(formatRate(r.tokens_per_second)));
+    m_elapsedLabel->setText(tr("elapsed %1").arg(formatDuration(r.elapsed)));
+}
+
+void MainWindow::onEpoch(const EpochReport& r, qint64 step) {
+    m_chart->addEpoch(r, step);
+    statusBar()->showMessage(tr("Epoch %1: train loss %2, validation loss %3, BLEU %4, exact match %5%")
+                                 .arg(r.epoch)
+                                 .arg(formatLoss(r.train_loss), formatLoss(r.val_loss))
+                                 .arg(r.val_bleu, 0, 'f', 1)
+                                 .arg(100 * r.val_accuracy, 0, 'f', 1),
+                             15000);
+}
+
+void MainWindow::onFinished(StopReason reason, const QString& message) {
+    m_continuing = false;
+    m_continueFromCheckpoint = false;
+    m_checkpointPath.clear();  // the weights changed: Save asks where
+    switch (reason) {
+    case StopReason::finished:
+        m_progress->setValue(1000);
+        m_progress->setFormat(tr("Finished — translate a sentence in the Translate tab"));
+        statusBar()->showMessage(tr("Training finished."), 10000);
+        break;
+    case StopReason::stopped:
+        m_progress->setFormat(m_progress->format() + tr(" — stopped"));
+        statusBar()->showMessage(tr("Training stopped; the last published weights are kept."), 10000);
+        break;
+    case StopReason::diverged:
+        m_progress->setFormat(tr("Diverged — see the message"));
+        showError(tr("Training diverged"), message);
+        break;
+    case StopReason::error:
+        m_progress->setFormat(tr("Failed — see the message"));
+        showError(tr("Training failed"), message);
+        break;
+    }
+    updateActions();
+}
+
+void MainWindow::setModel(ModelHandlePtr model) {
+    m_model = std::move(model);
+    m_translate->setModel(m_model);
+    updateActions();
+}
+
+void MainWindow::onCorpusChanged() {
+    const QStringList examples = m_corpus->examples();
+    m_translate->setExamples(examples);
+    // Keep a probe the user typed; otherwise probe with the new corpus' first example.
+    const QString probe = m_probe->sentence();
+    static const QStringList taskExamples = [] {
+        QStringList all;
+        for (TaskKind k : all_tasks()) all << toQStringList(task_examples(k));
+        return all;
+    }();
+    if ((probe.isEmpty() || taskExamples.contains(probe)) && !examples.isEmpty()) m_probe->setSentence(examples.front());
+    updateActions();
+}
+
+void MainWindow::setColorMap(ColorMap::Kind kind) {
+    m_translate->heatmap()->setColorMap(kind);
+    m_translate->inspector()->setColorMap(kind);
+    m_probe->heatmap()->setColorMap(kind);
+    for (QAction* a : m_colorMapGroup->actions())
+        if (a->data().toInt() == int(kind)) a->setChecked(true);
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+    m_lastError = message;
+    statusBar()->showMessage(title + QStringLiteral(": ") + message, 15000);
+    if (!m_errorDialogs) return;
+    // Non-modal: the event loop (and a running training) carries on behind it.
+    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    saveSettings();
+    if (m_controller->isActive()) {
+        statusBar()->showMessage(tr("Stopping training…"));
+        m_controller->shutdown(2000);
+    }
+    event->accept();
+}
+
+void MainWindow::showAbout() {
+    QMessageBox::about(this, tr("About attnviz"),
+                       tr("<h3>attnviz %1</h3><p>Train RNN encoder–decoders with attention (Bahdanau et al.), watch the "
+                          "loss fall, and inspect, step by step, where the decoder looks.</p>"
+                          "<p>LibTorch %2 · Qt %3</p>")
+                           .arg(QStringLiteral(ATTNVIZ_VERSION), qs(libtorch_version()), QString::fromLatin1(qVersion())));
+}
+
+}  // namespace attnviz::ui

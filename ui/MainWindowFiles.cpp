@@ -1,0 +1,323 @@
+// MainWindow: files (checkpoints, corpora, exports), recent files, drag and
+// drop, and the QSettings that bring the window back as the user left it.
+#include <QAction>
+#include <QActionGroup>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QMenu>
+#include <QMimeData>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include "ui/CorpusPanel.hpp"
+#include "ui/Format.hpp"
+#include "ui/HeatmapExport.hpp"
+#include "ui/HeatmapWidget.hpp"
+#include "ui/LossChart.hpp"
+#include "ui/MainWindow.hpp"
+#include "ui/ProbePanel.hpp"
+#include "ui/SettingsPanel.hpp"
+#include "ui/TranslatePanel.hpp"
+
+namespace attnviz::ui {
+namespace {
+
+constexpr int kMaxRecent = 8;
+const QString kCheckpointFilter = QObject::tr("attnviz checkpoint (*.attnviz *.pt *.ckpt);;All files (*)");
+
+bool looksLikeCheckpoint(const QString& path) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("attnviz") || suffix == QLatin1String("pt") || suffix == QLatin1String("ckpt")) return true;
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) && f.read(7) == "ATTNVIZ";
+}
+
+QString dirOf(const QString& key) {
+    return QSettings().value(key, QDir::homePath()).toString();
+}
+
+}  // namespace
+
+bool MainWindow::openCheckpoint(const QString& path) {
+    if (m_controller->isActive()) {
+        showError(tr("Training is running"), tr("Stop training before opening a checkpoint."));
+        return false;
+    }
+    std::shared_ptr<Checkpoint> c;
+    try {
+        c = std::make_shared<Checkpoint>(load_checkpoint(ss(path)));
+    } catch (const std::exception& e) {
+        showError(tr("Cannot open checkpoint"), qs(e.what()));
+        return false;
+    }
+    m_checkpoint = c;
+    m_checkpointPath = path;
+    m_continueFromCheckpoint = true;
+    m_settings->setModelConfig(c->model_config);
+    m_settings->setTrainConfig(c->train_config);  // Continue adds this many epochs; Train starts afresh
+    // Put the corpus it was trained on back when it is a built-in task.
+    try {
+        m_corpus->selectTask(task_from_name(c->corpus_name));
+    } catch (const std::exception&) {
+    }
+    m_chart->setHistory(c->history, QFileInfo(path).fileName());
+    auto handle = std::make_shared<ModelHandle>();
+    handle->model = std::make_shared<Seq2Seq>(c->model);
+    handle->srcVocab = std::make_shared<const Vocab>(c->src_vocab);
+    handle->tgtVocab = std::make_shared<const Vocab>(c->tgt_vocab);
+    handle->level = c->level;
+    handle->config = c->model_config;
+    handle->corpusName = c->corpus_name;
+    handle->epoch = c->history.epochs_done;
+    handle->globalStep = c->history.global_step;
+    setModel(handle);
+    m_probe->clearSnapshots();
+    addRecentFile(path);
+    statusBar()->showMessage(tr("Opened %1: %2 epochs on %3").arg(path).arg(c->history.epochs_done).arg(qs(c->corpus_name)),
+                             10000);
+    m_tabs->setCurrentIndex(TranslateTab);
+    if (!m_translate->lineEdit()->text().isEmpty()) m_translate->translateInput();
+    updateActions();
+    return true;
+}
+
+bool MainWindow::openCorpusFile(const QString& path) {
+    if (m_controller->isActive()) {
+        showError(tr("Training is running"), tr("Stop training before changing the corpus."));
+        return false;
+    }
+    QString error;
+    if (!m_corpus->loadFile(path, &error)) {
+        showError(tr("Cannot open corpus"), error);
+        return false;
+    }
+    addRecentFile(path);
+    statusBar()->showMessage(m_corpus->summaryText().remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
+    return true;
+}
+
+bool MainWindow::openFile(const QString& path) {
+    if (!QFileInfo(path).isReadable()) {
+        showError(tr("Cannot open file"), tr("%1 does not exist or cannot be read.").arg(path));
+        return false;
+    }
+    return looksLikeCheckpoint(path) ? openCheckpoint(path) : openCorpusFile(path);
+}
+
+bool MainWindow::saveCheckpointTo(const QString& path) {
+    QString error;
+    bool ok;
+    if (m_controller->isActive() || (m_controller->hasTrainer() && !m_continueFromCheckpoint)) {
+        ok = m_controller->saveCheckpoint(path, &error);  // success is reported by saveFinished
+    } else if (m_checkpoint) {
+        try {
+            save_checkpoint(*m_checkpoint, ss(path));
+            m_checkpointPath = path;
+            addRecentFile(path);
+            statusBar()->showMessage(tr("Saved %1").arg(path), 8000);
+            ok = true;
+        } catch (const std::exception& e) {
+            error = qs(e.what());
+            ok = false;
+        }
+    } else {
+        error = tr("There is no model to save yet: train one first.");
+        ok = false;
+    }
+    if (!ok) showError(tr("Cannot save checkpoint"), error);
+    return ok;
+}
+
+bool MainWindow::exportHeatmapTo(const QString& path, double scale) {
+    HeatmapExportSource source;
+    source.widget = currentHeatmap();
+    std::shared_ptr<const Translation> translation;
+    ModelHandlePtr model;
+    if (m_tabs->currentIndex() == ProbeTab) {
+        if (const ProbeSnapshot* s = m_probe->currentSnapshot()) translation = s->translation;
+        model = m_model;
+    } else {
+        translation = m_translate->translation();
+        model = m_translate->translationModel();
+        source.hypothesis = size_t(m_translate->selectedHypothesis());
+        source.decodeSettings = m_translate->decodeOptions().to_json();
+    }
+    source.translation = translation.get();
+    if (model) source.modelSettings = model->config.to_json();
+    if (source.widget->heatmapData().empty()) {
+        showError(tr("Nothing to export"), tr("Translate a sentence first: there is no heatmap on screen."));
+        return false;
+    }
+    QString error;
+    if (!exportHeatmap(source, path, scale, &error)) {
+        showError(tr("Export failed"), error);
+        return false;
+    }
+    statusBar()->showMessage(tr("Exported %1").arg(path), 8000);
+    return true;
+}
+
+bool MainWindow::exportCurvesTo(const QString& path) {
+    QString error;
+    const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
+    const bool ok = csv ? m_chart->exportCsv(path, &error) : m_chart->exportPng(path, &error);
+    if (!ok) showError(tr("Export failed"), error);
+    else statusBar()->showMessage(tr("Exported %1").arg(path), 8000);
+    return ok;
+}
+
+void MainWindow::openCheckpointDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), dirOf(QStringLiteral("dirs/checkpoint")),
+                                                      kCheckpointFilter);
+    if (path.isEmpty()) return;
+    QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
+    openCheckpoint(path);
+}
+
+void MainWindow::openCorpusDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open corpus"), dirOf(QStringLiteral("dirs/corpus")),
+                                                      tr("Tab-separated pairs (*.tsv *.txt);;All files (*)"));
+    if (path.isEmpty()) return;
+    QSettings().setValue(QStringLiteral("dirs/corpus"), QFileInfo(path).absolutePath());
+    openCorpusFile(path);
+}
+
+void MainWindow::saveCheckpointDialog(bool forceAsk) {
+    QString path = forceAsk ? QString() : m_checkpointPath;
+    if (path.isEmpty()) {
+        const QString suggestion = dirOf(QStringLiteral("dirs/checkpoint")) + QLatin1Char('/') +
+                                   m_corpus->sourceKey().section(QLatin1Char(':'), 1).section(QLatin1Char('/'), -1) +
+                                   QStringLiteral(".attnviz");
+        path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), suggestion, kCheckpointFilter);
+        if (path.isEmpty()) return;
+        if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".attnviz");
+        QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
+    }
+    saveCheckpointTo(path);
+}
+
+void MainWindow::exportHeatmapDialog() {
+    QString selected;
+    QString path = QFileDialog::getSaveFileName(this, tr("Export heatmap"),
+                                                dirOf(QStringLiteral("dirs/export")) + QStringLiteral("/attention.png"),
+                                                heatmapFileFilter(), &selected);
+    if (path.isEmpty()) return;
+    if (QFileInfo(path).suffix().isEmpty()) path += QLatin1Char('.') + selected.section(QLatin1String("*."), 1).left(3).toLower();
+    QSettings().setValue(QStringLiteral("dirs/export"), QFileInfo(path).absolutePath());
+    double scale = 1.0;
+    if (heatmapFormatFor(path) == HeatmapFormat::Png) {
+        const QStringList scales = {tr("1× (96 dpi)"), tr("2× (192 dpi)"), tr("3× (288 dpi)"), tr("4× (384 dpi)")};
+        bool ok = false;
+        const QString choice = QInputDialog::getItem(this, tr("PNG resolution"), tr("Scale of the on-screen size:"), scales,
+                                                     QSettings().value(QStringLiteral("export/pngScale"), 1).toInt(), false, &ok);
+        if (!ok) return;
+        const int index = int(scales.indexOf(choice));
+        QSettings().setValue(QStringLiteral("export/pngScale"), index);
+        scale = index + 1;
+    }
+    exportHeatmapTo(path, scale);
+}
+
+void MainWindow::exportCurvesDialog() {
+    QString path = QFileDialog::getSaveFileName(this, tr("Export curves"),
+                                                dirOf(QStringLiteral("dirs/export")) + QStringLiteral("/curves.png"),
+                                                tr("PNG image (*.png);;CSV table (*.csv)"));
+    if (path.isEmpty()) return;
+    QSettings().setValue(QStringLiteral("dirs/export"), QFileInfo(path).absolutePath());
+    exportCurvesTo(path);
+}
+
+QStringList MainWindow::recentFiles() const {
+    return QSettings().value(QStringLiteral("recentFiles")).toStringList();
+}
+
+void MainWindow::addRecentFile(const QString& path) {
+    QStringList files = recentFiles();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    files.removeAll(absolute);
+    files.prepend(absolute);
+    while (files.size() > kMaxRecent) files.removeLast();
+    QSettings().setValue(QStringLiteral("recentFiles"), files);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    m_recentMenu->clear();
+    const QStringList files = recentFiles();
+    for (int i = 0; i < files.size(); ++i) {
+        const QString path = files[i];
+        QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this,
+                                             [this, path] { openFile(path); });
+        a->setStatusTip(path);
+    }
+    m_recentMenu->setEnabled(!files.isEmpty());
+    if (!files.isEmpty()) {
+        m_recentMenu->addSeparator();
+        m_recentMenu->addAction(tr("Clear list"), this, [this] {
+            QSettings().remove(QStringLiteral("recentFiles"));
+            rebuildRecentMenu();
+        });
+    }
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls() && !event->mimeData()->urls().isEmpty() && event->mimeData()->urls().front().isLocalFile())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.front().isLocalFile()) return;
+    event->acceptProposedAction();
+    openFile(urls.front().toLocalFile());
+}
+
+void MainWindow::loadSettings() {
+    QSettings s;
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    m_settings->loadSettings(s);
+    if (s.contains(QStringLiteral("corpus/pairs"))) m_corpus->setNumPairs(s.value(QStringLiteral("corpus/pairs")).toInt());
+    const QString source = s.value(QStringLiteral("corpus/source")).toString();
+    if (!source.isEmpty() && source != m_corpus->sourceKey()) {
+        QString error;
+        m_corpus->restore(source, &error);
+        if (!error.isEmpty()) statusBar()->showMessage(tr("Last corpus not available: %1").arg(error), 10000);
+    }
+    setColorMap(ColorMap::fromName(s.value(QStringLiteral("view/colorMap")).toString()));
+    m_numbersAct->setChecked(s.value(QStringLiteral("view/numbers"), false).toBool());
+    m_chart->setSmoothing(s.value(QStringLiteral("view/smoothing"), m_chart->smoothing()).toDouble());
+    m_chart->setLogScale(s.value(QStringLiteral("view/logScale"), false).toBool());
+    m_translate->setBeamWidth(s.value(QStringLiteral("translate/beam"), 1).toInt());
+    m_probe->setRefreshEvery(s.value(QStringLiteral("probe/every"), m_probe->refreshEvery()).toInt());
+    const QString probe = s.value(QStringLiteral("probe/sentence")).toString();
+    if (!probe.isEmpty()) m_probe->setSentence(probe);
+    m_tabs->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
+    rebuildRecentMenu();
+}
+
+void MainWindow::saveSettings() const {
+    QSettings s;
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/state"), saveState());
+    s.setValue(QStringLiteral("window/tab"), m_tabs->currentIndex());
+    m_settings->saveSettings(s);
+    s.setValue(QStringLiteral("corpus/source"), m_corpus->sourceKey());
+    s.setValue(QStringLiteral("corpus/pairs"), m_corpus->numPairs());
+    s.setValue(QStringLiteral("view/colorMap"), ColorMap::name(m_translate->heatmap()->colorMap()));
+    s.setValue(QStringLiteral("view/numbers"), m_numbersAct->isChecked());
+    s.setValue(QStringLiteral("view/smoothing"), m_chart->smoothing());
+    s.setValue(QStringLiteral("view/logScale"), m_chart->logScale());
+    s.setValue(QStringLiteral("translate/beam"), int(m_translate->decodeOptions().beam_size));
+    s.setValue(QStringLiteral("probe/every"), m_probe->refreshEvery());
+    s.setValue(QStringLiteral("probe/sentence"), m_probe->sentence());
+    s.sync();
+}
+
+}  // namespace attnviz::ui

@@ -1,0 +1,85 @@
+#include "ui/Screenshots.hpp"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QLineEdit>
+#include <QTabWidget>
+#include <QTimer>
+
+#include "ui/CorpusPanel.hpp"
+#include "ui/HeatmapWidget.hpp"
+#include "ui/LossChart.hpp"
+#include "ui/MainWindow.hpp"
+#include "ui/ProbePanel.hpp"
+#include "ui/SettingsPanel.hpp"
+#include "ui/TranslatePanel.hpp"
+
+namespace attnviz::ui {
+
+bool waitUntil(const std::function<bool()>& pred, int timeoutMs) {
+    QElapsedTimer timer;
+    timer.start();
+    while (!pred()) {
+        if (timer.elapsed() > timeoutMs) return false;
+        QEventLoop loop;
+        QTimer::singleShot(20, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    return true;
+}
+
+QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QString* error) {
+    QStringList written;
+    auto fail = [&](const QString& message) {
+        if (error) *error = message;
+        return QStringList();
+    };
+    QDir dir(options.directory);
+    if (!dir.exists() && !QDir().mkpath(options.directory)) return fail(QObject::tr("cannot create %1").arg(options.directory));
+    auto save = [&](QWidget* widget, const QString& name) {
+        const QString path = dir.filePath(name);
+        if (widget->grab().save(path, "PNG")) written << path;
+    };
+
+    w.setErrorDialogsEnabled(false);
+    w.resize(1400, 900);
+    w.show();
+    w.corpusPanel()->selectTask(TaskKind::toy_french);
+    w.tabs()->setCurrentIndex(MainWindow::CurvesTab);
+    waitUntil([] { return false; }, 300);  // let the first layout and paint happen
+
+    TrainingController* c = w.controller();
+    w.startTraining();
+    if (!c->isActive()) return fail(QObject::tr("training did not start: %1").arg(w.lastError()));
+    waitUntil([&] { return !c->isActive(); }, options.trainSeconds * 1000);
+    if (c->isActive()) {
+        c->stop();
+        waitUntil([&] { return !c->isActive(); }, 30000);
+    }
+    waitUntil([] { return false; }, 300);
+    save(&w, QStringLiteral("training.png"));
+    save(w.lossChart()->chartView(), QStringLiteral("curves.png"));
+
+    TranslatePanel* t = w.translatePanel();
+    w.tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    t->setBeamWidth(3);
+    const QString sentence = options.sentence.isEmpty() ? w.corpusPanel()->examples().value(0) : options.sentence;
+    bool ready = false;
+    auto connection = QObject::connect(t, &TranslatePanel::translationReady, [&] { ready = true; });
+    t->translateText(sentence);
+    waitUntil([&] { return ready; }, 20000);
+    QObject::disconnect(connection);
+    // Pick the output row that shows the adjective/noun crossing best: the third step.
+    t->heatmap()->setSelectedRow(std::min(2, t->heatmap()->rows() - 1));
+    waitUntil([] { return false; }, 300);
+    save(&w, QStringLiteral("translate.png"));
+    if (w.exportHeatmapTo(dir.filePath(QStringLiteral("heatmap.png")), 2.0)) written << dir.filePath(QStringLiteral("heatmap.png"));
+
+    w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
+    waitUntil([] { return false; }, 300);
+    save(&w, QStringLiteral("probe.png"));
+    return written;
+}
+
+}  // namespace attnviz::ui

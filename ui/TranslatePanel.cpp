@@ -1,0 +1,217 @@
+#include "ui/TranslatePanel.hpp"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "ui/Format.hpp"
+#include "ui/HeatmapWidget.hpp"
+#include "ui/StepInspector.hpp"
+#include "ui/Translator.hpp"
+
+namespace attnviz::ui {
+
+TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
+    m_translator = new Translator(this);
+    m_input = new QLineEdit(this);
+    m_input->setClearButtonEnabled(true);
+    m_input->setPlaceholderText(tr("Type a sentence and press Enter"));
+    m_go = new QPushButton(tr("Translate"), this);
+    m_beam = new QSpinBox(this);
+    m_beam->setRange(1, 32);
+    m_beam->setValue(1);
+    m_beam->setToolTip(tr("Beam width: 1 = greedy decoding"));
+    m_nbest = new QSpinBox(this);
+    m_nbest->setRange(1, 32);
+    m_nbest->setValue(1);
+    m_nbest->setToolTip(tr("How many hypotheses to list (at most the beam width)"));
+    auto* examples = new QToolButton(this);
+    examples->setText(tr("Examples"));
+    examples->setPopupMode(QToolButton::InstantPopup);
+    examples->setMenu(new QMenu(examples));
+    examples->setObjectName(QStringLiteral("examplesButton"));
+
+    auto* row = new QHBoxLayout();
+    row->addWidget(m_input, 1);
+    row->addWidget(examples);
+    row->addWidget(new QLabel(tr("Beam"), this));
+    row->addWidget(m_beam);
+    row->addWidget(new QLabel(tr("N-best"), this));
+    row->addWidget(m_nbest);
+    row->addWidget(m_go);
+
+    m_modelLabel = new QLabel(this);
+    m_modelLabel->setStyleSheet(QStringLiteral("color: palette(placeholder-text);"));
+    m_result = new QLabel(this);
+    m_result->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_result->setWordWrap(true);
+    QFont big = m_result->font();
+    big.setPointSizeF(big.pointSizeF() * 1.3);
+    m_result->setFont(big);
+
+    m_hypotheses = new QListWidget(this);
+    m_hypotheses->setMaximumHeight(110);
+    m_hypotheses->setToolTip(tr("N-best hypotheses, best first: select one to see its own attention"));
+    m_tools = new QToolBar(this);
+    m_tools->setIconSize(QSize(16, 16));
+    m_tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    m_heatmap = new HeatmapWidget(this);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(m_heatmap);
+    scroll->setWidgetResizable(true);
+    scroll->setBackgroundRole(QPalette::Base);
+    m_inspector = new StepInspector(this);
+
+    auto* left = new QWidget(this);
+    auto* leftLayout = new QVBoxLayout(left);
+    leftLayout->setContentsMargins(0, 0, 0, 0);
+    leftLayout->addWidget(m_hypotheses);
+    leftLayout->addWidget(m_tools);
+    leftLayout->addWidget(scroll, 1);
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->addWidget(left);
+    splitter->addWidget(m_inspector);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    splitter->setObjectName(QStringLiteral("translateSplitter"));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(row);
+    layout->addWidget(m_modelLabel);
+    layout->addWidget(m_result);
+    layout->addWidget(splitter, 1);
+
+    connect(m_input, &QLineEdit::returnPressed, this, &TranslatePanel::translateInput);
+    connect(m_go, &QPushButton::clicked, this, &TranslatePanel::translateInput);
+    connect(m_beam, &QSpinBox::valueChanged, this, [this](int beam) {
+        m_nbest->setMaximum(beam);
+        if (m_translation) translateText(qs(m_translation->input));  // re-run with the new width
+    });
+    connect(m_nbest, &QSpinBox::valueChanged, this, [this] {
+        if (m_translation) translateText(qs(m_translation->input));
+    });
+    connect(m_hypotheses, &QListWidget::currentRowChanged, this, &TranslatePanel::showHypothesis);
+    connect(m_heatmap, &HeatmapWidget::rowSelected, this,
+            [this](int row) { m_inspector->setStep(m_heatmap->heatmapData(), row); });
+    connect(m_translator, &Translator::translated, this,
+            [this](quint64, std::shared_ptr<const Translation> t, ModelHandlePtr model) { showTranslation(t, model); });
+    connect(m_translator, &Translator::failed, this, [this](quint64, const QString& message) {
+        m_result->setText(tr("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped()));
+        Q_EMIT translationFailed(message);
+    });
+    setModel(nullptr);
+}
+
+void TranslatePanel::setModel(ModelHandlePtr model) {
+    m_model = std::move(model);
+    if (!m_model) {
+        m_modelLabel->setText(tr("No model yet: press Train, or open a checkpoint (Ctrl+O)."));
+        return;
+    }
+    m_modelLabel->setText(tr("Model: %1 · %2 scoring, %3 × %4 %5 · weights after epoch %6, batch %7")
+                              .arg(qs(m_model->corpusName), qs(to_string(m_model->config.scoring)))
+                              .arg(m_model->config.num_layers)
+                              .arg(m_model->config.hidden_size)
+                              .arg(qs(to_string(m_model->config.cell)).toUpper())
+                              .arg(m_model->epoch)
+                              .arg(m_model->globalStep));
+}
+
+void TranslatePanel::setExamples(const QStringList& examples) {
+    auto* button = findChild<QToolButton*>(QStringLiteral("examplesButton"));
+    QMenu* menu = button->menu();
+    menu->clear();
+    for (const QString& e : examples)
+        menu->addAction(e, this, [this, e] {
+            m_input->setText(e);
+            translateInput();
+        });
+    button->setEnabled(!examples.isEmpty());
+    if (!examples.isEmpty()) m_input->setPlaceholderText(tr("Type a sentence and press Enter, e.g. “%1”").arg(examples.front()));
+}
+
+DecodeOptions TranslatePanel::decodeOptions() const {
+    DecodeOptions o;
+    o.beam_size = m_beam->value();
+    o.num_hypotheses = std::min(m_nbest->value(), m_beam->value());
+    return o;
+}
+
+void TranslatePanel::setBeamWidth(int width) {
+    m_beam->setValue(width);
+    m_nbest->setValue(width);
+}
+
+void TranslatePanel::translateInput() { translateText(m_input->text()); }
+
+void TranslatePanel::translateText(const QString& sentence) {
+    if (m_input->text() != sentence) m_input->setText(sentence);
+    if (!m_model) {
+        const QString message = tr("There is no model yet: press Train, or open a checkpoint.");
+        m_result->setText(message);
+        Q_EMIT translationFailed(message);
+        return;
+    }
+    m_translator->request(m_model, sentence, decodeOptions());
+}
+
+void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, ModelHandlePtr model) {
+    m_translation = std::move(t);
+    m_translationModel = std::move(model);
+    m_hypotheses->blockSignals(true);
+    m_hypotheses->clear();
+    for (const Hypothesis& h : m_translation->hypotheses)
+        m_hypotheses->addItem(tr("%1   (score %2, log P %3)").arg(qs(h.text)).arg(h.score, 0, 'f', 3).arg(h.log_prob, 0, 'f', 3));
+    m_hypotheses->blockSignals(false);
+    if (m_translation->empty()) {
+        m_result->setText(tr("(empty input)"));
+        m_heatmap->clear(tr("Nothing to show for an empty sentence."));
+        m_inspector->clear();
+    } else {
+        m_hypotheses->setCurrentRow(0);
+        showHypothesis(0);
+    }
+    Q_EMIT translationReady();
+}
+
+void TranslatePanel::showHypothesis(int index) {
+    if (!m_translation || index < 0 || index >= int(m_translation->hypotheses.size())) return;
+    const Hypothesis& h = m_translation->hypotheses[index];
+    QString text = QStringLiteral("→ <b>%1</b>").arg(qs(h.text).toHtmlEscaped());
+    if (!m_translation->unknown.empty())
+        text += tr(" <span style='color:#c0392b'>(unknown: %1, read as &lt;unk&gt;)</span>")
+                    .arg(toQStringList(m_translation->unknown).join(QStringLiteral(", ")).toHtmlEscaped());
+    m_result->setText(text);
+    if (!m_translation->attention_available) {
+        m_heatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
+        m_inspector->clear();
+        return;
+    }
+    HeatmapData data = HeatmapData::fromTranslation(*m_translation, size_t(index));
+    data.title = qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text);
+    const int row = std::max(0, m_heatmap->selectedRow());
+    m_heatmap->setHeatmapData(data);
+    m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));
+    m_inspector->setStep(m_heatmap->heatmapData(), m_heatmap->selectedRow());
+}
+
+int TranslatePanel::selectedHypothesis() const { return std::max(0, m_hypotheses->currentRow()); }
+
+void TranslatePanel::selectHypothesis(int index) { m_hypotheses->setCurrentRow(index); }
+
+int TranslatePanel::hypothesisCount() const { return m_translation ? int(m_translation->hypotheses.size()) : 0; }
+
+QString TranslatePanel::resultText() const {
+    return (m_translation && !m_translation->empty()) ? qs(m_translation->hypotheses[selectedHypothesis()].text) : QString();
+}
+
+}  // namespace attnviz::ui
