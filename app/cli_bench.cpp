@@ -176,9 +176,9 @@ Command add_bench_command(CLI::App& parent) {
         "  attnviz-cli bench --data ../shared/data/tatoeba-eng-fra-5000.tsv");
     app->add_option("--data", o->data, "Tatoeba-style TSV file")->type_name("FILE")->required()->group("data");
     app->add_option("--num-train", o->num_train, "training pairs (first in the file)")
-        ->type_name("INT")->default_str("512")->check(CLI::PositiveNumber)->group("data");
+        ->type_name("INT")->default_str("512")->check(positive_int())->group("data");
     app->add_option("--num-val", o->num_val, "validation pairs (those after the training pairs)")
-        ->type_name("INT")->default_str("128")->check(CLI::PositiveNumber)->group("data");
+        ->type_name("INT")->default_str("128")->check(positive_int())->group("data");
     ModelConfig m;
     TrainConfig t;
     d2l_config(m, t);

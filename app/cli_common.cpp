@@ -182,6 +182,42 @@ extern "C" void on_sigint(int) {
 
 }  // namespace
 
+namespace {
+CLI::Validator number_check(const std::string& what, std::function<bool(const std::string&)> ok) {
+    return CLI::Validator(
+        [what, ok](std::string& v) { return ok(v) ? std::string() : "expected " + what + ", got '" + v + "'"; }, "");
+}
+bool is_int_at_least(const std::string& v, long long min_value) {
+    try {
+        size_t used = 0;
+        long long x = std::stoll(v, &used);
+        return used == v.size() && x >= min_value;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+}  // namespace
+
+CLI::Validator positive_int() {
+    return number_check("a positive integer", [](const std::string& v) { return is_int_at_least(v, 1); });
+}
+
+CLI::Validator non_negative_int() {
+    return number_check("an integer >= 0", [](const std::string& v) { return is_int_at_least(v, 0); });
+}
+
+CLI::Validator non_negative_number() {
+    return number_check("a number >= 0", [](const std::string& v) {
+        try {
+            size_t used = 0;
+            double x = std::stod(v, &used);
+            return used == v.size() && std::isfinite(x) && x >= 0;
+        } catch (const std::exception&) {
+            return false;
+        }
+    });
+}
+
 const std::vector<Setting>& settings() {
     static const std::vector<Setting> s = make_settings();
     return s;
@@ -258,16 +294,18 @@ void CorpusFlags::add_to(CLI::App& app, bool required) {
     app.add_option("--max-pairs", max_pairs, "TSV: read at most this many pairs, in file order; 0 = all")
         ->type_name("INT")
         ->default_str("0")
+        ->check(non_negative_int())
         ->group(g);
     app.add_flag("--reverse", reverse, "TSV: swap the columns (translate target to source)")->group(g);
     app.add_option("--pairs", pairs, "task: how many pairs to generate")
         ->type_name("INT")
         ->default_str(std::to_string(pairs))
-        ->check(CLI::PositiveNumber)
+        ->check(positive_int())
         ->group(g);
     app.add_option("--task-seed", task_seed, "task: generator seed (same seed, same pairs)")
         ->type_name("INT")
         ->default_str("0")
+        ->check(non_negative_int())
         ->group(g);
 }
 

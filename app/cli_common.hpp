@@ -43,6 +43,11 @@ Command add_bench_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
 Command add_tasks_command(CLI::App& parent);
 
+/// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
+CLI::Validator positive_int();
+CLI::Validator non_negative_int();
+CLI::Validator non_negative_number();
+
 // --- hyperparameters ---------------------------------------------------------
 
 /// One hyperparameter: a flag `--name VALUE` and a `--vary name=v1,v2` key.

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     int threads = 0;
     app.add_option("--threads", threads, "CPU threads for LibTorch (default: LibTorch's choice)")
         ->type_name("INT")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_int());
     app.footer(
         "Exit codes: 0 ok, 1 runtime error (bad file, training failed), 2 usage error, 130 Ctrl+C.\n"
         "Errors are one line on stderr: `attnviz-cli: error: ...`. Run `attnviz-cli COMMAND --help`.");

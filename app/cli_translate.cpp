@@ -24,17 +24,17 @@ struct DecodeFlags {
     void add_to(CLI::App& app, bool with_nbest) {
         DecodeOptions d;
         beam_opt = app.add_option("--beam", beam, "beam width; 1 = greedy")
-                       ->type_name("INT")->default_str("1")->check(CLI::PositiveNumber)->group("decoding");
+                       ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
         if (with_nbest)
             app.add_option("--nbest", nbest, "hypotheses per sentence (raises --beam to at least this)")
-                ->type_name("INT")->default_str("1")->check(CLI::PositiveNumber)->group("decoding");
+                ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
         app.add_option("--max-length", max_length, "maximum output tokens per sentence, <eos> included")
-            ->type_name("INT")->default_str(std::to_string(d.max_length))->check(CLI::PositiveNumber)
+            ->type_name("INT")->default_str(std::to_string(d.max_length))->check(positive_int())
             ->group("decoding");
         app.add_option("--length-penalty", length_penalty, "beam: score = log P / length^this (0 = none)")
-            ->type_name("FLOAT")->default_str("1")->check(CLI::NonNegativeNumber)->group("decoding");
+            ->type_name("FLOAT")->default_str("1")->check(non_negative_number())->group("decoding");
         app.add_option("--decode-batch", batch, "sentences decoded together")
-            ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(CLI::PositiveNumber)
+            ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(positive_int())
             ->group("decoding");
         app.add_option("--device", device, "auto | cpu | cuda | cuda:N")
             ->type_name("NAME")->default_str(device)->group("decoding");
