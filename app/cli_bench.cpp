@@ -156,7 +156,7 @@ int run_bench(BenchOptions& o) {
                      {"bucket_window", t.bucket_window},
                      {"pairs_longer_than_9_tokens", longer_than_steps},
                      {"vocab", "min_freq " + std::to_string(t.min_freq) + " over train+val (d2l)"}};
-    j["model"] = m.to_json();
+    j["model"] = trainer.model_config().to_json();
     j["train"] = t.to_json();
     j["saved"] = o.save.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.save);
     std::cout << j.dump() << std::endl;

@@ -141,6 +141,7 @@ int run_compare(CompareOptions& o) {
         if (i == 0 && !o.quiet) std::cerr << describe_data(data) << "\n";
         Trainer trainer(std::move(data), r.model, r.train);
         r.parameters = count_parameters(*trainer.model());
+        r.model = trainer.model_config();  // with the vocabulary sizes filled in
         std::string prefix = "[" + std::to_string(i + 1) + "/" + std::to_string(runs.size()) + " " + r.label + "] ";
         ProgressPrinter progress(r.train.epochs, o.quiet, prefix);
         auto t0 = std::chrono::steady_clock::now();
