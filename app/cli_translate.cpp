@@ -106,15 +106,14 @@ std::string attention_file(const std::vector<Translation>& ts, const std::string
         nlohmann::json model = c.model_config.to_json(), decoding = d.to_json();
         for (size_t i = 0; i < ts.size(); ++i) {
             if (ts[i].empty()) {  // keep one entry per sentence so indices line up
-                all.push_back({{"sentence", i}, {"rank", 0}, {"input", ts[i].input}, {"source", nlohmann::json::array()},
+                all.push_back({{"sentence", i}, {"hypothesis", 0}, {"input", ts[i].input}, {"source", nlohmann::json::array()},
                                {"output", nlohmann::json::array()}, {"weights", nlohmann::json::array()},
                                {"raw_scores", nlohmann::json::array()}, {"text", ""}});
                 continue;
             }
             for (size_t h = 0; h < ts[i].hypotheses.size(); ++h) {
                 nlohmann::json j = attention_json(ts[i], h, model, decoding);
-                j["sentence"] = i;
-                j["rank"] = h;
+                j["sentence"] = i;  // "hypothesis" (the rank) is attention_json's own
                 all.push_back(std::move(j));
             }
         }
@@ -134,6 +133,9 @@ int run_translate(TranslateOptions& o) {
     DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
     Checkpoint c = load_model(o.model, o.decode.device);
+    if (format == "csv" && c.model_config.scoring == Scoring::none)
+        throw UsageError("--attention-out " + o.attention_out +
+                         ": the model has no attention (scoring none), so there is no CSV table; use .json");
 
     std::vector<std::string> sentences = o.sentences;
     if (sentences.empty()) {
@@ -266,9 +268,11 @@ Command add_translate_command(CLI::App& parent) {
         "Sentences come from the arguments or, when there are none, from stdin (one per line);\n"
         "stdout gets one translation per line in input order (an empty input gives an empty line).\n"
         "With --nbest N > 1 each sentence gives N lines `INDEX ||| TRANSLATION ||| SCORE` (0-based, best first).\n"
-        "--attention-out: JSON is an array with one object per sentence and hypothesis (attention_json plus\n"
-        "\"sentence\" and \"rank\"); CSV is one table per sentence and hypothesis in the same order, tables\n"
-        "separated by a blank line (empty inputs have no table). The file is written atomically.");
+        "--attention-out: JSON is an array with one object per sentence and hypothesis, in input order:\n"
+        "the fields of attention_json (source, output, weights, raw_scores, ..., \"hypothesis\" = rank)\n"
+        "plus \"sentence\" (0-based); an empty input keeps its entry with empty arrays. CSV holds one\n"
+        "table per sentence and hypothesis in the same order, separated by a blank line (empty inputs\n"
+        "have no table; a model without attention has no CSV). Both are written atomically.");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     app->add_option("sentences", o->sentences, "sentences to translate (default: read stdin)")->type_name("SENTENCE");
     o->decode.add_to(*app, true);
