@@ -42,11 +42,12 @@ QSize LengthHistogram::sizeHint() const { return QSize(240, 110); }
 void LengthHistogram::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), palette().base());
-    int last = 0, peak = 1;
+    int first = -1, last = 0, peak = 1;
     for (int i = 0; i <= kMaxBin && i < int(m_src.size()); ++i) {
-        if (m_src[i] || m_tgt[i]) last = i;
+        if (m_src[i] || m_tgt[i]) last = i, first = first < 0 ? i : first;
         peak = std::max({peak, m_src[i], m_tgt[i]});
     }
+    first = std::max(0, first - 1);
     const QFontMetrics fm(font());
     const QRect plot = rect().adjusted(4, 4, -4, -fm.height() - 4);
     if (last == 0) {
@@ -54,20 +55,22 @@ void LengthHistogram::paintEvent(QPaintEvent*) {
         p.drawText(rect(), Qt::AlignCenter, tr("no corpus"));
         return;
     }
-    const double slot = double(plot.width()) / (last + 1);
+    const double slot = double(plot.width()) / (last - first + 1);
     const QColor colors[] = {QColor(0x1f77b4), QColor(0xff7f0e)};
-    for (int i = 0; i <= last; ++i) {
+    for (int i = first; i <= last; ++i) {
         for (int side = 0; side < 2; ++side) {
             const int v = side == 0 ? m_src[i] : m_tgt[i];
             const double h = double(v) / peak * plot.height();
-            p.fillRect(QRectF(plot.left() + i * slot + side * slot * 0.45, plot.bottom() - h, slot * 0.45, h), colors[side]);
+            p.fillRect(QRectF(plot.left() + (i - first) * slot + slot * 0.05 + side * slot * 0.45, plot.bottom() - h,
+                              slot * 0.45, h),
+                       colors[side]);
         }
     }
     p.setPen(palette().color(QPalette::Text));
     p.drawLine(plot.bottomLeft(), plot.bottomRight());
     const int step = std::max(1, int(std::ceil(fm.horizontalAdvance(QStringLiteral("30+")) / slot)));
-    for (int i = 0; i <= last; i += step)
-        p.drawText(QRectF(plot.left() + i * slot - slot, plot.bottom() + 2, 3 * slot, fm.height()), Qt::AlignHCenter,
+    for (int i = first; i <= last; i += step)
+        p.drawText(QRectF(plot.left() + (i - first) * slot - slot, plot.bottom() + 2, 3 * slot, fm.height()), Qt::AlignHCenter,
                    i == kMaxBin ? QStringLiteral("%1+").arg(kMaxBin) : QString::number(i));
 }
 

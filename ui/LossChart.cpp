@@ -105,10 +105,16 @@ LossChart::LossChart(QWidget* parent) : QWidget(parent) {
         b->setToolButtonStyle(Qt::ToolButtonTextOnly);
         controls->addWidget(b);
     }
+    m_styleNote = new QLabel(tr("solid: training loss (smoothed) · dashed: validation loss · dotted: validation BLEU · "
+                                "dash-dot: exact match %"),
+                             this);
+    m_styleNote->setAlignment(Qt::AlignCenter);
+    m_styleNote->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(controls);
     layout->addWidget(m_view, 1);
+    layout->addWidget(m_styleNote);
     setSmoothing(m_smoothing);
     m_keepAction->setEnabled(false);
     m_clearAction->setEnabled(false);
@@ -133,7 +139,7 @@ void LossChart::startRun(const QString& label) {
     }
     auto* run = new Run();
     run->label = label;
-    run->color = kRunColors[0];
+    run->color = kRunColors[keptRunCount() % int(std::size(kRunColors))];
     m_runs.push_back(run);
     ++m_runCounter;
     attachRun(*run, false);
@@ -169,30 +175,39 @@ void LossChart::attachRun(Run& run, bool kept) {
 }
 
 void LossChart::styleRun(Run& run, bool kept) {
-    auto pen = [&](qreal width, Qt::PenStyle style, int alpha) {
-        QColor c = run.color;
+    // One run: a colour per series. Comparing runs: a colour per run, a line style per series.
+    const bool comparing = keptRunCount() > 0;
+    auto pen = [&](const QColor& color, qreal width, Qt::PenStyle style, int alpha) {
+        QColor c = color;
         c.setAlpha(alpha);
         QPen p(c, width, style);
         p.setCapStyle(Qt::RoundCap);
         return p;
     };
-    run.rawSeries->setPen(pen(1, Qt::SolidLine, 70));
-    run.smoothSeries->setPen(pen(2.2, Qt::SolidLine, 255));
-    run.valSeries->setPen(pen(1.8, Qt::DashLine, 255));
-    run.bleuSeries->setPen(pen(1.5, Qt::DotLine, 255));
-    run.accSeries->setPen(pen(1.5, Qt::DashDotLine, 200));
+    auto color = [&](int series) { return comparing ? run.color : kRunColors[series]; };
+    run.rawSeries->setPen(pen(color(0), 1, Qt::SolidLine, 70));
+    run.smoothSeries->setPen(pen(color(0), 2.2, Qt::SolidLine, 255));
+    run.valSeries->setPen(pen(color(1), 1.8, Qt::DashLine, 255));
+    run.bleuSeries->setPen(pen(color(2), 1.5, Qt::DotLine, 255));
+    run.accSeries->setPen(pen(color(4), 1.5, Qt::DashDotLine, 220));
+    for (QLineSeries* s : {run.valSeries, run.bleuSeries, run.accSeries}) s->setColor(s->pen().color());
     run.rawSeries->setVisible(!kept);
-    const QString prefix = kept ? run.label + QStringLiteral(": ") : QString();
+    const QString prefix = comparing ? run.label + QStringLiteral(": ") : QString();
     run.rawSeries->setName(prefix + tr("loss (raw)"));
-    run.smoothSeries->setName(kept ? run.label : tr("loss (smoothed)"));
-    run.valSeries->setName(prefix + tr("val loss"));
-    run.bleuSeries->setName(prefix + tr("val BLEU"));
-    run.accSeries->setName(prefix + tr("val accuracy %"));
-    // One legend entry per kept run; the current run lists its series.
+    run.smoothSeries->setName(comparing ? run.label : tr("training loss (smoothed)"));
+    run.valSeries->setName(prefix + tr("validation loss"));
+    run.bleuSeries->setName(prefix + tr("validation BLEU"));
+    run.accSeries->setName(prefix + tr("exact match %"));
+    // Comparing: one legend entry per run; otherwise one per series.
     for (QLineSeries* s : run.all()) {
-        const bool show = kept ? s == run.smoothSeries : s != run.rawSeries;
+        const bool show = comparing ? s == run.smoothSeries : s != run.rawSeries;
         for (QLegendMarker* m : m_chart->legend()->markers(s)) m->setVisible(show);
     }
+    m_styleNote->setVisible(comparing);
+}
+
+void LossChart::restyleAll() {
+    for (Run* r : m_runs) styleRun(*r, r->kept);
 }
 
 void LossChart::detachRun(Run& run) {
@@ -339,12 +354,14 @@ void LossChart::updateRanges() {
         }
     }
     m_xAxis->setRange(0, xMax);
+    m_xAxis->applyNiceNumbers();
     if (!std::isfinite(yMin)) yMin = m_logScale ? 0.1 : 0, yMax = m_logScale ? 10 : 1;
     if (m_logScale) {
         m_yAxis->setRange(yMin * 0.85, yMax * 1.15);
     } else {
         const double pad = std::max(1e-3, (yMax - yMin) * 0.05);
         m_yAxis->setRange(std::max(0.0, yMin - pad), yMax + pad);
+        static_cast<QValueAxis*>(m_yAxis)->applyNiceNumbers();
     }
 }
 
@@ -367,11 +384,8 @@ void LossChart::keepRun() {
     if (m_runs.empty() || m_runs.back()->kept) return;
     Run& run = *m_runs.back();
     if (run.raw.empty() && run.epochs.empty()) return;
-    run.kept = true;
-    int kept = 0;
-    for (const Run* r : m_runs) kept += r->kept ? 1 : 0;
-    run.color = kRunColors[kept % int(std::size(kRunColors))];
-    styleRun(run, true);
+    run.kept = true;  // keeps the colour it was given when it started
+    restyleAll();
     updateRanges();
     m_keepAction->setEnabled(false);
     m_clearAction->setEnabled(true);
@@ -387,6 +401,8 @@ void LossChart::clearKeptRuns() {
             ++it;
         }
     }
+    if (!m_runs.empty()) m_runs.back()->color = kRunColors[0];
+    restyleAll();
     updateRanges();
     m_clearAction->setEnabled(false);
 }

@@ -77,6 +77,7 @@ private:
     void attachRun(Run& run, bool kept);
     void detachRun(Run& run);
     void styleRun(Run& run, bool kept);
+    void restyleAll();
     void rebuildSmoothed(Run& run);
     void rebuildRaw(Run& run);
     void rebuildYAxis();
@@ -90,6 +91,7 @@ private:
     QValueAxis* m_metricAxis;
     QSlider* m_smoothSlider;
     QLabel* m_smoothLabel;
+    QLabel* m_styleNote;
     QAction* m_logAction;
     QAction* m_keepAction;
     QAction* m_clearAction;

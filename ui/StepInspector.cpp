@@ -53,7 +53,10 @@ void WeightBars::paintEvent(QPaintEvent*) {
         p.setPen(palette().color(QPalette::Text));
         if (slot >= fm.horizontalAdvance(QStringLiteral(".00")) + 2)
             p.drawText(QRectF(x - slot, bar.top() - valueH, barW + 2 * slot, valueH), Qt::AlignHCenter | Qt::AlignBottom,
-                       QString::number(w, 'f', 2).mid(w >= 1.0 ? 0 : 1));
+                       [w] {
+                           const QString t = QString::number(w, 'f', 2);
+                           return t.startsWith(QLatin1String("0.")) ? t.mid(1) : t;  // ".85" saves room
+                       }());
         const QString label = fm.elidedText(m_labels[i], Qt::ElideRight, int(slot) - 1);
         p.drawText(QRectF(plot.left() + i * slot, plot.bottom() + 3, slot, labelH), Qt::AlignHCenter | Qt::AlignTop, label);
     }

@@ -13,7 +13,7 @@
 
 namespace attnviz::ui {
 namespace {
-std::atomic<int> g_detached{0};
+std::atomic<int> g_detached{0};  // detached workers still running
 constexpr int kFlushIntervalMs = 50;  // at most ~20 GUI updates a second
 }  // namespace
 
@@ -53,6 +53,7 @@ struct TrainingJob {
     StopReason reason = StopReason::finished;
     std::string message;
     bool done = false;
+    bool detached = false;  // the GUI gave up waiting (window closed): count down g_detached when done
     int64_t lastStep = 0;  // worker-side: global step of the last batch
 };
 
@@ -167,6 +168,7 @@ void runJob(std::shared_ptr<TrainingJob> job) {
     {
         std::lock_guard<std::mutex> lock(job->mutex);
         job->done = true;
+        if (job->detached) --g_detached;
         if (!job->pendingSave.empty()) {
             job->saves.push_back({false, job->pendingSave, "training ended before the checkpoint could be written"});
             job->pendingSave.clear();
@@ -293,21 +295,22 @@ void TrainingController::stop() {
 bool TrainingController::shutdown(int timeoutMs) {
     if (!m_thread.joinable()) return true;
     stop();
-    bool done;
     {
         std::unique_lock<std::mutex> lock(m_job->mutex);
-        done = m_job->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [this] { return m_job->done; });
+        if (!m_job->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [this] { return m_job->done; })) {
+            // The worker still holds its own reference to the job; let it finish alone
+            // (decided under the lock, so the worker's count-down cannot be missed).
+            m_job->detached = true;
+            ++g_detached;
+            lock.unlock();
+            m_thread.detach();
+            m_timer->stop();
+            setState(State::Idle);
+            return false;
+        }
     }
-    if (done) {
-        poll();  // delivers the final signals and joins
-        return true;
-    }
-    // The worker still holds its own reference to the job; let it finish alone.
-    m_thread.detach();
-    ++g_detached;
-    m_timer->stop();
-    setState(State::Idle);
-    return false;
+    poll();  // delivers the final signals and joins
+    return true;
 }
 
 void TrainingController::joinWorker() {

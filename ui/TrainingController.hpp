@@ -78,7 +78,7 @@ public:
 
     /// Number of signal batches emitted since start (coalescing check in tests).
     int flushCount() const { return m_flushes; }
-    /// Workers left running after a shutdown() timed out (the process should exit without joining).
+    /// Workers still running after a shutdown() timed out (the process should exit without joining them).
     static int detachedWorkers();
 
 Q_SIGNALS:
