@@ -56,6 +56,10 @@ int run_bench(BenchOptions& o) {
     ModelConfig m;
     TrainConfig t;
     d2l_config(m, t);
+    for (const char* name : {"val-fraction", "split-shuffle"})
+        if (o.settings.given(name))
+            throw UsageError(std::string("bench: --") + name +
+                             " does not apply; it splits as d2l does, set by --num-train and --num-val");
     o.settings.apply(m, t);
     m.seed = t.seed;
     t.val_fraction = double(o.num_val) / double(o.num_train + o.num_val);  // recorded in the checkpoint
