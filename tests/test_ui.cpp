@@ -594,7 +594,7 @@ TEST_CASE("settings: ranges and clashing choices cannot be entered", "[ui][setti
     m = SettingsPanel::defaultModelConfig();
     m.scoring = Scoring::dot;
     panel.setModelConfig(m);
-    auto* bidirectional = panel.findChild<QCheckBox*>();
+    auto* bidirectional = panel.findChild<QCheckBox*>(QStringLiteral("bidirectional"));
     REQUIRE(bidirectional);
     CHECK_FALSE(bidirectional->isEnabled());  // dot scoring needs a unidirectional encoder
 

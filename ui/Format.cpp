@@ -11,6 +11,10 @@ QStringList toQStringList(const std::vector<std::string>& v) {
     return out;
 }
 
+QString displayToken(const QString& token) {
+    return token == QLatin1String(" ") ? QStringLiteral("␣") : token;
+}
+
 QString formatDuration(double seconds) {
     if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("–");
     const long total = std::lround(seconds);

@@ -11,6 +11,9 @@ inline QString qs(const std::string& s) { return QString::fromStdString(s); }
 inline std::string ss(const QString& s) { return s.toStdString(); }
 QStringList toQStringList(const std::vector<std::string>& v);
 
+/// A token as shown on screen: a character-level space becomes a visible "␣".
+QString displayToken(const QString& token);
+
 /// "0:42", "12:03", "1:02:03"; "–" for negative or non-finite seconds.
 QString formatDuration(double seconds);
 /// "12.3k tok/s" style.

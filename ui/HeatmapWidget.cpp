@@ -25,12 +25,6 @@ const QColor kEosColor(0x70, 0x70, 0x70);
 bool isUnk(const QString& t) { return t == QLatin1String("<unk>"); }
 bool isSpecial(const QString& t) { return t.startsWith(QLatin1Char('<')) && t.endsWith(QLatin1Char('>')) && t.size() > 2; }
 
-// Character-level tokens include " "; show it as a visible space mark.
-QString displayToken(const QString& t) {
-    if (t == QLatin1String(" ")) return QStringLiteral("␣");
-    return t;
-}
-
 QFont labelFont(const QFont& base, const QString& token, int pixelSize) {
     QFont f = base;
     f.setPixelSize(pixelSize);

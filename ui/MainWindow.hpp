@@ -152,6 +152,7 @@ private:
     QString m_checkpointPath;                         ///< where Save writes without asking
     bool m_continueFromCheckpoint = false;
     bool m_continuing = false;
+    int m_plannedEpochs = 1;  ///< the running job's last epoch (for the progress bar)
     QString m_lastError;
     bool m_errorDialogs = true;
 };

@@ -56,6 +56,7 @@ void MainWindow::startTraining() {
     m_continuing = false;
     m_continueFromCheckpoint = false;
     QString error;
+    m_plannedEpochs = train.epochs;
     if (!m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error))
         showError(tr("Cannot start training"), error);
 }
@@ -76,6 +77,7 @@ void MainWindow::continueTraining() {
     } else {
         error = tr("Train a model or open a checkpoint first.");
     }
+    m_plannedEpochs = train.epochs;
     if (!ok) {
         m_continuing = false;
         showError(tr("Cannot continue training"), error);
@@ -116,8 +118,7 @@ void MainWindow::updateActions() {
 }
 
 void MainWindow::onProgress(const BatchReport& r) {
-    const int epochs = m_controller->isActive() ? std::max(1, m_settings->trainConfig().epochs) : 1;
-    const int totalEpochs = m_continuing ? std::max(r.epoch, epochs) : epochs;
+    const int totalEpochs = std::max(1, m_plannedEpochs);
     const double done = r.batches_per_epoch > 0
                             ? ((r.epoch - 1) + double(r.batch) / r.batches_per_epoch) / std::max(totalEpochs, r.epoch)
                             : 0;

@@ -14,6 +14,7 @@
 #include "ui/ProbePanel.hpp"
 #include "ui/SettingsPanel.hpp"
 #include "ui/TranslatePanel.hpp"
+#include "core/model.hpp"
 
 namespace attnviz::ui {
 
@@ -79,6 +80,23 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
     w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
     waitUntil([] { return false; }, 300);
     save(&w, QStringLiteral("probe.png"));
+
+    if (options.compare) {
+        // Keep the additive run and train the no-attention baseline next to it.
+        w.lossChart()->keepRun();
+        ModelConfig m = w.settingsPanel()->modelConfig();
+        m.scoring = Scoring::none;
+        w.settingsPanel()->setModelConfig(m);
+        w.tabs()->setCurrentIndex(MainWindow::CurvesTab);
+        w.startTraining();
+        waitUntil([&] { return !c->isActive(); }, options.trainSeconds * 1000);
+        if (c->isActive()) {
+            c->stop();
+            waitUntil([&] { return !c->isActive(); }, 30000);
+        }
+        waitUntil([] { return false; }, 300);
+        save(&w, QStringLiteral("compare.png"));
+    }
     return written;
 }
 

@@ -14,7 +14,8 @@ bool waitUntil(const std::function<bool()>& pred, int timeoutMs);
 
 struct ScreenshotOptions {
     QString directory;        ///< where the PNGs go (created if missing)
-    int trainSeconds = 90;    ///< training stops after this long (or when its epochs are done)
+    int trainSeconds = 30;    ///< each training run stops after this long (or when its epochs are done)
+    bool compare = true;      ///< also train the no-attention baseline and capture both runs' curves
     QString sentence;         ///< sentence to translate; empty = the task's first example
 };
 

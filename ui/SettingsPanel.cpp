@@ -85,6 +85,10 @@ QWidget* SettingsPanel::buildModelGroup() {
     m_embed = spin(group, 1, 4096, tr("Embedding width of both sides (d2l: 256)"));
     m_hidden = spin(group, 1, 4096, tr("Recurrent hidden width (d2l: 256)"));
     m_bidirectional = new QCheckBox(tr("Bidirectional encoder"), group);
+    m_bidirectional->setObjectName(QStringLiteral("bidirectional"));
+    m_reverseSource = new QCheckBox(tr("Read the source reversed (Sutskever)"), group);
+    m_reverseSource->setObjectName(QStringLiteral("reverseSource"));
+    m_reverseSource->setToolTip(tr("The encoder reads right to left; heatmap columns stay in reading order"));
     m_scoring = new QComboBox(group);
     const std::pair<Scoring, QString> scorings[] = {
         {Scoring::additive, tr("additive (Bahdanau)")}, {Scoring::dot, tr("dot (Luong)")},
@@ -106,6 +110,7 @@ QWidget* SettingsPanel::buildModelGroup() {
     form->addRow(tr("Embedding"), m_embed);
     form->addRow(tr("Hidden"), m_hidden);
     form->addRow(m_bidirectional);
+    form->addRow(m_reverseSource);
     form->addRow(tr("Scoring"), m_scoring);
     form->addRow(tr("Attention size"), m_attentionSize);
     form->addRow(tr("Dropout"), m_dropout);
@@ -117,6 +122,7 @@ QWidget* SettingsPanel::buildModelGroup() {
         connect(s, &QSpinBox::valueChanged, this, &SettingsPanel::onChanged);
     connect(m_dropout, &QDoubleSpinBox::valueChanged, this, &SettingsPanel::onChanged);
     connect(m_bidirectional, &QCheckBox::toggled, this, &SettingsPanel::onChanged);
+    connect(m_reverseSource, &QCheckBox::toggled, this, &SettingsPanel::onChanged);
     return group;
 }
 
@@ -174,6 +180,7 @@ ModelConfig SettingsPanel::modelConfig() const {
     c.embed_size = m_embed->value();
     c.hidden_size = m_hidden->value();
     c.bidirectional = m_bidirectional->isChecked();
+    c.reverse_source = m_reverseSource->isChecked();
     c.scoring = static_cast<Scoring>(m_scoring->currentData().toInt());
     c.attention_size = m_attentionSize->value();
     c.dropout = m_dropout->value();
@@ -207,6 +214,7 @@ void SettingsPanel::setModelConfig(const ModelConfig& c) {
     m_embed->setValue(int(c.embed_size));
     m_hidden->setValue(int(c.hidden_size));
     m_bidirectional->setChecked(c.bidirectional);
+    m_reverseSource->setChecked(c.reverse_source);
     m_scoring->setCurrentIndex(m_scoring->findData(int(c.scoring)));
     m_attentionSize->setValue(int(c.attention_size));
     m_dropout->setValue(c.dropout);
@@ -256,14 +264,19 @@ void SettingsPanel::onChanged() {
     const auto scoring = static_cast<Scoring>(m_scoring->currentData().toInt());
     const bool dotLike = scoring == Scoring::dot || scoring == Scoring::scaled_dot;
     // The core rejects dot-product scoring with a bidirectional encoder (keys twice as wide as queries).
-    m_bidirectional->setEnabled(!dotLike || m_bidirectional->isChecked());
-    m_bidirectional->setToolTip(dotLike ? tr("Dot-product scoring needs keys as wide as the decoder state") : QString());
+    const bool reversed = m_reverseSource->isChecked();
+    m_bidirectional->setEnabled((!dotLike && !reversed) || m_bidirectional->isChecked());
+    m_bidirectional->setToolTip(dotLike    ? tr("Dot-product scoring needs keys as wide as the decoder state")
+                                : reversed ? tr("A reversed source reading needs a unidirectional encoder")
+                                           : QString());
     for (int i = 0; i < m_scoring->count(); ++i) {
         const auto s = static_cast<Scoring>(m_scoring->itemData(i).toInt());
         const bool clash = m_bidirectional->isChecked() && (s == Scoring::dot || s == Scoring::scaled_dot);
         setItemEnabled(m_scoring, i, !clash || i == m_scoring->currentIndex(),
                        clash ? tr("Needs a unidirectional encoder") : QString());
     }
+    // A bidirectional encoder already reads both ways: reversing is for a unidirectional one.
+    m_reverseSource->setEnabled(!m_bidirectional->isChecked() || m_reverseSource->isChecked());
     m_attentionSize->setEnabled(scoring == Scoring::additive);
     m_momentum->setEnabled(static_cast<OptimizerKind>(m_optimizer->currentData().toInt()) == OptimizerKind::sgd);
     const QString error = validationError();

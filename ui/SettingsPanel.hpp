@@ -62,6 +62,7 @@ private:
     QSpinBox* m_embed;
     QSpinBox* m_hidden;
     QCheckBox* m_bidirectional;
+    QCheckBox* m_reverseSource;
     QComboBox* m_scoring;
     QSpinBox* m_attentionSize;
     QDoubleSpinBox* m_dropout;

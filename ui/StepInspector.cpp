@@ -1,5 +1,7 @@
 #include "ui/StepInspector.hpp"
 
+#include "ui/Format.hpp"
+
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
@@ -57,7 +59,7 @@ void WeightBars::paintEvent(QPaintEvent*) {
                            const QString t = QString::number(w, 'f', 2);
                            return t.startsWith(QLatin1String("0.")) ? t.mid(1) : t;  // ".85" saves room
                        }());
-        const QString label = fm.elidedText(m_labels[i], Qt::ElideRight, int(slot) - 1);
+        const QString label = fm.elidedText(displayToken(m_labels[i]), Qt::ElideRight, int(slot) - 1);
         p.drawText(QRectF(plot.left() + i * slot, plot.bottom() + 3, slot, labelH), Qt::AlignHCenter | Qt::AlignTop, label);
     }
 }
@@ -112,12 +114,12 @@ void StepInspector::setStep(const HeatmapData& data, int step) {
                         "the softmax turns the scores into weights (2), and the context vector is the weighted sum "
                         "of the encoder states (3–4).")
                          .arg(step + 1)
-                         .arg(data.output[step].toHtmlEscaped()));
+                         .arg(displayToken(data.output[step]).toHtmlEscaped()));
     m_bars->setValues(data.source, weights);
     m_table->setRowCount(data.columns());
     const bool haveScores = step < int(data.rawScores.size());
     for (int c = 0; c < data.columns(); ++c) {
-        auto* token = new QTableWidgetItem(data.source[c]);
+        auto* token = new QTableWidgetItem(displayToken(data.source[c]));
         QString scoreText = QStringLiteral("–");
         if (haveScores) {
             const float s = data.rawScores[step][c];
@@ -133,7 +135,7 @@ void StepInspector::setStep(const HeatmapData& data, int step) {
         m_table->setItem(c, 2, weight);
     }
     const auto best = std::max_element(weights.begin(), weights.end()) - weights.begin();
-    QString ctx = tr("Most attended: <b>%1</b> (%2).").arg(data.source.value(int(best)).toHtmlEscaped())
+    QString ctx = tr("Most attended: <b>%1</b> (%2).").arg(displayToken(data.source.value(int(best))).toHtmlEscaped())
                       .arg(weights.empty() ? 0.0 : weights[best], 0, 'f', 3);
     if (step < int(data.contextNorm.size()))
         ctx += tr(" 3–4 · context vector ‖cₜ‖ = Σⱼ αₜⱼ hⱼ, norm <b>%1</b>.").arg(data.contextNorm[step], 0, 'f', 4);

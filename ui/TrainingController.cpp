@@ -156,7 +156,15 @@ void runJob(std::shared_ptr<TrainingJob> job) {
             if (job->stopRequested) trainer->stop();
         }
         BufferingObserver observer(*job, *trainer);
-        trainer->run(&observer);
+        const StopReason reason = trainer->run(&observer);
+        if (reason == StopReason::finished || reason == StopReason::stopped) {
+            // The last weights (a stopped epoch's too) become what Translate and Save use.
+            trainer->publish_snapshot();
+            std::lock_guard<std::mutex> lock(job->mutex);
+            job->snapshotNew = true;
+            job->snapshotEpoch = trainer->history().epochs_done;
+            job->snapshotStep = trainer->history().global_step;
+        }
         serveSave(*job, *trainer);
     } catch (const std::exception& e) {
         std::string msg = e.what();
