@@ -36,7 +36,7 @@ public:
 
 class Adadelta : public torch::optim::Optimizer {
 public:
-    Adadelta(const std::vector<torch::Tensor>& params, AdadeltaOptions defaults = {});
+    Adadelta(const std::vector<torch::Tensor>& params, AdadeltaOptions defaults = AdadeltaOptions());
     torch::Tensor step(LossClosure closure = nullptr) override;
     void save(torch::serialize::OutputArchive& archive) const override;
     void load(torch::serialize::InputArchive& archive) override;

@@ -198,6 +198,7 @@ void Seq2SeqImpl::reset_parameters() {
     torch::NoGradGuard no_grad;
     const int64_t H = m_config.hidden_size;
     auto is_recurrent = [](const std::string& name) { return name.find("weight_hh") != std::string::npos; };
+    auto is_rnn = [](const std::string& name) { return name.find("rnn") != std::string::npos; };
     for (auto& item : named_parameters()) {
         const std::string& name = item.key();
         auto& p = item.value();
@@ -208,8 +209,10 @@ void Seq2SeqImpl::reset_parameters() {
             p.uniform_(-0.08, 0.08);
             break;
         case InitScheme::xavier:
-            // d2l's init_seq2seq: Xavier-uniform for linear and recurrent weights.
-            if (weight && !embedding) torch::nn::init::xavier_uniform_(p);
+            // d2l's init_seq2seq runs before its LazyLinear layers exist, so in
+            // effect only the recurrent layers get Xavier-uniform weights; the
+            // attention and output layers keep PyTorch's default.
+            if (weight && is_rnn(name)) torch::nn::init::xavier_uniform_(p);
             break;
         case InitScheme::orthogonal:
             if (weight && is_recurrent(name)) {

@@ -25,7 +25,7 @@ enum class CellType { gru, lstm };
 
 /// Weight initialisation schemes.
 enum class InitScheme {
-    xavier,      ///< d2l: Xavier-uniform weights of linear and recurrent layers, default biases
+    xavier,      ///< d2l: Xavier-uniform recurrent weights; other layers keep PyTorch's defaults
     uniform,     ///< Sutskever et al.: every parameter uniform in [-0.08, 0.08]
     orthogonal   ///< Bahdanau et al.: orthogonal recurrent matrices, Xavier elsewhere, zero biases
 };

@@ -358,6 +358,7 @@ StopReason Trainer::run(TrainObserver* observer) {
             m_model->train();
             auto batches = make_epoch_batches(m_data.train, m_data.src_vocab, m_data.tgt_vocab, opts, cfg.seed, epoch);
             double epoch_loss = 0, epoch_tokens = 0, epoch_time = 0;
+            size_t batches_done = 0;
             for (size_t bi = 0; bi < batches.size(); ++bi) {
                 if (m_paused.load()) {
                     obs.on_paused(true);
@@ -383,6 +384,7 @@ StopReason Trainer::run(TrainObserver* observer) {
                 epoch_tokens += tokens;
                 total_tokens += tokens;
                 ++run_batches;
+                ++batches_done;
                 ++m_history.global_step;
                 m_history.batch_loss.emplace_back(m_history.global_step, loss);
 
@@ -404,7 +406,8 @@ StopReason Trainer::run(TrainObserver* observer) {
                 }
                 if (cfg.max_batches > 0 && run_batches >= cfg.max_batches) m_stop = true;
             }
-            const bool complete_epoch = !m_stop.load() || epoch_tokens > 0;
+            // A stopped, partial epoch is not an epoch: resuming starts it again.
+            const bool complete_epoch = batches_done == batches.size();
             if (!complete_epoch) break;
             EpochReport er = evaluate(m_data.val, cfg.eval_sample);
             er.epoch = epoch;
