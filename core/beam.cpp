@@ -42,29 +42,15 @@ EncoderState expand(const EncoderState& enc, const torch::Tensor& idx) {
 std::vector<Translation> beam_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
                                      TokenLevel level, const std::vector<std::vector<std::string>>& sources,
                                      const DecodeOptions& options) {
-    validate_decode_options(options);
     const bool has_attention = model->config().scoring != Scoring::none;
-    std::vector<Translation> results;
-    results.reserve(sources.size());
-    for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention));
-    std::vector<size_t> todo;
-    for (size_t i = 0; i < sources.size(); ++i)
-        if (!sources[i].empty()) todo.push_back(i);
-    if (todo.empty()) return results;
-
-    EvalScope eval(model);
-    torch::InferenceMode guard;
     const auto device = model_device(model);
     const int64_t K = options.beam_size;
     const int64_t V = model->config().tgt_vocab;
     const double alpha = options.length_penalty;
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
 
-    for (size_t start = 0; start < todo.size(); start += static_cast<size_t>(options.batch_size)) {
-        std::vector<size_t> rows(todo.begin() + start,
-                                 todo.begin() + std::min(todo.size(), start + static_cast<size_t>(options.batch_size)));
+    auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
         const int64_t B = static_cast<int64_t>(rows.size());
-        auto batch = encode_sources(sources, rows, src_vocab, device);
         const auto lens = batch.lengths();
         auto enc = expand(model->encode(batch.src, batch.src_len),
                           torch::arange(B, long_opts).repeat_interleave(K).to(device));
@@ -154,8 +140,8 @@ std::vector<Translation> beam_decode(Seq2Seq& model, const Vocab& src_vocab, con
                 t.hypotheses.push_back(std::move(fin[i]));
             }
         }
-    }
-    return results;
+    };
+    return decode_in_batches(model, src_vocab, sources, options, decode_chunk);
 }
 
 }  // namespace attnviz

@@ -86,16 +86,15 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level) 
     h.text = detokenize(words, level);
 }
 
-std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
-                                       TokenLevel level, const std::vector<std::vector<std::string>>& sources,
-                                       const DecodeOptions& options) {
+std::vector<Translation> decode_in_batches(Seq2Seq& model, const Vocab& src_vocab,
+                                           const std::vector<std::vector<std::string>>& sources,
+                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk) {
     validate_decode_options(options);
     const bool has_attention = model->config().scoring != Scoring::none;
     std::vector<Translation> results;
     results.reserve(sources.size());
     for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention));
-
-    std::vector<size_t> todo;
+    std::vector<size_t> todo;  // empty inputs stay empty translations
     for (size_t i = 0; i < sources.size(); ++i)
         if (!sources[i].empty()) todo.push_back(i);
     if (todo.empty()) return results;
@@ -103,11 +102,21 @@ std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, c
     EvalScope eval(model);
     torch::InferenceMode guard;
     const auto device = model_device(model);
-    for (size_t start = 0; start < todo.size(); start += static_cast<size_t>(options.batch_size)) {
-        std::vector<size_t> rows(todo.begin() + start,
-                                 todo.begin() + std::min(todo.size(), start + static_cast<size_t>(options.batch_size)));
+    const auto chunk = static_cast<size_t>(options.batch_size);
+    for (size_t start = 0; start < todo.size(); start += chunk) {
+        std::vector<size_t> rows(todo.begin() + start, todo.begin() + std::min(todo.size(), start + chunk));
+        decode_chunk(rows, encode_sources(sources, rows, src_vocab, device), results);
+    }
+    return results;
+}
+
+std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                                       TokenLevel level, const std::vector<std::vector<std::string>>& sources,
+                                       const DecodeOptions& options) {
+    const bool has_attention = model->config().scoring != Scoring::none;
+    const auto device = model_device(model);
+    auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
         const int64_t B = static_cast<int64_t>(rows.size());
-        auto batch = encode_sources(sources, rows, src_vocab, device);
         auto enc = model->encode(batch.src, batch.src_len);
         auto state = model->init_state(enc);
         auto tokens = torch::full({B}, Vocab::bos_id, torch::TensorOptions().dtype(torch::kLong).device(device));
@@ -152,8 +161,8 @@ std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, c
             finish_hypothesis(h, tgt_vocab, level);
             results[rows[i]].hypotheses.push_back(std::move(h));
         }
-    }
-    return results;
+    };
+    return decode_in_batches(model, src_vocab, sources, options, decode_chunk);
 }
 
 std::vector<Translation> translate(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab, TokenLevel level,

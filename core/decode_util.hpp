@@ -1,5 +1,6 @@
 #pragma once
 // Internal helpers shared by greedy and beam search (not part of the public API).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,18 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
 void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
                           int64_t n);
 torch::Device model_device(Seq2Seq& model);
+
+/// Decodes one chunk: rows index the sources (all non-empty), batch holds them encoded;
+/// it appends hypotheses to results[rows[i]].
+using ChunkDecoder = std::function<void(const std::vector<size_t>& rows, const SourceBatch& batch,
+                                        std::vector<Translation>& results)>;
+
+/// The frame shared by greedy and beam search: validates the options, makes a
+/// Translation per source (empty ones stay empty), puts the model in eval and
+/// inference mode, and hands the non-empty sources to decode_chunk in batches.
+std::vector<Translation> decode_in_batches(Seq2Seq& model, const Vocab& src_vocab,
+                                           const std::vector<std::vector<std::string>>& sources,
+                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk);
 
 /// Puts a model in eval mode for a scope and restores its mode afterwards.
 class EvalScope {
