@@ -31,8 +31,8 @@ int main(int argc, char* argv[]) {
                                   QStringLiteral("Train briefly on the default task and write PNGs of the main views to DIR."),
                                   QStringLiteral("DIR"));
     QCommandLineOption seconds(QStringLiteral("screenshot-seconds"),
-                               QStringLiteral("Training time of each screenshot run (default 30)."), QStringLiteral("S"),
-                               QStringLiteral("30"));
+                               QStringLiteral("Longest training time of each screenshot run (default 120)."), QStringLiteral("S"),
+                               QStringLiteral("120"));
     parser.addOption(screenshot);
     parser.addOption(seconds);
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A checkpoint or a TSV corpus to open."), QStringLiteral("[file]"));

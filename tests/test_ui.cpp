@@ -165,7 +165,7 @@ TEST_CASE("training shows loss points and obeys pause, resume and stop", "[ui][t
 }
 
 TEST_CASE("a finished run gets epoch points, probe snapshots and can be continued", "[ui][train]") {
-    Fixture f(/*epochs=*/2);
+    Fixture f(/*epochs=*/2, /*maxBatches=*/0, /*pairs=*/250);
     f.train();
     CHECK(f.w().lossChart()->epochCount() == 2);
     CHECK(f.w().probePanel()->snapshotCount() >= 2);
@@ -182,7 +182,7 @@ TEST_CASE("a finished run gets epoch points, probe snapshots and can be continue
     CHECK(f.w().lossChart()->epochCount() == 4);
 }
 
-TEST_CASE("translation heatmap rows and columns match the tokens; the inspector follows clicks", "[ui][heatmap]") {
+TEST_CASE("translation heatmap rows and columns match the tokens and the inspector follows clicks", "[ui][heatmap]") {
     Fixture f(/*epochs=*/1, /*maxBatches=*/15);
     f.train();
     f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
@@ -503,6 +503,9 @@ TEST_CASE("heatmap widget: colour maps, zoom, special tokens, tooltips", "[ui][h
     d.weights = {{0.7f, 0.1f, 0.1f, 0.1f}, {0.0f, 1.0f, 0.0f, 0.0f}, {0.05f, 0.05f, 0.1f, 0.8f}};
     d.rawScores = {{2.f, 0.f, 0.f, 0.f}, {-1.f, 5.f, -1.f, -1.f}, {0.f, 0.f, 1.f, 3.f}};
     h.setHeatmapData(d);
+    CHECK(h.autoFit());
+    h.resetZoom();  // a fixed zoom from here on
+    CHECK_FALSE(h.autoFit());
     h.resize(h.contentSize());
     CHECK(h.rows() == 3);
     CHECK(h.columns() == 4);
@@ -516,6 +519,10 @@ TEST_CASE("heatmap widget: colour maps, zoom, special tokens, tooltips", "[ui][h
     CHECK(h.contentSize().width() > before.width());
     h.resetZoom();
     CHECK(h.contentSize() == before);
+    h.fitToWindow();  // fill a large area: cells grow
+    h.resize(1200, 900);
+    CHECK(h.zoom() > 1.0);
+    CHECK(h.contentSize().width() <= 1200);
 
     // <unk> is painted in its own colour: the label pixels differ from an ordinary token's.
     QImage image(h.contentSize(), QImage::Format_ARGB32);

@@ -19,6 +19,7 @@ namespace {
 constexpr int kMargin = 10;
 constexpr int kBaseCell = 34;
 constexpr double kMinZoom = 0.25, kMaxZoom = 6.0;
+constexpr double kMinFit = 0.6, kMaxFit = 2.2;  // auto-fit keeps cells readable and not huge
 const QColor kUnkColor(0xc0, 0x39, 0x2b);
 const QColor kEosColor(0x70, 0x70, 0x70);
 
@@ -88,9 +89,11 @@ HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
     m_placeholder = tr("Translate a sentence to see where the decoder looks.");
 }
 
-HeatmapWidget::Layout HeatmapWidget::layout() const {
+HeatmapWidget::Layout HeatmapWidget::layout() const { return layout(m_zoom); }
+
+HeatmapWidget::Layout HeatmapWidget::layout(double zoom) const {
     Layout l;
-    l.cell = std::clamp(int(std::lround(kBaseCell * m_zoom)), 8, 240);
+    l.cell = std::clamp(int(std::lround(kBaseCell * zoom)), 8, 240);
     const int px = std::clamp(int(std::lround(l.cell * 0.4)), 8, 22);
     l.font = font();
     l.font.setPixelSize(px);
@@ -372,6 +375,7 @@ void HeatmapWidget::setShowNumbers(bool show) {
 }
 
 void HeatmapWidget::setZoom(double zoom) {
+    m_autoFit = false;
     zoom = std::clamp(zoom, kMinZoom, kMaxZoom);
     if (std::abs(zoom - m_zoom) < 1e-9) return;
     m_zoom = zoom;
@@ -383,6 +387,37 @@ void HeatmapWidget::zoomIn() { setZoom(m_zoom * 1.25); }
 void HeatmapWidget::zoomOut() { setZoom(m_zoom / 1.25); }
 void HeatmapWidget::resetZoom() { setZoom(1.0); }
 
+void HeatmapWidget::fitToWindow() {
+    m_autoFit = true;
+    contentChanged();
+}
+
+void HeatmapWidget::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    if (m_autoFit) fitToSize(size());
+}
+
+void HeatmapWidget::fitToSize(const QSize& available) {
+    if (m_data.empty()) return;
+    // The largest zoom whose picture fits (the size grows monotonically with the zoom).
+    double lo = kMinFit, hi = kMaxFit;
+    auto fits = [&](double z) {
+        const QSize s = layout(z).size;
+        return s.width() <= available.width() && s.height() <= available.height();
+    };
+    if (fits(hi)) lo = hi;
+    else
+        for (int i = 0; i < 10; ++i) {
+            const double mid = (lo + hi) / 2;
+            (fits(mid) ? lo : hi) = mid;
+        }
+    if (std::abs(lo - m_zoom) > 0.01) {
+        m_zoom = lo;
+        update();
+        Q_EMIT zoomChanged(m_zoom);
+    }
+}
+
 void HeatmapWidget::setSelectedRow(int row) {
     if (row < -1 || row >= rows()) row = -1;
     if (row == m_selectedRow) return;
@@ -392,7 +427,13 @@ void HeatmapWidget::setSelectedRow(int row) {
 }
 
 void HeatmapWidget::contentChanged() {
-    setMinimumSize(contentSize());
+    if (m_autoFit && !m_data.empty()) {
+        // The scroll area may shrink the widget down to the smallest readable zoom; beyond that it scrolls.
+        setMinimumSize(layout(kMinFit).size);
+        fitToSize(size());
+    } else {
+        setMinimumSize(contentSize());
+    }
     updateGeometry();
     update();
 }

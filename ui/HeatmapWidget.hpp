@@ -44,6 +44,8 @@ public:
     ColorMap::Kind colorMap() const { return m_colorMap.kind(); }
     bool showNumbers() const { return m_showNumbers; }
     double zoom() const { return m_zoom; }
+    /// True while the zoom follows the available space (until zoomed by hand; fitToWindow() restores it).
+    bool autoFit() const { return m_autoFit; }
     int selectedRow() const { return m_selectedRow; }
     /// Text shown instead of a grid when there is no data.
     QString placeholder() const { return m_placeholder; }
@@ -71,7 +73,8 @@ public Q_SLOTS:
     void setZoom(double zoom);
     void zoomIn();
     void zoomOut();
-    void resetZoom();
+    void resetZoom();    ///< zoom 1 (fixed)
+    void fitToWindow();  ///< zoom to fill the visible area, and keep doing so on resize
     void setSelectedRow(int row);
 
 Q_SIGNALS:
@@ -85,17 +88,21 @@ protected:
     void leaveEvent(QEvent* event) override;
     void wheelEvent(QWheelEvent* event) override;
     void keyPressEvent(QKeyEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
     bool event(QEvent* event) override;
 
 private:
     struct Layout;
     Layout layout() const;
+    Layout layout(double zoom) const;
+    void fitToSize(const QSize& available);
     void contentChanged();
 
     HeatmapData m_data;
     ColorMap m_colorMap;
     bool m_showNumbers = false;
     double m_zoom = 1.0;
+    bool m_autoFit = true;  ///< zoom follows the widget's size until the user zooms by hand
     int m_selectedRow = -1;
     QPoint m_hoverCell{-1, -1};
     QString m_placeholder;

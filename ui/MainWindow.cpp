@@ -146,7 +146,13 @@ void MainWindow::createActions() {
     m_numbersAct->setCheckable(true);
     m_zoomInAct = make(tr("Zoom &in"), QStringLiteral("zoom-in"), QKeySequence::ZoomIn, tr("Larger heatmap cells"));
     m_zoomOutAct = make(tr("Zoom &out"), QStringLiteral("zoom-out"), QKeySequence::ZoomOut, tr("Smaller heatmap cells"));
-    m_zoomResetAct = make(tr("&Actual size"), QString(), QKeySequence(tr("Ctrl+0")), tr("Default cell size"));
+    m_zoomResetAct = make(tr("&Fit to window"), QString(), QKeySequence(tr("Ctrl+0")),
+                          tr("Size the heatmap to the visible area"));
+    // Short labels for the buttons above the heatmaps (menus keep the full text).
+    m_zoomInAct->setIconText(tr("Zoom in"));
+    m_zoomOutAct->setIconText(tr("Zoom out"));
+    m_zoomResetAct->setIconText(tr("Fit"));
+    m_numbersAct->setIconText(tr("Values"));
     m_aboutAct = make(tr("&About attnviz"), QString(), QKeySequence(), tr("About attnviz"));
 
     connect(m_openCorpusAct, &QAction::triggered, this, &MainWindow::openCorpusDialog);
@@ -170,7 +176,7 @@ void MainWindow::createActions() {
     });
     connect(m_zoomInAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomIn(); });
     connect(m_zoomOutAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomOut(); });
-    connect(m_zoomResetAct, &QAction::triggered, this, [this] { currentHeatmap()->resetZoom(); });
+    connect(m_zoomResetAct, &QAction::triggered, this, [this] { currentHeatmap()->fitToWindow(); });
     connect(m_aboutAct, &QAction::triggered, this, &MainWindow::showAbout);
 }
 

@@ -51,13 +51,28 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
     waitUntil([] { return false; }, 300);  // let the first layout and paint happen
 
     TrainingController* c = w.controller();
-    w.startTraining();
-    if (!c->isActive()) return fail(QObject::tr("training did not start: %1").arg(w.lastError()));
-    waitUntil([&] { return !c->isActive(); }, options.trainSeconds * 1000);
-    if (c->isActive()) {
-        c->stop();
-        waitUntil([&] { return !c->isActive(); }, 30000);
-    }
+    // Train until the model is good (validation exact match) or the time is up, then stop.
+    int epochs = 0;
+    double accuracy = 0;
+    auto epochWatch = QObject::connect(c, &TrainingController::epochFinished, [&](const EpochReport& r, qint64) {
+        epochs = r.epoch;
+        accuracy = r.val_accuracy;
+    });
+    auto trainRun = [&] {
+        epochs = 0;
+        accuracy = 0;
+        w.startTraining();
+        if (!c->isActive()) return false;
+        waitUntil([&] { return !c->isActive() || (epochs >= options.minEpochs && accuracy >= options.targetAccuracy); },
+                  options.trainSeconds * 1000);
+        if (c->isActive()) {
+            c->stop();
+            waitUntil([&] { return !c->isActive(); }, 30000);
+        }
+        return true;
+    };
+    if (!trainRun()) return fail(QObject::tr("training did not start: %1").arg(w.lastError()));
+    const int firstRunEpochs = std::max(1, epochs);
     waitUntil([] { return false; }, 300);
     save(&w, QStringLiteral("training.png"));
     save(w.lossChart()->chartView(), QStringLiteral("curves.png"));
@@ -87,16 +102,15 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
         ModelConfig m = w.settingsPanel()->modelConfig();
         m.scoring = Scoring::none;
         w.settingsPanel()->setModelConfig(m);
+        TrainConfig t = w.settingsPanel()->trainConfig();
+        t.epochs = firstRunEpochs;  // the same number of epochs as the additive run
+        w.settingsPanel()->setTrainConfig(t);
         w.tabs()->setCurrentIndex(MainWindow::CurvesTab);
-        w.startTraining();
-        waitUntil([&] { return !c->isActive(); }, options.trainSeconds * 1000);
-        if (c->isActive()) {
-            c->stop();
-            waitUntil([&] { return !c->isActive(); }, 30000);
-        }
+        trainRun();
         waitUntil([] { return false; }, 300);
         save(&w, QStringLiteral("compare.png"));
     }
+    QObject::disconnect(epochWatch);
     return written;
 }
 

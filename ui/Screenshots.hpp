@@ -14,7 +14,9 @@ bool waitUntil(const std::function<bool()>& pred, int timeoutMs);
 
 struct ScreenshotOptions {
     QString directory;        ///< where the PNGs go (created if missing)
-    int trainSeconds = 30;    ///< each training run stops after this long (or when its epochs are done)
+    int trainSeconds = 120;   ///< each training run stops after this long at most
+    int minEpochs = 3;        ///< ... or once it has trained this many epochs
+    double targetAccuracy = 0.9;  ///< ... and reached this validation exact match
     bool compare = true;      ///< also train the no-attention baseline and capture both runs' curves
     QString sentence;         ///< sentence to translate; empty = the task's first example
 };

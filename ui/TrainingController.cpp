@@ -160,10 +160,7 @@ void runJob(std::shared_ptr<TrainingJob> job) {
         if (reason == StopReason::finished || reason == StopReason::stopped) {
             // The last weights (a stopped epoch's too) become what Translate and Save use.
             trainer->publish_snapshot();
-            std::lock_guard<std::mutex> lock(job->mutex);
-            job->snapshotNew = true;
-            job->snapshotEpoch = trainer->history().epochs_done;
-            job->snapshotStep = trainer->history().global_step;
+            observer.on_snapshot(trainer->history().epochs_done, trainer->history().global_step);  // + the probe
         }
         serveSave(*job, *trainer);
     } catch (const std::exception& e) {

@@ -59,7 +59,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_result->setFont(big);
 
     m_hypotheses = new QListWidget(this);
-    m_hypotheses->setMaximumHeight(110);
+    m_hypotheses->setMaximumHeight(4 * QFontMetrics(font()).height() + 8);
     m_hypotheses->setToolTip(tr("N-best hypotheses, best first: select one to see its own attention"));
     m_tools = new QToolBar(this);
     m_tools->setIconSize(QSize(16, 16));
