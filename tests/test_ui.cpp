@@ -617,3 +617,24 @@ TEST_CASE("settings: ranges and clashing choices cannot be entered", "[ui][setti
     CHECK(panel.trainConfig().teacher_forcing == Approx(1.0));
     CHECK(panel.trainConfig().lr > 0);
 }
+
+TEST_CASE("the screenshot script writes PNGs of the main views", "[ui][screenshots]") {
+    Fixture f;
+    QTemporaryDir dir;
+    ScreenshotOptions options;
+    options.directory = dir.path();
+    options.trainSeconds = 3;  // a glimpse of training is enough to check the views render
+    options.minEpochs = 1;
+    options.targetAccuracy = 0.0;
+    QString error;
+    const QStringList files = takeScreenshots(f.w(), options, &error);
+    INFO(error.toStdString());
+    for (const char* name : {"training.png", "curves.png", "translate.png", "heatmap.png", "probe.png", "compare.png"}) {
+        const QString path = dir.filePath(QString::fromLatin1(name));
+        CHECK(files.contains(path));
+        QImage image(path);
+        CHECK(image.width() > 200);
+        CHECK(image.height() > 150);
+    }
+    CHECK(f.w().lossChart()->keptRunCount() == 1);
+}

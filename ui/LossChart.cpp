@@ -116,6 +116,7 @@ LossChart::LossChart(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_view, 1);
     layout->addWidget(m_styleNote);
     setSmoothing(m_smoothing);
+    startRun(QString());  // an empty run keeps the axes on screen before the first training
     m_keepAction->setEnabled(false);
     m_clearAction->setEnabled(false);
 }
@@ -338,6 +339,9 @@ void LossChart::rebuildYAxis() {
 }
 
 void LossChart::updateRanges() {
+    bool empty = true;
+    for (const Run* r : m_runs) empty = empty && r->raw.empty() && r->epochs.empty();
+    m_chart->setTitle(empty ? tr("Press Train (F5): the loss appears here, batch by batch") : QString());
     double xMax = 1, yMin = INFINITY, yMax = -INFINITY;
     for (const Run* r : m_runs) {
         auto take = [&](const std::vector<QPointF>& pts) {
