@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
+#include <QLineEdit>
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
@@ -221,6 +222,17 @@ TEST_CASE("translation heatmap rows and columns match the tokens and the inspect
     if (t->hypotheses.size() > 1) {
         f.w().translatePanel()->selectHypothesis(1);
         CHECK(h->rows() == int(t->hypotheses[1].tokens.size()));
+    }
+
+    // Typing a sentence and pressing Enter translates it.
+    {
+        QSignalSpy ready(f.w().translatePanel(), &TranslatePanel::translationReady);
+        QLineEdit* input = f.w().translatePanel()->lineEdit();
+        input->clear();
+        QTest::keyClicks(input, QStringLiteral("the dog sees a black cat"));
+        QTest::keyClick(input, Qt::Key_Return);
+        REQUIRE(waitUntil([&] { return ready.count() > 0; }, 20000));
+        CHECK(f.w().translatePanel()->translation()->input == "the dog sees a black cat");
     }
 
     // An unknown word is read as <unk> and marked.
@@ -637,4 +649,27 @@ TEST_CASE("the screenshot script writes PNGs of the main views", "[ui][screensho
         CHECK(image.height() > 150);
     }
     CHECK(f.w().lossChart()->keptRunCount() == 1);
+}
+
+TEST_CASE("the window remembers settings, view choices and recent files", "[ui][settings]") {
+    QTemporaryDir dir;
+    {
+        Fixture f;
+        ModelConfig m = f.w().settingsPanel()->modelConfig();
+        m.hidden_size = 48;
+        m.cell = CellType::lstm;
+        f.w().settingsPanel()->setModelConfig(m);
+        f.w().corpusPanel()->selectTask(TaskKind::dates);
+        f.w().translatePanel()->heatmap()->setColorMap(ColorMap::Magma);
+        for (QAction* a : f.w().findChildren<QAction*>())
+            if (a->text() == QStringLiteral("magma")) a->trigger();
+        f.w().lossChart()->setSmoothing(0.5);
+        f.w().close();
+    }
+    MainWindow w;
+    CHECK(w.settingsPanel()->modelConfig().hidden_size == 48);
+    CHECK(w.settingsPanel()->modelConfig().cell == CellType::lstm);
+    CHECK(w.corpusPanel()->sourceKey() == QStringLiteral("task:dates"));
+    CHECK(w.translatePanel()->heatmap()->colorMap() == ColorMap::Magma);
+    CHECK(w.lossChart()->smoothing() == Approx(0.5));
 }
