@@ -25,7 +25,7 @@ namespace {
 // Tableau 10: distinguishable, and the default in matplotlib/TensorBoard users' eyes.
 const QColor kRunColors[] = {QColor(0x1f77b4), QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
                              QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22), QColor(0x17becf)};
-constexpr int kMaxRawPoints = 6000;  // thin the raw series beyond this so repaints stay cheap
+constexpr int kMaxRawPoints = 500;   // thin the shown series beyond this: Qt Charts strokes every segment on each update
 
 QList<QPointF> strided(const std::vector<QPointF>& points, int stride) {
     QList<QPointF> out;
@@ -41,6 +41,7 @@ struct LossChart::Run {
     QColor color;
     bool kept = false;
     std::vector<QPointF> raw, smoothed;
+    QList<QPointF> rawShown, smoothShown;  // what the series hold (every rawStride-th point)
     double emaLast = 0;
     int emaCount = 0;
     int rawStride = 1;
@@ -143,6 +144,7 @@ void LossChart::startRun(const QString& label) {
     run->color = kRunColors[keptRunCount() % int(std::size(kRunColors))];
     m_runs.push_back(run);
     ++m_runCounter;
+    m_forceRescale = true;
     attachRun(*run, false);
     updateRanges();
     m_keepAction->setEnabled(false);
@@ -239,10 +241,15 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
     if (run.raw.size() / run.rawStride > size_t(kMaxRawPoints)) {
         run.rawStride *= 2;
         rebuildRaw(run);
-        run.smoothSeries->replace(strided(run.smoothed, run.rawStride));
+        run.smoothShown = strided(run.smoothed, run.rawStride);
+        run.smoothSeries->replace(run.smoothShown);
     } else {
-        run.rawSeries->append(rawAdd);
-        run.smoothSeries->append(smoothAdd);
+        // One replace() per update: QXYSeries::append(list) re-lays out the series once per
+        // point, which grows quadratic as the curve gets long.
+        run.rawShown.append(rawAdd);
+        run.smoothShown.append(smoothAdd);
+        run.rawSeries->replace(run.rawShown);
+        run.smoothSeries->replace(run.smoothShown);
     }
     updateRanges();
     m_keepAction->setEnabled(true);
@@ -273,7 +280,8 @@ void LossChart::setHistory(const TrainHistory& history, const QString& label) {
 }
 
 void LossChart::rebuildRaw(Run& run) {
-    if (run.rawSeries) run.rawSeries->replace(strided(run.raw, run.rawStride));
+    run.rawShown = strided(run.raw, run.rawStride);
+    if (run.rawSeries) run.rawSeries->replace(run.rawShown);
 }
 
 void LossChart::rebuildSmoothed(Run& run) {
@@ -287,7 +295,8 @@ void LossChart::rebuildSmoothed(Run& run) {
         const double debias = 1 - std::pow(w, run.emaCount);
         run.smoothed.emplace_back(p.x(), debias > 0 ? run.emaLast / debias : p.y());
     }
-    if (run.smoothSeries) run.smoothSeries->replace(strided(run.smoothed, run.rawStride));
+    run.smoothShown = strided(run.smoothed, run.rawStride);
+    if (run.smoothSeries) run.smoothSeries->replace(run.smoothShown);
 }
 
 void LossChart::setSmoothing(double weight) {
@@ -307,6 +316,7 @@ void LossChart::setLogScale(bool on) {
     m_logScale = on;
     if (m_logAction->isChecked() != on) m_logAction->setChecked(on);
     rebuildYAxis();
+    m_forceRescale = true;
     updateRanges();
 }
 
@@ -357,16 +367,26 @@ void LossChart::updateRanges() {
                 yMin = std::min(yMin, e.report.val_loss), yMax = std::max(yMax, e.report.val_loss);
         }
     }
-    m_xAxis->setRange(0, xMax);
-    m_xAxis->applyNiceNumbers();
-    if (!std::isfinite(yMin)) yMin = m_logScale ? 0.1 : 0, yMax = m_logScale ? 10 : 1;
-    if (m_logScale) {
-        m_yAxis->setRange(yMin * 0.85, yMax * 1.15);
-    } else {
-        const double pad = std::max(1e-3, (yMax - yMin) * 0.05);
-        m_yAxis->setRange(std::max(0.0, yMin - pad), yMax + pad);
-        static_cast<QValueAxis*>(m_yAxis)->applyNiceNumbers();
+    // Changing an axis relayouts the whole chart (milliseconds): only rescale when the data
+    // leaves the visible range or fills much less of it, growing x with room to spare.
+    if (xMax > m_xAxis->max() || xMax < 0.4 * m_xAxis->max() || m_forceRescale) {
+        m_xAxis->setRange(0, xMax * (empty ? 1.0 : 1.15));
+        m_xAxis->applyNiceNumbers();
     }
+    if (!std::isfinite(yMin)) yMin = m_logScale ? 0.1 : 0, yMax = m_logScale ? 10 : 1;
+    const auto [lo, hi] = lossAxisRange();
+    const bool outside = yMin < lo || yMax > hi;
+    const bool loose = m_logScale ? (hi / lo > 4 * (yMax / yMin)) : (hi - lo > 2.0 * (yMax - yMin) + 1e-6);
+    if (outside || loose || m_forceRescale) {
+        if (m_logScale) {
+            m_yAxis->setRange(yMin * 0.85, yMax * 1.15);
+        } else {
+            const double pad = std::max(1e-3, (yMax - yMin) * 0.05);
+            m_yAxis->setRange(std::max(0.0, yMin - pad), yMax + pad);
+            static_cast<QValueAxis*>(m_yAxis)->applyNiceNumbers();
+        }
+    }
+    m_forceRescale = false;
 }
 
 std::pair<double, double> LossChart::lossAxisRange() const {
@@ -407,6 +427,7 @@ void LossChart::clearKeptRuns() {
     }
     if (!m_runs.empty()) m_runs.back()->color = kRunColors[0];
     restyleAll();
+    m_forceRescale = true;
     updateRanges();
     m_clearAction->setEnabled(false);
 }

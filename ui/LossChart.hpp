@@ -99,6 +99,7 @@ private:
     double m_smoothing = 0.8;
     bool m_logScale = false;
     int m_runCounter = 0;
+    bool m_forceRescale = true;  ///< next updateRanges() sets the axes even if the data still fits
 };
 
 }  // namespace attnviz::ui

@@ -7,6 +7,9 @@
 #include <mutex>
 #include <optional>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/device.hpp"
 #include "ui/Format.hpp"
@@ -136,6 +139,9 @@ private:
 
 void runJob(std::shared_ptr<TrainingJob> job) {
     pthread_setname_np(pthread_self(), "attnviz-train");
+    // Training yields to the GUI when the cores are busy: a lower priority for this thread
+    // (and the LibTorch threads it starts) keeps the window responsive on a small machine.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 5);
     std::shared_ptr<Trainer> trainer;
     try {
         if (job->existing) {
