@@ -103,11 +103,18 @@ HeatmapWidget::Layout HeatmapWidget::layout(double zoom) const {
     l.numberFont = l.font;
     l.numberFont.setPixelSize(std::clamp(int(std::lround(l.cell * 0.3)), 7, 16));
 
+    // One QFontMetrics per style, not per label: layout() runs on every paint, hover and fit step.
+    const QFontMetrics plainFm(l.font), unkFm(labelFont(l.font, QStringLiteral("<unk>"), px)),
+        specialFm(labelFont(l.font, QStringLiteral("<eos>"), px));
+    auto width = [&](const QString& t) {
+        const QFontMetrics& m = isUnk(t) ? unkFm : isSpecial(t) ? specialFm : plainFm;
+        return m.horizontalAdvance(displayToken(t));
+    };
     int rowLabelWidth = 0, srcLabelWidth = 0;
-    for (const QString& t : m_data.output)
-        rowLabelWidth = std::max(rowLabelWidth, QFontMetrics(labelFont(l.font, t, px)).horizontalAdvance(displayToken(t)));
-    for (const QString& t : m_data.source)
-        srcLabelWidth = std::max(srcLabelWidth, QFontMetrics(labelFont(l.font, t, px)).horizontalAdvance(displayToken(t)));
+    for (const QString& t : m_data.output) rowLabelWidth = std::max(rowLabelWidth, width(t));
+    // The selected row's label is bold: leave room for it.
+    rowLabelWidth = int(rowLabelWidth * 1.1) + 2;
+    for (const QString& t : m_data.source) srcLabelWidth = std::max(srcLabelWidth, width(t));
     const QFontMetrics fm(l.font);
     l.rotated = srcLabelWidth > l.cell - 4;
     const int labelBand = (l.rotated ? srcLabelWidth : fm.height()) + 10;
