@@ -651,7 +651,7 @@ TEST_CASE("the screenshot script writes PNGs of the main views", "[ui][screensho
     CHECK(f.w().lossChart()->keptRunCount() == 1);
 }
 
-TEST_CASE("the window remembers settings, view choices and recent files", "[ui][settings]") {
+TEST_CASE("the window remembers settings, view choices and the corpus", "[ui][settings]") {
     QTemporaryDir dir;
     {
         Fixture f;
