@@ -1,193 +1,14 @@
 #include "ui/TrainingController.hpp"
 
 #include <QTimer>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
-#include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "core/device.hpp"
 #include "ui/Format.hpp"
+#include "ui/TrainingJob.hpp"
 
 namespace attnviz::ui {
 namespace {
-std::atomic<int> g_detached{0};  // detached workers still running
 constexpr int kFlushIntervalMs = 50;  // at most ~20 GUI updates a second
-}  // namespace
-
-/// What the worker and the GUI thread share. The worker only appends under
-/// `mutex`; the GUI thread swaps the buffers out on its timer.
-struct TrainingJob {
-    // Inputs, fixed before the worker starts.
-    std::shared_ptr<const Corpus> corpus;
-    ModelConfig model;
-    TrainConfig train;
-    std::shared_ptr<const Checkpoint> checkpoint;   // resume from this
-    std::shared_ptr<Trainer> existing;              // continue this trainer
-
-    std::mutex mutex;
-    std::condition_variable doneCv;
-    std::shared_ptr<Trainer> trainer;               // set once constructed
-    bool pauseRequested = false, stopRequested = false;
-    std::string probe;
-    std::string pendingSave;
-
-    // Outputs, drained by the GUI thread.
-    std::string device;
-    bool deviceNew = false;
-    std::vector<std::pair<int64_t, double>> points;
-    std::optional<BatchReport> lastBatch;
-    std::vector<std::pair<EpochReport, int64_t>> epochs;
-    bool snapshotNew = false;
-    int snapshotEpoch = 0;
-    int64_t snapshotStep = 0;
-    std::vector<ProbeSnapshot> probes;
-    std::vector<bool> pausedEvents;
-    struct SaveResult {
-        bool ok;
-        std::string path, error;
-    };
-    std::vector<SaveResult> saves;
-    StopReason reason = StopReason::finished;
-    std::string message;
-    bool done = false;
-    bool detached = false;  // the GUI gave up waiting (window closed): count down g_detached when done
-    int64_t lastStep = 0;  // worker-side: global step of the last batch
-};
-
-namespace {
-
-void serveSave(TrainingJob& job, Trainer& trainer) {
-    std::string path;
-    {
-        std::lock_guard<std::mutex> lock(job.mutex);
-        path.swap(job.pendingSave);
-    }
-    if (path.empty()) return;
-    TrainingJob::SaveResult result{true, path, {}};
-    try {
-        save_checkpoint(trainer, path);
-    } catch (const std::exception& e) {
-        result.ok = false;
-        result.error = e.what();
-    }
-    std::lock_guard<std::mutex> lock(job.mutex);
-    job.saves.push_back(std::move(result));
-}
-
-/// Runs on the training thread: records, never calls into Qt.
-class BufferingObserver : public TrainObserver {
-public:
-    BufferingObserver(TrainingJob& job, Trainer& trainer) : m_job(job), m_trainer(trainer) {}
-
-    void on_batch(const BatchReport& r) override {
-        {
-            std::lock_guard<std::mutex> lock(m_job.mutex);
-            m_job.points.emplace_back(r.global_step, r.loss);
-            m_job.lastBatch = r;
-            m_job.lastStep = r.global_step;
-        }
-        serveSave(m_job, m_trainer);  // between two batches the weights are consistent
-    }
-    void on_epoch(const EpochReport& r) override {
-        std::lock_guard<std::mutex> lock(m_job.mutex);
-        m_job.epochs.emplace_back(r, m_job.lastStep);
-    }
-    void on_snapshot(int epoch, int64_t step) override {
-        std::string probe;
-        {
-            std::lock_guard<std::mutex> lock(m_job.mutex);
-            m_job.snapshotNew = true;
-            m_job.snapshotEpoch = epoch;
-            m_job.snapshotStep = step;
-            probe = m_job.probe;
-        }
-        if (probe.empty()) return;
-        // The probe is translated here, on the worker, so the GUI only draws it.
-        auto snapshot = m_trainer.snapshot();
-        if (!snapshot) return;
-        try {
-            const auto& d = m_trainer.data();
-            auto result = translate(*snapshot, d.src_vocab, d.tgt_vocab, d.level, {probe});
-            if (result.empty()) return;
-            ProbeSnapshot p{epoch, step, std::make_shared<const Translation>(std::move(result.front()))};
-            std::lock_guard<std::mutex> lock(m_job.mutex);
-            m_job.probes.push_back(std::move(p));
-        } catch (const std::exception&) {
-            // A probe that cannot be translated (e.g. invalid UTF-8) is simply not shown.
-        }
-    }
-    void on_paused(bool paused) override {
-        std::lock_guard<std::mutex> lock(m_job.mutex);
-        m_job.pausedEvents.push_back(paused);
-    }
-    void on_finished(StopReason reason, const std::string& message) override {
-        std::lock_guard<std::mutex> lock(m_job.mutex);
-        m_job.reason = reason;
-        m_job.message = message;
-    }
-
-private:
-    TrainingJob& m_job;
-    Trainer& m_trainer;
-};
-
-void runJob(std::shared_ptr<TrainingJob> job) {
-    pthread_setname_np(pthread_self(), "attnviz-train");
-    // Training yields to the GUI when the cores are busy: a lower priority for this thread
-    // (and the LibTorch threads it starts) keeps the window responsive on a small machine.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 5);
-    std::shared_ptr<Trainer> trainer;
-    try {
-        if (job->existing) {
-            trainer = job->existing;
-            trainer->set_train_config(job->train);
-        } else {
-            TrainingData data = prepare_data(*job->corpus, job->train);
-            if (job->checkpoint) trainer = resume_trainer(*job->checkpoint, std::move(data), job->train);
-            else trainer = std::make_shared<Trainer>(std::move(data), job->model, job->train);
-        }
-        const std::string device = describe_device(trainer->device());
-        {
-            std::lock_guard<std::mutex> lock(job->mutex);
-            job->trainer = trainer;
-            job->device = device;
-            job->deviceNew = true;
-            if (job->pauseRequested) trainer->pause();
-            if (job->stopRequested) trainer->stop();
-        }
-        BufferingObserver observer(*job, *trainer);
-        const StopReason reason = trainer->run(&observer);
-        if (reason == StopReason::finished || reason == StopReason::stopped) {
-            // The last weights (a stopped epoch's too) become what Translate and Save use.
-            trainer->publish_snapshot();
-            observer.on_snapshot(trainer->history().epochs_done, trainer->history().global_step);  // + the probe
-        }
-        serveSave(*job, *trainer);
-    } catch (const std::exception& e) {
-        std::string msg = e.what();
-        if (auto pos = msg.find("\nException raised from"); pos != std::string::npos) msg.resize(pos);
-        std::lock_guard<std::mutex> lock(job->mutex);
-        job->reason = StopReason::error;
-        job->message = msg;
-    }
-    {
-        std::lock_guard<std::mutex> lock(job->mutex);
-        job->done = true;
-        if (job->detached) --g_detached;
-        if (!job->pendingSave.empty()) {
-            job->saves.push_back({false, job->pendingSave, "training ended before the checkpoint could be written"});
-            job->pendingSave.clear();
-        }
-    }
-    job->doneCv.notify_all();
-}
-
 }  // namespace
 
 TrainingController::TrainingController(QObject* parent) : QObject(parent) {
@@ -201,7 +22,7 @@ TrainingController::~TrainingController() {
     shutdown(2000);
 }
 
-int TrainingController::detachedWorkers() { return g_detached.load(); }
+int TrainingController::detachedWorkers() { return g_detachedWorkers.load(); }
 
 bool TrainingController::workerAlive() const { return m_thread.joinable(); }
 
@@ -266,7 +87,7 @@ bool TrainingController::launch(std::shared_ptr<TrainingJob> job, QString* error
     job->probe = ss(m_probe);
     m_job = job;
     m_flushes = 0;
-    m_thread = std::thread(runJob, job);
+    m_thread = std::thread(runTrainingJob, job);
     setState(State::Starting);
     m_timer->start();
     Q_EMIT started(m_runLabel);
@@ -312,7 +133,7 @@ bool TrainingController::shutdown(int timeoutMs) {
             // The worker still holds its own reference to the job; let it finish alone
             // (decided under the lock, so the worker's count-down cannot be missed).
             m_job->detached = true;
-            ++g_detached;
+            ++g_detachedWorkers;
             lock.unlock();
             m_thread.detach();
             m_timer->stop();

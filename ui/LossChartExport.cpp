@@ -1,0 +1,59 @@
+// LossChart: the curves as CSV and PNG.
+#include <QFile>
+#include <QPixmap>
+#include <QTextStream>
+#include <QtCharts/QChartView>
+
+#include "ui/LossChart.hpp"
+#include "ui/LossChartRun.hpp"
+
+namespace attnviz::ui {
+
+QString LossChart::toCsv() const {
+    QString out;
+    QTextStream ts(&out);
+    ts << "run,series,step,epoch,value\n";
+    auto quoted = [](QString s) {
+        if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"')))
+            s = QLatin1Char('"') + s.replace(QLatin1String("\""), QLatin1String("\"\"")) + QLatin1Char('"');
+        return s;
+    };
+    for (const Run* r : m_runs) {
+        const QString run = quoted(r->label);
+        for (size_t i = 0; i < r->raw.size(); ++i) {
+            ts << run << ",batch_loss," << qint64(r->raw[i].x()) << ",," << QString::number(r->raw[i].y(), 'g', 8) << "\n";
+            ts << run << ",smoothed_loss," << qint64(r->smoothed[i].x()) << ",," << QString::number(r->smoothed[i].y(), 'g', 8)
+               << "\n";
+        }
+        for (const auto& e : r->epochs) {
+            const QString prefix = run + QStringLiteral(",%1,") + QString::number(e.step) + QLatin1Char(',') +
+                                   QString::number(e.report.epoch) + QLatin1Char(',');
+            ts << prefix.arg(QStringLiteral("train_loss")) << QString::number(e.report.train_loss, 'g', 8) << "\n";
+            ts << prefix.arg(QStringLiteral("val_loss")) << QString::number(e.report.val_loss, 'g', 8) << "\n";
+            ts << prefix.arg(QStringLiteral("val_bleu")) << QString::number(e.report.val_bleu, 'g', 8) << "\n";
+            ts << prefix.arg(QStringLiteral("val_accuracy")) << QString::number(e.report.val_accuracy, 'g', 8) << "\n";
+        }
+    }
+    return out;
+}
+
+bool LossChart::exportCsv(const QString& path, QString* error) const {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+        if (error) *error = tr("Could not write %1: %2").arg(path, f.errorString());
+        return false;
+    }
+    f.write(toCsv().toUtf8());
+    return true;
+}
+
+bool LossChart::exportPng(const QString& path, QString* error) const {
+    const QPixmap pixmap = m_view->grab();
+    if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
+        if (error) *error = tr("Could not write %1.").arg(path);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace attnviz::ui

@@ -1,0 +1,34 @@
+#pragma once
+// LossChart's record of one run (private to the LossChart implementation files).
+#include <QList>
+#include <QPointF>
+#include <QtCharts/QLineSeries>
+#include <vector>
+
+#include "ui/LossChart.hpp"
+
+namespace attnviz::ui {
+
+struct LossChart::Run {
+    QString label;
+    QColor color;
+    bool kept = false;
+    std::vector<QPointF> raw, smoothed;
+    QList<QPointF> rawShown, smoothShown;  // what the series hold (every rawStride-th point)
+    double emaLast = 0;
+    int emaCount = 0;
+    int rawStride = 1;
+    struct Epoch {
+        int64_t step;
+        EpochReport report;
+    };
+    std::vector<Epoch> epochs;
+    QLineSeries* rawSeries = nullptr;
+    QLineSeries* smoothSeries = nullptr;
+    QLineSeries* valSeries = nullptr;
+    QLineSeries* bleuSeries = nullptr;
+    QLineSeries* accSeries = nullptr;
+    std::vector<QLineSeries*> all() const { return {rawSeries, smoothSeries, valSeries, bleuSeries, accSeries}; }
+};
+
+}  // namespace attnviz::ui
