@@ -1,5 +1,5 @@
 // Beam search against greedy decoding and against exhaustive enumeration.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <cmath>
 #include <functional>

@@ -1,5 +1,5 @@
 // Checkpoints: round trip, damaged files, interrupted saves, resuming.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <filesystem>
 #include <fstream>

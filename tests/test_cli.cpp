@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <chrono>
 #include <cmath>

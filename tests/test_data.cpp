@@ -1,5 +1,5 @@
 // Corpora: the TSV reader, filtering, splitting and batching.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // Greedy decoding: what it returns for the GUI and the CLI.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Attention export: CSV (RFC 4180) and JSON, atomic writes.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <cmath>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // Learning tests: small models must really learn the built-in tasks, and
 // their attention must find the true alignment. These prove the attention
 // does its job, not only that the code runs.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <chrono>
 #include <cstdlib>

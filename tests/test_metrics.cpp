@@ -1,5 +1,5 @@
 // Metrics: corpus BLEU against sacreBLEU, d2l's bleu, accuracies.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Model properties that must hold for every scoring function and cell.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include "core/error.hpp"
 #include "core/model.hpp"

@@ -1,5 +1,5 @@
 // Built-in tasks: names, determinism and true alignments.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <map>
 #include <set>

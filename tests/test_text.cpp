@@ -1,5 +1,5 @@
 // Text: d2l normalisation, tokenisers, UTF-8 checks, Vocab.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <cstdio>
 #include <filesystem>

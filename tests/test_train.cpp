@@ -1,5 +1,5 @@
 // The trainer: determinism, cooperative control, divergence, snapshots.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"
 
 #include <chrono>
 #include <cmath>
