@@ -47,6 +47,7 @@ void d2l_config(ModelConfig& m, TrainConfig& t) {
     t.bucket_window = 20;
     t.split_shuffle = false;      // d2l: the first pairs train, the next validate
     t.vocab_includes_val = true;  // d2l builds its vocabularies over both
+    t.eval_sample = 0;            // d2l measures only the validation loss each epoch
 }
 
 const char* const d2l_sources[] = {"go .", "i lost .", "he's calm .", "i'm home ."};

@@ -149,7 +149,7 @@ std::vector<Setting> make_settings() {
     add({"vocab-includes-val", "BOOL", "build vocabularies from train + validation pairs (as d2l)", false,
          [](const M&, const T& t) { return std::string(t.vocab_includes_val ? "true" : "false"); },
          [](M&, T& t, const std::string& v) { t.vocab_includes_val = parse_bool("vocab-includes-val", v); }});
-    add({"eval-sample", "INT", "validation pairs decoded each epoch for accuracy and BLEU; 0 = all", false,
+    add({"eval-sample", "INT", "validation pairs decoded each epoch for accuracy and BLEU; 0 = none", false,
          [](const M&, const T& t) { return std::to_string(t.eval_sample); },
          [](M&, T& t, const std::string& v) { t.eval_sample = size_t(parse_int("eval-sample", v, 0)); }});
     add({"max-batches", "INT", "stop after this many batches in total; 0 = no limit", false,

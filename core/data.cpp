@@ -250,7 +250,10 @@ std::vector<Batch> make_epoch_batches(const std::vector<SentencePair>& pairs, co
             std::stable_sort(first, last, [&](size_t a, size_t b) {
                 const auto& pa = pairs[a];
                 const auto& pb = pairs[b];
-                if (pa.src.size() != pb.src.size()) return pa.src.size() < pb.src.size();
+                // Total length first, so that both the encoder and the decoder run
+                // few padded steps; ties by target length, the dearer side.
+                const size_t la = pa.src.size() + pa.tgt.size(), lb = pb.src.size() + pb.tgt.size();
+                if (la != lb) return la < lb;
                 return pa.tgt.size() < pb.tgt.size();
             });
         }

@@ -96,7 +96,7 @@ Batch make_batch(const std::vector<SentencePair>& pairs, const std::vector<size_
 /// Produces the batches of one epoch, seeded: the same seed and epoch give the same batches.
 /// Order: pairs shuffled (mt19937_64 from seed and epoch) when options.shuffle; then, with
 /// bucket_window > 1, each window of bucket_window * batch_size pairs is sorted by
-/// (source length, target length); cut into batches (the last may be smaller); and the
+/// (source + target length, target length), so both sides run few padded steps; cut into batches (the last may be smaller); and the
 /// batch order shuffled when options.shuffle and bucketing. Throws ConfigError for
 /// batch_size < 1.
 std::vector<Batch> make_epoch_batches(const std::vector<SentencePair>& pairs, const Vocab& src_vocab,

@@ -105,13 +105,18 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
 // --- history -----------------------------------------------------------------
 
 namespace {
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+double number_or_nan(const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : std::nan("");
+}
+
 nlohmann::json epoch_to_json(const EpochReport& e) {
     return {{"epoch", e.epoch},
             {"train_loss", e.train_loss},
             {"val_loss", std::isfinite(e.val_loss) ? nlohmann::json(e.val_loss) : nlohmann::json(nullptr)},
-            {"val_accuracy", e.val_accuracy},
+            {"val_accuracy", finite_or_null(e.val_accuracy)},
             {"val_token_accuracy", e.val_token_accuracy},
-            {"val_bleu", e.val_bleu},
+            {"val_bleu", finite_or_null(e.val_bleu)},
             {"tokens_per_second", e.tokens_per_second},
             {"elapsed", e.elapsed}};
 }
@@ -120,9 +125,9 @@ EpochReport epoch_from_json(const nlohmann::json& j) {
     e.epoch = j.at("epoch").get<int>();
     e.train_loss = j.at("train_loss").get<double>();
     e.val_loss = j.at("val_loss").is_null() ? std::nan("") : j.at("val_loss").get<double>();
-    e.val_accuracy = j.value("val_accuracy", 0.0);
+    e.val_accuracy = number_or_nan(j, "val_accuracy");
     e.val_token_accuracy = j.value("val_token_accuracy", 0.0);
-    e.val_bleu = j.value("val_bleu", 0.0);
+    e.val_bleu = number_or_nan(j, "val_bleu");
     e.tokens_per_second = j.value("tokens_per_second", 0.0);
     e.elapsed = j.value("elapsed", 0.0);
     return e;
@@ -309,7 +314,12 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
         r.val_token_accuracy = tokens > 0 ? correct / tokens : 0.0;
     }
     // Greedy decoding of a sample for exact match and BLEU.
-    const size_t n = max_decode == 0 ? pairs.size() : std::min(pairs.size(), max_decode);
+    const size_t n = std::min(pairs.size(), max_decode);
+    if (n == 0) {
+        r.val_accuracy = r.val_bleu = std::nan("");
+        if (was_training) m_model->train();
+        return r;
+    }
     std::vector<std::vector<std::string>> sources, refs, hyps;
     for (size_t i = 0; i < n; ++i) {
         sources.push_back(pairs[i].src);

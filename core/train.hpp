@@ -44,6 +44,7 @@ struct TrainConfig {
     bool split_shuffle = true;        ///< false: first pairs train, last pairs validate (d2l's split)
     bool vocab_includes_val = false;  ///< true: build vocabularies from train + validation (as d2l does)
     size_t eval_sample = 200;         ///< validation pairs greedily decoded each epoch for accuracy/BLEU
+                                      ///< (0 = none: accuracy and BLEU are then NaN, i.e. not measured)
 
     void validate() const;            ///< throws ConfigError
     nlohmann::json to_json() const;
@@ -68,9 +69,9 @@ struct EpochReport {
     int epoch = 0;               ///< 1-based
     double train_loss = 0.0;     ///< token-weighted mean training loss of the epoch
     double val_loss = 0.0;       ///< validation loss (NaN when there is no validation set)
-    double val_accuracy = 0.0;   ///< exact-match accuracy on (a sample of) validation, greedy
+    double val_accuracy = 0.0;   ///< exact-match accuracy on (a sample of) validation, greedy (NaN: not measured)
     double val_token_accuracy = 0.0; ///< token accuracy (teacher-forced argmax) on validation
-    double val_bleu = 0.0;       ///< corpus BLEU-4 on the validation sample (issue 3; 0 until then)
+    double val_bleu = 0.0;       ///< corpus BLEU-4 (0..100) on the validation sample (NaN: not measured)
     double tokens_per_second = 0.0;  ///< target tokens/s over the epoch
     double elapsed = 0.0;        ///< seconds since training began
 };
@@ -148,9 +149,9 @@ public:
     torch::optim::Optimizer& optimizer() { return *m_optimizer; }
     torch::Device device() const { return m_device; }
 
-    /// Loss, accuracies and BLEU of the current weights on pairs (decoding at most
-    /// max_decode of them greedily for exact match and BLEU; 0 = all).
-    EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode = 0);
+    /// Loss, accuracies and BLEU of the current weights on pairs, decoding the first
+    /// max_decode of them greedily for exact match and BLEU (0: none, both NaN).
+    EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode);
 
 private:
     bool wait_if_paused();

@@ -33,14 +33,17 @@ std::vector<SentencePair> varied_pairs(size_t n) {
     std::vector<SentencePair> pairs;
     for (size_t i = 0; i < n; ++i) {
         const size_t len = 1 + (i * 7919) % 23;
-        pairs.push_back({Tokens(len, "w" + std::to_string(i % 5)), Tokens(1 + (i * 31) % 19, "v")});
+        // Targets about as long as their sources, as in translation.
+        pairs.push_back({Tokens(len, "w" + std::to_string(i % 5)), Tokens(len + i % 3, "v")});
     }
     return pairs;
 }
 
+// Padded positions on both sides: the encoder and the decoder each run them.
 int64_t padding(const std::vector<Batch>& batches) {
     int64_t pad = 0;
-    for (const auto& b : batches) pad += b.src.numel() - b.src_len.sum().item<int64_t>();
+    for (const auto& b : batches)
+        pad += b.src.numel() - b.src_len.sum().item<int64_t>() + b.tgt_out.numel() - b.tgt_len.sum().item<int64_t>();
     return pad;
 }
 

@@ -152,8 +152,8 @@ void LossChart::attachRun(Run& run, bool kept) {
     rebuildSmoothed(run);
     for (const auto& e : run.epochs) {
         if (std::isfinite(e.report.val_loss)) run.valSeries->append(double(e.step), e.report.val_loss);
-        run.bleuSeries->append(double(e.step), e.report.val_bleu);
-        run.accSeries->append(double(e.step), 100.0 * e.report.val_accuracy);
+        if (std::isfinite(e.report.val_bleu)) run.bleuSeries->append(double(e.step), e.report.val_bleu);
+        if (std::isfinite(e.report.val_accuracy)) run.accSeries->append(double(e.step), 100.0 * e.report.val_accuracy);
     }
 }
 
@@ -239,8 +239,8 @@ void LossChart::addEpoch(const EpochReport& report, int64_t step) {
     Run& run = current();
     run.epochs.push_back({step, report});
     if (std::isfinite(report.val_loss)) run.valSeries->append(double(step), report.val_loss);
-    run.bleuSeries->append(double(step), report.val_bleu);
-    run.accSeries->append(double(step), 100.0 * report.val_accuracy);
+    if (std::isfinite(report.val_bleu)) run.bleuSeries->append(double(step), report.val_bleu);
+    if (std::isfinite(report.val_accuracy)) run.accSeries->append(double(step), 100.0 * report.val_accuracy);
     updateRanges();
     m_keepAction->setEnabled(true);
 }
