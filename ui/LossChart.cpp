@@ -350,7 +350,8 @@ void LossChart::updateRanges() {
     // Changing an axis relayouts the whole chart (milliseconds): only rescale when the data
     // leaves the visible range or fills much less of it, growing x with room to spare.
     if (xMax > m_xAxis->max() || xMax < 0.4 * m_xAxis->max() || m_forceRescale) {
-        m_xAxis->setRange(0, xMax * (empty ? 1.0 : 1.15));
+        // Empty: a placeholder range of whole batches (0..1 would print "0 0 0 0 0 1").
+        m_xAxis->setRange(0, empty ? 100.0 : xMax * 1.15);
         m_xAxis->applyNiceNumbers();
     }
     if (!std::isfinite(yMin)) yMin = m_logScale ? 0.1 : 0, yMax = m_logScale ? 10 : 1;
