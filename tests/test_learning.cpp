@@ -70,6 +70,26 @@ Outcome train_and_test(TaskKind kind, TaskOptions task, ModelConfig model, Train
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
+
+/// The small model all learning tests use: embedding 32, hidden 64, batch 32.
+struct Setup {
+    TaskOptions task;
+    ModelConfig model;
+    TrainConfig train;
+};
+Setup small_setup(uint64_t seed, size_t pairs, int epochs, double lr, bool reverse_source) {
+    Setup s;
+    s.task.num_pairs = pairs;
+    s.task.seed = seed;
+    s.model.embed_size = 32;
+    s.model.hidden_size = 64;
+    s.model.reverse_source = reverse_source;
+    s.train.epochs = epochs;
+    s.train.batch_size = 32;
+    s.train.lr = lr;
+    s.train.seed = seed;
+    return s;
+}
 }  // namespace
 
 // Why reverse_source: with a left-to-right encoder, the state at position p
@@ -78,21 +98,10 @@ Outcome train_and_test(TaskKind kind, TaskOptions task, ModelConfig model, Train
 // position off the diagonal. Read right to left, h[p] carries x[p] and x[p+1],
 // and the only content match that yields x[p] is h[p] itself.
 TEST_CASE("reverse: additive attention learns the task and the anti-diagonal alignment", "[learning]") {
-    TaskOptions task;
-    task.num_pairs = 2000;
-    task.seed = 1;
-    task.min_len = 3;
-    task.max_len = 8;
-    ModelConfig m;
-    m.embed_size = 32;
-    m.hidden_size = 64;
-    m.reverse_source = true;
-    TrainConfig t;
-    t.epochs = 20;
-    t.batch_size = 32;
-    t.lr = 0.005;
-    t.seed = 1;
-    auto r = train_and_test(TaskKind::reverse, task, m, t);
+    auto s = small_setup(1, 2000, 20, 0.005, /*reverse_source=*/true);
+    s.task.min_len = 3;
+    s.task.max_len = 8;
+    auto r = train_and_test(TaskKind::reverse, s.task, s.model, s.train);
     WARN("reverse: exact " << r.exact << ", attention on the anti-diagonal " << r.aligned << " of " << r.steps
                            << " token steps (<eos> steps: " << r.eos_aligned << "), " << r.seconds << " s");
     CHECK(r.exact >= 0.95);
@@ -100,36 +109,15 @@ TEST_CASE("reverse: additive attention learns the task and the anti-diagonal ali
 }
 
 TEST_CASE("dates: the character-level date task learns", "[learning]") {
-    TaskOptions task;
-    task.num_pairs = 3000;
-    task.seed = 2;
-    ModelConfig m;
-    m.embed_size = 32;
-    m.hidden_size = 64;
-    TrainConfig t;
-    t.epochs = 6;
-    t.batch_size = 32;
-    t.lr = 0.01;
-    t.seed = 2;
-    auto r = train_and_test(TaskKind::dates, task, m, t, 200);
+    auto s = small_setup(2, 3000, 6, 0.01, /*reverse_source=*/false);
+    auto r = train_and_test(TaskKind::dates, s.task, s.model, s.train, 200);
     WARN("dates: exact " << r.exact << ", BLEU " << r.bleu << ", aligned " << r.aligned << ", " << r.seconds << " s");
     CHECK(r.exact >= 0.80);
 }
 
 TEST_CASE("toy-french: the toy language learns, crossing alignments included", "[learning]") {
-    TaskOptions task;
-    task.num_pairs = 3000;
-    task.seed = 3;
-    ModelConfig m;
-    m.embed_size = 32;
-    m.hidden_size = 64;
-    m.reverse_source = true;
-    TrainConfig t;
-    t.epochs = 6;
-    t.batch_size = 32;
-    t.lr = 0.01;
-    t.seed = 3;
-    auto r = train_and_test(TaskKind::toy_french, task, m, t, 200);
+    auto s = small_setup(3, 3000, 6, 0.01, /*reverse_source=*/true);
+    auto r = train_and_test(TaskKind::toy_french, s.task, s.model, s.train, 200);
     WARN("toy-french: exact " << r.exact << ", BLEU " << r.bleu << ", aligned " << r.aligned << " (<eos> "
                               << r.eos_aligned << "), " << r.seconds << " s");
     CHECK(r.exact >= 0.80);
