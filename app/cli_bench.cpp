@@ -63,7 +63,6 @@ int run_bench(BenchOptions& o) {
                              " does not apply; it splits as d2l does, set by --num-train and --num-val");
     o.settings.apply(m, t);
     m.seed = t.seed;
-    t.val_fraction = double(o.num_val) / double(o.num_train + o.num_val);  // recorded in the checkpoint
     t.validate();
     validate_model(m);
     torch::Device device = resolve_device(t.device);
@@ -77,30 +76,13 @@ int run_bench(BenchOptions& o) {
     if (corpus.pairs.size() <= o.num_train)
         throw FileError(o.data + ": has " + std::to_string(corpus.pairs.size()) + " pairs, bench needs more than " +
                         std::to_string(o.num_train));
-    TrainingData data;
-    data.name = corpus.name;
-    data.level = TokenLevel::word;
-    data.skipped_lines = corpus.skipped.size();
-    data.train.assign(corpus.pairs.begin(), corpus.pairs.begin() + long(o.num_train));
-    data.val.assign(corpus.pairs.begin() + long(o.num_train), corpus.pairs.end());
-    if (t.max_length > 0) {
-        data.train = filter_by_length(data.train, size_t(t.max_length));
-        data.val = filter_by_length(data.val, size_t(t.max_length));
-    }
+    // The core's preparation does d2l's split when told to keep file order
+    // (split_shuffle = false, set by d2l_config): the first num_train pairs train.
+    t.val_fraction = double(corpus.pairs.size() - o.num_train) / double(corpus.pairs.size());  // also recorded in the checkpoint
+    TrainingData data = prepare_data(corpus, t);
     size_t longer_than_steps = 0;  // pairs d2l's 9 steps would truncate
     for (const auto& p : corpus.pairs)
         if (p.src.size() + 1 > 9 || p.tgt.size() + 1 > 9) ++longer_than_steps;
-    // d2l's vocabulary rule: min_freq over train + validation (unless --vocab-includes-val=false).
-    std::vector<std::vector<std::string>> src_sents, tgt_sents;
-    for (const auto* part : {&data.train, &data.val}) {
-        if (part == &data.val && !t.vocab_includes_val) break;
-        for (const auto& p : *part) {
-            src_sents.push_back(p.src);
-            tgt_sents.push_back(p.tgt);
-        }
-    }
-    data.src_vocab = Vocab::build(src_sents, t.min_freq);
-    data.tgt_vocab = Vocab::build(tgt_sents, t.min_freq);
 
     Trainer trainer(data, m, t);
     if (!o.quiet)
