@@ -3,7 +3,7 @@
 // and JSON (tokens, weights, raw scores, model and decode settings).
 #include <string>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>  // complete type: the default arguments below need it
 
 #include "core/decode.hpp"
 

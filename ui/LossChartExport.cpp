@@ -1,5 +1,6 @@
 // LossChart: the curves as CSV and PNG.
-#include <QFile>
+#include "core/error.hpp"
+#include "core/export.hpp"
 #include <QPixmap>
 #include <QTextStream>
 #include <QtCharts/QChartView>
@@ -38,12 +39,13 @@ QString LossChart::toCsv() const {
 }
 
 bool LossChart::exportCsv(const QString& path, QString* error) const {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
-        if (error) *error = tr("Could not write %1: %2").arg(path, f.errorString());
+    // Atomic, like the heatmap exports: a failed write never leaves half a file.
+    try {
+        attnviz::write_file_atomic(path.toStdString(), toCsv().toStdString());
+    } catch (const attnviz::Error& e) {
+        if (error) *error = tr("Could not write %1: %2").arg(path, QString::fromStdString(e.what()));
         return false;
     }
-    f.write(toCsv().toUtf8());
     return true;
 }
 
