@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/fused_decoder.hpp"
+#include "core/text.hpp"
 
 namespace F = torch::nn::functional;
 
@@ -324,6 +326,9 @@ StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderState& state, c
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
                                    const torch::Tensor& tgt_in, double teacher_forcing,
                                    torch::Tensor* attention_out) {
+    if (m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !attention_out && is_training() &&
+        torch::GradMode::is_enabled())
+        return forward_fused(src, src_len, tgt_in);
     const int64_t T = tgt_in.size(1);
     auto enc = encode(src, src_len);
     auto state = init_state(enc);
@@ -357,6 +362,68 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
     if (attention_out) *attention_out = weights.empty() ? torch::Tensor() : torch::stack(weights, 1);
     if (sample) return torch::stack(logits, 1);
     return dense->forward(torch::stack(tops, 1));  // [B, T, V], one matmul for all steps
+}
+
+torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::Tensor& src_len,
+                                         const torch::Tensor& tgt_in) {
+    const int64_t B = tgt_in.size(0), T = tgt_in.size(1), V = m_config.tgt_vocab;
+    const auto dev = tgt_in.device();
+    // Rows sorted by target length, longest first, so that step t runs rows
+    // [0, n_t). Every row has at least <bos>.
+    auto lengths = tgt_in.ne(Vocab::pad_id).sum(1).to(torch::kCPU, torch::kLong);
+    auto [sorted, perm] = lengths.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
+    const int64_t* len = sorted.data_ptr<int64_t>();
+    const int64_t* rows = perm.data_ptr<int64_t>();
+    std::vector<int64_t> steps, gather, scatter;  // per step: rows running; per packed row: its [B*T] positions
+    for (int64_t t = 0; t < T && len[0] > t; ++t) {
+        int64_t n = 0;
+        while (n < B && len[n] > t) {
+            gather.push_back(n * T + t);          // in the sorted batch
+            scatter.push_back(rows[n] * T + t);   // in the caller's order
+            ++n;
+        }
+        steps.push_back(n);
+    }
+    auto to_dev = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(dev); };
+    auto perm_dev = perm.to(dev);
+    auto enc = encode(src.index_select(0, perm_dev), src_len.to(dev).index_select(0, perm_dev));
+    auto tokens = tgt_in.index_select(0, perm_dev).reshape(-1).index_select(0, to_dev(gather));
+
+    FusedDecoderInputs in;
+    in.values = enc.outputs;
+    in.mask = enc.mask;
+    in.h0 = enc.h0;
+    in.emb = dec_embedding->forward(tokens);  // [N, E]
+    for (int64_t l = 0; l < m_config.num_layers; ++l) {
+        in.w_ih.push_back(m_w_ih[l]);
+        in.w_hh.push_back(m_w_hh[l]);
+        in.b_ih.push_back(m_b_ih[l]);
+        in.b_hh.push_back(m_b_hh[l]);
+    }
+    FusedDecoderOptions opts;
+    opts.steps = std::move(steps);
+    opts.dropout = is_training() ? m_config.dropout : 0.0;
+    switch (m_config.scoring) {
+    case Scoring::additive:
+        opts.scoring = 0;
+        in.proj_keys = enc.proj_keys;
+        in.W_q = attention->query_weight();
+        in.w_v = attention->score_weight();
+        break;
+    case Scoring::dot:
+    case Scoring::scaled_dot:
+    case Scoring::general:
+        opts.scoring = 1;
+        in.proj_keys = enc.proj_keys;
+        if (m_config.scoring == Scoring::scaled_dot) opts.scale = 1.0 / std::sqrt(static_cast<double>(m_key_size));
+        break;
+    case Scoring::none:
+        opts.scoring = 2;
+        in.final_ctx = enc.final_ctx;
+        break;
+    }
+    auto logits = dense->forward(fused_gru_decoder(in, opts));  // [N, V]
+    return torch::zeros({B * T, V}, logits.options()).index_copy(0, to_dev(scatter), logits).view({B, T, V});
 }
 
 torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {

@@ -96,6 +96,9 @@ public:
     torch::Tensor score(const torch::Tensor& query, const torch::Tensor& proj_keys,
                         const torch::Tensor& mask);
     Scoring scoring() const { return m_scoring; }
+    /// Additive scoring's W_q [A, H] and w_v [1, A] (undefined for the other scorings).
+    torch::Tensor query_weight() const { return W_q ? W_q->weight : torch::Tensor(); }
+    torch::Tensor score_weight() const { return w_v ? w_v->weight : torch::Tensor(); }
 
 private:
     Scoring m_scoring;
@@ -127,8 +130,18 @@ public:
     /// Applies config().init to every parameter (called by the constructor).
     void reset_parameters();
 
+    /// Teacher-forced training of a GRU model runs the decoder as one fused
+    /// autograd node (core/fused_decoder.hpp; same maths, faster). false runs
+    /// it step by step under autograd, the reference the tests compare with.
+    /// In the fused path, logits past a row's target length are 0 (the loss
+    /// ignores them).
+    void set_fused_decoder(bool on) { m_fused = on; }
+    bool fused_decoder() const { return m_fused; }
+
 private:
     torch::Tensor rnn_step(const torch::Tensor& x, DecoderState& state);
+    torch::Tensor forward_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in);
+    bool m_fused = true;
     ModelConfig m_config;
     int64_t m_key_size;
     torch::nn::Embedding enc_embedding{nullptr}, dec_embedding{nullptr};

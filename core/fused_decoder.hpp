@@ -1,0 +1,59 @@
+#pragma once
+// The teacher-forced GRU attention decoder over a whole batch as ONE autograd
+// node, with a hand-written backward pass (backpropagation through time).
+//
+// Why: run step by step under autograd, every decoder step records ~60 small
+// nodes, and the backward pass computes and accumulates each weight gradient
+// once per step ([3H x B] x [B x in] products, then an add into .grad). Here
+// the backward pass walks the steps once for the data gradients (which are
+// truly sequential) and computes every weight gradient afterwards as one large
+// product over all steps, as cuDNN's fused RNNs do. Rows are sorted by target
+// length, longest first, and step t only computes the n_t rows still running,
+// so padded target positions cost nothing.
+//
+// The maths is exactly that of Seq2SeqImpl::step (d2l's decoder): the query is
+// the top layer's previous state, the context (from dropped-out attention
+// weights) is concatenated before the embedding, dropout sits between layers.
+// tests/test_fused.cpp checks outputs and every gradient against the
+// step-by-step autograd decoder, and against finite differences with dropout.
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace attnviz {
+
+/// Everything the fused decoder reads. Rows are in the caller's sorted order
+/// (target length descending); step t uses rows [0, steps[t]).
+struct FusedDecoderInputs {
+    torch::Tensor values;     ///< [B, S, K] encoder outputs (attention values)
+    torch::Tensor proj_keys;  ///< [B, S, A] projected keys (additive), [B, S, H] (dot, general); unused for none
+    torch::Tensor mask;       ///< [B, S] bool, true at valid source positions (no gradient)
+    torch::Tensor final_ctx;  ///< [B, K] context for scoring "none"; unused otherwise
+    torch::Tensor h0;         ///< [L, B, H] initial decoder state
+    torch::Tensor emb;        ///< [N, E] embedded decoder inputs, packed step-major: step t's rows follow step t-1's
+    torch::Tensor W_q;        ///< [A, H] additive query projection; unused otherwise
+    torch::Tensor w_v;        ///< [1, A] additive score vector; unused otherwise
+    std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  ///< per layer, PyTorch's GRU layout (r, z, n)
+};
+
+/// How the fused decoder scores and regularises.
+struct FusedDecoderOptions {
+    int scoring = 0;              ///< 0 additive, 1 dot-like (dot, scaled dot, general: q . proj_key), 2 none
+    double scale = 1.0;           ///< dot-like scores are multiplied by this (1/sqrt(d) for scaled dot)
+    double dropout = 0.0;         ///< dropout on attention weights and between layers (training only)
+    std::vector<int64_t> steps;   ///< rows running at each step, non-increasing, steps[0] <= B
+};
+
+/// Runs every step; returns the top layer's outputs packed like `emb`: [N, H]
+/// with N = sum(steps). Differentiable with respect to every tensor in `in`
+/// except the mask. Works on any device and floating type ATen supports.
+torch::Tensor fused_gru_decoder(const FusedDecoderInputs& in, const FusedDecoderOptions& opts);
+
+namespace fused_detail {
+/// Tests only: true makes the CPU use the device-independent gate arithmetic
+/// (the one CUDA runs) instead of the CPU loop, so both are checked here.
+void set_generic_gates(bool on);
+}  // namespace fused_detail
+
+}  // namespace attnviz
