@@ -432,13 +432,17 @@ torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Ten
                             F::CrossEntropyFuncOptions().ignore_index(pad_id));
 }
 
+void copy_weights(Seq2Seq& dst, Seq2Seq& src) {
+    torch::NoGradGuard no_grad;
+    auto params = src->named_parameters();
+    for (auto& item : dst->named_parameters()) item.value().copy_(params[item.key()]);
+    auto buffers = src->named_buffers();
+    for (auto& item : dst->named_buffers()) item.value().copy_(buffers[item.key()]);
+}
+
 Seq2Seq clone_model(Seq2Seq& model, const torch::Device& device) {
     Seq2Seq copy(model->config());
-    torch::NoGradGuard no_grad;
-    auto src = model->named_parameters();
-    for (auto& item : copy->named_parameters()) item.value().copy_(src[item.key()].to(torch::kCPU));
-    auto src_buffers = model->named_buffers();
-    for (auto& item : copy->named_buffers()) item.value().copy_(src_buffers[item.key()].to(torch::kCPU));
+    copy_weights(copy, model);
     copy->to(device);
     copy->eval();
     return copy;

@@ -159,6 +159,9 @@ TORCH_MODULE(Seq2Seq);
 torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target,
                                    int64_t pad_id);
 
+/// Copies every weight of src into dst (same configuration; any devices).
+void copy_weights(Seq2Seq& dst, Seq2Seq& src);
+
 /// A deep copy of a model (weights cloned), in eval mode, on the given device.
 Seq2Seq clone_model(Seq2Seq& model, const torch::Device& device);
 

@@ -258,6 +258,16 @@ std::shared_ptr<Seq2Seq> Trainer::snapshot() const {
 }
 
 void Trainer::publish_snapshot() {
+    {
+        // Nobody else holds the previous snapshot (the CLI never reads one; the
+        // GUI keeps each it shows): refresh its weights in place, which costs a
+        // copy instead of building and initialising a whole model.
+        std::lock_guard<std::mutex> lock(m_snapshot_mutex);
+        if (m_snapshot && m_snapshot.use_count() == 1 && m_snapshot->ptr().use_count() == 1) {
+            copy_weights(*m_snapshot, m_model);
+            return;
+        }
+    }
     auto copy = std::make_shared<Seq2Seq>(clone_model(m_model, torch::kCPU));
     std::lock_guard<std::mutex> lock(m_snapshot_mutex);
     m_snapshot = std::move(copy);

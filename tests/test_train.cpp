@@ -96,6 +96,34 @@ TEST_CASE("the observer sees every batch and epoch, with validation figures", "[
     CHECK(live[0].data_ptr() != snap[0].data_ptr());
 }
 
+TEST_CASE("a snapshot somebody holds keeps its weights; a released one is refreshed", "[train]") {
+    TrainConfig c;
+    c.epochs = 3;
+    c.batch_size = 32;
+    c.device = "cpu";
+    c.eval_sample = 0;
+    Trainer t(reverse_data(), small_model(), c);
+    // Holds epoch 1's snapshot, as the GUI holds the model it translates with.
+    struct Holder : TrainObserver {
+        Trainer* trainer = nullptr;
+        std::shared_ptr<Seq2Seq> held;
+        torch::Tensor held_weights;
+        void on_snapshot(int epoch, int64_t) override {
+            if (epoch != 1) return;
+            held = trainer->snapshot();
+            held_weights = (*held)->parameters()[0].clone();
+        }
+    } holder;
+    holder.trainer = &t;
+    REQUIRE(t.run(&holder) == StopReason::finished);
+    REQUIRE(holder.held);
+    CHECK(torch::equal((*holder.held)->parameters()[0], holder.held_weights));
+    auto latest = t.snapshot();
+    CHECK(latest.get() != holder.held.get());
+    CHECK(torch::equal((*latest)->parameters()[0], t.model()->parameters()[0].cpu()));
+    CHECK_FALSE(torch::equal((*latest)->parameters()[0], holder.held_weights));
+}
+
 TEST_CASE("pause, resume and stop are cooperative and thread-safe", "[train]") {
     TrainConfig c;
     c.epochs = 1000;
