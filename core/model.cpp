@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/fused_decoder.hpp"
+#include "core/fused_gru.hpp"
 #include "core/text.hpp"
 
 namespace F = torch::nn::functional;
@@ -231,7 +231,6 @@ void Seq2SeqImpl::reset_parameters() {
 }
 
 EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
-    namespace rnn = torch::nn::utils::rnn;
     const int64_t B = src.size(0), S = src.size(1), H = m_config.hidden_size, L = m_config.num_layers;
     EncoderState enc;
     enc.src_len = src_len;
@@ -245,17 +244,10 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& 
         flip = torch::where(pos < len, len - 1 - pos, pos);
     }
     auto emb = enc_embedding->forward(flip.defined() ? src.gather(1, flip) : src);  // [B, S, E]
-    auto packed = rnn::pack_padded_sequence(emb, lengths_cpu, /*batch_first=*/true, /*enforce_sorted=*/false);
-    torch::Tensor h_n, c_n;
-    auto unpack = [S](const rnn::PackedSequence& p) { return std::get<0>(rnn::pad_packed_sequence(p, true, 0.0, S)); };
-    if (enc_gru) {
-        auto [out_packed, h] = enc_gru->forward_with_packed_input(packed);
-        enc.outputs = unpack(out_packed);  // [B, S, K]
-        h_n = h;
+    if (m_fused && enc_gru && !m_config.bidirectional && is_training() && torch::GradMode::is_enabled()) {
+        encode_fused(emb, lengths_cpu, enc);
     } else {
-        auto [out_packed, hc] = enc_lstm->forward_with_packed_input(packed);
-        enc.outputs = unpack(out_packed);
-        std::tie(h_n, c_n) = hc;
+        encode_packed(emb, lengths_cpu, enc);
     }
     if (flip.defined()) enc.outputs = enc.outputs.gather(1, flip.unsqueeze(2).expand_as(enc.outputs));
     enc.mask = torch::arange(S, src.options()).unsqueeze(0) < src_len.to(src.device()).unsqueeze(1);
@@ -263,16 +255,60 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& 
 
     if (m_config.bidirectional) {
         // h_n: [L*2, B, H] -> [L, B, 2H] -> bridge -> [L, B, H] (Bahdanau: s0 = tanh(W h1_backward)).
-        auto both = h_n.view({L, 2, B, H}).permute({0, 2, 1, 3}).reshape({L, B, 2 * H});
+        auto both = enc.h0.view({L, 2, B, H}).permute({0, 2, 1, 3}).reshape({L, B, 2 * H});
         enc.final_ctx = both[L - 1];
         enc.h0 = torch::tanh(bridge->forward(both));
         if (enc_lstm) enc.c0 = torch::zeros_like(enc.h0);
     } else {
-        enc.final_ctx = h_n[L - 1];
-        enc.h0 = h_n;
-        if (enc_lstm) enc.c0 = c_n;
+        enc.final_ctx = enc.h0[L - 1];
     }
     return enc;
+}
+
+void Seq2SeqImpl::encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc) {
+    namespace rnn = torch::nn::utils::rnn;
+    const int64_t S = emb.size(1);
+    auto packed = rnn::pack_padded_sequence(emb, lengths_cpu, /*batch_first=*/true, /*enforce_sorted=*/false);
+    auto unpack = [S](const rnn::PackedSequence& p) { return std::get<0>(rnn::pad_packed_sequence(p, true, 0.0, S)); };
+    if (enc_gru) {
+        auto [out_packed, h] = enc_gru->forward_with_packed_input(packed);
+        enc.outputs = unpack(out_packed);  // [B, S, K]
+        enc.h0 = h;                        // [L*dirs, B, H]
+    } else {
+        auto [out_packed, hc] = enc_lstm->forward_with_packed_input(packed);
+        enc.outputs = unpack(out_packed);
+        std::tie(enc.h0, enc.c0) = hc;
+    }
+}
+
+void Seq2SeqImpl::encode_fused(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc) {
+    // Rows sorted by source length, longest first, packed step-major.
+    const int64_t B = emb.size(0), S = emb.size(1), H = m_config.hidden_size, L = m_config.num_layers;
+    const auto dev = emb.device();
+    auto [sorted, perm] = lengths_cpu.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
+    const int64_t* len = sorted.data_ptr<int64_t>();
+    const int64_t* rows = perm.data_ptr<int64_t>();
+    std::vector<int64_t> steps, positions;  // per packed row: its place in [B*S], caller's order
+    for (int64_t t = 0; t < S && len[0] > t; ++t) {
+        int64_t n = 0;
+        while (n < B && len[n] > t) positions.push_back(rows[n++] * S + t);
+        steps.push_back(n);
+    }
+    auto pos = torch::tensor(positions, torch::kLong).to(dev);
+    FusedEncoderInputs in;
+    in.x = emb.reshape({B * S, -1}).index_select(0, pos);
+    auto params = enc_gru->named_parameters(/*recurse=*/false);
+    for (int64_t l = 0; l < L; ++l) {
+        const std::string s = std::to_string(l);
+        in.w_ih.push_back(params["weight_ih_l" + s]);
+        in.w_hh.push_back(params["weight_hh_l" + s]);
+        in.b_ih.push_back(params["bias_ih_l" + s]);
+        in.b_hh.push_back(params["bias_hh_l" + s]);
+    }
+    auto out = fused_gru_encoder(in, steps, is_training() ? m_config.dropout : 0.0);
+    enc.outputs = torch::zeros({B * S, H}, out.outputs.options()).index_copy(0, pos, out.outputs).view({B, S, H});
+    // h_n rows are in sorted order; put them back in the caller's.
+    enc.h0 = torch::empty_like(out.h_n).index_copy(1, perm.to(dev), out.h_n);
 }
 
 DecoderState Seq2SeqImpl::init_state(const EncoderState& enc) const {

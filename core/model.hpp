@@ -131,7 +131,7 @@ public:
     void reset_parameters();
 
     /// Teacher-forced training of a GRU model runs the decoder as one fused
-    /// autograd node (core/fused_decoder.hpp; same maths, faster). false runs
+    /// autograd node (core/fused_gru.hpp; same maths, faster). false runs
     /// it step by step under autograd, the reference the tests compare with.
     /// In the fused path, logits past a row's target length are 0 (the loss
     /// ignores them).
@@ -140,6 +140,8 @@ public:
 
 private:
     torch::Tensor rnn_step(const torch::Tensor& x, DecoderState& state);
+    void encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
+    void encode_fused(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
     torch::Tensor forward_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in);
     bool m_fused = true;
     ModelConfig m_config;

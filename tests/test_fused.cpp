@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "core/fused_decoder.hpp"
+#include "core/fused_gru.hpp"
 #include "core/model.hpp"
 #include "core/text.hpp"
 #include "test_support.hpp"
@@ -79,11 +79,13 @@ ModelConfig double_config(Scoring scoring, int64_t layers, bool bidirectional) {
 void check_same_as_autograd(const char* what) {
     for (auto scoring : k_all) {
         for (int64_t layers : {1, 2, 3}) {
-            for (bool bidirectional : {false, true}) {
+            for (int direction : {0, 1, 2}) {  // left to right, reversed source, bidirectional
+                const bool bidirectional = direction == 2;
                 if (bidirectional && (scoring == Scoring::dot || scoring == Scoring::scaled_dot)) continue;
-                INFO(what << ": scoring " << to_string(scoring) << ", " << layers << " layers, bidirectional "
-                          << bidirectional);
+                INFO(what << ": scoring " << to_string(scoring) << ", " << layers << " layers, "
+                          << (direction == 0 ? "left to right" : direction == 1 ? "reversed source" : "bidirectional"));
                 auto cfg = double_config(scoring, layers, bidirectional);
+                cfg.reverse_source = direction == 1;
                 Seq2Seq model(cfg);
                 model->to(torch::kDouble);
                 model->train();

@@ -98,7 +98,10 @@ Setup small_setup(uint64_t seed, size_t pairs, int epochs, double lr, bool rever
 // position off the diagonal. Read right to left, h[p] carries x[p] and x[p+1],
 // and the only content match that yields x[p] is h[p] itself.
 TEST_CASE("reverse: additive attention learns the task and the anti-diagonal alignment", "[learning]") {
-    auto s = small_setup(1, 2000, 20, 0.005, /*reverse_source=*/true);
+    // 30 epochs: after 20, seeds 1-6 ranged from 89% to 100% exact, and the same
+    // seed moved between those with the floating-point summation order (thread
+    // count, fused or step-by-step RNN); after 30 all six give >= 99.6%.
+    auto s = small_setup(1, 2000, 30, 0.005, /*reverse_source=*/true);
     s.task.min_len = 3;
     s.task.max_len = 8;
     auto r = train_and_test(TaskKind::reverse, s.task, s.model, s.train);

@@ -1,21 +1,23 @@
 #pragma once
-// The teacher-forced GRU attention decoder over a whole batch as ONE autograd
-// node, with a hand-written backward pass (backpropagation through time).
+// Training-time GRU recurrences as ONE autograd node each, with hand-written
+// backward passes (backpropagation through time): the teacher-forced attention
+// decoder and the (unidirectional) encoder.
 //
-// Why: run step by step under autograd, every decoder step records ~60 small
+// Why: run step by step under autograd, every step records dozens of small
 // nodes, and the backward pass computes and accumulates each weight gradient
 // once per step ([3H x B] x [B x in] products, then an add into .grad). Here
 // the backward pass walks the steps once for the data gradients (which are
 // truly sequential) and computes every weight gradient afterwards as one large
-// product over all steps, as cuDNN's fused RNNs do. Rows are sorted by target
-// length, longest first, and step t only computes the n_t rows still running,
-// so padded target positions cost nothing.
+// product over all steps, as cuDNN's fused RNNs do. Rows are sorted by length,
+// longest first, and step t only computes the n_t rows still running, so
+// padding costs nothing.
 //
-// The maths is exactly that of Seq2SeqImpl::step (d2l's decoder): the query is
-// the top layer's previous state, the context (from dropped-out attention
-// weights) is concatenated before the embedding, dropout sits between layers.
-// tests/test_fused.cpp checks outputs and every gradient against the
-// step-by-step autograd decoder, and against finite differences with dropout.
+// The maths is exactly that of Seq2SeqImpl::step (d2l's decoder: the query is
+// the top layer's previous state, the context from dropped-out attention
+// weights is concatenated before the embedding, dropout sits between layers)
+// and of torch::nn::GRU on packed sequences. tests/test_fused.cpp checks
+// outputs and every gradient against the step-by-step autograd versions, and
+// against finite differences with dropout.
 #include <cstdint>
 #include <vector>
 
@@ -49,6 +51,24 @@ struct FusedDecoderOptions {
 /// with N = sum(steps). Differentiable with respect to every tensor in `in`
 /// except the mask. Works on any device and floating type ATen supports.
 torch::Tensor fused_gru_decoder(const FusedDecoderInputs& in, const FusedDecoderOptions& opts);
+
+/// Input of the fused encoder: rows sorted by length, packed step-major.
+struct FusedEncoderInputs {
+    torch::Tensor x;   ///< [N, E] embedded source tokens, packed like FusedDecoderInputs::emb
+    std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  ///< per layer, PyTorch's GRU layout (r, z, n)
+};
+
+/// The encoder's result, rows in the same sorted order.
+struct FusedEncoderOutputs {
+    torch::Tensor outputs;  ///< [N, H] top layer's states, packed like the input
+    torch::Tensor h_n;      ///< [L, B, H] every layer's state after each row's last token
+};
+
+/// A multi-layer unidirectional GRU from a zero state over packed rows
+/// (steps[t] rows at step t, non-increasing); dropout between layers.
+/// Same results as torch::nn::GRU on the equivalent PackedSequence.
+FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::vector<int64_t>& steps,
+                                      double dropout);
 
 namespace fused_detail {
 /// Tests only: true makes the CPU use the device-independent gate arithmetic

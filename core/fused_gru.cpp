@@ -1,10 +1,10 @@
-// See fused_decoder.hpp. Notation: N packed rows (all steps), n rows at the
+// See fused_gru.hpp. Notation: N packed rows (all steps), n rows at the
 // current step, o its first packed row, B batch, S source steps, K value size,
 // A attention size, H hidden size, E embedding size, L layers.
 // GRU (PyTorch's layout, gates r, z, n):
 //   r = sigma(Wir x + bir + Whr h + bhr), z = sigma(Wiz x + biz + Whz h + bhz)
 //   n = tanh(Win x + bin + r * (Whn h + bhn)),  h' = n + z * (h - n)
-#include "core/fused_decoder.hpp"
+#include "core/fused_gru.hpp"
 
 #include <limits>
 #include <numeric>
@@ -77,7 +77,8 @@ void gru_gates_backward_cpu(const Tensor& dh, const Tensor& g, const Tensor& gh,
             }
         }
     };
-    body(0, n);
+    // Rows split across threads in chunks of at least ~16k elements each.
+    at::parallel_for(0, n, std::max<int64_t>(1, 16384 / (7 * H)), body);
 }
 
 bool g_generic_gates = false;  // tests: run the device-independent version on the CPU too
@@ -345,26 +346,167 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
     }
 };
 
+
+struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
+    // t = [x, (w_ih, w_hh, b_ih, b_hh) per layer]; returns {outputs [N, H], h_n [L, B, H]}.
+    static variable_list forward(AutogradContext* ctx, at::TensorList t, int64_t L, double dropout,
+                                 std::vector<int64_t> steps) {
+        const Tensor& x0 = t[0];
+        auto w_ih = [&](int64_t l) { return t[1 + 4 * l]; };
+        auto w_hh = [&](int64_t l) { return t[2 + 4 * l]; };
+        auto b_ih = [&](int64_t l) { return t[3 + 4 * l]; };
+        auto b_hh = [&](int64_t l) { return t[4 + 4 * l]; };
+        const int64_t T = static_cast<int64_t>(steps.size()), N = x0.size(0), B = steps[0];
+        const int64_t H = w_hh(0).size(1);
+        const auto opt = x0.options();
+        const bool drop = dropout > 0;
+        const double keep = 1.0 - dropout;
+        // Packed row holding each (sorted) row's last state.
+        std::vector<int64_t> offset(T + 1, 0), last(B);
+        for (int64_t s = 0; s < T; ++s) offset[s + 1] = offset[s] + steps[s];
+        for (int64_t s = 0; s < T; ++s)
+            for (int64_t i = (s + 1 < T ? steps[s + 1] : 0); i < steps[s]; ++i) last[i] = offset[s] + i;
+        const Tensor last_idx = torch::tensor(last, torch::kLong).to(x0.device());
+
+        std::vector<Tensor> X(L), HP(L), G(L), GH(L), M(L), OUT(L), h_n(L);
+        for (int64_t l = 0; l < L; ++l) {
+            if (l == 0) {
+                X[l] = x0;
+            } else if (drop) {
+                M[l - 1] = at::empty({N, H}, opt).bernoulli_(keep).div_(keep);
+                X[l] = OUT[l - 1] * M[l - 1];
+            } else {
+                X[l] = OUT[l - 1];
+            }
+            HP[l] = at::empty({N, H}, opt);
+            G[l] = at::empty({N, 3 * H}, opt);
+            GH[l] = at::empty({N, 3 * H}, opt);
+            OUT[l] = at::empty({N, H}, opt);
+            // The input half of every step at once.
+            const Tensor GI = at::addmm(b_ih(l), X[l], w_ih(l).t());
+            Tensor h = at::zeros({B, H}, opt);
+            for (int64_t s = 0; s < T; ++s) {
+                const int64_t n = steps[s], o = offset[s];
+                auto hp = HP[l].narrow(0, o, n);
+                hp.copy_(h.narrow(0, 0, n));
+                auto gh = GH[l].narrow(0, o, n);
+                at::addmm_out(gh, b_hh(l), hp, w_hh(l).t());
+                gru_gates_forward(GI.narrow(0, o, n), gh, hp, G[l].narrow(0, o, n), OUT[l].narrow(0, o, n));
+                h = OUT[l].narrow(0, o, n);
+            }
+            h_n[l] = OUT[l].index_select(0, last_idx);
+        }
+        auto keep_or_empty = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, opt); };
+        std::vector<Tensor> saved;
+        for (int64_t l = 0; l < L; ++l) {
+            saved.push_back(l == 0 ? at::empty({0}, opt) : X[l]);  // layer 0's input is saved as an input
+            saved.push_back(HP[l]);
+            saved.push_back(G[l]);
+            saved.push_back(GH[l]);
+            saved.push_back(keep_or_empty(M[l]));
+        }
+        ctx->saved_data["buffers"] = saved;
+        ctx->saved_data["L"] = L;
+        ctx->saved_data["steps"] = steps;
+        ctx->saved_data["last"] = last_idx;
+        ctx->save_for_backward(t.vec());
+        return {OUT[L - 1], at::stack(h_n)};
+    }
+
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        const auto t = ctx->get_saved_variables();
+        const auto buf = ctx->saved_data["buffers"].toTensorVector();
+        const int64_t L = ctx->saved_data["L"].toInt();
+        const auto steps = ctx->saved_data["steps"].toIntVector();
+        const Tensor last_idx = ctx->saved_data["last"].toTensor();
+        auto w_ih = [&](int64_t l) { return t[1 + 4 * l]; };
+        auto w_hh = [&](int64_t l) { return t[2 + 4 * l]; };
+        const int64_t T = static_cast<int64_t>(steps.size()), N = t[0].size(0), B = steps[0];
+        const int64_t H = w_hh(0).size(1);
+        const auto opt = t[0].options();
+        std::vector<int64_t> offset(T + 1, 0);
+        for (int64_t s = 0; s < T; ++s) offset[s + 1] = offset[s] + steps[s];
+
+        variable_list g(t.size());
+        Tensor d_out = grads[0].contiguous();  // gradient of the layer's outputs, packed
+        Tensor d_hn = grads[1];
+        Tensor DGI = at::empty({N, 3 * H}, opt), DGH = at::empty({N, 3 * H}, opt);
+        Tensor dh = at::empty({B, H}, opt), dhz = at::empty({B, H}, opt);
+        for (int64_t l = L - 1; l >= 0; --l) {
+            const Tensor& X = l == 0 ? t[0] : buf[5 * l];
+            const Tensor &HP = buf[5 * l + 1], &G = buf[5 * l + 2], &GH = buf[5 * l + 3];
+            // A row's final-state gradient joins at its last step; until then
+            // the row is not running (walking backwards), so it just waits here.
+            Tensor carry = d_hn[l].clone();
+            for (int64_t s = T - 1; s >= 0; --s) {
+                const int64_t n = steps[s], o = offset[s];
+                auto dh_s = dh.narrow(0, 0, n), dhz_s = dhz.narrow(0, 0, n);
+                at::add_out(dh_s, carry.narrow(0, 0, n), d_out.narrow(0, o, n));
+                auto dgi = DGI.narrow(0, o, n), dgh = DGH.narrow(0, o, n);
+                gru_gates_backward(dh_s, G.narrow(0, o, n), GH.narrow(0, o, n), HP.narrow(0, o, n), dgi, dgh, dhz_s);
+                Tensor carry_s = carry.narrow(0, 0, n);
+                at::addmm_out(carry_s, dhz_s, dgh, w_hh(l));
+            }
+            g[1 + 4 * l] = at::mm(DGI.t(), X);
+            g[2 + 4 * l] = at::mm(DGH.t(), HP);
+            g[3 + 4 * l] = DGI.sum(0);
+            g[4 + 4 * l] = DGH.sum(0);
+            Tensor d_x = at::mm(DGI, w_ih(l));
+            if (l > 0) {
+                const Tensor& M = buf[5 * (l - 1) + 4];
+                d_out = M.numel() > 0 ? d_x.mul_(M) : d_x;
+            } else {
+                g[0] = d_x;
+            }
+        }
+        for (int k = 0; k < 3; ++k) g.emplace_back();  // the non-tensor arguments
+        return g;
+    }
+};
 }  // namespace
 
 namespace fused_detail {
 void set_generic_gates(bool on) { g_generic_gates = on; }
 }  // namespace fused_detail
 
-Tensor fused_gru_decoder(const FusedDecoderInputs& in, const FusedDecoderOptions& opts) {
-    const int64_t L = static_cast<int64_t>(in.w_ih.size());
-    TORCH_CHECK(L >= 1 && in.w_hh.size() == in.w_ih.size() && in.b_ih.size() == in.w_ih.size() &&
-                    in.b_hh.size() == in.w_ih.size(),
-                "fused_gru_decoder: one set of GRU weights per layer expected");
-    TORCH_CHECK(!opts.steps.empty(), "fused_gru_decoder: no steps");
-    const int64_t B = in.h0.size(1);
-    int64_t N = 0, prev = B;
-    for (int64_t n : opts.steps) {
-        TORCH_CHECK(n >= 1 && n <= prev, "fused_gru_decoder: rows per step must be non-increasing and >= 1");
+namespace {
+// Checks the per-layer weights and the step sizes; returns the number of layers.
+int64_t check_shapes(const char* what, const std::vector<Tensor>& w_ih, const std::vector<Tensor>& w_hh,
+                     const std::vector<Tensor>& b_ih, const std::vector<Tensor>& b_hh,
+                     const std::vector<int64_t>& steps, int64_t batch, const Tensor& packed) {
+    const int64_t L = static_cast<int64_t>(w_ih.size());
+    TORCH_CHECK(L >= 1 && w_hh.size() == w_ih.size() && b_ih.size() == w_ih.size() && b_hh.size() == w_ih.size(),
+                what, ": one set of GRU weights per layer expected");
+    TORCH_CHECK(!steps.empty(), what, ": no steps");
+    int64_t N = 0, prev = batch;
+    for (int64_t n : steps) {
+        TORCH_CHECK(n >= 1 && n <= prev, what, ": rows per step must be non-increasing and >= 1");
         prev = n;
         N += n;
     }
-    TORCH_CHECK(in.emb.size(0) == N, "fused_gru_decoder: emb has ", in.emb.size(0), " rows, steps sum to ", N);
+    TORCH_CHECK(packed.size(0) == N, what, ": the packed input has ", packed.size(0), " rows, steps sum to ", N);
+    return L;
+}
+}  // namespace
+
+FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::vector<int64_t>& steps,
+                                      double dropout) {
+    const int64_t L = check_shapes("fused_gru_encoder", in.w_ih, in.w_hh, in.b_ih, in.b_hh, steps,
+                                   steps.empty() ? 0 : steps[0], in.x);
+    std::vector<Tensor> t{in.x.contiguous()};
+    for (int64_t l = 0; l < L; ++l) {
+        t.push_back(in.w_ih[l]);
+        t.push_back(in.w_hh[l]);
+        t.push_back(in.b_ih[l]);
+        t.push_back(in.b_hh[l]);
+    }
+    auto out = EncoderFunction::apply(at::TensorList(t), L, dropout, steps);
+    return {out[0], out[1]};
+}
+
+Tensor fused_gru_decoder(const FusedDecoderInputs& in, const FusedDecoderOptions& opts) {
+    const int64_t L = check_shapes("fused_gru_decoder", in.w_ih, in.w_hh, in.b_ih, in.b_hh, opts.steps,
+                                   in.h0.size(1), in.emb);
     auto placeholder = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, in.emb.options()); };
     std::vector<Tensor> t{in.values,   placeholder(in.proj_keys), in.mask,          placeholder(in.final_ctx),
                           in.h0,       in.emb.contiguous(),       placeholder(in.W_q), placeholder(in.w_v)};
