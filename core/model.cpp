@@ -244,7 +244,7 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& 
         flip = torch::where(pos < len, len - 1 - pos, pos);
     }
     auto emb = enc_embedding->forward(flip.defined() ? src.gather(1, flip) : src);  // [B, S, E]
-    if (m_fused && enc_gru && !m_config.bidirectional && is_training() && torch::GradMode::is_enabled()) {
+    if (m_fused && enc_gru && !m_config.bidirectional) {
         encode_fused(emb, lengths_cpu, enc);
     } else {
         encode_packed(emb, lengths_cpu, enc);
@@ -362,8 +362,7 @@ StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderState& state, c
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
                                    const torch::Tensor& tgt_in, double teacher_forcing,
                                    torch::Tensor* attention_out) {
-    if (m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !attention_out && is_training() &&
-        torch::GradMode::is_enabled())
+    if (m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !attention_out)
         return forward_fused(src, src_len, tgt_in);
     const int64_t T = tgt_in.size(1);
     auto enc = encode(src, src_len);

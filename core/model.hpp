@@ -130,11 +130,12 @@ public:
     /// Applies config().init to every parameter (called by the constructor).
     void reset_parameters();
 
-    /// Teacher-forced training of a GRU model runs the decoder as one fused
-    /// autograd node (core/fused_gru.hpp; same maths, faster). false runs
-    /// it step by step under autograd, the reference the tests compare with.
-    /// In the fused path, logits past a row's target length are 0 (the loss
-    /// ignores them).
+    /// A GRU model's teacher-forced forward() (training and validation loss)
+    /// and a unidirectional GRU encoder run as fused autograd nodes
+    /// (core/fused_gru.hpp; same maths, faster). false runs them step by step
+    /// under autograd, the reference the tests compare with. In the fused
+    /// path, logits past a row's target length are 0 (the loss ignores them).
+    /// Decoding (step()) is not affected.
     void set_fused_decoder(bool on) { m_fused = on; }
     bool fused_decoder() const { return m_fused; }
 

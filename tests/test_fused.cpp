@@ -120,6 +120,27 @@ TEST_CASE("fused decoder: the device-independent gate arithmetic (CUDA's) agrees
     fused_detail::set_generic_gates(false);
 }
 
+TEST_CASE("fused decoder in evaluation (no dropout, no gradients): same loss and logits", "[fused]") {
+    for (auto scoring : k_all) {
+        INFO("scoring " << to_string(scoring));
+        auto cfg = tiny_config(scoring);
+        cfg.dropout = 0.3;  // must be off in evaluation
+        Seq2Seq model(cfg);
+        model->eval();
+        auto b = ragged_batch(cfg.src_vocab, cfg.tgt_vocab);
+        torch::NoGradGuard no_grad;
+        auto logits = [&](bool fused) {
+            model->set_fused_decoder(fused);
+            return model->forward(b.src, b.src_len, b.tgt_in);
+        };
+        auto ref = logits(false), fused = logits(true);
+        auto valid = b.tgt_out.ne(Vocab::pad_id).unsqueeze(-1).expand_as(ref);
+        CHECK(torch::allclose(fused.masked_select(valid), ref.masked_select(valid), 1e-5, 1e-6));
+        CHECK(masked_cross_entropy(fused, b.tgt_out, Vocab::pad_id).item<double>() ==
+              Approx(masked_cross_entropy(ref, b.tgt_out, Vocab::pad_id).item<double>()).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("fused decoder with dropout: gradients match finite differences", "[fused]") {
     for (auto scoring : {Scoring::additive, Scoring::general, Scoring::none}) {
         INFO("scoring " << to_string(scoring));
