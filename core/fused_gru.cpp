@@ -20,7 +20,33 @@ using torch::autograd::variable_list;
 enum : int64_t { additive = 0, dot_like = 1, no_attention = 2 };
 
 // Tensor order in the flat list handed to the autograd function.
-enum : size_t { i_values, i_keys, i_mask, i_final_ctx, i_h0, i_emb, i_wq, i_wv, i_layers };
+enum : size_t { i_values, i_keys, i_mask, i_final_ctx, i_h0, i_tokens, i_embedding, i_wq, i_wv, i_layers };
+
+// Layer 0's input half for packed tokens, W [3H, E] x emb(token) + b. With
+// fewer vocabulary entries than packed rows it is cheaper to project the
+// vocabulary once and look rows up (the embedding folded into the product);
+// otherwise the embeddings are looked up and projected. *emb receives the
+// looked-up embeddings in the second case (undefined in the first).
+bool fold_embedding(const Tensor& embedding, const Tensor& tokens) { return embedding.size(0) < tokens.size(0); }
+
+Tensor embedded_input_gates(const Tensor& embedding, const Tensor& tokens, const Tensor& w, const Tensor& b,
+                            Tensor* emb) {
+    if (fold_embedding(embedding, tokens)) return at::addmm(b, embedding, w.t()).index_select(0, tokens);
+    *emb = embedding.index_select(0, tokens);
+    return at::addmm(b, *emb, w.t());
+}
+
+// Backward of embedded_input_gates for gate gradients dg [N, 3H]: returns the
+// gradients of the embedding table and of w.
+std::pair<Tensor, Tensor> embedded_input_gates_backward(const Tensor& embedding, const Tensor& tokens, const Tensor& w,
+                                                        const Tensor& emb, const Tensor& dg) {
+    if (fold_embedding(embedding, tokens)) {
+        Tensor d_table = at::zeros({embedding.size(0), dg.size(1)}, dg.options()).index_add_(0, tokens, dg);
+        return {at::mm(d_table, w), at::mm(d_table.t(), embedding)};
+    }
+    Tensor d_embedding = at::zeros_like(embedding).index_add_(0, tokens, at::mm(dg, w));
+    return {d_embedding, at::mm(dg.t(), emb)};
+}
 
 // The GRU's gate arithmetic after the two matrix products: writes r, z, n to
 // g [n, 3H] and h' to h_new. gi and gh are [n, 3H] (gh stays: its n part is
@@ -111,15 +137,16 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         const Tensor& PK = t[i_keys];
         const Tensor& mask = t[i_mask];
         const Tensor& h0 = t[i_h0];
-        const Tensor& emb = t[i_emb];
+        const Tensor& tokens = t[i_tokens];
+        const Tensor& embedding = t[i_embedding];
         const int64_t T = static_cast<int64_t>(steps.size());
-        const int64_t N = emb.size(0), B = h0.size(1), H = h0.size(2), K = V.size(2);
+        const int64_t N = tokens.size(0), B = h0.size(1), H = h0.size(2), K = V.size(2);
         const int64_t S = V.size(1);
         auto w_ih = [&](int64_t l) { return t[i_layers + 4 * l]; };
         auto w_hh = [&](int64_t l) { return t[i_layers + 4 * l + 1]; };
         auto b_ih = [&](int64_t l) { return t[i_layers + 4 * l + 2]; };
         auto b_hh = [&](int64_t l) { return t[i_layers + 4 * l + 3]; };
-        const auto opt = emb.options();
+        const auto opt = embedding.options();
         const bool drop = dropout > 0;
         const double keep = 1.0 - dropout;
 
@@ -147,8 +174,9 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
 
         // Layer 0's input is [context; embedding]: the embedding half of its
         // product is one matrix product for all steps, bias included.
-        const Tensor w_ctx = w_ih(0).narrow(1, 0, K), w_emb = w_ih(0).narrow(1, K, emb.size(1));
-        Tensor GE = at::addmm(b_ih(0), emb, w_emb.t());
+        const Tensor w_ctx = w_ih(0).narrow(1, 0, K), w_emb = w_ih(0).narrow(1, K, embedding.size(1));
+        Tensor emb;
+        Tensor GE = embedded_input_gates(embedding, tokens, w_emb, b_ih(0), &emb);
 
         std::vector<Tensor> h(L);
         for (int64_t l = 0; l < L; ++l) h[l] = h0[l];
@@ -201,7 +229,7 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
 
         // Unused buffers are saved as empty tensors (undefined ones would not survive the IValue list).
         auto keep_or_empty = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, opt); };
-        std::vector<Tensor> saved{CTX, keep_or_empty(AW), keep_or_empty(MA), keep_or_empty(FE)};
+        std::vector<Tensor> saved{CTX, keep_or_empty(AW), keep_or_empty(MA), keep_or_empty(FE), keep_or_empty(emb)};
         for (int64_t l = 0; l < L; ++l) {
             saved.push_back(keep_or_empty(X[l]));
             saved.push_back(HP[l]);
@@ -232,22 +260,24 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         const Tensor& AW = buf[1];
         const Tensor& MA = buf[2];
         const Tensor& FE = buf[3];
-        auto X = [&](int64_t l) { return buf[4 + 5 * l]; };
-        auto HP = [&](int64_t l) { return buf[5 + 5 * l]; };
-        auto G = [&](int64_t l) { return buf[6 + 5 * l]; };
-        auto GH = [&](int64_t l) { return buf[7 + 5 * l]; };
-        auto M = [&](int64_t l) { return buf[8 + 5 * l]; };
+        const Tensor& emb = buf[4];
+        auto X = [&](int64_t l) { return buf[5 + 5 * l]; };
+        auto HP = [&](int64_t l) { return buf[6 + 5 * l]; };
+        auto G = [&](int64_t l) { return buf[7 + 5 * l]; };
+        auto GH = [&](int64_t l) { return buf[8 + 5 * l]; };
+        auto M = [&](int64_t l) { return buf[9 + 5 * l]; };
         auto w_ih = [&](int64_t l) { return t[i_layers + 4 * l]; };
         auto w_hh = [&](int64_t l) { return t[i_layers + 4 * l + 1]; };
 
         const Tensor& V = t[i_values];
         const Tensor& PK = t[i_keys];
-        const Tensor& emb = t[i_emb];
+        const Tensor& tokens = t[i_tokens];
+        const Tensor& embedding = t[i_embedding];
         Tensor d_out = grads[0].contiguous();
         const int64_t T = static_cast<int64_t>(steps.size());
-        const int64_t N = emb.size(0), B = t[i_h0].size(1), H = t[i_h0].size(2), K = V.size(2);
-        const auto opt = emb.options();
-        const Tensor w_ctx = w_ih(0).narrow(1, 0, K), w_emb = w_ih(0).narrow(1, K, emb.size(1));
+        const int64_t N = tokens.size(0), B = t[i_h0].size(1), H = t[i_h0].size(2), K = V.size(2);
+        const auto opt = embedding.options();
+        const Tensor w_ctx = w_ih(0).narrow(1, 0, K), w_emb = w_ih(0).narrow(1, K, embedding.size(1));
 
         // Gradients of the gate pre-activations for every packed row: the
         // weight gradients are products of these with the saved inputs.
@@ -324,7 +354,8 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         g[i_keys] = d_keys;
         g[i_final_ctx] = d_final_ctx;
         g[i_h0] = at::stack(carry);
-        g[i_emb] = at::mm(DGI[0], w_emb);
+        Tensor dw_emb;
+        std::tie(g[i_embedding], dw_emb) = embedded_input_gates_backward(embedding, tokens, w_emb, emb, DGI[0]);
         if (scoring == additive) {
             g[i_wq] = at::mm(DQP.t(), HP(L - 1));
             g[i_wv] = at::mm(DSC.view({1, -1}), FE.view({-1, FE.size(2)}));
@@ -332,7 +363,7 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         for (int64_t l = 0; l < L; ++l) {
             Tensor dw_ih;
             if (l == 0)
-                dw_ih = at::cat({at::mm(DGI[0].t(), CTX), at::mm(DGI[0].t(), emb)}, 1);
+                dw_ih = at::cat({at::mm(DGI[0].t(), CTX), dw_emb}, 1);
             else
                 dw_ih = at::mm(DGI[l].t(), X(l));
             g[i_layers + 4 * l] = dw_ih;
@@ -348,17 +379,19 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
 
 
 struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
-    // t = [x, (w_ih, w_hh, b_ih, b_hh) per layer]; returns {outputs [N, H], h_n [L, B, H]}.
+    // t = [tokens, embedding, (w_ih, w_hh, b_ih, b_hh) per layer];
+    // returns {outputs [N, H], h_n [L, B, H]}.
     static variable_list forward(AutogradContext* ctx, at::TensorList t, int64_t L, double dropout,
                                  std::vector<int64_t> steps) {
-        const Tensor& x0 = t[0];
-        auto w_ih = [&](int64_t l) { return t[1 + 4 * l]; };
-        auto w_hh = [&](int64_t l) { return t[2 + 4 * l]; };
-        auto b_ih = [&](int64_t l) { return t[3 + 4 * l]; };
-        auto b_hh = [&](int64_t l) { return t[4 + 4 * l]; };
-        const int64_t T = static_cast<int64_t>(steps.size()), N = x0.size(0), B = steps[0];
+        const Tensor& tokens = t[0];
+        const Tensor& embedding = t[1];
+        auto w_ih = [&](int64_t l) { return t[2 + 4 * l]; };
+        auto w_hh = [&](int64_t l) { return t[3 + 4 * l]; };
+        auto b_ih = [&](int64_t l) { return t[4 + 4 * l]; };
+        auto b_hh = [&](int64_t l) { return t[5 + 4 * l]; };
+        const int64_t T = static_cast<int64_t>(steps.size()), N = tokens.size(0), B = steps[0];
         const int64_t H = w_hh(0).size(1);
-        const auto opt = x0.options();
+        const auto opt = embedding.options();
         const bool drop = dropout > 0;
         const double keep = 1.0 - dropout;
         // Packed row holding each (sorted) row's last state.
@@ -366,12 +399,12 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
         for (int64_t s = 0; s < T; ++s) offset[s + 1] = offset[s] + steps[s];
         for (int64_t s = 0; s < T; ++s)
             for (int64_t i = (s + 1 < T ? steps[s + 1] : 0); i < steps[s]; ++i) last[i] = offset[s] + i;
-        const Tensor last_idx = torch::tensor(last, torch::kLong).to(x0.device());
+        const Tensor last_idx = torch::tensor(last, torch::kLong).to(tokens.device());
 
         std::vector<Tensor> X(L), HP(L), G(L), GH(L), M(L), OUT(L), h_n(L);
         for (int64_t l = 0; l < L; ++l) {
             if (l == 0) {
-                X[l] = x0;
+                // set below with the input gates (undefined when the embedding is folded)
             } else if (drop) {
                 M[l - 1] = at::empty({N, H}, opt).bernoulli_(keep).div_(keep);
                 X[l] = OUT[l - 1] * M[l - 1];
@@ -383,7 +416,8 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
             GH[l] = at::empty({N, 3 * H}, opt);
             OUT[l] = at::empty({N, H}, opt);
             // The input half of every step at once.
-            const Tensor GI = at::addmm(b_ih(l), X[l], w_ih(l).t());
+            const Tensor GI = l == 0 ? embedded_input_gates(embedding, tokens, w_ih(0), b_ih(0), &X[0])
+                                     : at::addmm(b_ih(l), X[l], w_ih(l).t());
             Tensor h = at::zeros({B, H}, opt);
             for (int64_t s = 0; s < T; ++s) {
                 const int64_t n = steps[s], o = offset[s];
@@ -399,7 +433,7 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
         auto keep_or_empty = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, opt); };
         std::vector<Tensor> saved;
         for (int64_t l = 0; l < L; ++l) {
-            saved.push_back(l == 0 ? at::empty({0}, opt) : X[l]);  // layer 0's input is saved as an input
+            saved.push_back(keep_or_empty(X[l]));
             saved.push_back(HP[l]);
             saved.push_back(G[l]);
             saved.push_back(GH[l]);
@@ -419,11 +453,13 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
         const int64_t L = ctx->saved_data["L"].toInt();
         const auto steps = ctx->saved_data["steps"].toIntVector();
         const Tensor last_idx = ctx->saved_data["last"].toTensor();
-        auto w_ih = [&](int64_t l) { return t[1 + 4 * l]; };
-        auto w_hh = [&](int64_t l) { return t[2 + 4 * l]; };
-        const int64_t T = static_cast<int64_t>(steps.size()), N = t[0].size(0), B = steps[0];
+        const Tensor& tokens = t[0];
+        const Tensor& embedding = t[1];
+        auto w_ih = [&](int64_t l) { return t[2 + 4 * l]; };
+        auto w_hh = [&](int64_t l) { return t[3 + 4 * l]; };
+        const int64_t T = static_cast<int64_t>(steps.size()), N = tokens.size(0), B = steps[0];
         const int64_t H = w_hh(0).size(1);
-        const auto opt = t[0].options();
+        const auto opt = embedding.options();
         std::vector<int64_t> offset(T + 1, 0);
         for (int64_t s = 0; s < T; ++s) offset[s + 1] = offset[s] + steps[s];
 
@@ -433,7 +469,7 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
         Tensor DGI = at::empty({N, 3 * H}, opt), DGH = at::empty({N, 3 * H}, opt);
         Tensor dh = at::empty({B, H}, opt), dhz = at::empty({B, H}, opt);
         for (int64_t l = L - 1; l >= 0; --l) {
-            const Tensor& X = l == 0 ? t[0] : buf[5 * l];
+            const Tensor& X = buf[5 * l];
             const Tensor &HP = buf[5 * l + 1], &G = buf[5 * l + 2], &GH = buf[5 * l + 3];
             // A row's final-state gradient joins at its last step; until then
             // the row is not running (walking backwards), so it just waits here.
@@ -447,16 +483,16 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
                 Tensor carry_s = carry.narrow(0, 0, n);
                 at::addmm_out(carry_s, dhz_s, dgh, w_hh(l));
             }
-            g[1 + 4 * l] = at::mm(DGI.t(), X);
-            g[2 + 4 * l] = at::mm(DGH.t(), HP);
-            g[3 + 4 * l] = DGI.sum(0);
-            g[4 + 4 * l] = DGH.sum(0);
-            Tensor d_x = at::mm(DGI, w_ih(l));
+            g[3 + 4 * l] = at::mm(DGH.t(), HP);
+            g[4 + 4 * l] = DGI.sum(0);
+            g[5 + 4 * l] = DGH.sum(0);
             if (l > 0) {
+                g[2 + 4 * l] = at::mm(DGI.t(), X);
+                Tensor d_x = at::mm(DGI, w_ih(l));
                 const Tensor& M = buf[5 * (l - 1) + 4];
                 d_out = M.numel() > 0 ? d_x.mul_(M) : d_x;
             } else {
-                g[0] = d_x;
+                std::tie(g[1], g[2]) = embedded_input_gates_backward(embedding, tokens, w_ih(0), X, DGI);
             }
         }
         for (int k = 0; k < 3; ++k) g.emplace_back();  // the non-tensor arguments
@@ -492,8 +528,8 @@ int64_t check_shapes(const char* what, const std::vector<Tensor>& w_ih, const st
 FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::vector<int64_t>& steps,
                                       double dropout) {
     const int64_t L = check_shapes("fused_gru_encoder", in.w_ih, in.w_hh, in.b_ih, in.b_hh, steps,
-                                   steps.empty() ? 0 : steps[0], in.x);
-    std::vector<Tensor> t{in.x.contiguous()};
+                                   steps.empty() ? 0 : steps[0], in.tokens);
+    std::vector<Tensor> t{in.tokens, in.embedding};
     for (int64_t l = 0; l < L; ++l) {
         t.push_back(in.w_ih[l]);
         t.push_back(in.w_hh[l]);
@@ -506,10 +542,11 @@ FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::v
 
 Tensor fused_gru_decoder(const FusedDecoderInputs& in, const FusedDecoderOptions& opts) {
     const int64_t L = check_shapes("fused_gru_decoder", in.w_ih, in.w_hh, in.b_ih, in.b_hh, opts.steps,
-                                   in.h0.size(1), in.emb);
-    auto placeholder = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, in.emb.options()); };
+                                   in.h0.size(1), in.tokens);
+    auto placeholder = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, in.embedding.options()); };
     std::vector<Tensor> t{in.values,   placeholder(in.proj_keys), in.mask,          placeholder(in.final_ctx),
-                          in.h0,       in.emb.contiguous(),       placeholder(in.W_q), placeholder(in.w_v)};
+                          in.h0,       in.tokens,                 in.embedding,
+                          placeholder(in.W_q), placeholder(in.w_v)};
     for (int64_t l = 0; l < L; ++l) {
         t.push_back(in.w_ih[l]);
         t.push_back(in.w_hh[l]);

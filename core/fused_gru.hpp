@@ -33,7 +33,8 @@ struct FusedDecoderInputs {
     torch::Tensor mask;       ///< [B, S] bool, true at valid source positions (no gradient)
     torch::Tensor final_ctx;  ///< [B, K] context for scoring "none"; unused otherwise
     torch::Tensor h0;         ///< [L, B, H] initial decoder state
-    torch::Tensor emb;        ///< [N, E] embedded decoder inputs, packed step-major: step t's rows follow step t-1's
+    torch::Tensor tokens;     ///< [N] decoder input ids (long), packed step-major: step t's rows follow step t-1's
+    torch::Tensor embedding;  ///< [V, E] the decoder's embedding table
     torch::Tensor W_q;        ///< [A, H] additive query projection; unused otherwise
     torch::Tensor w_v;        ///< [1, A] additive score vector; unused otherwise
     std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  ///< per layer, PyTorch's GRU layout (r, z, n)
@@ -47,14 +48,18 @@ struct FusedDecoderOptions {
     std::vector<int64_t> steps;   ///< rows running at each step, non-increasing, steps[0] <= B
 };
 
-/// Runs every step; returns the top layer's outputs packed like `emb`: [N, H]
+/// Runs every step; returns the top layer's outputs packed like `tokens`: [N, H]
 /// with N = sum(steps). Differentiable with respect to every tensor in `in`
-/// except the mask. Works on any device and floating type ATen supports.
+/// except the mask and the token ids. Works on any device and floating type
+/// ATen supports. When the vocabulary has fewer entries than the batch has
+/// tokens, layer 0's embedding product is done once per vocabulary entry
+/// instead of once per token (same result, fewer operations).
 torch::Tensor fused_gru_decoder(const FusedDecoderInputs& in, const FusedDecoderOptions& opts);
 
 /// Input of the fused encoder: rows sorted by length, packed step-major.
 struct FusedEncoderInputs {
-    torch::Tensor x;   ///< [N, E] embedded source tokens, packed like FusedDecoderInputs::emb
+    torch::Tensor tokens;     ///< [N] source ids (long), packed like FusedDecoderInputs::tokens
+    torch::Tensor embedding;  ///< [V, E] the encoder's embedding table
     std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  ///< per layer, PyTorch's GRU layout (r, z, n)
 };
 

@@ -243,12 +243,11 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& 
         auto len = src_len.to(src.device()).unsqueeze(1);
         flip = torch::where(pos < len, len - 1 - pos, pos);
     }
-    auto emb = enc_embedding->forward(flip.defined() ? src.gather(1, flip) : src);  // [B, S, E]
-    if (m_fused && enc_gru && !m_config.bidirectional) {
-        encode_fused(emb, lengths_cpu, enc);
-    } else {
-        encode_packed(emb, lengths_cpu, enc);
-    }
+    auto tokens = flip.defined() ? src.gather(1, flip) : src;
+    if (m_fused && enc_gru && !m_config.bidirectional)
+        encode_fused(tokens, lengths_cpu, enc);
+    else
+        encode_packed(enc_embedding->forward(tokens), lengths_cpu, enc);  // embeddings [B, S, E]
     if (flip.defined()) enc.outputs = enc.outputs.gather(1, flip.unsqueeze(2).expand_as(enc.outputs));
     enc.mask = torch::arange(S, src.options()).unsqueeze(0) < src_len.to(src.device()).unsqueeze(1);
     enc.proj_keys = attention->project_keys(enc.outputs);
@@ -281,10 +280,10 @@ void Seq2SeqImpl::encode_packed(const torch::Tensor& emb, const torch::Tensor& l
     }
 }
 
-void Seq2SeqImpl::encode_fused(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc) {
+void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc) {
     // Rows sorted by source length, longest first, packed step-major.
-    const int64_t B = emb.size(0), S = emb.size(1), H = m_config.hidden_size, L = m_config.num_layers;
-    const auto dev = emb.device();
+    const int64_t B = tokens.size(0), S = tokens.size(1), H = m_config.hidden_size, L = m_config.num_layers;
+    const auto dev = tokens.device();
     auto [sorted, perm] = lengths_cpu.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
     const int64_t* len = sorted.data_ptr<int64_t>();
     const int64_t* rows = perm.data_ptr<int64_t>();
@@ -296,7 +295,8 @@ void Seq2SeqImpl::encode_fused(const torch::Tensor& emb, const torch::Tensor& le
     }
     auto pos = torch::tensor(positions, torch::kLong).to(dev);
     FusedEncoderInputs in;
-    in.x = emb.reshape({B * S, -1}).index_select(0, pos);
+    in.tokens = tokens.reshape(-1).index_select(0, pos);
+    in.embedding = enc_embedding->weight;
     auto params = enc_gru->named_parameters(/*recurse=*/false);
     for (int64_t l = 0; l < L; ++l) {
         const std::string s = std::to_string(l);
@@ -428,7 +428,8 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
     in.values = enc.outputs;
     in.mask = enc.mask;
     in.h0 = enc.h0;
-    in.emb = dec_embedding->forward(tokens);  // [N, E]
+    in.tokens = tokens;  // [N]
+    in.embedding = dec_embedding->weight;
     for (int64_t l = 0; l < m_config.num_layers; ++l) {
         in.w_ih.push_back(m_w_ih[l]);
         in.w_hh.push_back(m_w_hh[l]);

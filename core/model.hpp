@@ -142,7 +142,7 @@ public:
 private:
     torch::Tensor rnn_step(const torch::Tensor& x, DecoderState& state);
     void encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
-    void encode_fused(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
+    void encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc);
     torch::Tensor forward_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in);
     bool m_fused = true;
     ModelConfig m_config;

@@ -68,15 +68,18 @@ Run run(Seq2Seq& model, const RandomBatch& b, bool fused, uint64_t seed = 1) {
     return r;
 }
 
-ModelConfig double_config(Scoring scoring, int64_t layers, bool bidirectional) {
-    auto cfg = tiny_config(scoring);
+// vocab: 0 = tiny_config's small vocabularies (fewer entries than the batch has
+// tokens: the embedding is folded into layer 0's product), else this size for
+// both sides (more entries than tokens: embeddings are looked up per token).
+ModelConfig double_config(Scoring scoring, int64_t layers, bool bidirectional, int64_t vocab = 0) {
+    auto cfg = vocab > 0 ? tiny_config(scoring, vocab, vocab) : tiny_config(scoring);
     cfg.num_layers = layers;
     cfg.bidirectional = bidirectional;
     cfg.dropout = 0.0;
     return cfg;
 }
 
-void check_same_as_autograd(const char* what) {
+void check_same_as_autograd(const char* what, int64_t vocab = 0) {
     for (auto scoring : k_all) {
         for (int64_t layers : {1, 2, 3}) {
             for (int direction : {0, 1, 2}) {  // left to right, reversed source, bidirectional
@@ -84,7 +87,7 @@ void check_same_as_autograd(const char* what) {
                 if (bidirectional && (scoring == Scoring::dot || scoring == Scoring::scaled_dot)) continue;
                 INFO(what << ": scoring " << to_string(scoring) << ", " << layers << " layers, "
                           << (direction == 0 ? "left to right" : direction == 1 ? "reversed source" : "bidirectional"));
-                auto cfg = double_config(scoring, layers, bidirectional);
+                auto cfg = double_config(scoring, layers, bidirectional, vocab);
                 cfg.reverse_source = direction == 1;
                 Seq2Seq model(cfg);
                 model->to(torch::kDouble);
@@ -111,7 +114,8 @@ void check_same_as_autograd(const char* what) {
 }  // namespace
 
 TEST_CASE("fused decoder: same loss, logits and gradients as step-by-step autograd", "[fused]") {
-    check_same_as_autograd("CPU loop");
+    check_same_as_autograd("CPU loop, embedding folded");  // vocabularies of 11-12, 17-18 tokens per side
+    check_same_as_autograd("CPU loop, embeddings looked up", 40);
 }
 
 TEST_CASE("fused decoder: the device-independent gate arithmetic (CUDA's) agrees too", "[fused]") {
@@ -189,7 +193,8 @@ TEST_CASE("fused decoder with dropout: gradients match finite differences", "[fu
 TEST_CASE("fused decoder: inputs it cannot take are refused with a message", "[fused]") {
     FusedDecoderInputs in;
     in.h0 = torch::zeros({1, 2, 4});
-    in.emb = torch::zeros({3, 4});
+    in.tokens = torch::zeros({3}, torch::kLong);
+    in.embedding = torch::zeros({5, 4});
     FusedDecoderOptions opts;
     opts.steps = {2, 1};
     CHECK_THROWS_WITH(fused_gru_decoder(in, opts), Catch::Contains("one set of GRU weights per layer"));
