@@ -107,6 +107,24 @@ void gru_gates_backward_cpu(const Tensor& dh, const Tensor& g, const Tensor& gh,
     at::parallel_for(0, n, std::max<int64_t>(1, 16384 / (7 * H)), body);
 }
 
+// Buffers saved for backward; unused ones as empty tensors (undefined ones
+// would not survive the IValue list).
+Tensor keep_or_empty(const Tensor& x, const at::TensorOptions& opt) { return x.defined() ? x : at::empty({0}, opt); }
+
+// Appends five buffers per layer: input, previous state, gates, recurrent
+// pre-activations, dropout mask on the layer's output.
+void save_layers(std::vector<Tensor>& saved, const std::vector<Tensor>& X, const std::vector<Tensor>& HP,
+                 const std::vector<Tensor>& G, const std::vector<Tensor>& GH, const std::vector<Tensor>& M,
+                 const at::TensorOptions& opt) {
+    for (size_t l = 0; l < X.size(); ++l) {
+        saved.push_back(keep_or_empty(X[l], opt));
+        saved.push_back(HP[l]);
+        saved.push_back(G[l]);
+        saved.push_back(GH[l]);
+        saved.push_back(keep_or_empty(M[l], opt));
+    }
+}
+
 bool g_generic_gates = false;  // tests: run the device-independent version on the CPU too
 
 void gru_gates_backward(const Tensor& dh, const Tensor& g, const Tensor& gh, const Tensor& h_prev,
@@ -140,7 +158,7 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         const Tensor& tokens = t[i_tokens];
         const Tensor& embedding = t[i_embedding];
         const int64_t T = static_cast<int64_t>(steps.size());
-        const int64_t N = tokens.size(0), B = h0.size(1), H = h0.size(2), K = V.size(2);
+        const int64_t N = tokens.size(0), H = h0.size(2), K = V.size(2);
         const int64_t S = V.size(1);
         auto w_ih = [&](int64_t l) { return t[i_layers + 4 * l]; };
         auto w_hh = [&](int64_t l) { return t[i_layers + 4 * l + 1]; };
@@ -225,25 +243,15 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
             }
             o += n;
         }
-        (void)B;
-
-        // Unused buffers are saved as empty tensors (undefined ones would not survive the IValue list).
-        auto keep_or_empty = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, opt); };
-        std::vector<Tensor> saved{CTX, keep_or_empty(AW), keep_or_empty(MA), keep_or_empty(FE), keep_or_empty(emb)};
-        for (int64_t l = 0; l < L; ++l) {
-            saved.push_back(keep_or_empty(X[l]));
-            saved.push_back(HP[l]);
-            saved.push_back(G[l]);
-            saved.push_back(GH[l]);
-            saved.push_back(keep_or_empty(M[l]));
-        }
+        std::vector<Tensor> saved{CTX, keep_or_empty(AW, opt), keep_or_empty(MA, opt), keep_or_empty(FE, opt),
+                                  keep_or_empty(emb, opt)};
+        save_layers(saved, X, HP, G, GH, M, opt);
         ctx->saved_data["buffers"] = saved;
         ctx->saved_data["L"] = L;
         ctx->saved_data["scoring"] = scoring;
         ctx->saved_data["scale"] = scale;
         ctx->saved_data["dropout"] = dropout;
         ctx->saved_data["steps"] = steps;
-        ctx->saved_data["num_inputs"] = static_cast<int64_t>(t.size());
         ctx->save_for_backward(t.vec());
         return out;
     }
@@ -430,15 +438,8 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
             }
             h_n[l] = OUT[l].index_select(0, last_idx);
         }
-        auto keep_or_empty = [&](const Tensor& x) { return x.defined() ? x : at::empty({0}, opt); };
         std::vector<Tensor> saved;
-        for (int64_t l = 0; l < L; ++l) {
-            saved.push_back(keep_or_empty(X[l]));
-            saved.push_back(HP[l]);
-            saved.push_back(G[l]);
-            saved.push_back(GH[l]);
-            saved.push_back(keep_or_empty(M[l]));
-        }
+        save_layers(saved, X, HP, G, GH, M, opt);
         ctx->saved_data["buffers"] = saved;
         ctx->saved_data["L"] = L;
         ctx->saved_data["steps"] = steps;
