@@ -17,7 +17,7 @@ using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-enum : int64_t { additive = 0, dot_like = 1, no_attention = 2 };
+constexpr int64_t additive = int64_t(FusedScoring::additive), no_attention = int64_t(FusedScoring::none);
 
 // Tensor order in the flat list handed to the autograd function.
 enum : size_t { i_values, i_keys, i_mask, i_final_ctx, i_h0, i_tokens, i_embedding, i_wq, i_wv, i_layers };
@@ -525,6 +525,24 @@ int64_t check_shapes(const char* what, const std::vector<Tensor>& w_ih, const st
     return L;
 }
 }  // namespace
+
+LengthPacking pack_by_length(const Tensor& lengths, int64_t T) {
+    LengthPacking p;
+    auto [sorted, perm] = lengths.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
+    p.perm = perm;
+    const int64_t B = lengths.size(0);
+    const int64_t* len = sorted.data_ptr<int64_t>();
+    const int64_t* rows = perm.data_ptr<int64_t>();
+    for (int64_t t = 0; t < T && B > 0 && len[0] > t; ++t) {
+        int64_t n = 0;
+        for (; n < B && len[n] > t; ++n) {
+            p.sorted_index.push_back(n * T + t);
+            p.caller_index.push_back(rows[n] * T + t);
+        }
+        p.steps.push_back(n);
+    }
+    return p;
+}
 
 FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::vector<int64_t>& steps,
                                       double dropout) {

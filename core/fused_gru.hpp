@@ -40,9 +40,13 @@ struct FusedDecoderInputs {
     std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  ///< per layer, PyTorch's GRU layout (r, z, n)
 };
 
+/// The fused decoder's scorer: additive, dot-like (dot, scaled dot, general:
+/// q . proj_key times a scale) or none (the context is the final encoder state).
+enum class FusedScoring : int64_t { additive = 0, dot_like = 1, none = 2 };
+
 /// How the fused decoder scores and regularises.
 struct FusedDecoderOptions {
-    int scoring = 0;              ///< 0 additive, 1 dot-like (dot, scaled dot, general: q . proj_key), 2 none
+    FusedScoring scoring = FusedScoring::additive;  ///< how queries meet keys
     double scale = 1.0;           ///< dot-like scores are multiplied by this (1/sqrt(d) for scaled dot)
     double dropout = 0.0;         ///< dropout on attention weights and between layers (training only)
     std::vector<int64_t> steps;   ///< rows running at each step, non-increasing, steps[0] <= B
@@ -74,6 +78,18 @@ struct FusedEncoderOutputs {
 /// Same results as torch::nn::GRU on the equivalent PackedSequence.
 FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::vector<int64_t>& steps,
                                       double dropout);
+
+/// Rows of a padded batch ordered for the fused nodes: sorted by length,
+/// longest first, and packed step-major.
+struct LengthPacking {
+    torch::Tensor perm;                  ///< [B] long (CPU): sorted row i is the caller's row perm[i]
+    std::vector<int64_t> steps;          ///< rows still running at each step (non-increasing)
+    std::vector<int64_t> sorted_index;   ///< per packed row: its place in the sorted [B * T] batch
+    std::vector<int64_t> caller_index;   ///< per packed row: its place in the caller's [B * T] batch
+};
+
+/// lengths: [B] long on the CPU, each >= 1; T: the padded length.
+LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T);
 
 namespace fused_detail {
 /// Tests only: true makes the CPU use the device-independent gate arithmetic

@@ -284,16 +284,8 @@ void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor&
     // Rows sorted by source length, longest first, packed step-major.
     const int64_t B = tokens.size(0), S = tokens.size(1), H = m_config.hidden_size, L = m_config.num_layers;
     const auto dev = tokens.device();
-    auto [sorted, perm] = lengths_cpu.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
-    const int64_t* len = sorted.data_ptr<int64_t>();
-    const int64_t* rows = perm.data_ptr<int64_t>();
-    std::vector<int64_t> steps, positions;  // per packed row: its place in [B*S], caller's order
-    for (int64_t t = 0; t < S && len[0] > t; ++t) {
-        int64_t n = 0;
-        while (n < B && len[n] > t) positions.push_back(rows[n++] * S + t);
-        steps.push_back(n);
-    }
-    auto pos = torch::tensor(positions, torch::kLong).to(dev);
+    const auto packing = pack_by_length(lengths_cpu, S);
+    auto pos = torch::tensor(packing.caller_index, torch::kLong).to(dev);
     FusedEncoderInputs in;
     in.tokens = tokens.reshape(-1).index_select(0, pos);
     in.embedding = enc_embedding->weight;
@@ -305,10 +297,10 @@ void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor&
         in.b_ih.push_back(params["bias_ih_l" + s]);
         in.b_hh.push_back(params["bias_hh_l" + s]);
     }
-    auto out = fused_gru_encoder(in, steps, is_training() ? m_config.dropout : 0.0);
+    auto out = fused_gru_encoder(in, packing.steps, is_training() ? m_config.dropout : 0.0);
     enc.outputs = torch::zeros({B * S, H}, out.outputs.options()).index_copy(0, pos, out.outputs).view({B, S, H});
     // h_n rows are in sorted order; put them back in the caller's.
-    enc.h0 = torch::empty_like(out.h_n).index_copy(1, perm.to(dev), out.h_n);
+    enc.h0 = torch::empty_like(out.h_n).index_copy(1, packing.perm.to(dev), out.h_n);
 }
 
 DecoderState Seq2SeqImpl::init_state(const EncoderState& enc) const {
@@ -405,24 +397,11 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
     const auto dev = tgt_in.device();
     // Rows sorted by target length, longest first, so that step t runs rows
     // [0, n_t). Every row has at least <bos>.
-    auto lengths = tgt_in.ne(Vocab::pad_id).sum(1).to(torch::kCPU, torch::kLong);
-    auto [sorted, perm] = lengths.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true);
-    const int64_t* len = sorted.data_ptr<int64_t>();
-    const int64_t* rows = perm.data_ptr<int64_t>();
-    std::vector<int64_t> steps, gather, scatter;  // per step: rows running; per packed row: its [B*T] positions
-    for (int64_t t = 0; t < T && len[0] > t; ++t) {
-        int64_t n = 0;
-        while (n < B && len[n] > t) {
-            gather.push_back(n * T + t);          // in the sorted batch
-            scatter.push_back(rows[n] * T + t);   // in the caller's order
-            ++n;
-        }
-        steps.push_back(n);
-    }
+    auto packing = pack_by_length(tgt_in.ne(Vocab::pad_id).sum(1).to(torch::kCPU, torch::kLong), T);
     auto to_dev = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(dev); };
-    auto perm_dev = perm.to(dev);
+    auto perm_dev = packing.perm.to(dev);
     auto enc = encode(src.index_select(0, perm_dev), src_len.to(dev).index_select(0, perm_dev));
-    auto tokens = tgt_in.index_select(0, perm_dev).reshape(-1).index_select(0, to_dev(gather));
+    auto tokens = tgt_in.index_select(0, perm_dev).reshape(-1).index_select(0, to_dev(packing.sorted_index));
 
     FusedDecoderInputs in;
     in.values = enc.outputs;
@@ -437,11 +416,11 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
         in.b_hh.push_back(m_b_hh[l]);
     }
     FusedDecoderOptions opts;
-    opts.steps = std::move(steps);
+    opts.steps = std::move(packing.steps);
     opts.dropout = is_training() ? m_config.dropout : 0.0;
     switch (m_config.scoring) {
     case Scoring::additive:
-        opts.scoring = 0;
+        opts.scoring = FusedScoring::additive;
         in.proj_keys = enc.proj_keys;
         in.W_q = attention->query_weight();
         in.w_v = attention->score_weight();
@@ -449,17 +428,17 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
     case Scoring::dot:
     case Scoring::scaled_dot:
     case Scoring::general:
-        opts.scoring = 1;
+        opts.scoring = FusedScoring::dot_like;
         in.proj_keys = enc.proj_keys;
         if (m_config.scoring == Scoring::scaled_dot) opts.scale = 1.0 / std::sqrt(static_cast<double>(m_key_size));
         break;
     case Scoring::none:
-        opts.scoring = 2;
+        opts.scoring = FusedScoring::none;
         in.final_ctx = enc.final_ctx;
         break;
     }
     auto logits = dense->forward(fused_gru_decoder(in, opts));  // [N, V]
-    return torch::zeros({B * T, V}, logits.options()).index_copy(0, to_dev(scatter), logits).view({B, T, V});
+    return torch::zeros({B * T, V}, logits.options()).index_copy(0, to_dev(packing.caller_index), logits).view({B, T, V});
 }
 
 torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {
