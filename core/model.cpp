@@ -15,86 +15,6 @@ namespace F = torch::nn::functional;
 
 namespace attnviz {
 
-// --- names -------------------------------------------------------------------
-
-namespace {
-template <typename E>
-E from_table(const std::string& s, const std::vector<std::pair<std::string, E>>& table,
-             const char* what) {
-    std::string valid;
-    for (const auto& [name, value] : table) {
-        if (name == s) return value;
-        valid += (valid.empty() ? "" : ", ") + name;
-    }
-    throw ConfigError("unknown " + std::string(what) + " '" + s + "' (expected one of: " + valid + ")");
-}
-template <typename E>
-std::string to_table(E e, const std::vector<std::pair<std::string, E>>& table) {
-    for (const auto& [name, value] : table)
-        if (value == e) return name;
-    return "?";
-}
-const std::vector<std::pair<std::string, Scoring>> k_scorings = {
-    {"additive", Scoring::additive}, {"dot", Scoring::dot}, {"scaled-dot", Scoring::scaled_dot},
-    {"general", Scoring::general},   {"none", Scoring::none}};
-const std::vector<std::pair<std::string, CellType>> k_cells = {{"gru", CellType::gru},
-                                                               {"lstm", CellType::lstm}};
-const std::vector<std::pair<std::string, InitScheme>> k_inits = {
-    {"xavier", InitScheme::xavier}, {"uniform", InitScheme::uniform}, {"orthogonal", InitScheme::orthogonal}};
-}  // namespace
-
-std::string to_string(Scoring s) { return to_table(s, k_scorings); }
-std::string to_string(CellType c) { return to_table(c, k_cells); }
-std::string to_string(InitScheme i) { return to_table(i, k_inits); }
-Scoring scoring_from_string(const std::string& s) { return from_table(s, k_scorings, "scoring function"); }
-CellType cell_from_string(const std::string& s) { return from_table(s, k_cells, "cell type"); }
-InitScheme init_from_string(const std::string& s) { return from_table(s, k_inits, "initialisation"); }
-
-// --- config ------------------------------------------------------------------
-
-void ModelConfig::validate() const {
-    auto need = [](bool ok, const std::string& msg) {
-        if (!ok) throw ConfigError(msg);
-    };
-    need(src_vocab >= 5 && tgt_vocab >= 5, "model: vocabularies must have at least one token besides the 4 special ones");
-    need(embed_size >= 1 && embed_size <= 4096, "model: embedding size must be in 1..4096");
-    need(hidden_size >= 1 && hidden_size <= 4096, "model: hidden size must be in 1..4096");
-    need(num_layers >= 1 && num_layers <= 8, "model: layers must be in 1..8");
-    need(attention_size >= 0 && attention_size <= 4096, "model: attention size must be in 0..4096 (0 = hidden size)");
-    need(dropout >= 0.0 && dropout < 1.0, "model: dropout must be in [0, 1)");
-    need(!(reverse_source && bidirectional), "model: a bidirectional encoder already reads the source both ways; "
-                                             "reversing the source only applies to a unidirectional one");
-    need(!((scoring == Scoring::dot || scoring == Scoring::scaled_dot) && bidirectional),
-         "model: dot-product scoring needs keys as wide as the decoder state; with a bidirectional "
-         "encoder use 'general' or 'additive' scoring");
-}
-
-nlohmann::json ModelConfig::to_json() const {
-    return {{"src_vocab", src_vocab},     {"tgt_vocab", tgt_vocab},   {"embed_size", embed_size},
-            {"hidden_size", hidden_size}, {"num_layers", num_layers}, {"attention_size", attention_size},
-            {"cell", to_string(cell)},    {"bidirectional", bidirectional}, {"reverse_source", reverse_source},
-            {"scoring", to_string(scoring)}, {"dropout", dropout},  {"init", to_string(init)},
-            {"seed", seed}};
-}
-
-ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
-    ModelConfig c;
-    c.src_vocab = j.at("src_vocab").get<int64_t>();
-    c.tgt_vocab = j.at("tgt_vocab").get<int64_t>();
-    c.embed_size = j.at("embed_size").get<int64_t>();
-    c.hidden_size = j.at("hidden_size").get<int64_t>();
-    c.num_layers = j.at("num_layers").get<int64_t>();
-    c.attention_size = j.value("attention_size", int64_t{0});
-    c.cell = cell_from_string(j.at("cell").get<std::string>());
-    c.bidirectional = j.at("bidirectional").get<bool>();
-    c.reverse_source = j.value("reverse_source", false);
-    c.scoring = scoring_from_string(j.at("scoring").get<std::string>());
-    c.dropout = j.at("dropout").get<double>();
-    c.init = init_from_string(j.value("init", std::string("xavier")));
-    c.seed = j.value("seed", uint64_t{0});
-    return c;
-}
-
 // --- attention ---------------------------------------------------------------
 
 AttentionImpl::AttentionImpl(Scoring scoring, int64_t query_size, int64_t key_size, int64_t attention_size)
@@ -159,7 +79,7 @@ private:
 
 Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config) : m_config(config) {
     namespace nn = torch::nn;
-    config.validate();
+    config.validate_for_build();
     ScopedSeed seeded(config.seed);  // the initial weights depend on the seed alone
     const int64_t E = config.embed_size, H = config.hidden_size, L = config.num_layers;
     const int64_t dirs = config.bidirectional ? 2 : 1;

@@ -7,59 +7,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
 #include <torch/torch.h>
 
+#include "core/config.hpp"
+
 namespace attnviz {
-
-/// Attention scoring function a(q, k).
-enum class Scoring {
-    additive,     ///< Bahdanau: w_v^T tanh(W_q q + W_k k)
-    dot,          ///< Luong dot: q^T k (needs key size == hidden size)
-    scaled_dot,   ///< q^T k / sqrt(d)
-    general,      ///< Luong bilinear: q^T W k
-    none          ///< no attention: the context is the encoder's final state (seed 002 Q27 baseline)
-};
-
-enum class CellType { gru, lstm };
-
-/// Weight initialisation schemes.
-enum class InitScheme {
-    xavier,      ///< d2l: Xavier-uniform recurrent weights; other layers keep PyTorch's defaults
-    uniform,     ///< Sutskever et al.: every parameter uniform in [-0.08, 0.08]
-    orthogonal   ///< Bahdanau et al.: orthogonal recurrent matrices, Xavier elsewhere, zero biases
-};
-
-std::string to_string(Scoring s);      ///< "additive", "dot", "scaled-dot", "general", "none"
-std::string to_string(CellType c);     ///< "gru", "lstm"
-std::string to_string(InitScheme i);   ///< "xavier", "uniform", "orthogonal"
-Scoring scoring_from_string(const std::string& s);       ///< throws ConfigError listing valid names
-CellType cell_from_string(const std::string& s);         ///< throws ConfigError
-InitScheme init_from_string(const std::string& s);       ///< throws ConfigError
-
-/// Shape of the model. Defaults are d2l's Bahdanau configuration, made smaller.
-struct ModelConfig {
-    int64_t src_vocab = 0;         ///< source vocabulary size (set from the data)
-    int64_t tgt_vocab = 0;         ///< target vocabulary size (set from the data)
-    int64_t embed_size = 64;       ///< embedding width of both sides (d2l: 256)
-    int64_t hidden_size = 128;     ///< RNN hidden width (d2l: 256)
-    int64_t num_layers = 1;        ///< RNN layers in encoder and decoder (d2l: 2)
-    int64_t attention_size = 0;    ///< additive attention's hidden width; 0 = hidden_size (d2l)
-    CellType cell = CellType::gru; ///< recurrent cell of both sides
-    bool bidirectional = false;    ///< bidirectional encoder (keys have 2*hidden_size features)
-    bool reverse_source = false;   ///< (unidirectional) encoder reads the source right to left, as
-                                   ///< Sutskever et al. reversed their inputs; attention positions
-                                   ///< still refer to the source in its original order
-    Scoring scoring = Scoring::additive;  ///< attention scoring function
-    double dropout = 0.0;          ///< dropout between RNN layers and on attention weights (d2l: 0.2)
-    InitScheme init = InitScheme::xavier; ///< weight initialisation
-    uint64_t seed = 0;             ///< seed for the initial weights
-
-    /// Throws attnviz::ConfigError when a value is out of range or combinations clash.
-    void validate() const;
-    nlohmann::json to_json() const;
-    static ModelConfig from_json(const nlohmann::json& j);
-};
 
 /// What the encoder hands to the decoder; keys are projected once per batch.
 struct EncoderState {

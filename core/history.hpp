@@ -1,0 +1,60 @@
+#pragma once
+// What training reports and records: per-batch and per-epoch reports, the
+// history a checkpoint keeps and the GUI plots, and why a run ended.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace attnviz {
+
+/// One batch's report.
+struct BatchReport {
+    int epoch = 0;                ///< 1-based
+    int batch = 0;                ///< 1-based within the epoch
+    int batches_per_epoch = 0;
+    int64_t global_step = 0;      ///< batches since training began (continues after resume)
+    double loss = 0.0;            ///< mean masked cross-entropy of the batch
+    double grad_norm = 0.0;       ///< global gradient norm before clipping
+    double tokens_per_second = 0.0;  ///< target tokens/s over the last batches
+    double elapsed = 0.0;         ///< seconds of training in this run (pauses excluded)
+    double eta = 0.0;             ///< estimated seconds left
+};
+
+/// One epoch's report.
+struct EpochReport {
+    int epoch = 0;               ///< 1-based
+    double train_loss = 0.0;     ///< token-weighted mean training loss of the epoch
+    double val_loss = 0.0;       ///< validation loss (NaN when there is no validation set)
+    double val_accuracy = 0.0;   ///< exact-match accuracy on (a sample of) validation, greedy (NaN: not measured)
+    double val_token_accuracy = 0.0; ///< token accuracy (teacher-forced argmax) on validation
+    double val_bleu = 0.0;       ///< corpus BLEU-4 (0..100) on the validation sample (NaN: not measured)
+    double tokens_per_second = 0.0;  ///< target tokens/s over the epoch
+    double elapsed = 0.0;        ///< seconds since training began
+};
+
+/// Everything recorded while training: what a checkpoint keeps and the GUI plots.
+struct TrainHistory {
+    std::vector<std::pair<int64_t, double>> batch_loss;  ///< (global step, loss)
+    std::vector<EpochReport> epochs;
+    int64_t global_step = 0;     ///< batches done so far
+    int epochs_done = 0;         ///< completed epochs
+    int best_epoch = 0;          ///< epoch with the lowest validation loss so far (0: none measured)
+    double seconds = 0.0;        ///< training time so far
+    nlohmann::json to_json() const;
+    static TrainHistory from_json(const nlohmann::json& j);
+};
+
+/// Why training ended.
+enum class StopReason {
+    finished,    ///< every planned epoch ran
+    stopped,     ///< stop() was called (or the batch limit was reached)
+    early_stop,  ///< the validation loss stopped improving for `patience` epochs
+    diverged,    ///< the loss or the gradient became NaN or infinite; the last good weights are kept
+    error        ///< something failed (bad data, out of memory, ...); the message says what
+};
+std::string to_string(StopReason r);  ///< "finished", "stopped", "early_stop", "diverged", "error"
+
+}  // namespace attnviz

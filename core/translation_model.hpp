@@ -1,0 +1,82 @@
+#pragma once
+// TranslationModel: "a model you can translate with" as one immutable bundle --
+// the network's configuration and weights, both vocabularies, the token level,
+// the settings it was trained with and its training history. The CLI, the GUI,
+// beam search, export and the live probe all translate through it; a
+// checkpoint file is a TranslationModel plus the optimiser's state.
+//
+// Sharing between threads (as CTranslate2's Translator documents it): a
+// TranslationModel is never modified after construction. Hold it as
+// std::shared_ptr<const TranslationModel>; translate() and every other const
+// member may be called from any number of threads at once (decoding runs in
+// inference mode and only reads the weights). The training session publishes a
+// new TranslationModel for each snapshot instead of changing an old one.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/decode.hpp"
+#include "core/history.hpp"
+#include "core/model.hpp"
+#include "core/text.hpp"
+
+namespace attnviz {
+
+class TranslationModel {
+public:
+    /// Takes the network as it is (no copy) and puts it in evaluation mode: the
+    /// caller must not train or change it afterwards. Its vocabulary sizes must
+    /// match the vocabularies (ConfigError otherwise).
+    TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
+                     TokenLevel level, TrainConfig trained_with = {}, TrainHistory history = {},
+                     std::string corpus_name = {});
+
+    const ModelConfig& config() const { return m_network->config(); }
+    const Vocab& src_vocab() const { return *m_src_vocab; }
+    const Vocab& tgt_vocab() const { return *m_tgt_vocab; }
+    /// The vocabularies as shared pointers (a snapshot shares them with the trainer: no copies).
+    const std::shared_ptr<const Vocab>& src_vocab_ptr() const { return m_src_vocab; }
+    const std::shared_ptr<const Vocab>& tgt_vocab_ptr() const { return m_tgt_vocab; }
+    TokenLevel level() const { return m_level; }
+    /// The training settings the weights came from (defaults when unknown).
+    const TrainConfig& trained_with() const { return m_trained_with; }
+    /// The training history up to these weights (epochs_done, global_step, best_epoch, curves).
+    const TrainHistory& history() const { return m_history; }
+    /// What it was trained on (a task name or a file path), for display.
+    const std::string& corpus_name() const { return m_corpus_name; }
+    bool has_attention() const { return config().scoring != Scoring::none; }
+    torch::Device device() const;
+    int64_t parameter_count() const;
+
+    /// Translates sentences (normalised and tokenised per level()), greedy or
+    /// beam search per options. An empty sentence gives a Translation without
+    /// hypotheses. Throws ConfigError on bad options, Error on invalid UTF-8.
+    std::vector<Translation> translate(const std::vector<std::string>& sentences,
+                                       const DecodeOptions& options = {}) const;
+    /// The same for sentences already split into tokens (no normalisation).
+    std::vector<Translation> translate_tokens(const std::vector<std::vector<std::string>>& sources,
+                                              const DecodeOptions& options = {}) const;
+
+    /// The network, for read-only use (export, tests, inspection): never train or modify it.
+    Seq2Seq network() const { return m_network; }
+    /// A deep copy of the weights on `device`, in training mode (to train further).
+    Seq2Seq clone_network(const torch::Device& device) const;
+
+    /// Reads a checkpoint (core/checkpoint.hpp) and keeps the model; throws FileError.
+    static std::shared_ptr<const TranslationModel> load(const std::string& path);
+    /// Writes the model as a checkpoint without optimiser state, atomically; throws FileError.
+    void save(const std::string& path) const;
+
+private:
+    Seq2Seq m_network;
+    std::shared_ptr<const Vocab> m_src_vocab, m_tgt_vocab;
+    TokenLevel m_level;
+    TrainConfig m_trained_with;
+    TrainHistory m_history;
+    std::string m_corpus_name;
+};
+
+using TranslationModelPtr = std::shared_ptr<const TranslationModel>;
+
+}  // namespace attnviz
