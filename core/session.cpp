@@ -177,6 +177,21 @@ void TrainingSession::start(std::shared_ptr<const Corpus> corpus, const ModelCon
         train, true);
 }
 
+void TrainingSession::start(std::shared_ptr<const TrainingData> data, const ModelConfig& model,
+                            const TrainConfig& train) {
+    if (!data || data->train.empty()) throw ConfigError("there are no training pairs");
+    model.validate();
+    launch(
+        [data, model, train](Shared& s) {
+            auto trainer = std::make_unique<Trainer>(*data, model, train);
+            std::lock_guard<std::mutex> lock(s.mutex);
+            s.corpus.reset();
+            s.opened.reset();
+            return trainer;
+        },
+        train, true);
+}
+
 void TrainingSession::start_from(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<const Corpus> corpus,
                                  const TrainConfig& train) {
     if (!checkpoint || !checkpoint->model) throw ConfigError("there is no checkpoint to resume");

@@ -22,11 +22,10 @@
 #include "core/checkpoint.hpp"
 #include "core/data.hpp"
 #include "core/history.hpp"
+#include "core/train.hpp"
 #include "core/translation_model.hpp"
 
 namespace attnviz {
-
-class Trainer;
 
 /// Where the session is. There is exactly one state at a time, owned by the session.
 enum class SessionState {
@@ -102,6 +101,8 @@ public:
     /// A fresh model of shape `model` on `corpus` (the data is split, filtered
     /// and given vocabularies per `train`).
     void start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train);
+    /// The same on data already split and given vocabularies (e.g. one split shared by several runs).
+    void start(std::shared_ptr<const TrainingData> data, const ModelConfig& model, const TrainConfig& train);
     /// Continues a checkpoint on `corpus` (its vocabularies, weights, optimiser
     /// state and history are kept; train.epochs is the total to reach).
     void start_from(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<const Corpus> corpus,

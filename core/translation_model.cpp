@@ -55,6 +55,15 @@ Seq2Seq TranslationModel::clone_network(const torch::Device& device) const {
     return copy;
 }
 
+std::shared_ptr<const TranslationModel> TranslationModel::on_device(const torch::Device& device) const {
+    if (device == this->device()) {
+        if (auto self = weak_from_this().lock()) return self;
+    }
+    Seq2Seq moved = clone_network(device);
+    return std::make_shared<const TranslationModel>(moved, m_src_vocab, m_tgt_vocab, m_level, m_trained_with, m_history,
+                                                    m_corpus_name);
+}
+
 std::shared_ptr<const TranslationModel> TranslationModel::load(const std::string& path) {
     return load_checkpoint(path).model;
 }
