@@ -818,41 +818,32 @@ TEST_CASE("opening a checkpoint over an unsaved model asks first", "[ui][unsaved
     }
 }
 
-TEST_CASE("a new training run over an unsaved model asks first; Continue does not", "[ui][unsaved]") {
+TEST_CASE("a new training run over an unsaved model asks first", "[ui][unsaved]") {
+    // Save: written, then the run starts. Discard: the run starts, nothing written. Cancel: nothing happens.
+    using B = QMessageBox::StandardButton;
+    const auto [answer, writes, starts] =
+        GENERATE(table<B, bool, bool>({{QMessageBox::Save, true, true}, {QMessageBox::Discard, false, true},
+                                       {QMessageBox::Cancel, false, false}}));
     Unsaved f;
     QSignalSpy started(&f.controller(), &TrainingController::started);
-    SECTION("Save writes the model, then the run starts") {
-        f.answer = QMessageBox::Save;
-        f.w().trainAction()->trigger();
-        CHECK(f.prompts == 1);
-        CHECK(f.written());
-        CHECK(started.count() == 1);
-        REQUIRE(f.waitIdle());
-    }
-    SECTION("Discard starts the run without writing") {
-        f.answer = QMessageBox::Discard;
-        f.w().trainAction()->trigger();
-        CHECK(f.prompts == 1);
-        CHECK_FALSE(f.written());
-        CHECK(started.count() == 1);
-        REQUIRE(f.waitIdle());
-    }
-    SECTION("Cancel starts nothing") {
-        const TranslationModelPtr model = f.w().currentModel();
-        f.answer = QMessageBox::Cancel;
-        f.w().trainAction()->trigger();
-        CHECK(f.prompts == 1);
-        CHECK_FALSE(f.written());
-        CHECK(started.count() == 0);
-        CHECK_FALSE(f.controller().isActive());
-        CHECK(f.w().currentModel() == model);
-    }
-    SECTION("Continue trains the same model further: nothing is lost, nothing asked") {
-        f.w().continueAction()->trigger();
-        CHECK(started.count() == 1);
-        CHECK(f.prompts == 0);
-        REQUIRE(f.waitIdle());
-    }
+    const TranslationModelPtr model = f.w().currentModel();
+    f.answer = answer;
+    f.w().trainAction()->trigger();
+    CHECK(f.prompts == 1);
+    CHECK(f.written() == writes);
+    CHECK(started.count() == (starts ? 1 : 0));
+    CHECK(f.controller().isActive() == starts);
+    if (starts) REQUIRE(f.waitIdle());
+    else CHECK(f.w().currentModel() == model);
+}
+
+TEST_CASE("Continue trains the same model further: nothing is lost, nothing is asked", "[ui][unsaved]") {
+    Unsaved f;
+    QSignalSpy started(&f.controller(), &TrainingController::started);
+    f.w().continueAction()->trigger();
+    CHECK(started.count() == 1);
+    CHECK(f.prompts == 0);
+    REQUIRE(f.waitIdle());
 }
 
 TEST_CASE("no unsaved-model prompt when nothing is unsaved", "[ui][unsaved]") {

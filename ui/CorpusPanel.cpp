@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
 #include <QSignalBlocker>
@@ -62,10 +63,16 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOn
     fileForm->addRow(m_swap);
     fileForm->addRow(tr("Read at most"), m_maxPairs);
 
-    m_busy = new QProgressBar(this);
-    m_busy->setRange(0, 0);  // busy: no known end
-    m_busy->setTextVisible(true);
-    m_busy->setMaximumHeight(QFontMetrics(font()).height() + 6);
+    m_busy = new QWidget(this);
+    auto* bar = new QProgressBar(m_busy);
+    bar->setRange(0, 0);  // busy: no known end
+    bar->setTextVisible(false);
+    bar->setMaximumSize(60, QFontMetrics(font()).height());
+    m_busyText = new QLabel(m_busy);
+    auto* busyRow = new QHBoxLayout(m_busy);
+    busyRow->setContentsMargins(0, 0, 0, 0);
+    busyRow->addWidget(bar);
+    busyRow->addWidget(m_busyText, 1);
     m_busy->setVisible(false);
     m_summaryLabel = new QLabel(this);
     m_summaryLabel->setWordWrap(true);
@@ -169,7 +176,7 @@ void CorpusPanel::request(bool load) {
             m_loading = false;
             if (load) {
                 m_corpus = std::move(result.corpus);
-                applySource(source);
+                m_loaded = source;
             }
             m_summary = std::move(result.summary);
             showSummary();
@@ -196,17 +203,12 @@ void CorpusPanel::request(bool load) {
                                        : tr("Reading %1…").arg(name));
 }
 
-void CorpusPanel::applySource(const Source& source) {
-    m_loaded = source;
-    if (source.file.isEmpty()) m_description->setText(qs(task_description(source.task)));
-    else m_description->setText(tr("Tatoeba-style pairs from %1").arg(source.file.toHtmlEscaped()));
-    refreshCombo();
-}
 
 void CorpusPanel::updateBusy(const QString& text) {
     const bool now = busy();
-    if (!text.isEmpty()) m_busy->setFormat(text);
+    if (!text.isEmpty()) m_busyText->setText(text);
     m_busy->setVisible(now);
+    m_summaryLabel->setEnabled(!m_loading);  // greyed: it describes the corpus that is being replaced
     if (now != m_wasBusy) {
         m_wasBusy = now;
         Q_EMIT busyChanged(now);
@@ -245,6 +247,8 @@ void CorpusPanel::refreshCombo() {
     }
     m_taskOptions->setVisible(isTask());
     m_fileOptions->setVisible(!isTask());
+    if (isTask()) m_description->setText(qs(task_description(m_chosen.task)));
+    else m_description->setText(tr("Tatoeba-style pairs from %1").arg(m_chosen.file.toHtmlEscaped()));
 }
 
 void CorpusPanel::showSummary() {

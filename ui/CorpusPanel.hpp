@@ -16,7 +16,6 @@ QT_BEGIN_NAMESPACE
 class QCheckBox;
 class QComboBox;
 class QLabel;
-class QProgressBar;
 class QSpinBox;
 QT_END_NAMESPACE
 
@@ -82,10 +81,10 @@ private:
     Source sourceFromForm(const QString& file, TaskKind task) const;
     void load(const Source& source);
     void request(bool load);
-    void applySource(const Source& source);
     void showSummary();
     void updateBusy(const QString& text = QString());
     void comboActivated(int index);
+    /// Shows the chosen source: combo box, its options, description.
     void refreshCombo();
 
     QComboBox* m_combo;
@@ -96,7 +95,8 @@ private:
     QSpinBox* m_maxPairs;
     QWidget* m_taskOptions;
     QWidget* m_fileOptions;
-    QProgressBar* m_busy;
+    QWidget* m_busy;          ///< a busy bar and what is being done
+    QLabel* m_busyText;
     QLabel* m_summaryLabel;
     LengthHistogram* m_histogram;
     LatestOnly* m_jobs;

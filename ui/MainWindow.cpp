@@ -293,7 +293,7 @@ void MainWindow::onCorpusChanged() {
     if ((probe.isEmpty() || taskExamples.contains(probe)) && !examples.isEmpty()) m_probe->setSentence(examples.front());
     if (m_corpus->corpus() && !m_corpus->isTask()) {
         addRecentFile(m_corpus->filePath());
-        QString summary = m_corpus->summaryText().replace(QLatin1String("<br>"), QLatin1String(" · "));
+        QString summary = m_corpus->summaryText().replace(QLatin1String("<br>"), QStringLiteral(" · "));
         statusBar()->showMessage(summary.remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
     }
     updateActions();

@@ -3,7 +3,6 @@
 #include <QTimer>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -88,23 +87,12 @@ public:
         m_pending.saves.push_back(result);
     }
     void on_finished(StopReason reason, const std::string& message) override {
-        {
-            std::lock_guard<std::mutex> lock(m_mutex);
-            m_pending.finished.emplace(reason, message);
-        }
-        m_finishedCv.notify_all();
-    }
-
-    /// Waits at most `timeout` for on_finished (the session's wait ends just before the
-    /// worker's last reports); true when it has been buffered.
-    bool waitFinished(std::chrono::milliseconds timeout) {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        return m_finishedCv.wait_for(lock, timeout, [this] { return m_pending.finished.has_value(); });
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.finished.emplace(reason, message);
     }
 
 private:
     std::mutex m_mutex;
-    std::condition_variable m_finishedCv;
     Batch m_pending;
     int64_t m_lastStep = 0;  ///< global step of the last batch (the epoch reports' step)
 };
@@ -205,12 +193,10 @@ void TrainingController::stop() {
 }
 
 bool TrainingController::shutdown(int timeoutMs) {
-    using std::chrono::milliseconds;
     if (!isActive()) return true;
     stop();
-    if (m_session->wait_for(milliseconds(timeoutMs))) {
-        m_buffer->waitFinished(milliseconds(500));  // its last reports follow at once
-        poll();  // delivers them: the state shown becomes Idle
+    if (m_session->wait_for(std::chrono::milliseconds(timeoutMs))) {
+        poll();  // the worker reported its end before it ended: the state shown becomes Idle
         return true;
     }
     // The worker missed the budget: leave it to finish alone. A thread of its own waits
