@@ -720,42 +720,26 @@ struct Unsaved : Fixture {
 }  // namespace
 
 TEST_CASE("closing with an unsaved model asks Save, Discard or Cancel", "[ui][unsaved]") {
+    // Save: written, then closed (a cancelled save dialog keeps the window). Discard: closed,
+    // nothing written. Cancel: the window and the model stay.
+    using B = QMessageBox::StandardButton;
+    const auto [answer, pathGiven, closes, writes] =
+        GENERATE(table<B, bool, bool, bool>({{QMessageBox::Save, true, true, true},
+                                             {QMessageBox::Save, false, false, false},
+                                             {QMessageBox::Discard, true, true, false},
+                                             {QMessageBox::Cancel, true, false, false}}));
     Unsaved f;
-    SECTION("Save writes the file, then the window closes") {
-        f.answer = QMessageBox::Save;
-        f.w().close();
-        CHECK(f.prompts == 1);
-        CHECK(f.pathsAsked == 1);
-        REQUIRE(f.written());
-        CHECK_NOTHROW(load_checkpoint(f.savePath.toStdString()));
-        CHECK_FALSE(f.w().isVisible());
-    }
-    SECTION("Save with the dialog cancelled keeps the window open") {
-        f.answer = QMessageBox::Save;
-        f.savePath.clear();
-        f.w().close();
-        CHECK(f.pathsAsked == 1);
-        CHECK(f.w().isVisible());
-        CHECK(f.controller().unsaved());
-    }
-    SECTION("Discard closes without writing") {
-        f.answer = QMessageBox::Discard;
-        f.w().close();
-        CHECK(f.prompts == 1);
-        CHECK(f.pathsAsked == 0);
-        CHECK_FALSE(f.written());
-        CHECK_FALSE(f.w().isVisible());
-    }
-    SECTION("Cancel keeps the window and the model") {
-        const TranslationModelPtr model = f.w().currentModel();
-        f.answer = QMessageBox::Cancel;
-        f.w().close();
-        CHECK(f.prompts == 1);
-        CHECK_FALSE(f.written());
-        CHECK(f.w().isVisible());
-        CHECK(f.w().currentModel() == model);
-        CHECK(f.controller().unsaved());
-    }
+    const TranslationModelPtr model = f.w().currentModel();
+    f.answer = answer;
+    if (!pathGiven) f.savePath.clear();
+    f.w().close();
+    CHECK(f.prompts == 1);
+    CHECK(f.pathsAsked == (answer == QMessageBox::Save ? 1 : 0));
+    CHECK(f.w().isVisible() == !closes);
+    REQUIRE(f.written() == writes);
+    if (writes) CHECK_NOTHROW(load_checkpoint(f.savePath.toStdString()));
+    CHECK(f.controller().unsaved() == !writes);
+    CHECK(f.w().currentModel() == model);
 }
 
 TEST_CASE("closing during training with Save stops the run, the worker writes the file, then the window closes",

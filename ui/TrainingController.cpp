@@ -154,7 +154,7 @@ bool TrainingController::launch(const QString& label, QString* error, const std:
     m_path.clear();  // the weights change: Save asks where, unless this run is saved somewhere
     m_plannedEpochs = 0;
     m_flushes = 0;
-    setState(State::Preparing);  // the worker reports its own state from here on
+    setState(State::Preparing);  // the session is preparing; poll() follows its state from here on
     m_timer->start();
     Q_EMIT started(m_runLabel, continuing);
     return true;
