@@ -182,11 +182,7 @@ StopReason run_with_interrupt(Trainer& trainer, TrainObserver* observer) {
     return reason;
 }
 
-void validate_model(ModelConfig m) {
-    if (m.src_vocab == 0) m.src_vocab = 5;  // the Trainer sets the real sizes from the data
-    if (m.tgt_vocab == 0) m.tgt_vocab = 5;
-    m.validate();
-}
+void validate_model(ModelConfig m) { m.validate(); }  // the vocabulary sizes come later, from the data
 
 void check_writable(const std::string& flag, const std::string& path) {
     auto slash = path.find_last_of('/');
