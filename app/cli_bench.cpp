@@ -7,8 +7,7 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/checkpoint.hpp"
-#include "core/decode.hpp"
+#include "core/session.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/metrics.hpp"
@@ -64,7 +63,7 @@ int run_bench(BenchOptions& o) {
     o.settings.apply(m, t);
     m.seed = t.seed;
     t.validate();
-    validate_model(m);
+    m.validate();
     torch::Device device = resolve_device(t.device);
     if (!o.save.empty()) check_writable("--save", o.save);
 
@@ -79,35 +78,31 @@ int run_bench(BenchOptions& o) {
     // The core's preparation does d2l's split when told to keep file order
     // (split_shuffle = false, set by d2l_config): the first num_train pairs train.
     t.val_fraction = double(corpus.pairs.size() - o.num_train) / double(corpus.pairs.size());  // also recorded in the checkpoint
-    TrainingData data = prepare_data(corpus, t);
     size_t longer_than_steps = 0;  // pairs d2l's 9 steps would truncate
     for (const auto& p : corpus.pairs)
         if (p.src.size() + 1 > 9 || p.tgt.size() + 1 > 9) ++longer_than_steps;
 
-    Trainer trainer(data, m, t);
-    if (!o.quiet)
-        std::cerr << describe_data(trainer.data()) << "\n"
-                  << count_parameters(*trainer.model()) << " parameters, " << describe_device(device) << ", "
-                  << at::get_num_threads() << " threads\n";
     ProgressPrinter progress(t.epochs, o.quiet);
+    progress.on_ready = [&](const SessionInfo& info) {
+        if (!o.quiet)
+            std::cerr << info.describe_data() << "\n"
+                      << info.parameters << " parameters, " << info.device << ", " << at::get_num_threads()
+                      << " threads\n";
+    };
+    TrainingSession session(&progress);
     auto t0 = std::chrono::steady_clock::now();
-    StopReason reason = run_with_interrupt(trainer, &progress);
+    session.start(std::make_shared<const Corpus>(std::move(corpus)), m, t);
+    StopReason reason = wait_with_interrupt(session);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (reason == StopReason::error || reason == StopReason::diverged)
-        throw TrainingError(progress.message());
-    if (!o.save.empty()) save_checkpoint(trainer, o.save);
+    if (reason == StopReason::error || reason == StopReason::diverged) throw TrainingError(session.message());
+    if (!o.save.empty()) session.save(o.save);
+    const SessionInfo info = session.info().value();
 
     // d2l's predict_step: greedy, at most num_steps tokens.
-    std::shared_ptr<Seq2Seq> snap = trainer.snapshot();
-    Seq2Seq model = snap ? *snap : clone_model(trainer.model(), torch::kCPU);
     DecodeOptions d;
     d.max_length = t.fixed_steps > 0 ? t.fixed_steps : 9;
     std::vector<std::string> sources(std::begin(d2l_sources), std::end(d2l_sources));
-    std::vector<Translation> ts;
-    {
-        torch::NoGradGuard no_grad;
-        ts = translate(model, data.src_vocab, data.tgt_vocab, TokenLevel::word, sources, d);
-    }
+    std::vector<Translation> ts = session.model()->translate(sources, d);
     nlohmann::json samples = nlohmann::json::array();
     double bleu_sum = 0;
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -118,7 +113,7 @@ int run_bench(BenchOptions& o) {
         if (!o.quiet) std::cerr << sources[i] << " => " << pred << ", bleu " << fixed(b, 3) << "\n";
     }
 
-    const TrainHistory& h = trainer.history();
+    const TrainHistory h = session.history();
     double tokens = progress.tokens_trained();
     nlohmann::json j;
     j["train_seconds"] = seconds;
@@ -129,11 +124,11 @@ int run_bench(BenchOptions& o) {
     j["last_train_loss"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().train_loss);
     j["val_bleu"] = h.epochs.empty() ? nlohmann::json(nullptr) : number_or_null(h.epochs.back().val_bleu);
     j["epochs"] = h.epochs_done;
-    j["stop_reason"] = reason == StopReason::finished ? "finished" : "stopped";
-    j["src_vocab"] = data.src_vocab.size();
-    j["tgt_vocab"] = data.tgt_vocab.size();
-    j["num_train"] = data.train.size();
-    j["num_val"] = data.val.size();
+    j["stop_reason"] = to_string(reason);
+    j["src_vocab"] = info.src_vocab;
+    j["tgt_vocab"] = info.tgt_vocab;
+    j["num_train"] = info.train_pairs;
+    j["num_val"] = info.val_pairs;
     j["mean_bleu"] = ts.empty() ? 0.0 : bleu_sum / double(ts.size());
     j["samples"] = samples;
     j["device"] = describe_device(device);
@@ -143,7 +138,7 @@ int run_bench(BenchOptions& o) {
                      {"bucket_window", t.bucket_window},
                      {"pairs_longer_than_9_tokens", longer_than_steps},
                      {"vocab", "min_freq " + std::to_string(t.min_freq) + " over train+val (d2l)"}};
-    j["model"] = trainer.model_config().to_json();
+    j["model"] = info.model.to_json();
     j["train"] = t.to_json();
     j["saved"] = o.save.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.save);
     std::cout << j.dump() << std::endl;

@@ -25,7 +25,7 @@ std::atomic<bool> g_interrupted{false};
 std::atomic<int> g_sigint_count{0};
 
 extern "C" void on_sigint(int) {
-    // Only lock-free atomics here; the main thread turns this into Trainer::stop().
+    // Only lock-free atomics here; the main thread turns this into TrainingSession::stop().
     if (g_sigint_count.fetch_add(1) >= 1) {
         std::signal(SIGINT, SIG_DFL);
         std::raise(SIGINT);
@@ -125,6 +125,10 @@ void ProgressPrinter::clear_line() {
     m_line_open = false;
 }
 
+void ProgressPrinter::on_prepared(const SessionInfo& info) {
+    if (on_ready) on_ready(info);
+}
+
 void ProgressPrinter::on_batch(const BatchReport& r) {
     m_last = r;
     if (m_quiet || !m_tty) return;
@@ -160,29 +164,19 @@ void ProgressPrinter::on_finished(StopReason reason, const std::string& message)
 
 bool interrupted() { return g_interrupted.load(); }
 
-StopReason run_with_interrupt(Trainer& trainer, TrainObserver* observer) {
-    std::atomic<bool> done{false};
-    StopReason reason = StopReason::error;
+StopReason wait_with_interrupt(TrainingSession& session) {
     auto previous = std::signal(SIGINT, on_sigint);
-    std::thread worker([&] {
-        reason = trainer.run(observer);
-        done.store(true);
-    });
     bool stop_sent = false;
-    while (!done.load()) {
+    while (!session.wait_for(std::chrono::milliseconds(50))) {
         if (g_interrupted.load() && !stop_sent) {
-            trainer.stop();
+            session.stop();
             stop_sent = true;
             std::fputs("\nattnviz-cli: stopping after this batch (Ctrl+C again to abort)\n", stderr);
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    worker.join();
     std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
-    return reason;
+    return session.stop_reason();
 }
-
-void validate_model(ModelConfig m) { m.validate(); }  // the vocabulary sizes come later, from the data
 
 void check_writable(const std::string& flag, const std::string& path) {
     auto slash = path.find_last_of('/');
@@ -190,15 +184,6 @@ void check_writable(const std::string& flag, const std::string& path) {
     if (access(dir.c_str(), W_OK) != 0)
         throw FileError(path + ": cannot write here (" + flag + "): directory '" + dir +
                         "' does not exist or is not writable");
-}
-
-std::string describe_data(const TrainingData& d) {
-    std::ostringstream s;
-    s << d.name << ": " << d.train.size() << " training + " << d.val.size() << " validation pairs, vocabularies "
-      << d.src_vocab.size() << " / " << d.tgt_vocab.size() << " tokens ("
-      << (d.level == TokenLevel::character ? "characters" : "words") << ")";
-    if (d.skipped_lines > 0) s << ", " << d.skipped_lines << " bad lines skipped";
-    return s.str();
 }
 
 // --- output ------------------------------------------------------------------------

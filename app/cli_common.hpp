@@ -1,7 +1,7 @@
 #pragma once
 // Shared pieces of attnviz-cli: exit codes, the hyperparameter flags (one table
 // used by train, bench and compare's --vary), corpus selection, the progress
-// line and running a Trainer with Ctrl+C handling.
+// line and waiting for a TrainingSession with Ctrl+C handling.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,7 +15,7 @@
 #include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
 #include "core/data.hpp"
 #include "core/model.hpp"
-#include "core/train.hpp"
+#include "core/session.hpp"
 
 namespace attnviz::cli {
 
@@ -76,10 +76,13 @@ std::vector<std::string> task_names();
 // --- training --------------------------------------------------------------------
 
 /// Prints the progress line on stderr: `\r`-updated when stderr is a terminal,
-/// one line per epoch otherwise.
-class ProgressPrinter : public TrainObserver {
+/// one line per epoch otherwise. Called on the session's worker thread.
+class ProgressPrinter : public SessionObserver {
 public:
     ProgressPrinter(int total_epochs, bool quiet, std::string prefix = {});
+    /// Called once the data and model are ready (e.g. to describe them on stderr).
+    std::function<void(const SessionInfo&)> on_ready;
+    void on_prepared(const SessionInfo& info) override;
     void on_batch(const BatchReport& r) override;
     void on_epoch(const EpochReport& r) override;
     void on_finished(StopReason reason, const std::string& message) override;
@@ -99,21 +102,15 @@ private:
     bool m_line_open = false;
 };
 
-/// Runs trainer.run() on a worker thread; Ctrl+C calls Trainer::stop() (a
-/// second Ctrl+C kills). Returns why training ended.
-StopReason run_with_interrupt(Trainer& trainer, TrainObserver* observer);
-/// True once Ctrl+C was pressed during run_with_interrupt.
+/// Waits for a started session; Ctrl+C asks it to stop after the current batch
+/// (a second Ctrl+C kills). Returns why training ended.
+StopReason wait_with_interrupt(TrainingSession& session);
+/// True once Ctrl+C was pressed during wait_with_interrupt.
 bool interrupted();
-
-/// ModelConfig::validate() before the data fills in the vocabulary sizes (fail fast).
-void validate_model(ModelConfig m);
 
 /// Throws FileError when path's directory does not exist or is not writable
 /// (checked before training rather than after an hour of it).
 void check_writable(const std::string& flag, const std::string& path);
-
-/// A line describing the prepared data, for stderr.
-std::string describe_data(const TrainingData& data);
 
 // --- output ------------------------------------------------------------------------
 

@@ -54,15 +54,6 @@ struct Run {
     int64_t parameters = 0;
 };
 
-const char* reason_name(StopReason r) {
-    switch (r) {
-        case StopReason::finished: return "finished";
-        case StopReason::stopped: return "stopped";
-        case StopReason::diverged: return "diverged";
-        default: return "error";
-    }
-}
-
 std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
 
 void print_table(const std::vector<Run>& runs) {
@@ -124,35 +115,41 @@ int run_compare(CompareOptions& o) {
     for (auto& r : runs) {
         try {
             r.train.validate();
-            validate_model(r.model);
+            r.model.validate();
         } catch (const ConfigError& e) {
             throw ConfigError(r.label + ": " + e.what());
         }
     }
     if (!o.curves.empty()) check_writable("--curves", o.curves);
 
-    Corpus corpus = o.corpus.load(!o.quiet);
+    auto corpus = std::make_shared<const Corpus>(o.corpus.load(!o.quiet));
     bool failed = false;
     for (size_t i = 0; i < runs.size() && !interrupted(); ++i) {
         Run& r = runs[i];
         TrainConfig data_config = r.train;
         data_config.seed = base_t.seed;  // same split for every run, even when the seed varies
-        TrainingData data = prepare_data(corpus, data_config);
-        if (i == 0 && !o.quiet) std::cerr << describe_data(data) << "\n";
-        Trainer trainer(std::move(data), r.model, r.train);
-        r.parameters = count_parameters(*trainer.model());
-        r.model = trainer.model_config();  // with the vocabulary sizes filled in
+        auto data = std::make_shared<const TrainingData>(prepare_data(*corpus, data_config));
+        if (i == 0 && !o.quiet)
+            std::cerr << data->name << ": " << data->train.size() << " training + " << data->val.size()
+                      << " validation pairs, vocabularies " << data->src_vocab.size() << " / "
+                      << data->tgt_vocab.size() << " tokens\n";
         std::string prefix = "[" + std::to_string(i + 1) + "/" + std::to_string(runs.size()) + " " + r.label + "] ";
         ProgressPrinter progress(r.train.epochs, o.quiet, prefix);
+        TrainingSession session(&progress);
         auto t0 = std::chrono::steady_clock::now();
-        StopReason reason = run_with_interrupt(trainer, &progress);
+        session.start(data, r.model, r.train);
+        StopReason reason = wait_with_interrupt(session);
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        r.epochs = trainer.history().epochs;
-        r.status = reason_name(reason);
+        if (auto info = session.info()) {
+            r.parameters = info->parameters;
+            r.model = info->model;  // with the vocabulary sizes filled in
+        }
+        r.epochs = session.history().epochs;
+        r.status = to_string(reason);
         r.tokens_per_second = r.seconds > 0 ? progress.tokens_trained() / r.seconds : 0.0;
         if (reason == StopReason::error || reason == StopReason::diverged) {
             std::cerr << "attnviz-cli: " << (reason == StopReason::error ? "error: " : "warning: ") << r.label
-                      << ": " << progress.message() << "\n";
+                      << ": " << session.message() << "\n";
             failed = failed || reason == StopReason::error;
         }
     }

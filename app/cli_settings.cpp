@@ -9,13 +9,17 @@ namespace attnviz::cli {
 
 namespace {
 
-/// "--dropout FLOAT [0.2]  dropout between ... [0, 0.99]; d2l: 0.2" style help.
+/// "dropout between ... (range [0, 0.99]; d2l: 0.2)": the help, the allowed values and d2l's value.
 std::string flag_help(const ParamSpec& p, const std::string& shown_default) {
-    std::string h = p.help + " [" + describe_range(p);
-    if (!p.zero_means.empty() && p.help.find("0 = ") == std::string::npos) h += "; 0 = " + p.zero_means;
-    if (!shown_default.empty()) h += "; default: " + shown_default;
-    if (!p.d2l_value.is_null()) h += "; d2l: " + format_value(p, p.d2l_value);
-    return h + "]";
+    std::vector<std::string> parts;
+    if (p.type == ParamType::integer || p.type == ParamType::real) parts.push_back("range " + describe_range(p));
+    if (p.type == ParamType::choice) parts.push_back(describe_range(p));
+    if (!p.zero_means.empty() && p.help.find("0 = ") == std::string::npos) parts.push_back("0 = " + p.zero_means);
+    if (!shown_default.empty()) parts.push_back("default: " + shown_default);
+    if (!p.d2l_value.is_null()) parts.push_back("d2l: " + format_value(p, p.d2l_value));
+    std::string h = p.help;
+    for (size_t i = 0; i < parts.size(); ++i) h += (i == 0 ? " (" : "; ") + parts[i];
+    return parts.empty() ? h : h + ")";
 }
 
 const char* type_name(const ParamSpec& p) {

@@ -57,20 +57,9 @@ struct DecodeFlags {
     }
 };
 
-/// Loads a checkpoint onto the requested device, in eval mode.
-Checkpoint load_model(const std::string& path, const std::string& device) {
-    torch::Device dev = resolve_device(device);
-    Checkpoint c = load_checkpoint(path);
-    c.model->to(dev);
-    c.model->eval();
-    return c;
-}
-
-std::vector<Translation> decode(Checkpoint& c, const std::vector<std::vector<std::string>>& sources,
-                                const DecodeOptions& d) {
-    torch::NoGradGuard no_grad;
-    return d.beam_size > 1 ? beam_decode(c.model, c.src_vocab, c.tgt_vocab, c.level, sources, d)
-                           : greedy_decode(c.model, c.src_vocab, c.tgt_vocab, c.level, sources, d);
+/// Loads a checkpoint's model onto the requested device.
+TranslationModelPtr load_model(const std::string& path, const std::string& device) {
+    return TranslationModel::load(path)->on_device(resolve_device(device));
 }
 
 std::vector<std::string> without_eos(const std::vector<std::string>& tokens) {
@@ -99,11 +88,11 @@ std::string attention_format_of(const TranslateOptions& o) {
                      ": cannot tell the format from the extension; use .json or .csv, or --attention-format");
 }
 
-std::string attention_file(const std::vector<Translation>& ts, const std::string& format, const Checkpoint& c,
+std::string attention_file(const std::vector<Translation>& ts, const std::string& format, const TranslationModel& m,
                            const DecodeOptions& d) {
     if (format == "json") {
         nlohmann::json all = nlohmann::json::array();
-        nlohmann::json model = c.model_config.to_json(), decoding = d.to_json();
+        nlohmann::json model = m.config().to_json(), decoding = d.to_json();
         for (size_t i = 0; i < ts.size(); ++i) {
             if (ts[i].empty()) {  // keep one entry per sentence so indices line up
                 all.push_back({{"sentence", i}, {"hypothesis", 0}, {"input", ts[i].input}, {"source", nlohmann::json::array()},
@@ -132,8 +121,8 @@ std::string attention_file(const std::vector<Translation>& ts, const std::string
 int run_translate(TranslateOptions& o) {
     DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
-    Checkpoint c = load_model(o.model, o.decode.device);
-    if (format == "csv" && c.model_config.scoring == Scoring::none)
+    TranslationModelPtr model = load_model(o.model, o.decode.device);
+    if (format == "csv" && !model->has_attention())
         throw UsageError("--attention-out " + o.attention_out +
                          ": the model has no attention (scoring none), so there is no CSV table; use .json");
 
@@ -150,12 +139,7 @@ int run_translate(TranslateOptions& o) {
             throw FileError((o.sentences.empty() ? "<stdin>:" + std::to_string(i + 1)
                                                  : "sentence " + std::to_string(i + 1)) +
                             ": invalid UTF-8");
-    std::vector<Translation> ts;
-    {
-        torch::NoGradGuard no_grad;
-        ts = translate(c.model, c.src_vocab, c.tgt_vocab, c.level, sentences, d);
-    }
-    for (size_t i = 0; i < ts.size() && i < sentences.size(); ++i) ts[i].input = sentences[i];
+    std::vector<Translation> ts = model->translate(sentences, d);
 
     if (o.show_unk)
         for (size_t i = 0; i < ts.size(); ++i)
@@ -164,7 +148,7 @@ int run_translate(TranslateOptions& o) {
                 for (const auto& w : ts[i].unknown) words += (words.empty() ? "" : " ") + w;
                 std::cerr << "attnviz-cli: sentence " << i + 1 << ": unknown words (read as <unk>): " << words << "\n";
             }
-    if (!format.empty()) write_file_atomic(o.attention_out, attention_file(ts, format, c, d));
+    if (!format.empty()) write_file_atomic(o.attention_out, attention_file(ts, format, *model, d));
 
     std::string out;
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -193,32 +177,33 @@ struct EvalOptions {
 int run_eval(EvalOptions& o) {
     DecodeOptions d = o.decode.options();
     d.num_hypotheses = 1;
-    Checkpoint c = load_model(o.model, o.decode.device);
+    TranslationModelPtr model = load_model(o.model, o.decode.device);
     Corpus corpus = o.corpus.load();
-    if (corpus.level != c.level)
-        throw UsageError("the model works on " + std::string(c.level == TokenLevel::word ? "words" : "characters") +
+    if (corpus.level != model->level())
+        throw UsageError("the model works on " + std::string(model->level() == TokenLevel::word ? "words" : "characters") +
                          " but the corpus is tokenised differently (see --level)");
     // The held-out pairs are re-derived exactly as training split them.
     std::vector<SentencePair> pairs;
     if (o.split == "all") {
         pairs = corpus.pairs;
     } else {
-        TrainingData data = prepare_data(corpus, c.train_config);
+        TrainingData data = prepare_data(corpus, model->trained_with());
         pairs = data.val;
     }
     if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + o.split + "')");
 
     // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
     // its --steps padding/truncation, so the numbers match training's validation).
-    torch::Device dev = resolve_device(o.decode.device);
+    const torch::Device dev = model->device();
+    Seq2Seq network = model->network();  // teacher-forced loss: read-only use of the weights
     torch::NoGradGuard no_grad;
     double loss_sum = 0, tf_correct = 0;
     int64_t tokens = 0;
     for (size_t start = 0; start < pairs.size(); start += size_t(d.batch_size)) {
         std::vector<size_t> rows;
         for (size_t i = start; i < std::min(pairs.size(), start + size_t(d.batch_size)); ++i) rows.push_back(i);
-        Batch b = make_batch(pairs, rows, c.src_vocab, c.tgt_vocab, c.train_config.fixed_steps).to(dev);
-        torch::Tensor logits = c.model->forward(b.src, b.src_len, b.tgt_in);
+        Batch b = make_batch(pairs, rows, model->src_vocab(), model->tgt_vocab(), model->trained_with().fixed_steps).to(dev);
+        torch::Tensor logits = network->forward(b.src, b.src_len, b.tgt_in);
         int64_t n = b.target_tokens();
         loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * double(n);
         torch::Tensor mask = b.tgt_out.ne(Vocab::pad_id);
@@ -231,7 +216,7 @@ int run_eval(EvalOptions& o) {
         sources.push_back(p.src);
         refs.push_back(p.tgt);
     }
-    for (const auto& t : decode(c, sources, d)) hyps.push_back(t.empty() ? std::vector<std::string>{} : without_eos(t.best().tokens));
+    for (const auto& t : model->translate_tokens(sources, d)) hyps.push_back(t.empty() ? std::vector<std::string>{} : without_eos(t.best().tokens));
     BleuResult bleu = corpus_bleu(hyps, refs);
 
     nlohmann::json j;

@@ -39,11 +39,14 @@ EncoderState expand(const EncoderState& enc, const torch::Tensor& idx) {
 }
 }  // namespace
 
-std::vector<Translation> beam_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
-                                     TokenLevel level, const std::vector<std::vector<std::string>>& sources,
+std::vector<Translation> beam_decode(const TranslationModel& translation_model,
+                                     const std::vector<std::vector<std::string>>& sources,
                                      const DecodeOptions& options) {
-    const bool has_attention = model->config().scoring != Scoring::none;
-    const auto device = model_device(model);
+    const bool has_attention = translation_model.has_attention();
+    const auto device = translation_model.device();
+    Seq2Seq model = translation_model.network();
+    const Vocab& tgt_vocab = translation_model.tgt_vocab();
+    const TokenLevel level = translation_model.level();
     const int64_t K = options.beam_size;
     const int64_t V = model->config().tgt_vocab;
     const double alpha = options.length_penalty;
@@ -141,7 +144,7 @@ std::vector<Translation> beam_decode(Seq2Seq& model, const Vocab& src_vocab, con
             }
         }
     };
-    return decode_in_batches(model, src_vocab, sources, options, decode_chunk);
+    return decode_in_batches(translation_model, sources, options, decode_chunk);
 }
 
 }  // namespace attnviz

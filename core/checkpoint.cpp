@@ -75,7 +75,7 @@ private:
 
 std::string level_name(TokenLevel l) { return l == TokenLevel::character ? "char" : "word"; }
 
-std::string model_bytes(Seq2Seq& model) {
+std::string model_bytes(Seq2Seq model) {
     torch::serialize::OutputArchive archive;
     model->save(archive);
     std::ostringstream os;
@@ -85,42 +85,25 @@ std::string model_bytes(Seq2Seq& model) {
 }  // namespace
 
 void save_checkpoint(const Checkpoint& c, const std::string& path) {
+    if (!c.model) throw ConfigError("there is no model to save");
+    const TranslationModel& m = *c.model;
     nlohmann::json meta = {{"format", "attnviz-checkpoint"},
                            {"version", checkpoint_version},
                            {"attnviz", ATTNVIZ_VERSION},
-                           {"model", c.model_config.to_json()},
-                           {"train", c.train_config.to_json()},
-                           {"level", level_name(c.level)},
-                           {"src_vocab", c.src_vocab.to_json()},
-                           {"tgt_vocab", c.tgt_vocab.to_json()},
-                           {"history", c.history.to_json()},
-                           {"corpus", c.corpus_name}};
-    Seq2Seq model = c.model;
+                           {"model", m.config().to_json()},
+                           {"train", m.trained_with().to_json()},
+                           {"level", level_name(m.level())},
+                           {"src_vocab", m.src_vocab().to_json()},
+                           {"tgt_vocab", m.tgt_vocab().to_json()},
+                           {"history", m.history().to_json()},
+                           {"corpus", m.corpus_name()}};
     std::string out(k_magic, sizeof(k_magic));
     put<uint32_t>(out, checkpoint_version);
     put_blob(out, meta.dump());
-    put_blob(out, model_bytes(model));
+    put_blob(out, model_bytes(m.network()));
     put_blob(out, c.optimizer_state);
     put<uint64_t>(out, fnv1a(out.data(), out.size()));
     write_file_atomic(path, out);
-}
-
-void save_checkpoint(Trainer& trainer, const std::string& path) {
-    Checkpoint c;
-    c.model_config = trainer.model_config();
-    c.train_config = trainer.train_config();
-    c.level = trainer.data().level;
-    c.src_vocab = trainer.data().src_vocab;
-    c.tgt_vocab = trainer.data().tgt_vocab;
-    c.history = trainer.history();
-    c.corpus_name = trainer.data().name;
-    c.model = trainer.model();
-    torch::serialize::OutputArchive archive;
-    trainer.optimizer().save(archive);
-    std::ostringstream os;
-    archive.save_to(os);
-    c.optimizer_state = os.str();
-    save_checkpoint(c, path);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -147,60 +130,45 @@ Checkpoint load_checkpoint(const std::string& path) {
         throw FileError("checkpoint '" + path + "' has " + std::to_string(data.size() - r.pos()) +
                         " unexpected bytes after its end");
 
-    Checkpoint c;
+    ModelConfig model_config;
+    TrainConfig train_config;
+    TokenLevel level;
+    std::shared_ptr<const Vocab> src_vocab, tgt_vocab;
+    TrainHistory history;
+    std::string corpus_name;
     try {
         const auto meta = nlohmann::json::parse(meta_text);
         if (meta.at("format") != "attnviz-checkpoint") throw FileError("unknown format");
-        c.model_config = ModelConfig::from_json(meta.at("model"));
-        c.train_config = TrainConfig::from_json(meta.at("train"));
-        c.level = meta.at("level") == "char" ? TokenLevel::character : TokenLevel::word;
-        c.src_vocab = Vocab::from_json(meta.at("src_vocab"));
-        c.tgt_vocab = Vocab::from_json(meta.at("tgt_vocab"));
-        c.history = TrainHistory::from_json(meta.at("history"));
-        c.corpus_name = meta.value("corpus", std::string());
+        model_config = ModelConfig::from_json(meta.at("model"));
+        train_config = TrainConfig::from_json(meta.at("train"));
+        level = meta.at("level") == "char" ? TokenLevel::character : TokenLevel::word;
+        src_vocab = std::make_shared<const Vocab>(Vocab::from_json(meta.at("src_vocab")));
+        tgt_vocab = std::make_shared<const Vocab>(Vocab::from_json(meta.at("tgt_vocab")));
+        history = TrainHistory::from_json(meta.at("history"));
+        corpus_name = meta.value("corpus", std::string());
     } catch (const std::exception& e) {
         throw FileError("checkpoint '" + path + "' has unreadable metadata: " + e.what());
     }
-    if (c.model_config.src_vocab != static_cast<int64_t>(c.src_vocab.size()) ||
-        c.model_config.tgt_vocab != static_cast<int64_t>(c.tgt_vocab.size()))
+    if (model_config.src_vocab != static_cast<int64_t>(src_vocab->size()) ||
+        model_config.tgt_vocab != static_cast<int64_t>(tgt_vocab->size()))
         throw FileError("checkpoint '" + path + "' is inconsistent: vocabulary sizes differ from the model's");
+    Seq2Seq network{nullptr};
     try {
-        c.model = Seq2Seq(c.model_config);
+        network = Seq2Seq(model_config);
         torch::serialize::InputArchive archive;
         archive.load_from(weights.data(), weights.size());
-        c.model->load(archive);
-        c.model->eval();
+        network->load(archive);
     } catch (const c10::Error& e) {
         throw FileError("checkpoint '" + path + "': the model weights do not match its configuration (" +
                         std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+    } catch (const ConfigError& e) {
+        throw FileError("checkpoint '" + path + "': " + e.what());
     }
+    Checkpoint c;
+    c.model = std::make_shared<const TranslationModel>(network, src_vocab, tgt_vocab, level, train_config,
+                                                       std::move(history), corpus_name);
     c.optimizer_state = optimizer;
     return c;
-}
-
-std::unique_ptr<Trainer> resume_trainer(const Checkpoint& c, TrainingData data, TrainConfig config) {
-    data.src_vocab = c.src_vocab;
-    data.tgt_vocab = c.tgt_vocab;
-    data.level = c.level;
-    auto trainer = std::make_unique<Trainer>(std::move(data), c.model_config, config);
-    {
-        torch::NoGradGuard no_grad;
-        auto src = c.model->named_parameters();
-        for (auto& item : trainer->model()->named_parameters()) item.value().copy_(src[item.key()]);
-    }
-    if (!c.optimizer_state.empty() && c.train_config.optimizer == config.optimizer) {
-        try {
-            torch::serialize::InputArchive archive;
-            archive.load_from(c.optimizer_state.data(), c.optimizer_state.size(), trainer->device());
-            trainer->optimizer().load(archive);
-            for (auto& group : trainer->optimizer().param_groups()) group.options().set_lr(config.lr);
-        } catch (const c10::Error& e) {
-            throw FileError(std::string("checkpoint: the optimiser state could not be restored (") +
-                            e.what_without_backtrace() + ")");
-        }
-    }
-    trainer->history() = c.history;
-    return trainer;
 }
 
 }  // namespace attnviz

@@ -86,11 +86,12 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level) 
     h.text = detokenize(words, level);
 }
 
-std::vector<Translation> decode_in_batches(Seq2Seq& model, const Vocab& src_vocab,
+std::vector<Translation> decode_in_batches(const TranslationModel& model,
                                            const std::vector<std::vector<std::string>>& sources,
                                            const DecodeOptions& options, const ChunkDecoder& decode_chunk) {
     validate_decode_options(options);
-    const bool has_attention = model->config().scoring != Scoring::none;
+    const bool has_attention = model.has_attention();
+    const Vocab& src_vocab = model.src_vocab();
     std::vector<Translation> results;
     results.reserve(sources.size());
     for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention));
@@ -99,9 +100,8 @@ std::vector<Translation> decode_in_batches(Seq2Seq& model, const Vocab& src_voca
         if (!sources[i].empty()) todo.push_back(i);
     if (todo.empty()) return results;
 
-    EvalScope eval(model);
     torch::InferenceMode guard;
-    const auto device = model_device(model);
+    const auto device = model.device();
     const auto chunk = static_cast<size_t>(options.batch_size);
     for (size_t start = 0; start < todo.size(); start += chunk) {
         std::vector<size_t> rows(todo.begin() + start, todo.begin() + std::min(todo.size(), start + chunk));
@@ -110,11 +110,12 @@ std::vector<Translation> decode_in_batches(Seq2Seq& model, const Vocab& src_voca
     return results;
 }
 
-std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
-                                       TokenLevel level, const std::vector<std::vector<std::string>>& sources,
+std::vector<Translation> greedy_decode(const TranslationModel& translation_model,
+                                       const std::vector<std::vector<std::string>>& sources,
                                        const DecodeOptions& options) {
-    const bool has_attention = model->config().scoring != Scoring::none;
-    const auto device = model_device(model);
+    const bool has_attention = translation_model.has_attention();
+    const auto device = translation_model.device();
+    Seq2Seq model = translation_model.network();
     auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
         const int64_t B = static_cast<int64_t>(rows.size());
         auto enc = model->encode(batch.src, batch.src_len);
@@ -158,22 +159,11 @@ std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, c
         for (size_t i = 0; i < rows.size(); ++i) {
             auto& h = hyps[i];
             h.score = h.log_prob;
-            finish_hypothesis(h, tgt_vocab, level);
+            finish_hypothesis(h, translation_model.tgt_vocab(), translation_model.level());
             results[rows[i]].hypotheses.push_back(std::move(h));
         }
     };
-    return decode_in_batches(model, src_vocab, sources, options, decode_chunk);
-}
-
-std::vector<Translation> translate(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab, TokenLevel level,
-                                   const std::vector<std::string>& sentences, const DecodeOptions& options) {
-    std::vector<std::vector<std::string>> sources;
-    sources.reserve(sentences.size());
-    for (const auto& s : sentences) sources.push_back(prepare_source(s, level, options.normalize_input));
-    auto results = options.beam_size > 1 ? beam_decode(model, src_vocab, tgt_vocab, level, sources, options)
-                                         : greedy_decode(model, src_vocab, tgt_vocab, level, sources, options);
-    for (size_t i = 0; i < sentences.size(); ++i) results[i].input = sentences[i];
-    return results;
+    return decode_in_batches(translation_model, sources, options, decode_chunk);
 }
 
 }  // namespace attnviz
@@ -191,11 +181,6 @@ void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const tor
     const float* s = scores.data_ptr<float>() + row * scores.stride(0);
     h.attention.emplace_back(w, w + n);
     h.raw_scores.emplace_back(s, s + n);
-}
-
-torch::Device model_device(Seq2Seq& model) {
-    auto params = model->parameters();
-    return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
 }
 
 }  // namespace attnviz

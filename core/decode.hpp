@@ -8,7 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/model.hpp"
+#include "core/config.hpp"
 #include "core/text.hpp"
 
 namespace attnviz {
@@ -54,20 +54,6 @@ struct Translation {
 /// Tokenises a sentence for the model (normalising at word level) and appends nothing.
 std::vector<std::string> prepare_source(const std::string& sentence, TokenLevel level, bool normalize = true);
 
-/// Translates sentences in batches (greedy or beam search per options.beam_size).
-/// An empty sentence gives a Translation with no hypotheses.
-std::vector<Translation> translate(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
-                                   TokenLevel level, const std::vector<std::string>& sentences,
-                                   const DecodeOptions& options = {});
-
-/// Greedy decoding of token sequences already split (no normalisation).
-std::vector<Translation> greedy_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
-                                       TokenLevel level, const std::vector<std::vector<std::string>>& sources,
-                                       const DecodeOptions& options = {});
-
-/// Beam search over token sequences already split (issue 3).
-std::vector<Translation> beam_decode(Seq2Seq& model, const Vocab& src_vocab, const Vocab& tgt_vocab,
-                                     TokenLevel level, const std::vector<std::vector<std::string>>& sources,
-                                     const DecodeOptions& options = {});
+// Translating goes through TranslationModel::translate (core/translation_model.hpp).
 
 }  // namespace attnviz

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/decode.hpp"
+#include "core/translation_model.hpp"
 
 namespace attnviz {
 
@@ -28,7 +29,6 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
 /// keeping the first n source positions.
 void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
                           int64_t n);
-torch::Device model_device(Seq2Seq& model);
 
 /// Decodes one chunk: rows index the sources (all non-empty), batch holds them encoded;
 /// it appends hypotheses to results[rows[i]].
@@ -36,25 +36,19 @@ using ChunkDecoder = std::function<void(const std::vector<size_t>& rows, const S
                                         std::vector<Translation>& results)>;
 
 /// The frame shared by greedy and beam search: validates the options, makes a
-/// Translation per source (empty ones stay empty), puts the model in eval and
-/// inference mode, and hands the non-empty sources to decode_chunk in batches.
-std::vector<Translation> decode_in_batches(Seq2Seq& model, const Vocab& src_vocab,
+/// Translation per source (empty ones stay empty), enters inference mode, and
+/// hands the non-empty sources to decode_chunk in batches.
+std::vector<Translation> decode_in_batches(const TranslationModel& model,
                                            const std::vector<std::vector<std::string>>& sources,
                                            const DecodeOptions& options, const ChunkDecoder& decode_chunk);
 
-/// Puts a model in eval mode for a scope and restores its mode afterwards.
-class EvalScope {
-public:
-    explicit EvalScope(Seq2Seq& model) : m_model(model), m_was_training(model->is_training()) { model->eval(); }
-    ~EvalScope() {
-        if (m_was_training) m_model->train();
-    }
-    EvalScope(const EvalScope&) = delete;
-    EvalScope& operator=(const EvalScope&) = delete;
-
-private:
-    Seq2Seq& m_model;
-    bool m_was_training;
-};
+/// Greedy decoding of token sequences already split (no normalisation).
+std::vector<Translation> greedy_decode(const TranslationModel& model,
+                                       const std::vector<std::vector<std::string>>& sources,
+                                       const DecodeOptions& options);
+/// Beam search over token sequences already split (core/beam.cpp).
+std::vector<Translation> beam_decode(const TranslationModel& model,
+                                     const std::vector<std::vector<std::string>>& sources,
+                                     const DecodeOptions& options);
 
 }  // namespace attnviz

@@ -33,6 +33,7 @@ struct EpochReport {
     double val_bleu = 0.0;       ///< corpus BLEU-4 (0..100) on the validation sample (NaN: not measured)
     double tokens_per_second = 0.0;  ///< target tokens/s over the epoch
     double elapsed = 0.0;        ///< seconds since training began
+    double lr = 0.0;             ///< learning rate the epoch trained with (0: not recorded)
 };
 
 /// Everything recorded while training: what a checkpoint keeps and the GUI plots.
@@ -43,6 +44,8 @@ struct TrainHistory {
     int epochs_done = 0;         ///< completed epochs
     int best_epoch = 0;          ///< epoch with the lowest validation loss so far (0: none measured)
     double seconds = 0.0;        ///< training time so far
+    /// The validation loss of best_epoch (NaN when none).
+    double best_val_loss() const;
     nlohmann::json to_json() const;
     static TrainHistory from_json(const nlohmann::json& j);
 };

@@ -9,12 +9,12 @@
 // builds or restores the model and trains. Every public member may be called
 // from any thread (the GUI's or the CLI's) and returns without waiting for the
 // worker, except wait()/wait_for() and save() on an idle session. The observer
-// is called on the worker thread: it must be quick and must not call back into
-// the session's blocking members (the GUI adapter only appends to a buffer).
+// is called on the worker thread (on_state and on_saved also on the thread
+// whose call changed the state or saved): it must be quick and must not call
+// back into the session (the GUI adapter only appends to a buffer).
 #include <chrono>
-#include <condition_variable>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -22,11 +22,10 @@
 #include "core/checkpoint.hpp"
 #include "core/data.hpp"
 #include "core/history.hpp"
+#include "core/train.hpp"
 #include "core/translation_model.hpp"
 
 namespace attnviz {
-
-class Trainer;
 
 /// Where the session is. There is exactly one state at a time, owned by the session.
 enum class SessionState {
@@ -102,12 +101,18 @@ public:
     /// A fresh model of shape `model` on `corpus` (the data is split, filtered
     /// and given vocabularies per `train`).
     void start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train);
+    /// The same on data already split and given vocabularies (e.g. one split shared by several runs).
+    void start(std::shared_ptr<const TrainingData> data, const ModelConfig& model, const TrainConfig& train);
     /// Continues a checkpoint on `corpus` (its vocabularies, weights, optimiser
     /// state and history are kept; train.epochs is the total to reach).
     void start_from(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<const Corpus> corpus,
                     const TrainConfig& train);
-    /// Trains the current model further (after a run ended): train.epochs is the total to reach.
-    void continue_training(const TrainConfig& train);
+    /// Trains the current model further (after a run ended, or an opened
+    /// checkpoint on `corpus`): train.epochs is the total to reach.
+    void continue_training(const TrainConfig& train, std::shared_ptr<const Corpus> corpus = nullptr);
+    /// Makes a loaded checkpoint the session's model (idle only): it is what
+    /// model() returns, save() writes and continue_training() trains further.
+    void open(std::shared_ptr<const Checkpoint> checkpoint);
 
     // --- controlling a run (no effect when nothing runs)
     void pause();
@@ -146,13 +151,13 @@ public:
     void save(const std::string& path);
 
 private:
+    friend class SessionRelay;
     struct Shared;
-    void launch(std::function<std::unique_ptr<Trainer>()> build, const TrainConfig& train);
-    void work(std::function<std::unique_ptr<Trainer>()> build);
-    void join_if_done();
+    using Builder = std::function<std::unique_ptr<Trainer>(Shared&)>;
+    void launch(Builder build, const TrainConfig& train, bool fresh);
+    static void work(std::shared_ptr<Shared> shared, Builder build);
 
-    SessionObserver* m_observer;
-    std::shared_ptr<Shared> m_shared;
+    std::shared_ptr<Shared> m_shared;  ///< state shared with the worker (it outlives neither)
     std::thread m_thread;
 };
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/adadelta.hpp"
+#include "core/checkpoint.hpp"
 #include "core/decode.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
@@ -19,63 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
-
-// --- history -----------------------------------------------------------------
-
-namespace {
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-double number_or_nan(const nlohmann::json& j, const char* key) {
-    return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : std::nan("");
-}
-
-nlohmann::json epoch_to_json(const EpochReport& e) {
-    return {{"epoch", e.epoch},
-            {"train_loss", e.train_loss},
-            {"val_loss", std::isfinite(e.val_loss) ? nlohmann::json(e.val_loss) : nlohmann::json(nullptr)},
-            {"val_accuracy", finite_or_null(e.val_accuracy)},
-            {"val_token_accuracy", e.val_token_accuracy},
-            {"val_bleu", finite_or_null(e.val_bleu)},
-            {"tokens_per_second", e.tokens_per_second},
-            {"elapsed", e.elapsed}};
-}
-EpochReport epoch_from_json(const nlohmann::json& j) {
-    EpochReport e;
-    e.epoch = j.at("epoch").get<int>();
-    e.train_loss = j.at("train_loss").get<double>();
-    e.val_loss = j.at("val_loss").is_null() ? std::nan("") : j.at("val_loss").get<double>();
-    e.val_accuracy = number_or_nan(j, "val_accuracy");
-    e.val_token_accuracy = j.value("val_token_accuracy", 0.0);
-    e.val_bleu = number_or_nan(j, "val_bleu");
-    e.tokens_per_second = j.value("tokens_per_second", 0.0);
-    e.elapsed = j.value("elapsed", 0.0);
-    return e;
-}
-}  // namespace
-
-nlohmann::json TrainHistory::to_json() const {
-    nlohmann::json steps = nlohmann::json::array(), losses = nlohmann::json::array(),
-                   epochs_j = nlohmann::json::array();
-    for (const auto& [s, l] : batch_loss) {
-        steps.push_back(s);
-        losses.push_back(l);
-    }
-    for (const auto& e : epochs) epochs_j.push_back(epoch_to_json(e));
-    return {{"batch_step", steps}, {"batch_loss", losses},       {"epochs", epochs_j},
-            {"global_step", global_step}, {"epochs_done", epochs_done}, {"seconds", seconds}};
-}
-
-TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
-    TrainHistory h;
-    const auto& steps = j.at("batch_step");
-    const auto& losses = j.at("batch_loss");
-    if (steps.size() != losses.size()) throw Error("training history: batch steps and losses differ in length");
-    for (size_t i = 0; i < steps.size(); ++i) h.batch_loss.emplace_back(steps[i].get<int64_t>(), losses[i].get<double>());
-    for (const auto& e : j.at("epochs")) h.epochs.push_back(epoch_from_json(e));
-    h.global_step = j.value("global_step", int64_t{0});
-    h.epochs_done = j.value("epochs_done", 0);
-    h.seconds = j.value("seconds", 0.0);
-    return h;
-}
 
 // --- data --------------------------------------------------------------------
 
@@ -120,6 +64,14 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(Seq2Seq& model, const Tr
     }
     return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(c.lr));
 }
+
+std::string serialize_optimizer(torch::optim::Optimizer& optimizer) {
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    std::ostringstream os;
+    archive.save_to(os);
+    return os.str();
+}
 }  // namespace
 
 Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_config)
@@ -128,9 +80,41 @@ Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_
       m_train_config(train_config),
       m_device(resolve_device(train_config.device)) {
     m_train_config.validate();
+    if (m_model_config.seed == 0) m_model_config.seed = m_train_config.seed;
+    init_model();
+}
+
+Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_config)
+    : m_data(std::move(data)),
+      m_model_config(c.model->config()),
+      m_train_config(train_config),
+      m_device(resolve_device(train_config.device)) {
+    m_train_config.validate();
+    m_data.src_vocab = c.model->src_vocab();  // a resumed model keeps its vocabularies
+    m_data.tgt_vocab = c.model->tgt_vocab();
+    m_data.level = c.model->level();
+    init_model();
+    Seq2Seq saved = c.model->network();
+    copy_weights(m_model, saved);
+    if (!c.optimizer_state.empty() && c.model->trained_with().optimizer == m_train_config.optimizer) {
+        try {
+            torch::serialize::InputArchive archive;
+            archive.load_from(c.optimizer_state.data(), c.optimizer_state.size(), m_device);
+            m_optimizer->load(archive);
+            set_learning_rate(m_train_config.lr);
+        } catch (const c10::Error& e) {
+            throw FileError(std::string("checkpoint: the optimiser state could not be restored (") +
+                            e.what_without_backtrace() + ")");
+        }
+    }
+    m_history = c.model->history();
+}
+
+void Trainer::init_model() {
+    m_src_vocab = std::make_shared<const Vocab>(m_data.src_vocab);
+    m_tgt_vocab = std::make_shared<const Vocab>(m_data.tgt_vocab);
     m_model_config.src_vocab = static_cast<int64_t>(m_data.src_vocab.size());
     m_model_config.tgt_vocab = static_cast<int64_t>(m_data.tgt_vocab.size());
-    if (m_model_config.seed == 0) m_model_config.seed = m_train_config.seed;
     m_model = Seq2Seq(m_model_config);
     m_model->to(m_device);
     m_optimizer = make_optimizer(m_model, m_train_config);
@@ -141,7 +125,15 @@ Trainer::~Trainer() = default;
 void Trainer::set_train_config(const TrainConfig& config) {
     config.validate();
     m_train_config = config;
-    for (auto& group : m_optimizer->param_groups()) group.options().set_lr(config.lr);
+    set_learning_rate(config.lr);
+}
+
+double Trainer::learning_rate() const {
+    return m_optimizer->param_groups().front().options().get_lr();
+}
+
+void Trainer::set_learning_rate(double lr) {
+    for (auto& group : m_optimizer->param_groups()) group.options().set_lr(lr);
 }
 
 void Trainer::pause() {
@@ -164,31 +156,67 @@ void Trainer::stop() {
     m_pause_cv.notify_all();
 }
 
+void Trainer::wake() {
+    {
+        std::lock_guard<std::mutex> lock(m_pause_mutex);
+        m_wake = true;
+    }
+    m_pause_cv.notify_all();
+}
+
+void Trainer::between_batches() {
+    m_wake = false;
+    if (m_between) m_between();
+}
+
 bool Trainer::wait_if_paused() {
     std::unique_lock<std::mutex> lock(m_pause_mutex);
-    m_pause_cv.wait(lock, [&] { return !m_paused.load() || m_stop.load(); });
+    while (m_paused.load() && !m_stop.load()) {
+        m_pause_cv.wait(lock, [&] { return !m_paused.load() || m_stop.load() || m_wake.load(); });
+        if (m_wake.load()) {
+            lock.unlock();
+            between_batches();  // e.g. a save asked for while paused
+            lock.lock();
+        }
+    }
     return !m_stop.load();
 }
 
-std::shared_ptr<Seq2Seq> Trainer::snapshot() const {
+TranslationModelPtr Trainer::snapshot() const {
     std::lock_guard<std::mutex> lock(m_snapshot_mutex);
     return m_snapshot;
 }
 
 void Trainer::publish_snapshot() {
+    Seq2Seq network{nullptr};
     {
         // Nobody else holds the previous snapshot (the CLI never reads one; the
-        // GUI keeps each it shows): refresh its weights in place, which costs a
-        // copy instead of building and initialising a whole model.
+        // GUI keeps each it shows): reuse its network, which costs a copy of the
+        // weights instead of building and initialising a whole model.
         std::lock_guard<std::mutex> lock(m_snapshot_mutex);
-        if (m_snapshot && m_snapshot.use_count() == 1 && m_snapshot->ptr().use_count() == 1) {
-            copy_weights(*m_snapshot, m_model);
-            return;
+        if (m_snapshot && m_snapshot.use_count() == 1) {
+            Seq2Seq held = m_snapshot->network();
+            if (held.ptr().use_count() == 2) {  // the snapshot's and `held`
+                network = held;
+                m_snapshot.reset();
+                copy_weights(network, m_model);
+            }
         }
     }
-    auto copy = std::make_shared<Seq2Seq>(clone_model(m_model, torch::kCPU));
+    if (!network) network = clone_model(m_model, torch::kCPU);
+    auto copy = std::make_shared<TranslationModel>(network, m_src_vocab, m_tgt_vocab, m_data.level, m_train_config,
+                                                   m_history, m_data.name);
     std::lock_guard<std::mutex> lock(m_snapshot_mutex);
     m_snapshot = std::move(copy);
+}
+
+Checkpoint Trainer::checkpoint() const {
+    Checkpoint c;
+    Seq2Seq live = m_model;  // a handle: clone_model reads through it
+    c.model = std::make_shared<TranslationModel>(clone_model(live, torch::kCPU), m_src_vocab,
+                                                 m_tgt_vocab, m_data.level, m_train_config, m_history, m_data.name);
+    c.optimizer_state = serialize_optimizer(*m_optimizer);
+    return c;
 }
 
 double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::string* error) {
@@ -258,7 +286,9 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     for (const auto& r_ : refs) dopts.max_length = std::max<int64_t>(dopts.max_length, static_cast<int64_t>(r_.size()));
     dopts.max_length = dopts.max_length * 2 + 2;
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
-    for (auto& t : greedy_decode(m_model, m_data.src_vocab, m_data.tgt_vocab, m_data.level, sources, dopts)) {
+    // A view of the live network (no copy); it switches the network to eval mode, restored below.
+    const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.level);
+    for (auto& t : view.translate_tokens(sources, dopts)) {
         std::vector<std::string> words;
         if (!t.empty())
             for (const auto& tok : t.best().tokens) {
@@ -273,12 +303,44 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     return r;
 }
 
+bool Trainer::after_epoch(const EpochReport& er) {
+    const auto& cfg = m_train_config;
+    const double best = m_history.best_val_loss();
+    const bool improved = std::isfinite(er.val_loss) && (!std::isfinite(best) || er.val_loss < best);
+    if (improved) {
+        m_history.best_epoch = er.epoch;
+        if (cfg.keep_best) {
+            if (!m_best) m_best = clone_model(m_model, torch::kCPU);
+            else copy_weights(m_best, m_model);
+        }
+    }
+    // Learning-rate schedule for the next epoch.
+    if (cfg.lr_schedule == LrSchedule::step && er.epoch % cfg.lr_step == 0) {
+        set_learning_rate(learning_rate() * cfg.lr_factor);
+    } else if (cfg.lr_schedule == LrSchedule::plateau && std::isfinite(er.val_loss)) {
+        m_plateau = improved ? 0 : m_plateau + 1;
+        if (m_plateau > cfg.lr_patience) {
+            set_learning_rate(learning_rate() * cfg.lr_factor);
+            m_plateau = 0;
+        }
+    }
+    // Early stopping: patience epochs in a row without a new best validation loss.
+    return cfg.patience > 0 && m_history.best_epoch > 0 && er.epoch - m_history.best_epoch >= cfg.patience;
+}
+
 StopReason Trainer::run(TrainObserver* observer) {
     TrainObserver null_observer;
     TrainObserver& obs = observer ? *observer : null_observer;
+    StopReason reason = StopReason::finished;
+    std::string message = "training finished";
     try {
         const auto& cfg = m_train_config;
         torch::manual_seed(cfg.seed + static_cast<uint64_t>(m_history.epochs_done));
+        if (!m_history.epochs.empty() && m_history.epochs.back().lr > 0 && cfg.lr_schedule != LrSchedule::none)
+            set_learning_rate(m_history.epochs.back().lr);  // a schedule goes on where it was
+        m_plateau = 0;
+        if (cfg.keep_best && !m_best && m_history.best_epoch > 0 && m_history.best_epoch == m_history.epochs_done)
+            m_best = clone_model(m_model, torch::kCPU);  // resumed at its best: that is the one to beat
         BatchOptions opts;
         opts.batch_size = cfg.batch_size;
         opts.shuffle = true;
@@ -294,10 +356,12 @@ StopReason Trainer::run(TrainObserver* observer) {
 
         for (int epoch = m_history.epochs_done + 1; epoch <= cfg.epochs; ++epoch) {
             m_model->train();
+            const double epoch_lr = learning_rate();
             auto batches = make_epoch_batches(m_data.train, m_data.src_vocab, m_data.tgt_vocab, opts, cfg.seed, epoch);
             double epoch_loss = 0, epoch_tokens = 0, epoch_time = 0;
             size_t batches_done = 0;
             for (size_t bi = 0; bi < batches.size(); ++bi) {
+                between_batches();
                 if (m_paused.load()) {
                     obs.on_paused(true);
                     if (!wait_if_paused()) break;
@@ -310,9 +374,9 @@ StopReason Trainer::run(TrainObserver* observer) {
                 const double loss = train_batch(batches[bi], &grad_norm, &error);
                 if (!error.empty()) {
                     m_history.seconds = base_seconds + active;
-                    publish_snapshot();
-                    obs.on_finished(StopReason::diverged, error);
-                    return StopReason::diverged;
+                    reason = StopReason::diverged;
+                    message = error;
+                    break;
                 }
                 const double dt = seconds_since(t0);
                 active += dt;
@@ -344,34 +408,50 @@ StopReason Trainer::run(TrainObserver* observer) {
                 }
                 if (cfg.max_batches > 0 && run_batches >= cfg.max_batches) m_stop = true;
             }
+            if (reason == StopReason::diverged) break;
             // A stopped, partial epoch is not an epoch: resuming starts it again.
-            const bool complete_epoch = batches_done == batches.size();
-            if (!complete_epoch) break;
+            if (batches_done != batches.size()) break;
             EpochReport er = evaluate(m_data.val, cfg.eval_sample);
             er.epoch = epoch;
             er.train_loss = epoch_tokens > 0 ? epoch_loss / epoch_tokens : std::nan("");
             er.tokens_per_second = epoch_time > 0 ? epoch_tokens / epoch_time : 0;
             er.elapsed = base_seconds + active;
+            er.lr = epoch_lr;
             m_history.epochs.push_back(er);
             m_history.epochs_done = epoch;
             m_history.seconds = base_seconds + active;
+            const bool early = after_epoch(er);
             publish_snapshot();
             obs.on_epoch(er);
             obs.on_snapshot(epoch, m_history.global_step);
+            if (early && epoch < cfg.epochs) {
+                reason = StopReason::early_stop;
+                message = "early stop: the validation loss has not improved for " + std::to_string(cfg.patience) +
+                          " epochs (best: epoch " + std::to_string(m_history.best_epoch) + ")";
+                break;
+            }
             if (m_stop.load()) break;
         }
         m_history.seconds = base_seconds + active;
-        const bool stopped = m_stop.load() && m_history.epochs_done < cfg.epochs;
+        if (reason == StopReason::finished && m_stop.load() && m_history.epochs_done < cfg.epochs) {
+            reason = StopReason::stopped;
+            message = "training stopped";
+        }
         m_stop = false;
-        const StopReason reason = stopped ? StopReason::stopped : StopReason::finished;
-        obs.on_finished(reason, stopped ? "training stopped" : "training finished");
-        return reason;
+        if (cfg.keep_best && m_best && m_history.best_epoch != m_history.epochs_done) {
+            copy_weights(m_model, m_best);  // the kept model is the best epoch's
+            message += "; kept the weights of epoch " + std::to_string(m_history.best_epoch) +
+                       " (lowest validation loss)";
+        }
+        publish_snapshot();
     } catch (const std::exception& e) {
         std::string msg = e.what();
         if (auto pos = msg.find("\nException raised from"); pos != std::string::npos) msg.resize(pos);
-        obs.on_finished(StopReason::error, "training failed: " + msg);
-        return StopReason::error;
+        reason = StopReason::error;
+        message = "training failed: " + msg;
     }
+    obs.on_finished(reason, message);
+    return reason;
 }
 
 }  // namespace attnviz

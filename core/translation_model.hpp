@@ -23,7 +23,7 @@
 
 namespace attnviz {
 
-class TranslationModel {
+class TranslationModel : public std::enable_shared_from_this<TranslationModel> {
 public:
     /// Takes the network as it is (no copy) and puts it in evaluation mode: the
     /// caller must not train or change it afterwards. Its vocabulary sizes must
@@ -62,6 +62,8 @@ public:
     Seq2Seq network() const { return m_network; }
     /// A deep copy of the weights on `device`, in training mode (to train further).
     Seq2Seq clone_network(const torch::Device& device) const;
+    /// The same model with its weights on `device` (this one when they are there already).
+    std::shared_ptr<const TranslationModel> on_device(const torch::Device& device) const;
 
     /// Reads a checkpoint (core/checkpoint.hpp) and keeps the model; throws FileError.
     static std::shared_ptr<const TranslationModel> load(const std::string& path);

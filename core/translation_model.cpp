@@ -1,0 +1,77 @@
+// TranslationModel: the immutable bundle every translation goes through.
+#include "core/translation_model.hpp"
+
+#include "core/checkpoint.hpp"
+#include "core/decode_util.hpp"
+#include "core/error.hpp"
+
+namespace attnviz {
+
+TranslationModel::TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab,
+                                   std::shared_ptr<const Vocab> tgt_vocab, TokenLevel level, TrainConfig trained_with,
+                                   TrainHistory history, std::string corpus_name)
+    : m_network(std::move(network)),
+      m_src_vocab(std::move(src_vocab)),
+      m_tgt_vocab(std::move(tgt_vocab)),
+      m_level(level),
+      m_trained_with(std::move(trained_with)),
+      m_history(std::move(history)),
+      m_corpus_name(std::move(corpus_name)) {
+    if (!m_network || !m_src_vocab || !m_tgt_vocab) throw ConfigError("translation model: network or vocabulary missing");
+    if (config().src_vocab != static_cast<int64_t>(m_src_vocab->size()) ||
+        config().tgt_vocab != static_cast<int64_t>(m_tgt_vocab->size()))
+        throw ConfigError("translation model: the network's vocabulary sizes (" + std::to_string(config().src_vocab) +
+                          " / " + std::to_string(config().tgt_vocab) + ") differ from the vocabularies' (" +
+                          std::to_string(m_src_vocab->size()) + " / " + std::to_string(m_tgt_vocab->size()) + ")");
+    m_network->eval();
+}
+
+torch::Device TranslationModel::device() const {
+    auto params = m_network->parameters();
+    return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
+
+int64_t TranslationModel::parameter_count() const { return count_parameters(*m_network); }
+
+std::vector<Translation> TranslationModel::translate(const std::vector<std::string>& sentences,
+                                                     const DecodeOptions& options) const {
+    std::vector<std::vector<std::string>> sources;
+    sources.reserve(sentences.size());
+    for (const auto& s : sentences) sources.push_back(prepare_source(s, m_level, options.normalize_input));
+    auto results = translate_tokens(sources, options);
+    for (size_t i = 0; i < sentences.size(); ++i) results[i].input = sentences[i];
+    return results;
+}
+
+std::vector<Translation> TranslationModel::translate_tokens(const std::vector<std::vector<std::string>>& sources,
+                                                            const DecodeOptions& options) const {
+    return options.beam_size > 1 ? beam_decode(*this, sources, options) : greedy_decode(*this, sources, options);
+}
+
+Seq2Seq TranslationModel::clone_network(const torch::Device& device) const {
+    Seq2Seq source = m_network;
+    Seq2Seq copy = clone_model(source, device);
+    copy->train();
+    return copy;
+}
+
+std::shared_ptr<const TranslationModel> TranslationModel::on_device(const torch::Device& device) const {
+    if (device == this->device()) {
+        if (auto self = weak_from_this().lock()) return self;
+    }
+    Seq2Seq moved = clone_network(device);
+    return std::make_shared<const TranslationModel>(moved, m_src_vocab, m_tgt_vocab, m_level, m_trained_with, m_history,
+                                                    m_corpus_name);
+}
+
+std::shared_ptr<const TranslationModel> TranslationModel::load(const std::string& path) {
+    return load_checkpoint(path).model;
+}
+
+void TranslationModel::save(const std::string& path) const {
+    Checkpoint c;
+    c.model = std::shared_ptr<const TranslationModel>(std::shared_ptr<const TranslationModel>{}, this);
+    save_checkpoint(c, path);
+}
+
+}  // namespace attnviz
