@@ -14,7 +14,8 @@ nlohmann::json DecodeOptions::to_json() const {
             {"num_hypotheses", num_hypotheses},
             {"length_penalty", length_penalty},
             {"batch_size", batch_size},
-            {"normalize_input", normalize_input}};
+            {"normalize_input", normalize_input},
+            {"top_k", top_k}};
 }
 
 void validate_decode_options(const DecodeOptions& o) {
@@ -24,6 +25,7 @@ void validate_decode_options(const DecodeOptions& o) {
         throw ConfigError("decode: number of hypotheses must be in 1..beam size");
     if (o.batch_size < 1) throw ConfigError("decode: batch size must be at least 1");
     if (o.length_penalty < 0) throw ConfigError("decode: length penalty must be >= 0");
+    if (o.top_k < 0 || o.top_k > 100) throw ConfigError("decode: top-k must be in 0..100");
 }
 
 std::vector<std::string> prepare_source(const std::string& sentence, TokenLevel level, bool normalize_text) {
@@ -112,54 +114,106 @@ std::vector<Translation> decode_in_batches(const TranslationModel& model,
 
 std::vector<Translation> greedy_decode(const TranslationModel& translation_model,
                                        const std::vector<std::vector<std::string>>& sources,
-                                       const DecodeOptions& options) {
+                                       const DecodeOptions& options, const std::vector<std::vector<int64_t>>* forced) {
     const bool has_attention = translation_model.has_attention();
     const auto device = translation_model.device();
+    const Vocab& tgt_vocab = translation_model.tgt_vocab();
     Seq2Seq model = translation_model.network();
+    const int64_t V = static_cast<int64_t>(tgt_vocab.size());
+    const int64_t K = std::min(options.top_k, V);
     auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
         const int64_t B = static_cast<int64_t>(rows.size());
+        // Given tokens per row (forced decoding); a reference ends with <eos>, so its row ends there.
+        std::vector<const std::vector<int64_t>*> given(rows.size(), nullptr);
+        int64_t max_steps = options.max_length;
+        if (forced)
+            for (size_t i = 0; i < rows.size(); ++i) {
+                given[i] = &(*forced)[rows[i]];
+                max_steps = std::max<int64_t>(max_steps, static_cast<int64_t>(given[i]->size()) + 1);
+            }
         auto enc = model->encode(batch.src, batch.src_len);
         auto state = model->init_state(enc);
         auto tokens = torch::full({B}, Vocab::bos_id, torch::TensorOptions().dtype(torch::kLong).device(device));
         std::vector<Hypothesis> hyps(rows.size());
         std::vector<bool> done(rows.size(), false);
         const auto lens = batch.lengths();
-        for (int64_t step = 0; step < options.max_length; ++step) {
+        for (int64_t step = 0; step < max_steps; ++step) {
             auto out = model->step(tokens, state, enc);
             // <pad> and <bos> are never outputs; beam search excludes them the same way.
             auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1)
                             .index_fill_(1, torch::tensor({Vocab::pad_id, Vocab::bos_id}).to(device),
                                          -std::numeric_limits<float>::infinity());
-            auto best = logp.max(-1);
-            auto ids_t = std::get<1>(best).to(torch::kCPU);
-            auto lp_t = std::get<0>(best).to(torch::kCPU);
+            auto chosen = std::get<1>(logp.max(-1));
+            bool any_given = false;
+            if (forced) {
+                auto ids_cpu = chosen.to(torch::kCPU).contiguous();
+                auto* p = ids_cpu.data_ptr<int64_t>();
+                for (int64_t i = 0; i < B; ++i)
+                    if (static_cast<size_t>(step) < given[i]->size()) {
+                        p[i] = (*given[i])[step];
+                        any_given = true;
+                    }
+                chosen = ids_cpu.to(device);
+            }
+            auto chosen_lp = logp.gather(1, chosen.unsqueeze(1));  // [B, 1]
+            auto lp_t = chosen_lp.squeeze(1).to(torch::kCPU);
+            // Rank of each chosen token: how many tokens the model found more probable (0 unless given).
+            auto rank_t = any_given ? logp.gt(chosen_lp).sum(-1).to(torch::kCPU) : torch::zeros({B}, torch::kLong);
+            auto ids_t = chosen.to(torch::kCPU);
             auto cn_t = out.context.norm(2, -1).to(torch::kCPU);
             auto ids = ids_t.accessor<int64_t, 1>();
             auto lp = lp_t.accessor<float, 1>();
+            auto rk = rank_t.accessor<int64_t, 1>();
             auto cn = cn_t.accessor<float, 1>();
-            torch::Tensor w_cpu, s_cpu;
+            torch::Tensor w_cpu, s_cpu, top_p, top_i;
             if (has_attention) {
                 w_cpu = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
                 s_cpu = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
             }
+            if (K > 0) {
+                auto top = logp.topk(K, -1);
+                top_p = std::get<0>(top).exp().to(torch::kCPU).contiguous();
+                top_i = std::get<1>(top).to(torch::kCPU).contiguous();
+            }
+            const float* tp = K > 0 ? top_p.data_ptr<float>() : nullptr;
+            const int64_t* ti = K > 0 ? top_i.data_ptr<int64_t>() : nullptr;
             bool all_done = true;
             for (int64_t i = 0; i < B; ++i) {
                 if (done[i]) continue;
                 auto& h = hyps[i];
                 h.ids.push_back(ids[i]);
                 h.log_prob += lp[i];
+                h.step_log_prob.push_back(lp[i]);
+                h.rank.push_back(rk[i]);
                 h.context_norm.push_back(cn[i]);
                 if (has_attention) append_attention_row(h, w_cpu, s_cpu, i, lens[i]);
-                if (ids[i] == Vocab::eos_id) done[i] = true;
+                if (K > 0) {
+                    std::vector<TokenProb> cands;
+                    for (int64_t k = 0; k < K; ++k) {
+                        const int64_t id = ti[i * K + k];
+                        cands.push_back({id, tgt_vocab.token(id), tp[i * K + k]});
+                    }
+                    h.top_k.push_back(std::move(cands));
+                }
+                if (given[i] && static_cast<size_t>(step) < given[i]->size()) {
+                    ++h.forced_steps;
+                    if (rk[i] > 0 && h.first_divergence < 0) h.first_divergence = step;
+                }
+                if (ids[i] == Vocab::eos_id || (given[i] && !given[i]->empty() && given[i]->back() == Vocab::eos_id &&
+                                                static_cast<size_t>(step + 1) == given[i]->size()))
+                    done[i] = true;
+                if (!given[i] || static_cast<size_t>(step + 1) >= given[i]->size())
+                    if (static_cast<int64_t>(h.ids.size()) >= std::max<int64_t>(options.max_length, h.forced_steps + 1))
+                        done[i] = true;
                 all_done = all_done && done[i];
             }
             if (all_done) break;
-            tokens = std::get<1>(best);
+            tokens = chosen;
         }
         for (size_t i = 0; i < rows.size(); ++i) {
             auto& h = hyps[i];
             h.score = h.log_prob;
-            finish_hypothesis(h, translation_model.tgt_vocab(), translation_model.level());
+            finish_hypothesis(h, tgt_vocab, translation_model.level());
             results[rows[i]].hypotheses.push_back(std::move(h));
         }
     };

@@ -21,7 +21,22 @@ struct DecodeOptions {
     double length_penalty = 1.0;  ///< beam: score = log P / length^length_penalty (0 = no normalisation)
     int64_t batch_size = 64;      ///< sentences decoded together
     bool normalize_input = true;  ///< apply text normalisation before tokenising (word level)
+    int64_t top_k = 0;            ///< greedy and forced decoding: also report, per step, the K most
+                                  ///< probable next tokens (Hypothesis::top_k); 0 = off, at most 100
     nlohmann::json to_json() const;
+};
+
+/// A candidate next token and its probability.
+struct TokenProb {
+    int64_t id = 0;
+    std::string token;
+    float prob = 0.0f;            ///< softmax probability (<pad> and <bos>, never outputs, excluded)
+};
+
+/// How a given target is used by forced decoding (TranslationModel::force).
+enum class ForceMode {
+    reference,  ///< score the whole target (and <eos>) teacher-forced: "what did the model think of it?"
+    prefix      ///< force the target's tokens, then let the model go on greedily
 };
 
 /// One hypothesis, with its own attention.
@@ -36,6 +51,16 @@ struct Hypothesis {
     std::vector<std::vector<float>> raw_scores;
     /// context_norm[t]: L2 norm of the context vector at step t.
     std::vector<float> context_norm;
+    /// step_log_prob[t]: log-probability of output token t at its step (greedy and forced decoding).
+    std::vector<float> step_log_prob;
+    /// rank[t]: 0-based rank of output token t among all tokens at its step (0: the model's own choice).
+    std::vector<int64_t> rank;
+    /// top_k[t]: the DecodeOptions::top_k most probable tokens at step t, best first (empty when off).
+    std::vector<std::vector<TokenProb>> top_k;
+    /// Forced decoding: how many leading tokens were given rather than chosen (0 otherwise).
+    int64_t forced_steps = 0;
+    /// Forced decoding: the first step whose given token was not the model's top choice (-1: none).
+    int64_t first_divergence = -1;
     /// The output text (tokens up to <eos>, joined for the token level).
     std::string text;
 };

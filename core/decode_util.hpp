@@ -42,10 +42,15 @@ std::vector<Translation> decode_in_batches(const TranslationModel& model,
                                            const std::vector<std::vector<std::string>>& sources,
                                            const DecodeOptions& options, const ChunkDecoder& decode_chunk);
 
-/// Greedy decoding of token sequences already split (no normalisation).
+/// Greedy decoding of token sequences already split (no normalisation). With
+/// `forced`, row r's first forced[r].size() tokens are given instead of chosen
+/// (their log-probabilities, ranks and attention are recorded as for chosen
+/// ones); a row whose given tokens end with <eos> ends there (a reference),
+/// otherwise it goes on greedily (a prefix). max_length stretches to fit them.
 std::vector<Translation> greedy_decode(const TranslationModel& model,
                                        const std::vector<std::vector<std::string>>& sources,
-                                       const DecodeOptions& options);
+                                       const DecodeOptions& options,
+                                       const std::vector<std::vector<int64_t>>* forced = nullptr);
 /// Beam search over token sequences already split (core/beam.cpp).
 std::vector<Translation> beam_decode(const TranslationModel& model,
                                      const std::vector<std::vector<std::string>>& sources,

@@ -1,12 +1,10 @@
 // TrainingSession: one worker thread, one state, one place where runs start,
 // pause, stop, save and publish. See the threading note in session.hpp.
 #include "core/session.hpp"
+#include "core/session_shared.hpp"
 
 #include <pthread.h>
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <sstream>
 
 #include "core/device.hpp"
@@ -34,125 +32,6 @@ std::string SessionInfo::describe_data() const {
     if (skipped_lines > 0) s << ", " << skipped_lines << " bad lines skipped";
     return s.str();
 }
-
-/// Everything the worker and the callers share; guarded by `mutex` unless noted.
-struct TrainingSession::Shared {
-    SessionObserver* observer = nullptr;  ///< fixed at construction
-    mutable std::mutex mutex;
-    std::condition_variable done_cv;
-    bool worker_alive = false;            ///< a worker runs (state != idle)
-    SessionState state = SessionState::idle;
-    bool pause_requested = false, stop_requested = false;
-    /// The trainer of the last run, owned here while no worker runs; the worker
-    /// owns it while it runs and callers reach it only through `running`.
-    std::unique_ptr<Trainer> trainer;
-    Trainer* running = nullptr;           ///< the worker's trainer: only its thread-safe pause/resume/stop/wake
-    std::shared_ptr<const Checkpoint> opened;  ///< an opened checkpoint (no trainer yet)
-    std::shared_ptr<const Corpus> corpus;      ///< the corpus of the last run
-    TranslationModelPtr model;                 ///< last published
-    std::optional<SessionInfo> info;
-    std::deque<std::string> pending_saves;
-    std::string probe;
-    bool unsaved = false;
-    StopReason reason = StopReason::finished;
-    std::string message;
-
-    void set_state(std::unique_lock<std::mutex>& lock, SessionState s) {
-        state = s;
-        lock.unlock();
-        if (observer) observer->on_state(s);
-        lock.lock();
-    }
-};
-
-namespace {
-// Saves on the calling thread; reports through the observer; true on success.
-SaveResult save_now(const Checkpoint& c, const std::string& path) {
-    SaveResult r{path, true, {}};
-    try {
-        save_checkpoint(c, path);
-    } catch (const std::exception& e) {
-        r.ok = false;
-        r.error = e.what();
-    }
-    return r;
-}
-
-std::string short_message(const std::exception& e) {
-    std::string msg = e.what();
-    if (auto pos = msg.find("\nException raised from"); pos != std::string::npos) msg.resize(pos);
-    return msg;
-}
-}  // namespace
-
-// Forwards the trainer's reports to the session observer, serves saves between
-// batches and translates the probe at each snapshot. Runs on the worker.
-class SessionRelay : public TrainObserver {
-public:
-    SessionRelay(TrainingSession::Shared& s, Trainer& t) : m_s(s), m_t(t) {}
-    void on_batch(const BatchReport& r) override {
-        {
-            std::lock_guard<std::mutex> lock(m_s.mutex);
-            m_s.unsaved = true;
-        }
-        if (m_s.observer) m_s.observer->on_batch(r);
-    }
-    void on_epoch(const EpochReport& r) override {
-        if (m_s.observer) m_s.observer->on_epoch(r);
-    }
-    void on_snapshot(int epoch, int64_t step) override { publish(m_t.snapshot(), epoch, step); }
-    void on_paused(bool) override {}
-    void on_finished(StopReason reason, const std::string& message) override {
-        m_reason = reason;
-        m_message = message;
-    }
-    StopReason reason() const { return m_reason; }
-    const std::string& message() const { return m_message; }
-
-    void publish(const TranslationModelPtr& model, int epoch, int64_t step) {
-        if (!model) return;
-        std::string probe;
-        {
-            std::lock_guard<std::mutex> lock(m_s.mutex);
-            m_s.model = model;
-            probe = m_s.probe;
-        }
-        if (m_s.observer) m_s.observer->on_snapshot(model);
-        if (probe.empty()) return;
-        try {  // translated here, on the worker, so that a GUI only draws it
-            auto result = model->translate({probe});
-            if (result.empty() || !m_s.observer) return;
-            m_s.observer->on_probe({epoch, step, std::make_shared<const Translation>(std::move(result.front()))});
-        } catch (const std::exception&) {
-            // A probe that cannot be translated (e.g. invalid UTF-8) is simply not shown.
-        }
-    }
-
-    /// Writes the saves asked for so far (between two batches, or after the run).
-    void serve_saves() {
-        for (;;) {
-            std::string path;
-            {
-                std::lock_guard<std::mutex> lock(m_s.mutex);
-                if (m_s.pending_saves.empty()) return;
-                path = std::move(m_s.pending_saves.front());
-                m_s.pending_saves.pop_front();
-            }
-            SaveResult r = save_now(m_t.checkpoint(), path);
-            if (r.ok) {
-                std::lock_guard<std::mutex> lock(m_s.mutex);
-                m_s.unsaved = false;
-            }
-            if (m_s.observer) m_s.observer->on_saved(r);
-        }
-    }
-
-private:
-    TrainingSession::Shared& m_s;
-    Trainer& m_t;
-    StopReason m_reason = StopReason::error;
-    std::string m_message = "training ended unexpectedly";
-};
 
 TrainingSession::TrainingSession(SessionObserver* observer) : m_shared(std::make_shared<Shared>()) {
     m_shared->observer = observer;
@@ -214,7 +93,8 @@ void TrainingSession::start_from(std::shared_ptr<const Checkpoint> checkpoint, s
 void TrainingSession::continue_training(const TrainConfig& train, std::shared_ptr<const Corpus> corpus) {
     std::shared_ptr<const Checkpoint> opened;
     {
-        std::lock_guard<std::mutex> lock(m_shared->mutex);
+        std::unique_lock<std::mutex> lock(m_shared->mutex);
+        m_shared->wait_finishing(lock);
         if (m_shared->worker_alive) throw ConfigError("training is already running");
         opened = m_shared->opened;
         if (!opened && !m_shared->trainer) throw ConfigError("there is no model to continue: train one or open a checkpoint");
@@ -235,7 +115,8 @@ void TrainingSession::continue_training(const TrainConfig& train, std::shared_pt
 
 void TrainingSession::open(std::shared_ptr<const Checkpoint> checkpoint) {
     if (!checkpoint || !checkpoint->model) throw ConfigError("there is no checkpoint to open");
-    std::lock_guard<std::mutex> lock(m_shared->mutex);
+    std::unique_lock<std::mutex> lock(m_shared->mutex);
+    m_shared->wait_finishing(lock);
     if (m_shared->worker_alive) throw ConfigError("training is running: stop it before opening a checkpoint");
     m_shared->opened = std::move(checkpoint);
     m_shared->trainer.reset();
@@ -249,8 +130,10 @@ void TrainingSession::launch(Builder build, const TrainConfig& train, bool fresh
     resolve_device(train.device);  // an unknown or absent device is an error now, not in the worker
     {
         std::unique_lock<std::mutex> lock(m_shared->mutex);
+        m_shared->wait_finishing(lock);
         if (m_shared->worker_alive) throw ConfigError("training is already running");
         m_shared->worker_alive = true;
+        m_shared->state = SessionState::preparing;  // from here on: never idle while the worker lives, until it ends
         m_shared->pause_requested = m_shared->stop_requested = false;
         m_shared->reason = StopReason::finished;
         m_shared->message.clear();
@@ -267,10 +150,7 @@ void TrainingSession::launch(Builder build, const TrainConfig& train, bool fresh
 void TrainingSession::work(std::shared_ptr<Shared> shared, Builder build) {
     pthread_setname_np(pthread_self(), "attnviz-train");
     Shared& s = *shared;
-    {
-        std::unique_lock<std::mutex> lock(s.mutex);
-        s.set_state(lock, SessionState::preparing);
-    }
+    if (s.observer) s.observer->on_state(SessionState::preparing);
     StopReason reason = StopReason::error;
     std::string message;
     std::unique_ptr<Trainer> trainer;
@@ -328,15 +208,19 @@ void TrainingSession::work(std::shared_ptr<Shared> shared, Builder build) {
         unserved.swap(s.pending_saves);
         s.reason = reason;
         s.message = message;
-        s.worker_alive = false;
         s.state = SessionState::idle;
     }
-    s.done_cv.notify_all();
+    // The observer hears the end before wait() returns, so whoever waited sees everything.
     if (s.observer) {
         for (const auto& path : unserved) s.observer->on_saved({path, false, "there was no model to save: " + message});
         s.observer->on_state(SessionState::idle);
         s.observer->on_finished(reason, message);
     }
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.worker_alive = false;
+    }
+    s.done_cv.notify_all();
 }
 
 void TrainingSession::pause() {
@@ -358,7 +242,8 @@ void TrainingSession::resume() {
 
 void TrainingSession::stop() {
     std::unique_lock<std::mutex> lock(m_shared->mutex);
-    if (!m_shared->worker_alive || m_shared->state == SessionState::stopping) return;
+    const auto st = m_shared->state;
+    if (!m_shared->worker_alive || st == SessionState::stopping || st == SessionState::idle) return;
     m_shared->stop_requested = true;
     if (m_shared->running) m_shared->running->stop();
     m_shared->set_state(lock, SessionState::stopping);
@@ -424,7 +309,8 @@ std::string TrainingSession::message() const {
 void TrainingSession::save(const std::string& path) {
     Checkpoint checkpoint;
     {
-        std::lock_guard<std::mutex> lock(m_shared->mutex);
+        std::unique_lock<std::mutex> lock(m_shared->mutex);
+        m_shared->wait_finishing(lock);
         if (m_shared->worker_alive) {
             m_shared->pending_saves.push_back(path);  // the worker writes it between two batches
             if (m_shared->running) m_shared->running->wake();

@@ -21,34 +21,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-// --- data --------------------------------------------------------------------
-
-TrainingData prepare_data(const Corpus& corpus, const TrainConfig& config) {
-    config.validate();
-    TrainingData d;
-    d.name = corpus.name;
-    d.level = corpus.level;
-    d.skipped_lines = corpus.skipped.size();
-    auto pairs = filter_by_length(corpus.pairs, static_cast<size_t>(config.max_length));
-    if (pairs.empty())
-        throw ConfigError("corpus '" + corpus.name + "': no pair is short enough for max length " +
-                          std::to_string(config.max_length));
-    std::tie(d.train, d.val) = split_train_val(pairs, config.val_fraction, config.seed, config.split_shuffle);
-    if (d.train.empty()) throw ConfigError("corpus '" + corpus.name + "': no training pairs left after the split");
-    std::vector<std::vector<std::string>> src, tgt;
-    auto collect = [&](const std::vector<SentencePair>& ps) {
-        for (const auto& p : ps) {
-            src.push_back(p.src);
-            tgt.push_back(p.tgt);
-        }
-    };
-    collect(d.train);
-    if (config.vocab_includes_val) collect(d.val);
-    d.src_vocab = Vocab::build(src, config.min_freq);
-    d.tgt_vocab = Vocab::build(tgt, config.min_freq);
-    return d;
-}
-
 // --- trainer -----------------------------------------------------------------
 
 namespace {
@@ -126,14 +98,6 @@ void Trainer::set_train_config(const TrainConfig& config) {
     config.validate();
     m_train_config = config;
     set_learning_rate(config.lr);
-}
-
-double Trainer::learning_rate() const {
-    return m_optimizer->param_groups().front().options().get_lr();
-}
-
-void Trainer::set_learning_rate(double lr) {
-    for (auto& group : m_optimizer->param_groups()) group.options().set_lr(lr);
 }
 
 void Trainer::pause() {
@@ -301,31 +265,6 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     r.val_bleu = corpus_bleu(hyps, refs).score;
     if (was_training) m_model->train();
     return r;
-}
-
-bool Trainer::after_epoch(const EpochReport& er) {
-    const auto& cfg = m_train_config;
-    const double best = m_history.best_val_loss();
-    const bool improved = std::isfinite(er.val_loss) && (!std::isfinite(best) || er.val_loss < best);
-    if (improved) {
-        m_history.best_epoch = er.epoch;
-        if (cfg.keep_best) {
-            if (!m_best) m_best = clone_model(m_model, torch::kCPU);
-            else copy_weights(m_best, m_model);
-        }
-    }
-    // Learning-rate schedule for the next epoch.
-    if (cfg.lr_schedule == LrSchedule::step && er.epoch % cfg.lr_step == 0) {
-        set_learning_rate(learning_rate() * cfg.lr_factor);
-    } else if (cfg.lr_schedule == LrSchedule::plateau && std::isfinite(er.val_loss)) {
-        m_plateau = improved ? 0 : m_plateau + 1;
-        if (m_plateau > cfg.lr_patience) {
-            set_learning_rate(learning_rate() * cfg.lr_factor);
-            m_plateau = 0;
-        }
-    }
-    // Early stopping: patience epochs in a row without a new best validation loss.
-    return cfg.patience > 0 && m_history.best_epoch > 0 && er.epoch - m_history.best_epoch >= cfg.patience;
 }
 
 StopReason Trainer::run(TrainObserver* observer) {

@@ -48,6 +48,23 @@ std::vector<Translation> TranslationModel::translate_tokens(const std::vector<st
     return options.beam_size > 1 ? beam_decode(*this, sources, options) : greedy_decode(*this, sources, options);
 }
 
+std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                 ForceMode mode, const DecodeOptions& options) const {
+    std::vector<std::vector<std::string>> sources;
+    std::vector<std::vector<int64_t>> given;
+    for (const auto& [source, target] : pairs) {
+        sources.push_back(prepare_source(source, m_level, options.normalize_input));
+        std::vector<int64_t> ids = m_tgt_vocab->encode(prepare_source(target, m_level, options.normalize_input));
+        if (mode == ForceMode::reference) ids.push_back(Vocab::eos_id);
+        given.push_back(std::move(ids));
+    }
+    DecodeOptions greedy = options;
+    greedy.beam_size = greedy.num_hypotheses = 1;
+    auto results = greedy_decode(*this, sources, greedy, &given);
+    for (size_t i = 0; i < pairs.size(); ++i) results[i].input = pairs[i].first;
+    return results;
+}
+
 Seq2Seq TranslationModel::clone_network(const torch::Device& device) const {
     Seq2Seq source = m_network;
     Seq2Seq copy = clone_model(source, device);

@@ -58,6 +58,17 @@ public:
     std::vector<Translation> translate_tokens(const std::vector<std::vector<std::string>>& sources,
                                               const DecodeOptions& options = {}) const;
 
+    /// Forced decoding: each (source, target) sentence pair runs with the target's
+    /// tokens given instead of chosen -- ForceMode::reference: all of them, then
+    /// <eos>; ForceMode::prefix: then the model goes on greedily. Per step the
+    /// hypothesis records the given token's log-probability and rank among all
+    /// tokens, the attention row, the raw scores, options.top_k candidates, and
+    /// first_divergence, the first step where the model would have chosen
+    /// otherwise. Forcing the model's own greedy output gives exactly its greedy
+    /// log-probability and attention. Greedy only: options.beam_size is ignored.
+    std::vector<Translation> force(const std::vector<std::pair<std::string, std::string>>& pairs, ForceMode mode,
+                                   const DecodeOptions& options = {}) const;
+
     /// The network, for read-only use (export, tests, inspection): never train or modify it.
     Seq2Seq network() const { return m_network; }
     /// A deep copy of the weights on `device`, in training mode (to train further).

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/decode.hpp"
+#include "core/decode_util.hpp"
 #include "test_support.hpp"
 
 using namespace attnviz;
@@ -23,7 +24,9 @@ struct Tiny {
         torch::NoGradGuard ng;
         for (auto& p : model->named_parameters())
             if (p.key().rfind("dense", 0) == 0) p.value().mul_(6.0);
+        tm = testing::as_model(model, src, tgt);
     }
+    TranslationModelPtr tm;  ///< the same network, as every translation sees it
     // Log-probability of a whole output sequence under teacher forcing.
     double sequence_logp(const std::vector<std::string>& source, const std::vector<int64_t>& ids) {
         torch::NoGradGuard ng;
@@ -50,8 +53,8 @@ TEST_CASE("beam width 1 gives exactly the greedy result", "[beam]") {
     std::vector<std::vector<std::string>> sources = {{"a", "b"}, {"c"}, {"b", "b", "a", "c"}};
     DecodeOptions o;
     o.max_length = 6;
-    auto greedy = greedy_decode(t.model, t.src, t.tgt, TokenLevel::word, sources, o);
-    auto beam = beam_decode(t.model, t.src, t.tgt, TokenLevel::word, sources, o);
+    auto greedy = greedy_decode(*t.tm, sources, o);
+    auto beam = beam_decode(*t.tm, sources, o);
     for (size_t i = 0; i < sources.size(); ++i) {
         CHECK(beam[i].best().ids == greedy[i].best().ids);
         CHECK(beam[i].best().log_prob == Approx(greedy[i].best().log_prob).epsilon(1e-5));
@@ -89,7 +92,7 @@ TEST_CASE("a wide beam finds the best sequence of exhaustive enumeration", "[bea
         o.beam_size = 64;  // more than the 4^3 live prefixes
         o.num_hypotheses = 5;
         o.length_penalty = 0.0;
-        auto r = beam_decode(t.model, t.src, t.tgt, TokenLevel::word, {source}, o);
+        auto r = beam_decode(*t.tm, {source}, o);
         INFO("source " << source.size() << " tokens");
         CHECK(r[0].best().ids == best_ids);
         CHECK(r[0].best().log_prob == Approx(best).epsilon(1e-4));
@@ -110,7 +113,7 @@ TEST_CASE("length normalisation divides by length^penalty", "[beam]") {
     o.beam_size = 4;
     o.num_hypotheses = 3;
     o.length_penalty = 1.0;
-    auto r = beam_decode(t.model, t.src, t.tgt, TokenLevel::word, {{"a", "c"}}, o);
+    auto r = beam_decode(*t.tm, {{"a", "c"}}, o);
     for (const auto& h : r[0].hypotheses)
         CHECK(h.score == Approx(h.log_prob / static_cast<double>(h.ids.size())).epsilon(1e-6));
 }
@@ -123,8 +126,8 @@ TEST_CASE("beam search is batched: together equals one by one", "[beam]") {
     together.num_hypotheses = alone.num_hypotheses = 2;
     together.batch_size = 8;
     alone.batch_size = 1;
-    auto a = beam_decode(t.model, t.src, t.tgt, TokenLevel::word, sources, together);
-    auto b = beam_decode(t.model, t.src, t.tgt, TokenLevel::word, sources, alone);
+    auto a = beam_decode(*t.tm, sources, together);
+    auto b = beam_decode(*t.tm, sources, alone);
     REQUIRE(a.size() == sources.size());
     CHECK(a[3].empty());
     for (size_t i = 0; i < sources.size(); ++i) {

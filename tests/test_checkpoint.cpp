@@ -53,18 +53,18 @@ TEST_CASE("checkpoint round trip gives identical translations", "[checkpoint]") 
     auto dir = temp_dir();
     auto tr = trained();
     const auto path = (dir / "model.attnviz").string();
-    save_checkpoint(*tr, path);
+    save_checkpoint(tr->checkpoint(), path);
     auto c = load_checkpoint(path);
-    CHECK(c.src_vocab == tr->data().src_vocab);
-    CHECK(c.tgt_vocab == tr->data().tgt_vocab);
-    CHECK(c.model_config.to_json() == tr->model_config().to_json());
-    CHECK(c.history.batch_loss == tr->history().batch_loss);
-    CHECK(c.history.epochs.size() == 2);
-    CHECK(c.corpus_name == "reverse");
+    CHECK(c.model->src_vocab() == tr->data().src_vocab);
+    CHECK(c.model->tgt_vocab() == tr->data().tgt_vocab);
+    CHECK(c.model->config().to_json() == tr->model_config().to_json());
+    CHECK(c.model->history().batch_loss == tr->history().batch_loss);
+    CHECK(c.model->history().epochs.size() == 2);
+    CHECK(c.model->corpus_name() == "reverse");
     std::vector<std::string> inputs = {"a b c", "c a", "b b a c"};
     DecodeOptions o;
-    auto before = translate(tr->model(), tr->data().src_vocab, tr->data().tgt_vocab, TokenLevel::word, inputs, o);
-    auto after = translate(c.model, c.src_vocab, c.tgt_vocab, c.level, inputs, o);
+    auto before = tr->snapshot()->translate(inputs, o);
+    auto after = c.model->translate(inputs, o);
     for (size_t i = 0; i < inputs.size(); ++i) {
         CHECK(before[i].best().ids == after[i].best().ids);
         CHECK(before[i].best().attention == after[i].best().attention);
@@ -76,7 +76,7 @@ TEST_CASE("truncated, corrupt and foreign files are rejected with a message", "[
     auto dir = temp_dir();
     auto tr = trained(1);
     const auto good = dir / "good.attnviz";
-    save_checkpoint(*tr, good.string());
+    save_checkpoint(tr->checkpoint(), good.string());
     const std::string bytes = read_all(good);
 
     const auto truncated = dir / "truncated.attnviz";
@@ -102,11 +102,11 @@ TEST_CASE("the previous checkpoint survives an interrupted save", "[checkpoint]"
     auto dir = temp_dir();
     auto tr = trained(1);
     const auto path = dir / "model.attnviz";
-    save_checkpoint(*tr, path.string());
+    save_checkpoint(tr->checkpoint(), path.string());
     const std::string before = read_all(path);
     // Make the save fail half-way: its temporary file cannot be created.
     fs::create_directories(dir / ("model.attnviz.tmp." + std::to_string(::getpid())));
-    CHECK_THROWS_AS(save_checkpoint(*tr, path.string()), FileError);
+    CHECK_THROWS_AS(save_checkpoint(tr->checkpoint(), path.string()), FileError);
     CHECK(read_all(path) == before);
     CHECK_NOTHROW(load_checkpoint(path.string()));
     testing::remove_tree(dir);
@@ -116,18 +116,18 @@ TEST_CASE("training resumes from a checkpoint", "[checkpoint]") {
     auto dir = temp_dir();
     auto tr = trained(2);
     const auto path = (dir / "model.attnviz").string();
-    save_checkpoint(*tr, path);
+    save_checkpoint(tr->checkpoint(), path);
     auto c = load_checkpoint(path);
-    auto cfg = c.train_config;
+    auto cfg = c.model->trained_with();
     cfg.epochs = 4;
     TaskOptions t;
     t.num_pairs = 150;
     t.max_len = 5;
-    auto resumed = resume_trainer(c, prepare_data(task_corpus(TaskKind::reverse, t), cfg), cfg);
+    auto resumed = std::make_unique<Trainer>(c, prepare_data(task_corpus(TaskKind::reverse, t), cfg), cfg);
     REQUIRE(resumed->run() == StopReason::finished);
     CHECK(resumed->history().epochs_done == 4);
     CHECK(resumed->history().epochs.size() == 4);
     CHECK(resumed->history().global_step == 2 * tr->history().global_step);
-    CHECK(resumed->history().epochs[3].val_loss < c.history.epochs[1].val_loss);
+    CHECK(resumed->history().epochs[3].val_loss < c.model->history().epochs[1].val_loss);
     testing::remove_tree(dir);
 }

@@ -17,7 +17,9 @@ struct Fixture {
     explicit Fixture(Scoring scoring = Scoring::additive) {
         auto cfg = testing::tiny_config(scoring, static_cast<int64_t>(src.size()), static_cast<int64_t>(tgt.size()));
         model = Seq2Seq(cfg);
+        tm = testing::as_model(model, src, tgt);
     }
+    TranslationModelPtr tm;
 };
 }  // namespace
 
@@ -25,7 +27,7 @@ TEST_CASE("greedy decoding returns tokens with one attention row per output step
     Fixture f;
     DecodeOptions o;
     o.max_length = 7;
-    auto out = translate(f.model, f.src, f.tgt, TokenLevel::word, {"a b c", "d"}, o);
+    auto out = f.tm->translate({"a b c", "d"}, o);
     REQUIRE(out.size() == 2);
     for (const auto& t : out) {
         REQUIRE(t.hypotheses.size() == 1);
@@ -55,7 +57,7 @@ TEST_CASE("greedy decoding returns tokens with one attention row per output step
 
 TEST_CASE("an empty input gives an empty result, not a crash", "[decode]") {
     Fixture f;
-    auto out = translate(f.model, f.src, f.tgt, TokenLevel::word, {"", "   ", "a"});
+    auto out = f.tm->translate({"", "   ", "a"});
     REQUIRE(out.size() == 3);
     CHECK(out[0].empty());
     CHECK(out[1].empty());
@@ -64,7 +66,7 @@ TEST_CASE("an empty input gives an empty result, not a crash", "[decode]") {
 
 TEST_CASE("unknown words map to <unk> and are reported", "[decode]") {
     Fixture f;
-    auto out = translate(f.model, f.src, f.tgt, TokenLevel::word, {"a zebra b"});
+    auto out = f.tm->translate({"a zebra b"});
     CHECK(out[0].src_tokens == std::vector<std::string>{"a", "<unk>", "b", "<eos>"});
     CHECK(out[0].unknown == std::vector<std::string>{"zebra"});
 }
@@ -75,8 +77,8 @@ TEST_CASE("batched decoding equals one-by-one decoding", "[decode]") {
     DecodeOptions batched, single;
     batched.batch_size = 4;
     single.batch_size = 1;
-    auto a = translate(f.model, f.src, f.tgt, TokenLevel::word, sentences, batched);
-    auto b = translate(f.model, f.src, f.tgt, TokenLevel::word, sentences, single);
+    auto a = f.tm->translate(sentences, batched);
+    auto b = f.tm->translate(sentences, single);
     for (size_t i = 0; i < sentences.size(); ++i) {
         CHECK(a[i].best().ids == b[i].best().ids);
         CHECK(a[i].best().log_prob == Approx(b[i].best().log_prob).epsilon(1e-4));
@@ -85,7 +87,7 @@ TEST_CASE("batched decoding equals one-by-one decoding", "[decode]") {
 
 TEST_CASE("without attention there are no attention rows", "[decode]") {
     Fixture f(Scoring::none);
-    auto out = translate(f.model, f.src, f.tgt, TokenLevel::word, {"a b"});
+    auto out = f.tm->translate({"a b"});
     CHECK_FALSE(out[0].attention_available);
     CHECK(out[0].best().attention.empty());
     CHECK(out[0].best().context_norm.size() == out[0].best().tokens.size());
@@ -95,9 +97,9 @@ TEST_CASE("bad decode options are configuration errors", "[decode]") {
     Fixture f;
     DecodeOptions o;
     o.max_length = 0;
-    CHECK_THROWS_AS(translate(f.model, f.src, f.tgt, TokenLevel::word, {"a"}, o), ConfigError);
+    CHECK_THROWS_AS(f.tm->translate({"a"}, o), ConfigError);
     o = DecodeOptions{};
     o.beam_size = 2;
     o.num_hypotheses = 3;
-    CHECK_THROWS_AS(translate(f.model, f.src, f.tgt, TokenLevel::word, {"a"}, o), ConfigError);
+    CHECK_THROWS_AS(f.tm->translate({"a"}, o), ConfigError);
 }

@@ -40,8 +40,7 @@ Outcome train_and_test(TaskKind kind, TaskOptions task, ModelConfig model, Train
     }
     DecodeOptions o;
     o.max_length = 40;
-    auto out = greedy_decode(trainer.model(), trainer.data().src_vocab, trainer.data().tgt_vocab,
-                             trainer.data().level, sources, o);
+    auto out = trainer.snapshot()->translate_tokens(sources, o);
     Outcome r;
     size_t hits = 0, eos_hits = 0, eos_steps = 0;
     for (size_t i = 0; i < pairs.size(); ++i) {

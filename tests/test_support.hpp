@@ -7,6 +7,7 @@
 
 #include "core/model.hpp"
 #include "core/train.hpp"
+#include "core/translation_model.hpp"
 
 namespace attnviz::testing {
 
@@ -21,6 +22,13 @@ inline ModelConfig tiny_config(Scoring scoring, int64_t src_vocab = 12, int64_t 
     c.scoring = scoring;
     c.seed = 7;
     return c;
+}
+
+/// A network and its vocabularies as the TranslationModel every translation goes through.
+inline TranslationModelPtr as_model(Seq2Seq network, const Vocab& src, const Vocab& tgt,
+                                    TokenLevel level = TokenLevel::word) {
+    return std::make_shared<const TranslationModel>(network, std::make_shared<const Vocab>(src),
+                                                    std::make_shared<const Vocab>(tgt), level);
 }
 
 /// A padded batch of random ids with the given source lengths (ids >= 4, <eos> last).

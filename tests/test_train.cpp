@@ -91,7 +91,7 @@ TEST_CASE("the observer sees every batch and epoch, with validation figures", "[
     REQUIRE(t.snapshot() != nullptr);
     // The snapshot is a copy of the trained weights, not the live tensors.
     auto live = t.model()->parameters();
-    auto snap = (*t.snapshot())->parameters();
+    auto snap = t.snapshot()->network()->parameters();
     CHECK(torch::equal(live[0].cpu(), snap[0]));
     CHECK(live[0].data_ptr() != snap[0].data_ptr());
 }
@@ -106,22 +106,22 @@ TEST_CASE("a snapshot somebody holds keeps its weights; a released one is refres
     // Holds epoch 1's snapshot, as the GUI holds the model it translates with.
     struct Holder : TrainObserver {
         Trainer* trainer = nullptr;
-        std::shared_ptr<Seq2Seq> held;
+        TranslationModelPtr held;
         torch::Tensor held_weights;
         void on_snapshot(int epoch, int64_t) override {
             if (epoch != 1) return;
             held = trainer->snapshot();
-            held_weights = (*held)->parameters()[0].clone();
+            held_weights = held->network()->parameters()[0].clone();
         }
     } holder;
     holder.trainer = &t;
     REQUIRE(t.run(&holder) == StopReason::finished);
     REQUIRE(holder.held);
-    CHECK(torch::equal((*holder.held)->parameters()[0], holder.held_weights));
+    CHECK(torch::equal(holder.held->network()->parameters()[0], holder.held_weights));
     auto latest = t.snapshot();
     CHECK(latest.get() != holder.held.get());
-    CHECK(torch::equal((*latest)->parameters()[0], t.model()->parameters()[0].cpu()));
-    CHECK_FALSE(torch::equal((*latest)->parameters()[0], holder.held_weights));
+    CHECK(torch::equal(latest->network()->parameters()[0], t.model()->parameters()[0].cpu()));
+    CHECK_FALSE(torch::equal(latest->network()->parameters()[0], holder.held_weights));
 }
 
 TEST_CASE("pause, resume and stop are cooperative and thread-safe", "[train]") {

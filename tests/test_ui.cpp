@@ -13,6 +13,7 @@
 #include <QFile>
 #include <QImage>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
@@ -35,6 +36,7 @@
 #include "core/device.hpp"
 #include "core/export.hpp"
 #include "core/registry.hpp"
+#include "core/train.hpp"
 #include "ui/ColorMap.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/HeatmapWidget.hpp"
@@ -74,13 +76,27 @@ QApplication& app() {
 }
 
 /// A window set up to train a tiny model on a small toy-french corpus in seconds.
+/// The unsaved-model prompt and the save dialog are answered by `answer` and
+/// `savePath` (and counted), so nothing modal ever blocks a test.
 struct Fixture {
     std::unique_ptr<MainWindow> window;
+    int prompts = 0;        ///< times the unsaved-model prompt was shown
+    int pathsAsked = 0;     ///< times the save dialog was shown
+    QMessageBox::StandardButton answer = QMessageBox::Discard;
+    QString savePath;       ///< what the save dialog returns (empty: cancelled)
     Fixture(int epochs = 3, int64_t maxBatches = 0, int pairs = 400) {
         app();
         QSettings().clear();
         window = std::make_unique<MainWindow>();
         window->setErrorDialogsEnabled(false);
+        window->setUnsavedPrompt([this] {
+            ++prompts;
+            return answer;
+        });
+        window->setSavePathProvider([this] {
+            ++pathsAsked;
+            return savePath;
+        });
         window->corpusPanel()->selectTask(TaskKind::toy_french);
         window->corpusPanel()->setNumPairs(pairs);
         ModelConfig m = SettingsPanel::defaultModelConfig();
@@ -96,12 +112,16 @@ struct Fixture {
         window->settingsPanel()->setTrainConfig(t);
         window->probePanel()->setRefreshEvery(5);
         window->show();
+        REQUIRE(waitCorpus());
     }
     MainWindow& w() { return *window; }
     TrainingController& controller() { return *window->controller(); }
     bool waitIdle(int ms = 30000) { return waitUntil([&] { return !controller().isActive(); }, ms); }
+    /// The corpus panel's background work (reading, summarising) is done.
+    bool waitCorpus(int ms = 30000) { return waitUntil([&] { return !w().corpusPanel()->busy(); }, ms); }
     /// Trains to the end and waits for it.
     void train() {
+        REQUIRE(waitCorpus());
         w().trainAction()->trigger();
         REQUIRE(controller().isActive());
         REQUIRE(waitIdle());
@@ -141,6 +161,8 @@ TEST_CASE("training shows loss points and obeys pause, resume and stop", "[ui][t
     REQUIRE(waitUntil([&] { return f.controller().state() == TrainingController::State::Paused; }, 10000));
     CHECK(f.w().resumeAction()->isEnabled());
     CHECK_FALSE(f.w().pauseAction()->isEnabled());
+    // The session is paused at once; the batch in flight when Pause was pressed still lands.
+    QTest::qWait(300);
     const int pausedAt = f.w().lossChart()->pointCount();
     QTest::qWait(400);
     CHECK(f.w().lossChart()->pointCount() == pausedAt);
@@ -151,7 +173,7 @@ TEST_CASE("training shows loss points and obeys pause, resume and stop", "[ui][t
     // Translating during training uses a published snapshot.
     REQUIRE(waitUntil([&] { return f.w().currentModel() != nullptr; }, 20000));
     f.translate(QStringLiteral("the red car is fast"));
-    CHECK(f.w().translatePanel()->translationModel()->globalStep > 0);
+    CHECK(f.w().translatePanel()->translationModel()->history().global_step > 0);
     CHECK(f.controller().isActive());
 
     f.w().stopAction()->trigger();
@@ -357,7 +379,11 @@ TEST_CASE("bad files give a clear error and the app keeps running", "[ui][errors
         out << "no tabs here\nnor here\n";
     }
     const QString before = f.w().corpusPanel()->sourceKey();
-    CHECK_FALSE(f.w().openFile(foreign));
+    // The file is read in the background: the failure arrives as loadFailed().
+    QSignalSpy failed(f.w().corpusPanel(), &CorpusPanel::loadFailed);
+    f.w().openFile(foreign);
+    REQUIRE(f.waitCorpus());
+    CHECK(failed.count() == 1);
     CHECK(f.w().lastError().contains(QStringLiteral("notes.txt")));
     CHECK(f.w().corpusPanel()->sourceKey() == before);
     CHECK_FALSE(f.w().openFile(tempPath(dir, "missing.tsv")));
@@ -375,6 +401,7 @@ TEST_CASE("bad files give a clear error and the app keeps running", "[ui][errors
     CHECK(enter.isAccepted());
     QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(&f.w(), &drop);
+    REQUIRE(f.waitCorpus());
     INFO("last error: " << f.w().lastError().toStdString());
     CHECK(f.w().corpusPanel()->sourceKey() == QStringLiteral("file:") + QFileInfo(tsv).absoluteFilePath());
     CHECK(f.w().corpusPanel()->corpus()->pairs.size() == 3);
@@ -393,14 +420,14 @@ TEST_CASE("a CUDA request without a GPU and a diverging loss are reported", "[ui
     Fixture f;
     QSignalSpy finished(&f.controller(), &TrainingController::finished);
     if (!cuda_available()) {
+        // The session checks the device when a run starts: it is refused at once, with the reason.
         TrainConfig t = f.w().settingsPanel()->trainConfig();
         t.device = "cuda";
         f.w().settingsPanel()->setTrainConfig(t);
-        f.train();
-        REQUIRE(finished.count() == 1);
-        CHECK(finished.at(0).at(0).value<StopReason>() == StopReason::error);
+        f.w().trainAction()->trigger();
+        CHECK_FALSE(f.controller().isActive());
+        CHECK(finished.count() == 0);
         CHECK(f.w().lastError().contains(QStringLiteral("CUDA"), Qt::CaseInsensitive));
-        finished.clear();
     }
     // A NaN loss: the trainer reports on_finished(diverged, message); the window shows the
     // message and keeps the last good weights. (Provoking a real NaN is the core's test.)
@@ -752,4 +779,308 @@ TEST_CASE("settings: the form is generated from the parameter registry", "[ui][s
     CHECK(loaded.trainConfig().seed == 5000000000ULL);
     CHECK(loaded.trainConfig().lr_schedule == LrSchedule::step);
     CHECK(loaded.modelConfig().dropout == panel.modelConfig().dropout);
+}
+
+// --- the unsaved-model prompt (Qt's maybeSave()) -------------------------------
+
+namespace {
+
+/// A window whose session holds a freshly trained, unsaved model (3 batches).
+struct Unsaved : Fixture {
+    QTemporaryDir dir;
+    Unsaved() : Fixture(/*epochs=*/1, /*maxBatches=*/3) {
+        train();
+        REQUIRE(controller().unsaved());
+        REQUIRE(prompts == 0);
+        savePath = dir.filePath(QStringLiteral("asked.attnviz"));
+    }
+    bool written() const { return QFileInfo::exists(savePath); }
+};
+
+}  // namespace
+
+TEST_CASE("closing with an unsaved model asks Save, Discard or Cancel", "[ui][unsaved]") {
+    Unsaved f;
+    SECTION("Save writes the file, then the window closes") {
+        f.answer = QMessageBox::Save;
+        f.w().close();
+        CHECK(f.prompts == 1);
+        CHECK(f.pathsAsked == 1);
+        REQUIRE(f.written());
+        CHECK_NOTHROW(load_checkpoint(f.savePath.toStdString()));
+        CHECK_FALSE(f.w().isVisible());
+    }
+    SECTION("Save with the dialog cancelled keeps the window open") {
+        f.answer = QMessageBox::Save;
+        f.savePath.clear();
+        f.w().close();
+        CHECK(f.pathsAsked == 1);
+        CHECK(f.w().isVisible());
+        CHECK(f.controller().unsaved());
+    }
+    SECTION("Discard closes without writing") {
+        f.answer = QMessageBox::Discard;
+        f.w().close();
+        CHECK(f.prompts == 1);
+        CHECK(f.pathsAsked == 0);
+        CHECK_FALSE(f.written());
+        CHECK_FALSE(f.w().isVisible());
+    }
+    SECTION("Cancel keeps the window and the model") {
+        const TranslationModelPtr model = f.w().currentModel();
+        f.answer = QMessageBox::Cancel;
+        f.w().close();
+        CHECK(f.prompts == 1);
+        CHECK_FALSE(f.written());
+        CHECK(f.w().isVisible());
+        CHECK(f.w().currentModel() == model);
+        CHECK(f.controller().unsaved());
+    }
+}
+
+TEST_CASE("closing during training with Save stops the run, the worker writes the file, then the window closes",
+          "[ui][unsaved]") {
+    Fixture f(/*epochs=*/1000);
+    QTemporaryDir dir;
+    f.savePath = dir.filePath(QStringLiteral("closing.attnviz"));
+    f.answer = QMessageBox::Save;
+    f.w().trainAction()->trigger();
+    REQUIRE(waitUntil([&] { return f.w().lossChart()->pointCount() >= 3; }, 20000));
+    f.w().close();
+    CHECK(f.prompts == 1);
+    // The window waits for the worker's write (it never writes on the GUI thread while a worker exists).
+    REQUIRE(waitUntil([&] { return !f.w().isVisible(); }, 20000));
+    CHECK(f.prompts == 1);  // the second close found nothing unsaved
+    REQUIRE(QFileInfo::exists(f.savePath));
+    CHECK_NOTHROW(load_checkpoint(f.savePath.toStdString()));
+    REQUIRE(f.waitIdle(10000));
+    CHECK_FALSE(f.controller().workerAlive());
+}
+
+TEST_CASE("opening a checkpoint over an unsaved model asks first", "[ui][unsaved]") {
+    Unsaved f;
+    // A checkpoint to open, saved from this model; then the model changes again.
+    const QString other = f.dir.filePath(QStringLiteral("other.attnviz"));
+    REQUIRE(f.w().saveCheckpointTo(other));
+    CHECK_FALSE(f.controller().unsaved());
+    f.train();  // a new run: nothing was unsaved, so no question
+    CHECK(f.prompts == 0);
+    REQUIRE(f.controller().unsaved());
+    const TranslationModelPtr before = f.w().currentModel();
+    const int64_t otherSteps = load_checkpoint(other.toStdString()).model->history().global_step;
+
+    SECTION("Save writes the current model, then opens") {
+        f.answer = QMessageBox::Save;
+        REQUIRE(f.w().openCheckpoint(other));
+        CHECK(f.prompts == 1);
+        REQUIRE(f.written());
+        CHECK(load_checkpoint(f.savePath.toStdString()).model->history().global_step ==
+              before->history().global_step);
+        CHECK(f.w().currentModel() != before);
+        CHECK(f.controller().checkpointPath() == other);
+        CHECK_FALSE(f.controller().unsaved());
+    }
+    SECTION("Discard opens without writing") {
+        f.answer = QMessageBox::Discard;
+        REQUIRE(f.w().openCheckpoint(other));
+        CHECK(f.prompts == 1);
+        CHECK_FALSE(f.written());
+        CHECK(f.w().currentModel() != before);
+        CHECK(f.w().currentModel()->history().global_step == otherSteps);
+    }
+    SECTION("Cancel keeps the current model") {
+        f.answer = QMessageBox::Cancel;
+        CHECK_FALSE(f.w().openCheckpoint(other));
+        CHECK(f.prompts == 1);
+        CHECK_FALSE(f.written());
+        CHECK(f.w().currentModel() == before);
+        CHECK(f.controller().unsaved());
+    }
+}
+
+TEST_CASE("a new training run over an unsaved model asks first; Continue does not", "[ui][unsaved]") {
+    Unsaved f;
+    QSignalSpy started(&f.controller(), &TrainingController::started);
+    SECTION("Save writes the model, then the run starts") {
+        f.answer = QMessageBox::Save;
+        f.w().trainAction()->trigger();
+        CHECK(f.prompts == 1);
+        CHECK(f.written());
+        CHECK(started.count() == 1);
+        REQUIRE(f.waitIdle());
+    }
+    SECTION("Discard starts the run without writing") {
+        f.answer = QMessageBox::Discard;
+        f.w().trainAction()->trigger();
+        CHECK(f.prompts == 1);
+        CHECK_FALSE(f.written());
+        CHECK(started.count() == 1);
+        REQUIRE(f.waitIdle());
+    }
+    SECTION("Cancel starts nothing") {
+        const TranslationModelPtr model = f.w().currentModel();
+        f.answer = QMessageBox::Cancel;
+        f.w().trainAction()->trigger();
+        CHECK(f.prompts == 1);
+        CHECK_FALSE(f.written());
+        CHECK(started.count() == 0);
+        CHECK_FALSE(f.controller().isActive());
+        CHECK(f.w().currentModel() == model);
+    }
+    SECTION("Continue trains the same model further: nothing is lost, nothing asked") {
+        f.w().continueAction()->trigger();
+        CHECK(started.count() == 1);
+        CHECK(f.prompts == 0);
+        REQUIRE(f.waitIdle());
+    }
+}
+
+TEST_CASE("no unsaved-model prompt when nothing is unsaved", "[ui][unsaved]") {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("saved.attnviz"));
+    SECTION("a fresh window") {
+        Fixture f;
+        f.answer = QMessageBox::Cancel;  // would keep it open
+        CHECK_FALSE(f.controller().unsaved());
+        f.w().close();
+        CHECK(f.prompts == 0);
+        CHECK_FALSE(f.w().isVisible());
+    }
+    SECTION("just saved, just opened") {
+        Fixture f(/*epochs=*/1, /*maxBatches=*/3);
+        f.answer = QMessageBox::Cancel;
+        f.train();
+        REQUIRE(f.w().saveCheckpointTo(path));
+        CHECK_FALSE(f.controller().unsaved());
+        CHECK(f.controller().checkpointPath() == path);
+        f.train();  // no question before the new run
+        CHECK(f.prompts == 0);
+        // Save (Ctrl+S) after a run asks for a path: the run's weights are not in the old file.
+        f.savePath = dir.filePath(QStringLiteral("second.attnviz"));
+        f.w().saveAction()->trigger();
+        CHECK(f.pathsAsked == 1);
+        CHECK(QFileInfo::exists(f.savePath));
+        REQUIRE(f.w().openCheckpoint(path));
+        CHECK_FALSE(f.controller().unsaved());
+        CHECK(f.prompts == 0);
+        f.w().close();
+        CHECK(f.prompts == 0);
+        CHECK_FALSE(f.w().isVisible());
+    }
+}
+
+// --- corpus loading, pause/save/resume ----------------------------------------
+
+TEST_CASE("a large corpus is read off the GUI thread and summarised as training will see it", "[ui][corpus]") {
+    Fixture f(/*epochs=*/1, /*maxBatches=*/1);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("big.tsv"));
+    {
+        std::ofstream out(path.toStdString());
+        uint64_t x = 12345;
+        auto word = [&](int vocab) {  // a skewed vocabulary: many words are rare
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            const uint64_t r = (x >> 33) % uint64_t(vocab);
+            return "w" + std::to_string(r * r / uint64_t(vocab));
+        };
+        for (int i = 0; i < 120000; ++i) {
+            for (int k = 0; k < 6; ++k) out << word(6000) << (k < 5 ? " " : "\t");
+            for (int k = 0; k < 6; ++k) out << word(6000) << (k < 5 ? " " : "\n");
+        }
+    }
+    TrainConfig t = f.w().settingsPanel()->trainConfig();
+    t.min_freq = 2;
+    f.w().settingsPanel()->setTrainConfig(t);
+    REQUIRE(f.waitCorpus());
+    const auto oldCorpus = f.w().corpusPanel()->corpus();
+
+    QSignalSpy changed(f.w().corpusPanel(), &CorpusPanel::corpusChanged);
+    int ticks = 0;
+    QTimer ticker;
+    ticker.setInterval(10);
+    QObject::connect(&ticker, &QTimer::timeout, [&] { ++ticks; });
+    ticker.start();
+    QElapsedTimer clock;
+    clock.start();
+    REQUIRE(f.w().openCorpusFile(path));
+    const qint64 callMs = clock.elapsed();
+    CHECK(callMs < 200);  // the call only starts the work
+    CHECK(f.w().corpusPanel()->loading());
+    CHECK(f.w().corpusPanel()->corpus() == oldCorpus);  // the previous corpus stays until the new one is ready
+    CHECK_FALSE(f.w().trainAction()->isEnabled());
+    REQUIRE(waitUntil([&] { return changed.count() > 0; }, 60000));
+    const qint64 loadMs = clock.elapsed();
+    const int ticksWhileLoading = ticks;
+    ticker.stop();
+    std::printf("[ui] 120000-line corpus: call %lld ms, ready after %lld ms, %d GUI timer ticks meanwhile\n",
+                static_cast<long long>(callMs), static_cast<long long>(loadMs), ticksWhileLoading);
+    CHECK(ticksWhileLoading >= loadMs / 10 / 4);  // the GUI thread kept serving its timer
+    REQUIRE(f.waitCorpus());
+
+    // The numbers shown are prepare_data's on the same corpus and settings.
+    const Corpus corpus = read_tsv(path.toStdString());
+    TrainingData expected = prepare_data(corpus, f.w().settingsPanel()->trainConfig());
+    const CorpusSummary* s = f.w().corpusPanel()->summary();
+    REQUIRE(s);
+    CHECK(s->pairs == 120000);
+    CHECK(s->train_pairs == expected.train.size());
+    CHECK(s->val_pairs == expected.val.size());
+    CHECK(f.w().corpusPanel()->sourceVocabSize() == int(expected.src_vocab.size()));
+    CHECK(f.w().corpusPanel()->targetVocabSize() == int(expected.tgt_vocab.size()));
+    CHECK(f.w().corpusPanel()->summaryText().contains(QString::number(expected.src_vocab.size())));
+
+    // A data setting changes: the summary is recomputed in the background.
+    QSignalSpy summarised(f.w().corpusPanel(), &CorpusPanel::summaryChanged);
+    t = f.w().settingsPanel()->trainConfig();
+    t.min_freq = 5;
+    f.w().settingsPanel()->setTrainConfig(t);
+    CHECK(f.w().corpusPanel()->busy());
+    REQUIRE(waitUntil([&] { return summarised.count() > 0; }, 60000));
+    expected = prepare_data(corpus, f.w().settingsPanel()->trainConfig());
+    CHECK(f.w().corpusPanel()->sourceVocabSize() == int(expected.src_vocab.size()));
+    CHECK(f.w().corpusPanel()->targetVocabSize() == int(expected.tgt_vocab.size()));
+
+    // ... and they are what training reports.
+    QSignalSpy prepared(&f.controller(), &TrainingController::prepared);
+    f.train();
+    REQUIRE(prepared.count() == 1);
+    const auto info = prepared.at(0).at(0).value<SessionInfo>();
+    CHECK(int(info.src_vocab) == f.w().corpusPanel()->sourceVocabSize());
+    CHECK(int(info.tgt_vocab) == f.w().corpusPanel()->targetVocabSize());
+    CHECK(info.train_pairs == s->train_pairs);
+}
+
+TEST_CASE("a save asked for while paused is written by the worker; the state follows pause and resume",
+          "[ui][train]") {
+    Fixture f(/*epochs=*/1000);
+    f.w().trainAction()->trigger();
+    REQUIRE(waitUntil([&] { return f.w().lossChart()->pointCount() >= 3; }, 20000));
+    QSignalSpy states(&f.controller(), &TrainingController::stateChanged);
+    f.w().pauseAction()->trigger();
+    CHECK(f.controller().state() == TrainingController::State::Paused);  // the session's state, at once
+    QTest::qWait(200);
+    const int pausedAt = f.w().lossChart()->pointCount();
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("paused.attnviz"));
+    QSignalSpy saved(&f.controller(), &TrainingController::saveFinished);
+    REQUIRE(f.w().saveCheckpointTo(path));
+    REQUIRE(waitUntil([&] { return saved.count() > 0; }, 20000));
+    CHECK(saved.at(0).at(0).toBool());
+    const Checkpoint c = load_checkpoint(path.toStdString());
+    CHECK(c.model->history().global_step == pausedAt);
+    CHECK(f.controller().state() == TrainingController::State::Paused);
+    CHECK(f.w().lossChart()->pointCount() == pausedAt);  // writing did not train
+    CHECK_FALSE(f.controller().unsaved());
+
+    f.w().resumeAction()->trigger();
+    CHECK(f.controller().state() == TrainingController::State::Running);
+    REQUIRE(waitUntil([&] { return f.w().lossChart()->pointCount() > pausedAt + 5; }, 20000));
+    QTest::qWait(300);  // several more flushes: no stale "paused" may come back
+    CHECK(f.controller().state() == TrainingController::State::Running);
+    REQUIRE(states.count() == 2);
+    CHECK(states.at(0).at(0).value<TrainingController::State>() == TrainingController::State::Paused);
+    CHECK(states.at(1).at(0).value<TrainingController::State>() == TrainingController::State::Running);
+    f.w().stopAction()->trigger();
+    REQUIRE(f.waitIdle());
 }

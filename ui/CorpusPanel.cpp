@@ -5,76 +5,29 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
-#include <QPainter>
+#include <QProgressBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "core/error.hpp"
+#include "ui/Background.hpp"
 #include "ui/Format.hpp"
+#include "ui/LengthHistogram.hpp"
 
 namespace attnviz::ui {
 namespace {
-constexpr int kMaxBin = 30;
 constexpr int kFileItem = -1;   // combo data of the "file" entry
 constexpr int kOpenItem = -2;   // combo data of "Open a TSV file…"
+
+/// A corpus and what training gets from it: what a background load delivers.
+struct Loaded {
+    std::shared_ptr<const Corpus> corpus;
+    CorpusSummary summary;
+};
 }  // namespace
 
-LengthHistogram::LengthHistogram(QWidget* parent) : QWidget(parent) {
-    setMinimumHeight(90);
-    setToolTip(tr("Sentence lengths in tokens: source (blue) and target (orange)"));
-}
-
-void LengthHistogram::setCorpus(const Corpus* corpus) {
-    m_src.assign(kMaxBin + 1, 0);
-    m_tgt.assign(kMaxBin + 1, 0);
-    if (corpus)
-        for (const auto& p : corpus->pairs) {
-            ++m_src[std::min<size_t>(p.src.size(), kMaxBin)];
-            ++m_tgt[std::min<size_t>(p.tgt.size(), kMaxBin)];
-        }
-    update();
-}
-
-QSize LengthHistogram::sizeHint() const { return QSize(240, 110); }
-
-void LengthHistogram::paintEvent(QPaintEvent*) {
-    QPainter p(this);
-    p.fillRect(rect(), palette().base());
-    int first = -1, last = 0, peak = 1;
-    for (int i = 0; i <= kMaxBin && i < int(m_src.size()); ++i) {
-        if (m_src[i] || m_tgt[i]) last = i, first = first < 0 ? i : first;
-        peak = std::max({peak, m_src[i], m_tgt[i]});
-    }
-    first = std::max(0, first - 1);
-    const QFontMetrics fm(font());
-    const QRect plot = rect().adjusted(4, 4, -4, -fm.height() - 4);
-    if (last == 0) {
-        p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter, tr("no corpus"));
-        return;
-    }
-    const double slot = double(plot.width()) / (last - first + 1);
-    const QColor colors[] = {QColor(0x1f77b4), QColor(0xff7f0e)};
-    for (int i = first; i <= last; ++i) {
-        for (int side = 0; side < 2; ++side) {
-            const int v = side == 0 ? m_src[i] : m_tgt[i];
-            const double h = double(v) / peak * plot.height();
-            p.fillRect(QRectF(plot.left() + (i - first) * slot + slot * 0.05 + side * slot * 0.45, plot.bottom() - h,
-                              slot * 0.45, h),
-                       colors[side]);
-        }
-    }
-    p.setPen(palette().color(QPalette::Text));
-    p.drawLine(plot.bottomLeft(), plot.bottomRight());
-    const int step = std::max(1, int(std::ceil(fm.horizontalAdvance(QStringLiteral("30+")) / slot)));
-    for (int i = first; i <= last; i += step)
-        p.drawText(QRectF(plot.left() + (i - first) * slot - slot, plot.bottom() + 2, 3 * slot, fm.height()), Qt::AlignHCenter,
-                   i == kMaxBin ? QStringLiteral("%1+").arg(kMaxBin) : QString::number(i));
-}
-
-CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
+CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOnly(this)) {
     m_combo = new QComboBox(this);
     for (TaskKind kind : all_tasks())
         m_combo->addItem(tr("Built-in: %1").arg(qs(task_name(kind))), int(kind));
@@ -109,9 +62,14 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
     fileForm->addRow(m_swap);
     fileForm->addRow(tr("Read at most"), m_maxPairs);
 
-    m_summary = new QLabel(this);
-    m_summary->setWordWrap(true);
-    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_busy = new QProgressBar(this);
+    m_busy->setRange(0, 0);  // busy: no known end
+    m_busy->setTextVisible(true);
+    m_busy->setMaximumHeight(QFontMetrics(font()).height() + 6);
+    m_busy->setVisible(false);
+    m_summaryLabel = new QLabel(this);
+    m_summaryLabel->setWordWrap(true);
+    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_histogram = new LengthHistogram(this);
 
     auto* layout = new QVBoxLayout(this);
@@ -119,16 +77,16 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_description);
     layout->addWidget(m_taskOptions);
     layout->addWidget(m_fileOptions);
-    layout->addWidget(m_summary);
+    layout->addWidget(m_busy);
+    layout->addWidget(m_summaryLabel);
     layout->addWidget(m_histogram);
 
     connect(m_combo, &QComboBox::activated, this, &CorpusPanel::comboActivated);
     connect(m_pairs, &QSpinBox::editingFinished, this, [this] {
-        if (isTask() && (!m_corpus || int(m_corpus->pairs.size()) != m_pairs->value())) rebuildTask();
+        if (isTask() && m_chosen.pairs != size_t(m_pairs->value())) selectTask(m_chosen.task);
     });
     auto reloadFile = [this] {
-        QString error;
-        if (!m_filePath.isEmpty() && !loadFile(m_filePath, &error)) m_summary->setText(error);
+        if (!isTask()) loadFile(m_chosen.file);
     };
     connect(m_level, &QComboBox::activated, this, reloadFile);
     connect(m_swap, &QCheckBox::toggled, this, reloadFile);
@@ -136,72 +94,41 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent) {
     selectTask(TaskKind::toy_french);
 }
 
+CorpusPanel::Source CorpusPanel::sourceFromForm(const QString& file, TaskKind task) const {
+    Source s;
+    s.file = file;
+    s.task = task;
+    s.pairs = size_t(m_pairs->value());
+    s.tsv.level = static_cast<TokenLevel>(m_level->currentData().toInt());
+    s.tsv.reverse = m_swap->isChecked();
+    s.tsv.max_pairs = size_t(m_maxPairs->value());
+    return s;
+}
+
 void CorpusPanel::comboActivated(int index) {
     const int data = m_combo->itemData(index).toInt();
     if (data == kOpenItem) {
-        refreshFileOptions();  // put the selection back; the main window shows the file dialog
+        refreshCombo();  // put the selection back; the main window shows the file dialog
         Q_EMIT openFileRequested();
-    } else if (data == kFileItem) {
-        // already the current file
-    } else {
+    } else if (data != kFileItem) {  // the file entry is the current file already
         selectTask(static_cast<TaskKind>(data));
     }
 }
 
-void CorpusPanel::selectTask(TaskKind kind) {
-    m_task = kind;
-    m_filePath.clear();
-    const int file = m_combo->findData(kFileItem);
-    if (file >= 0) m_combo->removeItem(file);
-    rebuildTask();
-}
+void CorpusPanel::selectTask(TaskKind kind) { load(sourceFromForm(QString(), kind)); }
+
+void CorpusPanel::loadFile(const QString& path) { load(sourceFromForm(QFileInfo(path).absoluteFilePath(), m_chosen.task)); }
 
 void CorpusPanel::setNumPairs(int pairs) {
     m_pairs->setValue(pairs);
-    if (isTask()) rebuildTask();
+    if (isTask() && m_chosen.pairs != size_t(m_pairs->value())) selectTask(m_chosen.task);
 }
 
 int CorpusPanel::numPairs() const { return m_pairs->value(); }
 
-void CorpusPanel::rebuildTask() {
-    TaskOptions options;
-    options.num_pairs = size_t(m_pairs->value());
-    auto corpus = std::make_shared<Corpus>(task_corpus(m_task, options));
-    m_description->setText(qs(task_description(m_task)));
-    setCorpus(std::move(corpus));
-}
-
-bool CorpusPanel::loadFile(const QString& path, QString* error) {
-    TsvOptions options;
-    options.level = static_cast<TokenLevel>(m_level->currentData().toInt());
-    options.reverse = m_swap->isChecked();
-    options.max_pairs = size_t(m_maxPairs->value());
-    std::shared_ptr<Corpus> corpus;
-    try {
-        corpus = std::make_shared<Corpus>(read_tsv(ss(path), options));
-    } catch (const std::exception& e) {
-        if (error) *error = qs(e.what());
-        return false;
-    }
-    m_filePath = QFileInfo(path).absoluteFilePath();
-    int file = m_combo->findData(kFileItem);
-    if (file < 0) {
-        m_combo->insertItem(0, QString(), kFileItem);
-        file = 0;
-    }
-    m_combo->setItemText(file, tr("File: %1").arg(QFileInfo(path).fileName()));
-    m_combo->setItemData(file, m_filePath, Qt::ToolTipRole);
-    m_description->setText(tr("Tatoeba-style pairs from %1").arg(m_filePath.toHtmlEscaped()));
-    setCorpus(std::move(corpus));
-    return true;
-}
-
-void CorpusPanel::restore(const QString& key, QString* error) {
+void CorpusPanel::restore(const QString& key) {
     if (key.startsWith(QLatin1String("file:"))) {
-        QString err;
-        if (loadFile(key.mid(5), &err)) return;
-        if (error) *error = err;
-        selectTask(TaskKind::toy_french);
+        loadFile(key.mid(5));  // falls back to the default task when it fails
     } else if (key.startsWith(QLatin1String("task:"))) {
         try {
             selectTask(task_from_name(ss(key.mid(5))));
@@ -211,58 +138,144 @@ void CorpusPanel::restore(const QString& key, QString* error) {
     }
 }
 
+void CorpusPanel::setDataSettings(const TrainConfig& config) {
+    if (same_data_settings(config, m_data)) return;
+    m_data = data_settings(config);
+    if (m_loading) request(true);  // the corpus on its way gets summarised with the new settings
+    else if (m_corpus) request(false);
+}
+
+void CorpusPanel::load(const Source& source) {
+    m_chosen = source;
+    refreshCombo();
+    request(true);
+}
+
+void CorpusPanel::request(bool load) {
+    const Source source = m_chosen;
+    const TrainConfig settings = m_data;
+    const std::shared_ptr<const Corpus> current = load ? nullptr : m_corpus;
+    m_loading = load;
+    m_jobs->run<Loaded>(
+        [source, settings, current] {
+            Loaded out;
+            if (current) out.corpus = current;
+            else if (source.file.isEmpty()) out.corpus = std::make_shared<const Corpus>(task_corpus(source.task, {source.pairs}));
+            else out.corpus = std::make_shared<const Corpus>(read_tsv(ss(source.file), source.tsv));
+            out.summary = summarize_corpus(*out.corpus, settings);
+            return out;
+        },
+        [this, load, source](Loaded result) {
+            m_loading = false;
+            if (load) {
+                m_corpus = std::move(result.corpus);
+                applySource(source);
+            }
+            m_summary = std::move(result.summary);
+            showSummary();
+            updateBusy();
+            if (load) Q_EMIT corpusChanged();
+            Q_EMIT summaryChanged();
+        },
+        [this, load](const QString& message) {
+            m_loading = false;
+            if (!load) {
+                m_summaryLabel->setText(tr("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped()));
+                updateBusy();
+                return;
+            }
+            m_chosen = m_loaded;  // back to the corpus in use
+            refreshCombo();
+            updateBusy();
+            Q_EMIT loadFailed(message);
+            if (!m_corpus) selectTask(TaskKind::toy_french);  // nothing to go back to
+        });
+    const QString name = source.file.isEmpty() ? qs(task_name(source.task)) : QFileInfo(source.file).fileName();
+    updateBusy(!load                   ? tr("Updating the summary…")
+               : source.file.isEmpty() ? tr("Generating %1…").arg(name)
+                                       : tr("Reading %1…").arg(name));
+}
+
+void CorpusPanel::applySource(const Source& source) {
+    m_loaded = source;
+    if (source.file.isEmpty()) m_description->setText(qs(task_description(source.task)));
+    else m_description->setText(tr("Tatoeba-style pairs from %1").arg(source.file.toHtmlEscaped()));
+    refreshCombo();
+}
+
+void CorpusPanel::updateBusy(const QString& text) {
+    const bool now = busy();
+    if (!text.isEmpty()) m_busy->setFormat(text);
+    m_busy->setVisible(now);
+    if (now != m_wasBusy) {
+        m_wasBusy = now;
+        Q_EMIT busyChanged(now);
+    }
+}
+
+bool CorpusPanel::busy() const { return m_jobs->busy(); }
+
 QString CorpusPanel::sourceKey() const {
-    return isTask() ? QStringLiteral("task:") + qs(task_name(m_task)) : QStringLiteral("file:") + m_filePath;
+    return isTask() ? QStringLiteral("task:") + qs(task_name(m_chosen.task)) : QStringLiteral("file:") + m_chosen.file;
 }
 
 QStringList CorpusPanel::examples() const {
-    if (isTask()) return toQStringList(task_examples(m_task));
+    if (!m_corpus) return {};
+    if (m_loaded.file.isEmpty()) return toQStringList(task_examples(m_loaded.task));
     QStringList out;
-    if (m_corpus)
-        for (size_t i = 0; i < m_corpus->pairs.size() && out.size() < 5; i += std::max<size_t>(1, m_corpus->pairs.size() / 5))
-            out << qs(detokenize(m_corpus->pairs[i].src, m_corpus->level));
+    for (size_t i = 0; i < m_corpus->pairs.size() && out.size() < 5; i += std::max<size_t>(1, m_corpus->pairs.size() / 5))
+        out << qs(detokenize(m_corpus->pairs[i].src, m_corpus->level));
     return out;
 }
 
-void CorpusPanel::refreshFileOptions() {
+void CorpusPanel::refreshCombo() {
     const QSignalBlocker block(m_combo);
-    const int index = isTask() ? m_combo->findData(int(m_task)) : m_combo->findData(kFileItem);
-    m_combo->setCurrentIndex(std::max(0, index));
+    int file = m_combo->findData(kFileItem);
+    if (isTask()) {
+        if (file >= 0) m_combo->removeItem(file);
+        m_combo->setCurrentIndex(std::max(0, m_combo->findData(int(m_chosen.task))));
+    } else {
+        if (file < 0) {
+            m_combo->insertItem(0, QString(), kFileItem);
+            file = 0;
+        }
+        m_combo->setItemText(file, tr("File: %1").arg(QFileInfo(m_chosen.file).fileName()));
+        m_combo->setItemData(file, m_chosen.file, Qt::ToolTipRole);
+        m_combo->setCurrentIndex(file);
+    }
     m_taskOptions->setVisible(isTask());
     m_fileOptions->setVisible(!isTask());
 }
 
-void CorpusPanel::setCorpus(std::shared_ptr<const Corpus> corpus) {
-    m_corpus = std::move(corpus);
-    std::vector<std::vector<std::string>> src, tgt;
-    src.reserve(m_corpus->pairs.size());
-    tgt.reserve(m_corpus->pairs.size());
-    for (const auto& p : m_corpus->pairs) src.push_back(p.src), tgt.push_back(p.tgt);
-    m_srcVocab = int(Vocab::build(src).size());
-    m_tgtVocab = int(Vocab::build(tgt).size());
-    m_summary->setText(summaryText());
+void CorpusPanel::showSummary() {
+    m_summaryLabel->setText(summaryText());
     QString skippedTip;
-    for (size_t i = 0; i < m_corpus->skipped.size() && i < 20; ++i)
-        skippedTip += tr("line %1: %2\n").arg(m_corpus->skipped[i].line).arg(qs(m_corpus->skipped[i].reason));
-    if (m_corpus->skipped.size() > 20) skippedTip += tr("… and %1 more").arg(m_corpus->skipped.size() - 20);
-    m_summary->setToolTip(skippedTip.trimmed());
-    m_histogram->setCorpus(m_corpus.get());
-    refreshFileOptions();
-    Q_EMIT corpusChanged();
+    for (const SkippedLine& s : m_summary->first_skipped) skippedTip += tr("line %1: %2\n").arg(s.line).arg(qs(s.reason));
+    if (m_summary->skipped_lines > m_summary->first_skipped.size())
+        skippedTip += tr("… and %1 more").arg(m_summary->skipped_lines - m_summary->first_skipped.size());
+    m_summaryLabel->setToolTip(skippedTip.trimmed());
+    m_histogram->setCounts(m_summary->src_lengths, m_summary->tgt_lengths);
 }
 
 QString CorpusPanel::summaryText() const {
-    if (!m_corpus) return {};
-    QString text = tr("<b>%1</b> pairs · %2 skipped line(s)<br>vocabulary: %3 source, %4 target tokens (%5)")
-                       .arg(m_corpus->pairs.size())
-                       .arg(m_corpus->skipped.size())
-                       .arg(m_srcVocab)
-                       .arg(m_tgtVocab)
-                       .arg(m_corpus->level == TokenLevel::character ? tr("characters") : tr("words"));
-    if (!m_corpus->skipped.empty())
+    if (!m_summary) return {};
+    const CorpusSummary& s = *m_summary;
+    QString text = tr("<b>%1</b> pairs · %2 skipped line(s)").arg(s.pairs).arg(s.skipped_lines);
+    if (s.problem.empty()) {
+        text += tr("<br>training %1 + validation %2 pairs<br>vocabulary: %3 source, %4 target tokens (%5)")
+                    .arg(s.train_pairs)
+                    .arg(s.val_pairs)
+                    .arg(s.src_vocab)
+                    .arg(s.tgt_vocab)
+                    .arg(s.level == TokenLevel::character ? tr("characters") : tr("words"));
+        if (s.too_long > 0) text += tr("<br>%1 pair(s) over the maximum length left out").arg(s.too_long);
+    } else {
+        text += tr("<br><span style='color:#b00020'>%1</span>").arg(qs(s.problem).toHtmlEscaped());
+    }
+    if (!s.first_skipped.empty())
         text += tr("<br><span style='color:#b35c00'>first skipped: line %1 (%2)</span>")
-                    .arg(m_corpus->skipped.front().line)
-                    .arg(qs(m_corpus->skipped.front().reason).toHtmlEscaped());
+                    .arg(s.first_skipped.front().line)
+                    .arg(qs(s.first_skipped.front().reason).toHtmlEscaped());
     return text;
 }
 

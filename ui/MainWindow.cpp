@@ -10,6 +10,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -70,9 +71,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     createStatusBar();
     connectController();
 
+    m_unsavedPrompt = [this] { return askToSave(); };
+    m_savePath = [this] { return askSavePath(); };
+
     connect(m_corpus, &CorpusPanel::corpusChanged, this, &MainWindow::onCorpusChanged);
+    connect(m_corpus, &CorpusPanel::loadFailed, this,
+            [this](const QString& message) { showError(tr("Cannot open corpus"), message); });
+    connect(m_corpus, &CorpusPanel::busyChanged, this, &MainWindow::updateActions);
     connect(m_corpus, &CorpusPanel::openFileRequested, this, &MainWindow::openCorpusDialog);
-    connect(m_settings, &SettingsPanel::settingsChanged, this, &MainWindow::updateActions);
+    connect(m_settings, &SettingsPanel::settingsChanged, this, [this] {
+        m_corpus->setDataSettings(m_settings->trainConfig());  // the summary follows the data settings
+        updateActions();
+    });
     connect(m_translate, &TranslatePanel::translationFailed, this,
             [this](const QString& message) { statusBar()->showMessage(message, 8000); });
     connect(m_probe, &ProbePanel::sentenceChanged, m_controller, &TrainingController::setProbeSentence);
@@ -81,6 +91,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     resize(1280, 820);
     loadSettings();
+    m_corpus->setDataSettings(m_settings->trainConfig());
     onCorpusChanged();
     updateActions();
 }
@@ -262,9 +273,10 @@ HeatmapWidget* MainWindow::currentHeatmap() const {
     return m_tabs->currentIndex() == ProbeTab ? m_probe->heatmap() : m_translate->heatmap();
 }
 
-void MainWindow::setModel(ModelHandlePtr model) {
-    m_model = std::move(model);
-    m_translate->setModel(m_model);
+TranslationModelPtr MainWindow::currentModel() const { return m_translate->model(); }
+
+void MainWindow::setModel(TranslationModelPtr model) {
+    m_translate->setModel(std::move(model));
     updateActions();
 }
 
@@ -279,6 +291,11 @@ void MainWindow::onCorpusChanged() {
         return all;
     }();
     if ((probe.isEmpty() || taskExamples.contains(probe)) && !examples.isEmpty()) m_probe->setSentence(examples.front());
+    if (m_corpus->corpus() && !m_corpus->isTask()) {
+        addRecentFile(m_corpus->filePath());
+        QString summary = m_corpus->summaryText().replace(QLatin1String("<br>"), QLatin1String(" · "));
+        statusBar()->showMessage(summary.remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
+    }
     updateActions();
 }
 
@@ -301,6 +318,10 @@ void MainWindow::showError(const QString& title, const QString& message) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (!maybeSave()) {
+        event->ignore();
+        return;
+    }
     saveSettings();
     if (m_controller->isActive()) {
         statusBar()->showMessage(tr("Stopping training…"));

@@ -3,11 +3,12 @@
 // the live curves, translate & inspect, and the live probe; shared QActions in
 // menus, toolbar and shortcuts; QSettings for choices, recent files and layout.
 #include <QMainWindow>
+#include <QMessageBox>
+#include <functional>
 #include <memory>
 
-#include "core/checkpoint.hpp"
+#include "core/translation_model.hpp"
 #include "ui/ColorMap.hpp"
-#include "ui/ModelHandle.hpp"
 #include "ui/TrainingController.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -47,7 +48,8 @@ public:
     QProgressBar* progressBar() const { return m_progress; }
     /// The heatmap of the visible tab (probe tab: the probe's; otherwise the translation's).
     HeatmapWidget* currentHeatmap() const;
-    ModelHandlePtr currentModel() const { return m_model; }
+    /// The model the Translate tab translates with (the latest snapshot or the opened checkpoint).
+    TranslationModelPtr currentModel() const;
 
     QAction* trainAction() const { return m_trainAct; }
     QAction* pauseAction() const { return m_pauseAct; }
@@ -63,12 +65,27 @@ public:
     /// Off: errors go to the status bar only (tests, screenshot runs).
     void setErrorDialogsEnabled(bool enabled) { m_errorDialogs = enabled; }
 
+    /// Asks what to do with an unsaved model: Save, Discard or Cancel. The default
+    /// shows a QMessageBox; tests and scripted runs answer without a modal dialog.
+    using UnsavedPrompt = std::function<QMessageBox::StandardButton()>;
+    void setUnsavedPrompt(UnsavedPrompt prompt) { m_unsavedPrompt = std::move(prompt); }
+    /// Where to save when there is no known path (empty: cancelled). The default shows a file dialog.
+    void setSavePathProvider(std::function<QString()> provider) { m_savePath = std::move(provider); }
+    /// Qt's maybeSave(): before an unsaved model is replaced or the window closes, asks
+    /// Save / Discard / Cancel. True: go ahead (saved or discarded). Save while a run is
+    /// active (closing the window) stops it, and the window closes once the worker has
+    /// written the file: false until then.
+    bool maybeSave();
+
     // File operations without dialogs (the menu actions ask for the path, then call these).
+    /// Makes a checkpoint the session's model (after asking about an unsaved one).
     bool openCheckpoint(const QString& path);
+    /// Starts reading a TSV corpus in the background; the corpus panel reports the outcome.
     bool openCorpusFile(const QString& path);
     /// Opens a checkpoint or a TSV corpus, deciding by content and suffix.
     bool openFile(const QString& path);
-    /// Writes the current model; while training runs the worker writes it after the current batch.
+    /// Writes the current model; while training runs the worker writes it between two
+    /// batches. The outcome goes to the status bar or an error (false: failed already).
     bool saveCheckpointTo(const QString& path);
     /// Exports the visible heatmap as .png (scale x on-screen size), .svg, .csv or .json.
     bool exportHeatmapTo(const QString& path, double scale = 2.0);
@@ -95,15 +112,20 @@ private:
     void connectController();
     void updateActions();
     void onStateChanged(TrainingController::State state);
+    void onStarted(const QString& runLabel, bool continuing);
+    void onPrepared(const SessionInfo& info);
+    void onSaved(bool ok, const QString& path, const QString& error);
     void onProgress(const BatchReport& report);
     void onEpoch(const EpochReport& report, qint64 step);
     void onFinished(StopReason reason, const QString& message);
     void onCorpusChanged();
-    void setModel(ModelHandlePtr model);
+    void setModel(TranslationModelPtr model);
     void setColorMap(ColorMap::Kind kind);
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();
     void saveCheckpointDialog(bool forceAsk);
+    QMessageBox::StandardButton askToSave();
+    QString askSavePath();
     void openCheckpointDialog();
     void openCorpusDialog();
     void exportHeatmapDialog();
@@ -147,12 +169,9 @@ private:
     QAction* m_zoomResetAct;
     QAction* m_aboutAct;
 
-    ModelHandlePtr m_model;
-    std::shared_ptr<const Checkpoint> m_checkpoint;  ///< the loaded checkpoint, if the model came from one
-    QString m_checkpointPath;                         ///< where Save writes without asking
-    bool m_continueFromCheckpoint = false;
-    bool m_continuing = false;
-    int m_plannedEpochs = 1;  ///< the running job's last epoch (for the progress bar)
+    UnsavedPrompt m_unsavedPrompt;
+    std::function<QString()> m_savePath;
+    QString m_closeAfterSaving;  ///< the window closes once this file is written
     QString m_lastError;
     bool m_errorDialogs = true;
 };

@@ -10,10 +10,10 @@
 #include <QInputDialog>
 #include <QMenu>
 #include <QMimeData>
-#include <QRegularExpression>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
@@ -49,38 +49,26 @@ bool MainWindow::openCheckpoint(const QString& path) {
         showError(tr("Training is running"), tr("Stop training before opening a checkpoint."));
         return false;
     }
-    std::shared_ptr<Checkpoint> c;
-    try {
-        c = std::make_shared<Checkpoint>(load_checkpoint(ss(path)));
-    } catch (const std::exception& e) {
-        showError(tr("Cannot open checkpoint"), qs(e.what()));
+    if (!maybeSave()) return false;
+    QString error;
+    if (!m_controller->open(path, &error)) {
+        showError(tr("Cannot open checkpoint"), error);
         return false;
     }
-    m_checkpoint = c;
-    m_checkpointPath = path;
-    m_continueFromCheckpoint = true;
-    m_settings->setModelConfig(c->model_config);
-    m_settings->setTrainConfig(c->train_config);  // Continue adds this many epochs; Train starts afresh
+    const TranslationModelPtr model = m_controller->latestModel();
+    m_settings->setModelConfig(model->config());
+    m_settings->setTrainConfig(model->trained_with());  // Continue adds this many epochs; Train starts afresh
     // Put the corpus it was trained on back when it is a built-in task.
     try {
-        m_corpus->selectTask(task_from_name(c->corpus_name));
+        m_corpus->selectTask(task_from_name(model->corpus_name()));
     } catch (const std::exception&) {
     }
-    m_chart->setHistory(c->history, QFileInfo(path).fileName());
-    auto handle = std::make_shared<ModelHandle>();
-    handle->model = std::make_shared<Seq2Seq>(c->model);
-    handle->srcVocab = std::make_shared<const Vocab>(c->src_vocab);
-    handle->tgtVocab = std::make_shared<const Vocab>(c->tgt_vocab);
-    handle->level = c->level;
-    handle->config = c->model_config;
-    handle->corpusName = c->corpus_name;
-    handle->epoch = c->history.epochs_done;
-    handle->globalStep = c->history.global_step;
-    setModel(handle);
+    m_chart->setHistory(model->history(), QFileInfo(path).fileName());
+    setModel(model);
     m_probe->clearSnapshots();
     addRecentFile(path);
-    statusBar()->showMessage(tr("Opened %1: %2 epochs on %3").arg(path).arg(c->history.epochs_done).arg(qs(c->corpus_name)),
-                             10000);
+    statusBar()->showMessage(
+        tr("Opened %1: %2 epochs on %3").arg(path).arg(model->history().epochs_done).arg(qs(model->corpus_name())), 10000);
     m_tabs->setCurrentIndex(TranslateTab);
     if (!m_translate->lineEdit()->text().isEmpty()) m_translate->translateInput();
     updateActions();
@@ -92,13 +80,8 @@ bool MainWindow::openCorpusFile(const QString& path) {
         showError(tr("Training is running"), tr("Stop training before changing the corpus."));
         return false;
     }
-    QString error;
-    if (!m_corpus->loadFile(path, &error)) {
-        showError(tr("Cannot open corpus"), error);
-        return false;
-    }
-    addRecentFile(path);
-    statusBar()->showMessage(m_corpus->summaryText().remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
+    m_corpus->loadFile(path);  // corpusChanged() or loadFailed() follows
+    statusBar()->showMessage(tr("Reading %1…").arg(path));
     return true;
 }
 
@@ -111,37 +94,67 @@ bool MainWindow::openFile(const QString& path) {
 }
 
 bool MainWindow::saveCheckpointTo(const QString& path) {
-    QString error;
-    bool ok;
-    if (m_controller->isActive() || (m_controller->hasTrainer() && !m_continueFromCheckpoint)) {
-        ok = m_controller->saveCheckpoint(path, &error);  // success is reported by saveFinished
-    } else if (m_checkpoint) {
-        try {
-            save_checkpoint(*m_checkpoint, ss(path));
-            m_checkpointPath = path;
-            addRecentFile(path);
-            statusBar()->showMessage(tr("Saved %1").arg(path), 8000);
-            ok = true;
-        } catch (const std::exception& e) {
-            error = qs(e.what());
-            ok = false;
-        }
-    } else {
-        error = tr("There is no model to save yet: train one first.");
-        ok = false;
+    return m_controller->save(path);  // onSaved() reports the outcome
+}
+
+void MainWindow::onSaved(bool ok, const QString& path, const QString& error) {
+    if (!ok) {
+        m_closeAfterSaving.clear();
+        showError(tr("Saving failed"), error);
+        return;
     }
-    if (!ok) showError(tr("Cannot save checkpoint"), error);
-    return ok;
+    addRecentFile(path);
+    statusBar()->showMessage(tr("Saved %1").arg(path), 8000);
+    if (!m_closeAfterSaving.isEmpty() && path == m_closeAfterSaving) {
+        m_closeAfterSaving.clear();
+        QTimer::singleShot(0, this, &QWidget::close);  // what the user asked for before the save
+    }
+}
+
+bool MainWindow::maybeSave() {
+    if (!m_controller->unsaved()) return true;
+    const QMessageBox::StandardButton answer = m_unsavedPrompt();
+    if (answer == QMessageBox::Discard) return true;
+    if (answer != QMessageBox::Save) return false;  // Cancel, or the box was closed
+    QString path = m_controller->checkpointPath();
+    if (path.isEmpty()) path = m_savePath();
+    if (path.isEmpty()) return false;
+    const bool running = m_controller->isActive();  // only when closing: Train and Open need an idle session
+    if (running) {
+        // Stop first so that the weights stop changing; the worker writes the file before it ends.
+        m_closeAfterSaving = path;
+        m_controller->stop();
+    }
+    if (!saveCheckpointTo(path)) return false;
+    if (running) statusBar()->showMessage(tr("Saving %1: the window closes once it is written…").arg(path));
+    return !running;
+}
+
+QMessageBox::StandardButton MainWindow::askToSave() {
+    return QMessageBox::warning(this, tr("Unsaved model"),
+                                tr("The model has changed since it was last saved.\nDo you want to save it?"),
+                                QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+}
+
+QString MainWindow::askSavePath() {
+    const QString suggestion = dirOf(QStringLiteral("dirs/checkpoint")) + QLatin1Char('/') +
+                               m_corpus->sourceKey().section(QLatin1Char(':'), 1).section(QLatin1Char('/'), -1) +
+                               QStringLiteral(".attnviz");
+    QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), suggestion, kCheckpointFilter);
+    if (path.isEmpty()) return path;
+    if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".attnviz");
+    QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
+    return path;
 }
 
 bool MainWindow::exportHeatmapTo(const QString& path, double scale) {
     HeatmapExportSource source;
     source.widget = currentHeatmap();
     std::shared_ptr<const Translation> translation;
-    ModelHandlePtr model;
+    TranslationModelPtr model;
     if (m_tabs->currentIndex() == ProbeTab) {
-        if (const ProbeSnapshot* s = m_probe->currentSnapshot()) translation = s->translation;
-        model = m_model;
+        if (const ProbeResult* s = m_probe->currentSnapshot()) translation = s->translation;
+        model = currentModel();
     } else {
         translation = m_translate->translation();
         model = m_translate->translationModel();
@@ -149,7 +162,7 @@ bool MainWindow::exportHeatmapTo(const QString& path, double scale) {
         source.decodeSettings = m_translate->decodeOptions().to_json();
     }
     source.translation = translation.get();
-    if (model) source.modelSettings = model->config.to_json();
+    if (model) source.modelSettings = model->config().to_json();
     if (source.widget->heatmapData().empty()) {
         showError(tr("Nothing to export"), tr("Translate a sentence first: there is no heatmap on screen."));
         return false;
@@ -189,17 +202,9 @@ void MainWindow::openCorpusDialog() {
 }
 
 void MainWindow::saveCheckpointDialog(bool forceAsk) {
-    QString path = forceAsk ? QString() : m_checkpointPath;
-    if (path.isEmpty()) {
-        const QString suggestion = dirOf(QStringLiteral("dirs/checkpoint")) + QLatin1Char('/') +
-                                   m_corpus->sourceKey().section(QLatin1Char(':'), 1).section(QLatin1Char('/'), -1) +
-                                   QStringLiteral(".attnviz");
-        path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), suggestion, kCheckpointFilter);
-        if (path.isEmpty()) return;
-        if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".attnviz");
-        QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
-    }
-    saveCheckpointTo(path);
+    QString path = forceAsk ? QString() : m_controller->checkpointPath();
+    if (path.isEmpty()) path = m_savePath();
+    if (!path.isEmpty()) saveCheckpointTo(path);
 }
 
 void MainWindow::exportHeatmapDialog() {
@@ -285,11 +290,7 @@ void MainWindow::loadSettings() {
     m_settings->loadSettings(s);
     if (s.contains(QStringLiteral("corpus/pairs"))) m_corpus->setNumPairs(s.value(QStringLiteral("corpus/pairs")).toInt());
     const QString source = s.value(QStringLiteral("corpus/source")).toString();
-    if (!source.isEmpty() && source != m_corpus->sourceKey()) {
-        QString error;
-        m_corpus->restore(source, &error);
-        if (!error.isEmpty()) statusBar()->showMessage(tr("Last corpus not available: %1").arg(error), 10000);
-    }
+    if (!source.isEmpty() && source != m_corpus->sourceKey()) m_corpus->restore(source);  // errors: loadFailed()
     setColorMap(ColorMap::fromName(s.value(QStringLiteral("view/colorMap")).toString()));
     m_numbersAct->setChecked(s.value(QStringLiteral("view/numbers"), false).toBool());
     m_chart->setSmoothing(s.value(QStringLiteral("view/smoothing"), m_chart->smoothing()).toDouble());

@@ -16,32 +16,25 @@
 #include "ui/TranslatePanel.hpp"
 
 namespace attnviz::ui {
+namespace {
+/// The core's lower-case message as a sentence for the status bar.
+QString sentence(QString text) {
+    if (!text.isEmpty()) text[0] = text[0].toUpper();
+    return text.endsWith(QLatin1Char('.')) ? text : text + QLatin1Char('.');
+}
+}  // namespace
 
 void MainWindow::connectController() {
     connect(m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
-    connect(m_controller, &TrainingController::started, this, [this](const QString& label) {
-        if (!m_continuing) m_chart->startRun(label);
-        m_progress->setValue(0);
-        m_progress->setFormat(tr("Preparing data and model…"));
-        m_rateLabel->setText(tr("– tok/s"));
-    });
-    connect(m_controller, &TrainingController::deviceReady, this,
-            [this](const QString& d) { m_deviceLabel->setText(tr("device: %1").arg(d)); });
+    connect(m_controller, &TrainingController::started, this, &MainWindow::onStarted);
+    connect(m_controller, &TrainingController::prepared, this, &MainWindow::onPrepared);
     connect(m_controller, &TrainingController::batchLosses, m_chart, &LossChart::addBatchLosses);
     connect(m_controller, &TrainingController::progress, this, &MainWindow::onProgress);
     connect(m_controller, &TrainingController::epochFinished, this, &MainWindow::onEpoch);
     connect(m_controller, &TrainingController::snapshotReady, this, &MainWindow::setModel);
     connect(m_controller, &TrainingController::probeReady, m_probe, &ProbePanel::addSnapshot);
     connect(m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
-    connect(m_controller, &TrainingController::saveFinished, this, [this](bool ok, const QString& path, const QString& error) {
-        if (!ok) {
-            showError(tr("Saving failed"), error);
-            return;
-        }
-        m_checkpointPath = path;
-        addRecentFile(path);
-        statusBar()->showMessage(tr("Saved %1").arg(path), 8000);
-    });
+    connect(m_controller, &TrainingController::saveFinished, this, &MainWindow::onSaved);
 }
 
 void MainWindow::startTraining() {
@@ -49,44 +42,47 @@ void MainWindow::startTraining() {
         showError(tr("Invalid settings"), m_settings->validationError());
         return;
     }
+    if (m_corpus->loading() || !m_corpus->corpus()) {
+        showError(tr("Cannot start training"), tr("The corpus is still being read: try again in a moment."));
+        return;
+    }
+    if (!maybeSave()) return;
     TrainConfig train = m_settings->trainConfig();
     train.snapshot_every = m_probe->refreshEvery();
     m_controller->setProbeSentence(m_probe->sentence());
-    m_probe->clearSnapshots();
-    m_continuing = false;
-    m_continueFromCheckpoint = false;
     QString error;
-    m_plannedEpochs = train.epochs;
-    if (!m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error))
+    if (!m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error)) {
         showError(tr("Cannot start training"), error);
+        return;
+    }
+    m_probe->clearSnapshots();
 }
 
 void MainWindow::continueTraining() {
     TrainConfig train = m_settings->trainConfig();
     train.snapshot_every = m_probe->refreshEvery();
+    train.epochs += m_controller->history().epochs_done;  // the settings' epochs are more epochs
     m_controller->setProbeSentence(m_probe->sentence());
     QString error;
-    bool ok = false;
-    m_continuing = true;
-    if (m_continueFromCheckpoint && m_checkpoint) {
-        train.epochs = m_checkpoint->history.epochs_done + m_settings->trainConfig().epochs;
-        ok = m_controller->startFromCheckpoint(m_checkpoint, m_corpus->corpus(), train, &error);
-    } else if (const TrainHistory* h = m_controller->history()) {
-        train.epochs = h->epochs_done + m_settings->trainConfig().epochs;
-        ok = m_controller->continueRun(train, &error);
-    } else {
-        error = tr("Train a model or open a checkpoint first.");
-    }
-    m_plannedEpochs = train.epochs;
-    if (!ok) {
-        m_continuing = false;
+    if (!m_controller->continueTraining(train, m_corpus->corpus(), &error))
         showError(tr("Cannot continue training"), error);
-    }
+}
+
+void MainWindow::onStarted(const QString& runLabel, bool continuing) {
+    if (!continuing) m_chart->startRun(runLabel);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("Preparing data and model…"));
+    m_rateLabel->setText(tr("– tok/s"));
+}
+
+void MainWindow::onPrepared(const SessionInfo& info) {
+    m_deviceLabel->setText(tr("device: %1").arg(qs(info.device)));
+    statusBar()->showMessage(qs(info.describe_data()), 10000);
 }
 
 void MainWindow::onStateChanged(TrainingController::State state) {
     using S = TrainingController::State;
-    const QString names[] = {tr("Idle"), tr("Starting…"), tr("Training"), tr("Pausing…"), tr("Paused"), tr("Stopping…")};
+    const QString names[] = {tr("Idle"), tr("Preparing…"), tr("Training"), tr("Paused"), tr("Stopping…")};
     m_stateLabel->setText(names[int(state)]);
     const bool busy = state != S::Idle;
     m_corpus->setEnabled(!busy);
@@ -99,17 +95,17 @@ void MainWindow::updateActions() {
     using S = TrainingController::State;
     const S s = m_controller->state();
     const bool idle = s == S::Idle;
-    m_trainAct->setEnabled(idle && m_settings->isValid() && m_corpus->corpus());
+    m_trainAct->setEnabled(idle && m_settings->isValid() && m_corpus->corpus() && !m_corpus->loading());
     // Pause and Resume share a place (and F6); a hidden QAction also reports itself disabled,
     // so visibility is decided from the state, not from isEnabled().
-    const bool canResume = s == S::Paused || s == S::Pausing;
+    const bool canResume = s == S::Paused;
     m_pauseAct->setVisible(!canResume);
     m_resumeAct->setVisible(canResume);
-    m_pauseAct->setEnabled(s == S::Running || s == S::Starting);
+    m_pauseAct->setEnabled(s == S::Running || s == S::Preparing);
     m_resumeAct->setEnabled(canResume);
     m_stopAct->setEnabled(!idle && s != S::Stopping);
-    m_continueAct->setEnabled(idle && (m_controller->hasTrainer() || (m_continueFromCheckpoint && m_checkpoint)));
-    const bool haveModel = m_controller->hasTrainer() || m_model != nullptr || m_checkpoint != nullptr;
+    const bool haveModel = m_controller->hasModel();
+    m_continueAct->setEnabled(idle && haveModel);
     m_saveAct->setEnabled(haveModel && s != S::Stopping);
     m_saveAsAct->setEnabled(m_saveAct->isEnabled());
     m_openCheckpointAct->setEnabled(idle);
@@ -118,7 +114,7 @@ void MainWindow::updateActions() {
 }
 
 void MainWindow::onProgress(const BatchReport& r) {
-    const int totalEpochs = std::max(1, m_plannedEpochs);
+    const int totalEpochs = std::max(1, m_controller->plannedEpochs());
     const double done = r.batches_per_epoch > 0
                             ? ((r.epoch - 1) + double(r.batch) / r.batches_per_epoch) / std::max(totalEpochs, r.epoch)
                             : 0;
@@ -144,14 +140,16 @@ void MainWindow::onEpoch(const EpochReport& r, qint64 step) {
 }
 
 void MainWindow::onFinished(StopReason reason, const QString& message) {
-    m_continuing = false;
-    m_continueFromCheckpoint = false;
-    m_checkpointPath.clear();  // the weights changed: Save asks where
     switch (reason) {
     case StopReason::finished:
         m_progress->setValue(1000);
         m_progress->setFormat(tr("Finished — translate a sentence in the Translate tab"));
-        statusBar()->showMessage(tr("Training finished."), 10000);
+        statusBar()->showMessage(sentence(message.isEmpty() ? tr("training finished") : message), 10000);
+        break;
+    case StopReason::early_stop:
+        m_progress->setValue(1000);
+        m_progress->setFormat(tr("Stopped early — the validation loss stopped improving"));
+        statusBar()->showMessage(sentence(message), 15000);
         break;
     case StopReason::stopped:
         m_progress->setFormat(m_progress->format() + tr(" — stopped"));

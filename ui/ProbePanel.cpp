@@ -91,17 +91,17 @@ void ProbePanel::setRefreshEvery(int batches) { m_every->setValue(batches); }
 
 int ProbePanel::currentIndex() const { return m_snapshots.empty() ? -1 : m_slider->value(); }
 
-const ProbeSnapshot* ProbePanel::currentSnapshot() const {
+const ProbeResult* ProbePanel::currentSnapshot() const {
     const int i = currentIndex();
     return i >= 0 && i < int(m_snapshots.size()) ? &m_snapshots[i] : nullptr;
 }
 
-void ProbePanel::addSnapshot(const ProbeSnapshot& snapshot) {
+void ProbePanel::addSnapshot(const ProbeResult& snapshot) {
     if (!snapshot.translation || snapshot.translation->input != ss(sentence())) return;  // an older probe
     const bool follow = m_follow->isChecked() || m_snapshots.empty();
     m_snapshots.push_back(snapshot);
     if (m_snapshots.size() > kMaxSnapshots) {
-        std::vector<ProbeSnapshot> thinned;
+        std::vector<ProbeResult> thinned;
         for (size_t i = 0; i < m_snapshots.size(); ++i)
             if (i % 2 == 0 || i + 50 >= m_snapshots.size()) thinned.push_back(m_snapshots[i]);
         m_snapshots.swap(thinned);
@@ -127,15 +127,15 @@ void ProbePanel::clearSnapshots() {
 
 void ProbePanel::showSnapshot(int index) {
     if (index < 0 || index >= int(m_snapshots.size())) return;
-    const ProbeSnapshot& s = m_snapshots[index];
+    const ProbeResult& s = m_snapshots[index];
     const Translation& t = *s.translation;
-    m_position->setText(tr("epoch %1 · batch %2 · %3/%4").arg(s.epoch).arg(s.globalStep).arg(index + 1).arg(m_snapshots.size()));
+    m_position->setText(tr("epoch %1 · batch %2 · %3/%4").arg(s.epoch).arg(s.global_step).arg(index + 1).arg(m_snapshots.size()));
     if (t.empty() || !t.attention_available) {
         m_heatmap->clear(t.attention_available ? tr("(empty probe)") : tr("This model has no attention."));
         return;
     }
     HeatmapData data = HeatmapData::fromTranslation(t, 0);
-    data.title = tr("batch %1:  %2  →  %3").arg(s.globalStep).arg(qs(t.input), qs(t.best().text));
+    data.title = tr("batch %1:  %2  →  %3").arg(s.global_step).arg(qs(t.input), qs(t.best().text));
     m_heatmap->setHeatmapData(data);
 }
 

@@ -5,7 +5,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "ui/TrainingController.hpp"
+#include "core/session.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -33,12 +33,12 @@ public:
 
     int snapshotCount() const { return int(m_snapshots.size()); }
     int currentIndex() const;
-    const ProbeSnapshot* currentSnapshot() const;
+    const ProbeResult* currentSnapshot() const;
     HeatmapWidget* heatmap() const { return m_heatmap; }
     QToolBar* heatmapToolBar() const { return m_tools; }
 
 public Q_SLOTS:
-    void addSnapshot(const attnviz::ui::ProbeSnapshot& snapshot);
+    void addSnapshot(const attnviz::ProbeResult& snapshot);
     void clearSnapshots();
     void showSnapshot(int index);
 
@@ -54,7 +54,7 @@ private:
     QSlider* m_slider;
     QLabel* m_position;
     QCheckBox* m_follow;
-    std::vector<ProbeSnapshot> m_snapshots;
+    std::vector<ProbeResult> m_snapshots;
 };
 
 }  // namespace attnviz::ui

@@ -44,10 +44,12 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
     };
 
     w.setErrorDialogsEnabled(false);
+    w.setUnsavedPrompt([] { return QMessageBox::Discard; });  // a screenshot run keeps no model
     w.resize(1400, 900);
     w.show();
     w.corpusPanel()->selectTask(TaskKind::toy_french);
     w.tabs()->setCurrentIndex(MainWindow::CurvesTab);
+    waitUntil([&] { return !w.corpusPanel()->busy(); }, 30000);  // the corpus is read in the background
     waitUntil([] { return false; }, 300);  // let the first layout and paint happen
 
     TrainingController* c = w.controller();
@@ -106,6 +108,7 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
         t.epochs = firstRunEpochs;  // the same number of epochs as the additive run
         w.settingsPanel()->setTrainConfig(t);
         w.tabs()->setCurrentIndex(MainWindow::CurvesTab);
+        waitUntil([&] { return !w.corpusPanel()->loading(); }, 30000);
         trainRun();
         waitUntil([] { return false; }, 300);
         save(&w, QStringLiteral("compare.png"));

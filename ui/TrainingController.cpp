@@ -1,20 +1,119 @@
 #include "ui/TrainingController.hpp"
 
 #include <QTimer>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/checkpoint.hpp"
+#include "core/error.hpp"
 #include "ui/Format.hpp"
-#include "ui/TrainingJob.hpp"
 
 namespace attnviz::ui {
 namespace {
+
 constexpr int kFlushIntervalMs = 50;  // at most ~20 GUI updates a second
+std::atomic<int> g_detachedWorkers{0};
+
+TrainingController::State shown(SessionState s) {
+    using S = TrainingController::State;
+    switch (s) {
+    case SessionState::idle: return S::Idle;
+    case SessionState::preparing: return S::Preparing;
+    case SessionState::running: return S::Running;
+    case SessionState::paused: return S::Paused;
+    case SessionState::stopping: return S::Stopping;
+    }
+    return S::Idle;
+}
+
 }  // namespace
+
+/// The session's observer. It is called on the worker thread (and for saves on
+/// the thread that asked) and only appends to these buffers under the mutex;
+/// the controller swaps them out on the GUI thread. It never calls into Qt.
+class SessionBuffer : public SessionObserver {
+public:
+    struct Batch {
+        std::optional<SessionInfo> info;
+        std::vector<std::pair<int64_t, double>> points;
+        std::optional<BatchReport> lastBatch;
+        std::vector<std::pair<EpochReport, int64_t>> epochs;
+        TranslationModelPtr snapshot;  ///< only the newest since the last drain
+        std::vector<ProbeResult> probes;
+        std::vector<SaveResult> saves;
+        std::optional<std::pair<StopReason, std::string>> finished;
+    };
+
+    Batch drain() {
+        Batch out;
+        std::lock_guard<std::mutex> lock(m_mutex);
+        std::swap(out, m_pending);
+        return out;
+    }
+
+    void on_prepared(const SessionInfo& info) override {
+        // Training yields to the GUI when the cores are busy: a lower priority for the
+        // worker (and the LibTorch threads it starts) keeps the window responsive.
+        setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 5);
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.info = info;
+    }
+    void on_batch(const BatchReport& r) override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.points.emplace_back(r.global_step, r.loss);
+        m_pending.lastBatch = r;
+        m_lastStep = r.global_step;
+    }
+    void on_epoch(const EpochReport& r) override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.epochs.emplace_back(r, m_lastStep);
+    }
+    void on_snapshot(const TranslationModelPtr& model) override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.snapshot = model;
+    }
+    void on_probe(const ProbeResult& probe) override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.probes.push_back(probe);
+    }
+    void on_saved(const SaveResult& result) override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.saves.push_back(result);
+    }
+    void on_finished(StopReason reason, const std::string& message) override {
+        {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            m_pending.finished.emplace(reason, message);
+        }
+        m_finishedCv.notify_all();
+    }
+
+    /// Waits at most `timeout` for on_finished (the session's wait ends just before the
+    /// worker's last reports); true when it has been buffered.
+    bool waitFinished(std::chrono::milliseconds timeout) {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        return m_finishedCv.wait_for(lock, timeout, [this] { return m_pending.finished.has_value(); });
+    }
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_finishedCv;
+    Batch m_pending;
+    int64_t m_lastStep = 0;  ///< global step of the last batch (the epoch reports' step)
+};
 
 TrainingController::TrainingController(QObject* parent) : QObject(parent) {
     m_timer = new QTimer(this);
     m_timer->setInterval(kFlushIntervalMs);
     connect(m_timer, &QTimer::timeout, this, &TrainingController::poll);
+    newSession();
 }
 
 TrainingController::~TrainingController() {
@@ -22,161 +121,129 @@ TrainingController::~TrainingController() {
     shutdown(2000);
 }
 
+void TrainingController::newSession() {
+    m_session.reset();
+    m_buffer = std::make_shared<SessionBuffer>();
+    m_session = std::make_unique<TrainingSession>(m_buffer.get());
+}
+
 int TrainingController::detachedWorkers() { return g_detachedWorkers.load(); }
 
-bool TrainingController::workerAlive() const { return m_thread.joinable(); }
-
-bool TrainingController::hasTrainer() const {
-    return m_job && !isActive() && m_job->trainer != nullptr;
-}
-
-const TrainHistory* TrainingController::history() const {
-    return hasTrainer() ? &m_job->trainer->history() : nullptr;
-}
+bool TrainingController::workerAlive() const { return !m_session->wait_for(std::chrono::milliseconds(0)); }
+bool TrainingController::hasModel() const { return m_session->has_model(); }
+bool TrainingController::unsaved() const { return m_session->unsaved(); }
+TrainHistory TrainingController::history() const { return m_session->history(); }
 
 bool TrainingController::start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train,
                                QString* error) {
-    auto job = std::make_shared<TrainingJob>();
-    job->corpus = std::move(corpus);
-    job->model = model;
-    job->train = train;
-    return launch(std::move(job), error);
+    const QString label = tr("run %1 · %2 %3").arg(m_runs + 1).arg(qs(to_string(model.scoring)), qs(to_string(model.cell)));
+    if (!launch(label, error, [&] { m_session->start(std::move(corpus), model, train); })) return false;
+    ++m_runs;
+    return true;
 }
 
-bool TrainingController::startFromCheckpoint(std::shared_ptr<const Checkpoint> checkpoint,
-                                             std::shared_ptr<const Corpus> corpus, const TrainConfig& train,
-                                             QString* error) {
-    auto job = std::make_shared<TrainingJob>();
-    job->checkpoint = std::move(checkpoint);
-    job->corpus = std::move(corpus);
-    job->model = job->checkpoint->model_config;
-    job->train = train;
-    return launch(std::move(job), error);
+bool TrainingController::continueTraining(const TrainConfig& train, std::shared_ptr<const Corpus> corpus,
+                                          QString* error) {
+    return launch(QString(), error, [&] { m_session->continue_training(train, std::move(corpus)); });
 }
 
-bool TrainingController::continueRun(const TrainConfig& train, QString* error) {
-    if (!hasTrainer()) {
-        if (error) *error = tr("There is no finished run to continue.");
-        return false;
-    }
-    auto job = std::make_shared<TrainingJob>();
-    job->existing = m_job->trainer;
-    job->corpus = m_job->corpus;
-    job->model = m_job->model;
-    job->train = train;
-    return launch(std::move(job), error);
-}
-
-bool TrainingController::launch(std::shared_ptr<TrainingJob> job, QString* error) {
+bool TrainingController::launch(const QString& label, QString* error, const std::function<void()>& begin) {
     if (isActive()) {
         if (error) *error = tr("Training is already running.");
         return false;
     }
-    if (!job->existing && (!job->corpus || job->corpus->pairs.empty())) {
-        if (error) *error = tr("The corpus has no sentence pairs.");
+    try {
+        begin();  // the session checks the settings and starts its worker
+    } catch (const std::exception& e) {
+        if (error) *error = qs(e.what());
         return false;
     }
-    joinWorker();
-    const bool continuing = job->existing != nullptr;
+    const bool continuing = label.isEmpty();
     if (!continuing) {
         m_latest.reset();
-        m_srcVocab.reset();
-        m_tgtVocab.reset();
-        m_runLabel = tr("run %1 · %2 %3").arg(++m_runs).arg(qs(to_string(job->model.scoring)), qs(to_string(job->model.cell)));
+        m_runLabel = label;
     }
-    job->probe = ss(m_probe);
-    m_job = job;
+    m_path.clear();  // the weights change: Save asks where, unless this run is saved somewhere
+    m_plannedEpochs = 0;
     m_flushes = 0;
-    m_thread = std::thread(runTrainingJob, job);
-    setState(State::Starting);
+    setState(State::Preparing);  // the worker reports its own state from here on
     m_timer->start();
-    Q_EMIT started(m_runLabel);
+    Q_EMIT started(m_runLabel, continuing);
+    return true;
+}
+
+bool TrainingController::open(const QString& path, QString* error) {
+    if (isActive()) {
+        if (error) *error = tr("Stop training before opening a checkpoint.");
+        return false;
+    }
+    try {
+        auto checkpoint = std::make_shared<const Checkpoint>(load_checkpoint(ss(path)));
+        m_session->open(checkpoint);
+        m_latest = checkpoint->model;
+    } catch (const std::exception& e) {
+        if (error) *error = qs(e.what());
+        return false;
+    }
+    m_path = path;
     return true;
 }
 
 void TrainingController::pause() {
-    if (!m_job || !(m_state == State::Running || m_state == State::Starting)) return;
-    {
-        std::lock_guard<std::mutex> lock(m_job->mutex);
-        m_job->pauseRequested = true;
-        if (m_job->trainer) m_job->trainer->pause();
-    }
-    setState(State::Pausing);
+    m_session->pause();
+    refreshState();
 }
 
 void TrainingController::resume() {
-    if (!m_job || !(m_state == State::Paused || m_state == State::Pausing)) return;
-    {
-        std::lock_guard<std::mutex> lock(m_job->mutex);
-        m_job->pauseRequested = false;
-        if (m_job->trainer) m_job->trainer->resume();
-    }
-    setState(State::Running);
+    m_session->resume();
+    refreshState();
 }
 
 void TrainingController::stop() {
-    if (!m_job || !isActive()) return;
-    {
-        std::lock_guard<std::mutex> lock(m_job->mutex);
-        m_job->stopRequested = true;
-        if (m_job->trainer) m_job->trainer->stop();
-    }
-    setState(State::Stopping);
+    m_session->stop();
+    refreshState();
 }
 
 bool TrainingController::shutdown(int timeoutMs) {
-    if (!m_thread.joinable()) return true;
+    using std::chrono::milliseconds;
+    if (!isActive()) return true;
     stop();
-    {
-        std::unique_lock<std::mutex> lock(m_job->mutex);
-        if (!m_job->doneCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [this] { return m_job->done; })) {
-            // The worker still holds its own reference to the job; let it finish alone
-            // (decided under the lock, so the worker's count-down cannot be missed).
-            m_job->detached = true;
-            ++g_detachedWorkers;
-            lock.unlock();
-            m_thread.detach();
-            m_timer->stop();
-            setState(State::Idle);
-            return false;
-        }
+    if (m_session->wait_for(milliseconds(timeoutMs))) {
+        m_buffer->waitFinished(milliseconds(500));  // its last reports follow at once
+        poll();  // delivers them: the state shown becomes Idle
+        return true;
     }
-    poll();  // delivers the final signals and joins
-    return true;
+    // The worker missed the budget: leave it to finish alone. A thread of its own waits
+    // for it and then destroys the session and the buffer it reports to.
+    ++g_detachedWorkers;
+    std::thread([session = std::move(m_session), buffer = m_buffer]() mutable {
+        session.reset();
+        buffer.reset();
+        --g_detachedWorkers;
+    }).detach();
+    newSession();
+    m_timer->stop();
+    setState(State::Idle);
+    return false;
 }
 
-void TrainingController::joinWorker() {
-    if (m_thread.joinable()) m_thread.join();
+bool TrainingController::save(const QString& path) {
+    bool ok = true;
+    try {
+        m_session->save(ss(path));  // queued for the worker while one exists
+    } catch (const FileError&) {
+        ok = false;  // an idle save that failed: on_saved has the message
+    } catch (const std::exception& e) {
+        Q_EMIT saveFinished(false, path, qs(e.what()));  // nothing to save: nothing was reported
+        return false;
+    }
+    poll();  // an idle save was written on this thread: report it now
+    return ok;
 }
 
 void TrainingController::setProbeSentence(const QString& sentence) {
     m_probe = sentence.trimmed();
-    if (!m_job) return;
-    std::lock_guard<std::mutex> lock(m_job->mutex);
-    m_job->probe = ss(m_probe);
-}
-
-bool TrainingController::saveCheckpoint(const QString& path, QString* error) {
-    if (!m_job || !m_job->trainer) {
-        if (error) *error = tr("There is no trained model to save yet.");
-        return false;
-    }
-    if (m_state == State::Running || m_state == State::Pausing || m_state == State::Starting ||
-        m_state == State::Stopping) {
-        std::lock_guard<std::mutex> lock(m_job->mutex);
-        m_job->pendingSave = ss(path);  // the worker writes it after the current batch
-        return true;
-    }
-    // Idle, or paused for sure (the worker is blocked between batches): write here.
-    try {
-        save_checkpoint(*m_job->trainer, ss(path));
-    } catch (const std::exception& e) {
-        if (error) *error = qs(e.what());
-        Q_EMIT saveFinished(false, path, qs(e.what()));
-        return false;
-    }
-    Q_EMIT saveFinished(true, path, QString());
-    return true;
+    m_session->set_probe(ss(m_probe));
 }
 
 void TrainingController::setState(State state) {
@@ -185,84 +252,39 @@ void TrainingController::setState(State state) {
     Q_EMIT stateChanged(state);
 }
 
+void TrainingController::refreshState() {
+    // Idle is shown once the run's end has been drained (poll()), not when the session
+    // gets there: until then its last signals are still on their way.
+    const State s = shown(m_session->state());
+    if (s != State::Idle) setState(s);
+}
+
 void TrainingController::poll() {
-    if (!m_job) return;
-    std::shared_ptr<TrainingJob> job = m_job;
-    // Swap everything out under the lock; emit after releasing it.
-    std::vector<std::pair<int64_t, double>> points;
-    std::optional<BatchReport> last;
-    std::vector<std::pair<EpochReport, int64_t>> epochs;
-    std::vector<ProbeSnapshot> probes;
-    std::vector<bool> paused;
-    std::vector<TrainingJob::SaveResult> saves;
-    std::string device;
-    bool deviceNew, snapshotNew, done;
-    int snapshotEpoch;
-    int64_t snapshotStep;
-    std::shared_ptr<Trainer> trainer;
-    {
-        std::lock_guard<std::mutex> lock(job->mutex);
-        points.swap(job->points);
-        last.swap(job->lastBatch);
-        epochs.swap(job->epochs);
-        probes.swap(job->probes);
-        paused.swap(job->pausedEvents);
-        saves.swap(job->saves);
-        deviceNew = std::exchange(job->deviceNew, false);
-        device = job->device;
-        snapshotNew = std::exchange(job->snapshotNew, false);
-        snapshotEpoch = job->snapshotEpoch;
-        snapshotStep = job->snapshotStep;
-        done = job->done;
-        trainer = job->trainer;
-    }
+    SessionBuffer::Batch b = m_buffer->drain();
     ++m_flushes;
-    if (deviceNew) {
-        m_device = qs(device);
-        Q_EMIT deviceReady(m_device);
-        if (m_state == State::Starting) setState(State::Running);
-        if (trainer && !m_srcVocab) {
-            // The trainer's data never changes while it runs: share its vocabularies once.
-            m_srcVocab = std::make_shared<const Vocab>(trainer->data().src_vocab);
-            m_tgtVocab = std::make_shared<const Vocab>(trainer->data().tgt_vocab);
-        }
+    if (b.info) {
+        m_device = qs(b.info->device);
+        m_plannedEpochs = b.info->epochs_planned;
+        Q_EMIT prepared(*b.info);
     }
-    if (!points.empty()) Q_EMIT batchLosses(points);
-    if (last) Q_EMIT progress(*last);
-    for (const auto& [report, step] : epochs) Q_EMIT epochFinished(report, step);
-    for (bool p : paused) {
-        if (p && (m_state == State::Pausing || m_state == State::Running)) setState(State::Paused);
-        if (!p && m_state == State::Paused) setState(State::Running);
+    if (!b.points.empty()) Q_EMIT batchLosses(b.points);
+    if (b.lastBatch) Q_EMIT progress(*b.lastBatch);
+    for (const auto& [report, step] : b.epochs) Q_EMIT epochFinished(report, step);
+    if (b.snapshot) {
+        m_latest = b.snapshot;
+        Q_EMIT snapshotReady(m_latest);
     }
-    if (snapshotNew && trainer) {
-        auto handle = std::make_shared<ModelHandle>();
-        handle->model = trainer->snapshot();
-        handle->srcVocab = m_srcVocab;
-        handle->tgtVocab = m_tgtVocab;
-        handle->level = trainer->data().level;
-        handle->config = trainer->model_config();
-        handle->corpusName = trainer->data().name;
-        handle->epoch = snapshotEpoch;
-        handle->globalStep = snapshotStep;
-        if (handle->valid()) {
-            m_latest = handle;
-            Q_EMIT snapshotReady(m_latest);
-        }
+    for (const auto& p : b.probes) Q_EMIT probeReady(p);
+    for (const auto& s : b.saves) {
+        if (s.ok) m_path = qs(s.path);
+        Q_EMIT saveFinished(s.ok, qs(s.path), qs(s.error));
     }
-    for (const auto& p : probes) Q_EMIT probeReady(p);
-    for (const auto& s : saves) Q_EMIT saveFinished(s.ok, qs(s.path), qs(s.error));
-    if (done) {
+    if (b.finished) {
         m_timer->stop();
-        joinWorker();  // the worker has returned from runJob: this does not block
-        StopReason reason;
-        QString message;
-        {
-            std::lock_guard<std::mutex> lock(job->mutex);
-            reason = job->reason;
-            message = qs(job->message);
-        }
         setState(State::Idle);
-        Q_EMIT finished(reason, message);
+        Q_EMIT finished(b.finished->first, qs(b.finished->second));
+    } else {
+        refreshState();
     }
 }
 

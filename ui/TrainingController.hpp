@@ -1,18 +1,19 @@
 #pragma once
-// Owns the training worker thread. The worker runs attnviz::Trainer::run() and
-// reports through an observer that only appends to a mutex-protected buffer;
-// a 50 ms timer in the GUI thread drains that buffer and emits signals, so
-// however fast the trainer is, the GUI sees at most ~20 updates a second and
-// never waits on the trainer (pause/resume/stop are the trainer's thread-safe
-// flags; translating uses published snapshots).
+// The Qt adapter over attnviz::TrainingSession (core/session.hpp), which owns
+// the training lifecycle and its worker thread. The session's observer only
+// appends to a mutex-protected buffer on the worker; a 50 ms timer on the GUI
+// thread drains it and emits signals, so however fast training goes the GUI
+// sees at most ~20 updates a second and never waits on the worker. The state
+// shown is the session's own; start, continue, open, pause, resume, stop and
+// save are forwarded to it.
 #include <QObject>
 #include <QString>
+#include <functional>
 #include <memory>
-#include <thread>
+#include <optional>
 #include <vector>
 
-#include "core/checkpoint.hpp"
-#include "ui/ModelHandle.hpp"
+#include "core/session.hpp"
 
 QT_BEGIN_NAMESPACE
 class QTimer;
@@ -20,33 +21,28 @@ QT_END_NAMESPACE
 
 namespace attnviz::ui {
 
-struct TrainingJob;
-
-/// One refresh of the live probe: the probe sentence translated by a snapshot.
-struct ProbeSnapshot {
-    int epoch = 0;
-    int64_t globalStep = 0;
-    std::shared_ptr<const Translation> translation;
-};
+class SessionBuffer;
 
 class TrainingController : public QObject {
     Q_OBJECT
 public:
-    enum class State { Idle, Starting, Running, Pausing, Paused, Stopping };
+    /// The session's states (SessionState), as the GUI shows them.
+    enum class State { Idle, Preparing, Running, Paused, Stopping };
     Q_ENUM(State)
 
     explicit TrainingController(QObject* parent = nullptr);
     ~TrainingController() override;
 
-    /// Starts a fresh run on a worker thread (data preparation and model
-    /// construction happen there too). False with *error when already running.
+    /// Trains a fresh model (data preparation and model construction run on the
+    /// worker too). False with *error when a run is active or a setting is refused.
     bool start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train,
                QString* error = nullptr);
-    /// Continues a loaded checkpoint on `corpus` with `train` (epochs counts from the checkpoint's).
-    bool startFromCheckpoint(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<const Corpus> corpus,
-                             const TrainConfig& train, QString* error = nullptr);
-    /// Trains the last run's trainer further (after it finished or was stopped).
-    bool continueRun(const TrainConfig& train, QString* error = nullptr);
+    /// Trains the current model further -- the last run's, or an opened checkpoint's on
+    /// `corpus` -- up to train.epochs in total.
+    bool continueTraining(const TrainConfig& train, std::shared_ptr<const Corpus> corpus, QString* error = nullptr);
+    /// Reads a checkpoint and makes it the session's model (what Save writes and
+    /// Continue trains). False with *error when it cannot be read or a run is active.
+    bool open(const QString& path, QString* error = nullptr);
 
     void pause();
     void resume();
@@ -55,26 +51,32 @@ public:
     /// True when the worker has ended; otherwise it is left to finish on its own.
     bool shutdown(int timeoutMs = 2000);
 
+    /// Asks the session to write a checkpoint. While a worker exists (paused too)
+    /// the worker writes it between two batches; otherwise it is written now. Every
+    /// request ends in exactly one saveFinished(); false when it has failed already.
+    bool save(const QString& path);
+    /// Where Save writes without asking: the file opened or last saved to (a run starting clears it).
+    QString checkpointPath() const { return m_path; }
+
     State state() const { return m_state; }
     bool isActive() const { return m_state != State::Idle; }
-    /// The worker thread still exists (for tests of clean shutdown).
+    /// The session's worker thread is still running (for tests of clean shutdown).
     bool workerAlive() const;
-    /// A finished run's trainer can be continued or saved.
-    bool hasTrainer() const;
-    const TrainHistory* history() const;  ///< the idle trainer's history, else null
+    /// A model exists (trained, stopped or opened): it can be saved and continued.
+    bool hasModel() const;
+    /// The model changed since it was last saved or opened.
+    bool unsaved() const;
+    TrainHistory history() const;
+    /// The epoch the current run stops at (0 before it is prepared).
+    int plannedEpochs() const { return m_plannedEpochs; }
     QString deviceDescription() const { return m_device; }
     QString runLabel() const { return m_runLabel; }
-    /// Latest published weights of the current/last run (null before the first snapshot).
-    ModelHandlePtr latestModel() const { return m_latest; }
+    /// Latest published model of the current/last run, or the opened checkpoint's (null before any).
+    TranslationModelPtr latestModel() const { return m_latest; }
 
     /// Probe sentence translated at each snapshot (empty: no probe).
     void setProbeSentence(const QString& sentence);
     QString probeSentence() const { return m_probe; }
-
-    /// Saves the current/last run. While training runs the worker writes it
-    /// between two batches and saveFinished() reports; otherwise it is written now.
-    /// Returns false with *error when there is nothing to save or writing failed.
-    bool saveCheckpoint(const QString& path, QString* error = nullptr);
 
     /// Number of signal batches emitted since start (coalescing check in tests).
     int flushCount() const { return m_flushes; }
@@ -83,29 +85,33 @@ public:
 
 Q_SIGNALS:
     void stateChanged(attnviz::ui::TrainingController::State state);
-    void started(const QString& runLabel);
-    void deviceReady(const QString& description);
+    /// A run began: a fresh one (a new curve) or a continuation of the current model.
+    void started(const QString& runLabel, bool continuing);
+    /// The worker has prepared the data and built or restored the model.
+    void prepared(const attnviz::SessionInfo& info);
     void batchLosses(const std::vector<std::pair<int64_t, double>>& points);
     void progress(const attnviz::BatchReport& last);
     void epochFinished(const attnviz::EpochReport& report, qint64 globalStep);
-    void snapshotReady(attnviz::ui::ModelHandlePtr model);
-    void probeReady(const attnviz::ui::ProbeSnapshot& snapshot);
+    void snapshotReady(attnviz::TranslationModelPtr model);
+    void probeReady(const attnviz::ProbeResult& probe);
     void finished(attnviz::StopReason reason, const QString& message);
     void saveFinished(bool ok, const QString& path, const QString& error);
 
 private:
-    bool launch(std::shared_ptr<TrainingJob> job, QString* error);
+    bool launch(const QString& label, QString* error, const std::function<void()>& begin);
     void poll();
+    void refreshState();
     void setState(State state);
-    void joinWorker();
+    void newSession();
 
-    std::shared_ptr<TrainingJob> m_job;
-    std::thread m_thread;
+    // Declared in this order so that the session (and its worker) goes before the buffer it reports to.
+    std::shared_ptr<SessionBuffer> m_buffer;
+    std::unique_ptr<TrainingSession> m_session;
     QTimer* m_timer;
     State m_state = State::Idle;
-    QString m_device, m_runLabel, m_probe;
-    ModelHandlePtr m_latest;
-    std::shared_ptr<const Vocab> m_srcVocab, m_tgtVocab;
+    QString m_device, m_runLabel, m_probe, m_path;
+    TranslationModelPtr m_latest;
+    int m_plannedEpochs = 0;
     int m_flushes = 0;
     int m_runs = 0;
 };

@@ -103,7 +103,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     connect(m_heatmap, &HeatmapWidget::rowSelected, this,
             [this](int row) { m_inspector->setStep(m_heatmap->heatmapData(), row); });
     connect(m_translator, &Translator::translated, this,
-            [this](quint64, std::shared_ptr<const Translation> t, ModelHandlePtr model) { showTranslation(t, model); });
+            [this](quint64, std::shared_ptr<const Translation> t, TranslationModelPtr model) { showTranslation(t, model); });
     connect(m_translator, &Translator::failed, this, [this](quint64, const QString& message) {
         m_result->setText(tr("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped()));
         Q_EMIT translationFailed(message);
@@ -111,19 +111,20 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     setModel(nullptr);
 }
 
-void TranslatePanel::setModel(ModelHandlePtr model) {
+void TranslatePanel::setModel(TranslationModelPtr model) {
     m_model = std::move(model);
     if (!m_model) {
         m_modelLabel->setText(tr("No model yet: press Train, or open a checkpoint (Ctrl+O)."));
         return;
     }
+    const TrainHistory& h = m_model->history();
     m_modelLabel->setText(tr("Model: %1 · %2 scoring, %3 × %4 %5 · weights after epoch %6, batch %7")
-                              .arg(qs(m_model->corpusName), qs(to_string(m_model->config.scoring)))
-                              .arg(m_model->config.num_layers)
-                              .arg(m_model->config.hidden_size)
-                              .arg(qs(to_string(m_model->config.cell)).toUpper())
-                              .arg(m_model->epoch)
-                              .arg(m_model->globalStep));
+                              .arg(qs(m_model->corpus_name()), qs(to_string(m_model->config().scoring)))
+                              .arg(m_model->config().num_layers)
+                              .arg(m_model->config().hidden_size)
+                              .arg(qs(to_string(m_model->config().cell)).toUpper())
+                              .arg(h.epochs_done)
+                              .arg(h.global_step));
 }
 
 void TranslatePanel::setExamples(const QStringList& examples) {
@@ -164,7 +165,7 @@ void TranslatePanel::translateText(const QString& sentence) {
     m_translator->request(m_model, sentence, decodeOptions());
 }
 
-void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, ModelHandlePtr model) {
+void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model) {
     m_translation = std::move(t);
     m_translationModel = std::move(model);
     m_hypotheses->blockSignals(true);

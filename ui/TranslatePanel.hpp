@@ -5,7 +5,7 @@
 #include <QWidget>
 #include <memory>
 
-#include "ui/ModelHandle.hpp"
+#include "core/translation_model.hpp"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
@@ -28,15 +28,15 @@ class TranslatePanel : public QWidget {
 public:
     explicit TranslatePanel(QWidget* parent = nullptr);
 
-    void setModel(ModelHandlePtr model);
-    ModelHandlePtr model() const { return m_model; }
+    void setModel(TranslationModelPtr model);
+    TranslationModelPtr model() const { return m_model; }
     void setExamples(const QStringList& examples);
     DecodeOptions decodeOptions() const;
     void setBeamWidth(int width);
 
     std::shared_ptr<const Translation> translation() const { return m_translation; }
     /// The model that produced translation() (for export settings).
-    ModelHandlePtr translationModel() const { return m_translationModel; }
+    TranslationModelPtr translationModel() const { return m_translationModel; }
     int selectedHypothesis() const;
     void selectHypothesis(int index);
 
@@ -57,11 +57,11 @@ Q_SIGNALS:
     void translationFailed(const QString& message);
 
 private:
-    void showTranslation(std::shared_ptr<const Translation> t, ModelHandlePtr model);
+    void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
     void showHypothesis(int index);
 
     Translator* m_translator;
-    ModelHandlePtr m_model, m_translationModel;
+    TranslationModelPtr m_model, m_translationModel;
     std::shared_ptr<const Translation> m_translation;
     QLineEdit* m_input;
     QPushButton* m_go;
