@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "app/cli_settings.hpp"
+#include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
 #include "core/data.hpp"
 #include "core/model.hpp"
 #include "core/session.hpp"
@@ -43,6 +43,7 @@ Command add_eval_command(CLI::App& parent);
 Command add_bench_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
 Command add_tasks_command(CLI::App& parent);
+Command add_params_command(CLI::App& parent);  ///< `params [--json]`: the parameter registry
 
 /// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
 CLI::Validator positive_int();

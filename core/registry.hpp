@@ -59,7 +59,9 @@ struct ParamSpec {
     std::function<nlohmann::json(const Hyperparameters&)> get;
     /// Writes an already checked value into a configuration.
     std::function<void(Hyperparameters&, const nlohmann::json&)> put;
-    /// text parameters: empty when the value is acceptable, else why not.
+    /// text parameters: empty when the value is acceptable, else the forms that are
+    /// ("auto, cpu, cuda or cuda:N"; the empty text is never acceptable, so
+    /// check_text("") describes the forms for --help).
     std::function<std::string(const std::string&)> check_text;
 };
 
@@ -68,6 +70,10 @@ const std::vector<ParamSpec>& parameters();
 
 /// The parameter with this name or flag; throws ConfigError listing the valid flags.
 const ParamSpec& find_parameter(const std::string& name_or_flag);
+
+/// The allowed values as a user reads them: "1..4096", "(0, 100]", "gru | lstm",
+/// "true | false", or for text what check_text("") says.
+std::string describe_range(const ParamSpec& p);
 
 /// Checks a value against a parameter's type and range; throws ConfigError
 /// naming the flag, the allowed values and what was given

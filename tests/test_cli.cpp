@@ -20,7 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.hpp"
 #include "core/export.hpp"
+#include "core/registry.hpp"
 
 using nlohmann::json;
 
@@ -471,4 +473,62 @@ TEST_CASE("cli: train and bench on the Tatoeba sample", "[cli][tatoeba]") {
     CHECK(r.at("samples")[0].at("src") == "go .");
     CHECK(r.at("samples")[0].at("ref") == "va !");
     CHECK(r.at("torch").get<std::string>().size() > 0);
+}
+
+TEST_CASE("cli: params lists the registry; a bad value names its flag", "[cli][params]") {
+    TempDir dir;
+    Result r = cli(dir, {"params", "--json"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    REQUIRE(j.is_array());
+    REQUIRE(j.size() == attnviz::parameters().size());
+    auto entry = [&](const std::string& flag) {
+        for (const auto& e : j)
+            if (e.at("flag") == flag) return e;
+        FAIL("no entry for --" << flag);
+        return json();
+    };
+    for (const auto& e : j)
+        for (const char* key : {"name", "flag", "type", "default", "help"}) CHECK(e.contains(key));
+    // The CLI, the checkpoint, the core's validation and the GUI form share one range.
+    const json dropout = entry("dropout");
+    CHECK(dropout.at("name") == "dropout");
+    CHECK(dropout.at("max") == 0.99);
+    CHECK(dropout.at("max") == *attnviz::find_parameter("dropout").max);
+    attnviz::ModelConfig m;
+    m.dropout = dropout.at("max").get<double>();
+    CHECK_NOTHROW(m.validate());
+    m.dropout = 0.995;
+    CHECK_THROWS(m.validate());
+    CHECK(entry("hidden").at("name") == "hidden_size");
+    CHECK(entry("hidden").at("default") == attnviz::ModelConfig{}.hidden_size);
+    CHECK(entry("lr").at("min_exclusive") == true);
+    CHECK(entry("scoring").at("choices").size() == 5);
+    CHECK(entry("patience").at("group") == "training");
+
+    Result plain = cli(dir, {"params"});
+    REQUIRE(plain.code == 0);
+    CHECK(plain.out.find("--lr-schedule") != std::string::npos);
+    CHECK(plain.out.find("[0, 0.99]") != std::string::npos);
+
+    // Out of range: exit code 2, one line naming the flag and what was given.
+    Result bad = cli(dir, {"train", "--task", "reverse", "--dropout", "1.5"});
+    CHECK(bad.code == 2);
+    require_one_error_line(bad, "--dropout: expected a number in [0, 0.99], got '1.5'");
+    Result seed = cli(dir, {"train", "--task", "reverse", "--seed", "-1"});
+    CHECK(seed.code == 2);
+    require_one_error_line(seed, "--seed");
+    Result vary = cli(dir, {"compare", "--task", "reverse", "--vary", "lr-factor=0.5,2"});
+    CHECK(vary.code == 2);
+    require_one_error_line(vary, "--lr-factor");
+    // Booleans stay flags and also take a value.
+    Result help = cli(dir, {"train", "--help"});
+    for (const char* flag : {"--patience", "--keep-best", "--lr-schedule", "--snapshot-every"})
+        CHECK(help.out.find(flag) != std::string::npos);
+    Result off = cli(dir, cat({"train", "--task", "reverse", "--pairs", "100", "--epochs", "1", "--bidirectional=false",
+                               "--keep-best=true", "--json"},
+                              tiny()));
+    INFO("stderr: " << off.err);
+    CHECK(off.code == 0);
 }

@@ -10,8 +10,9 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <climits>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "core/device.hpp"
 #include "ui/Format.hpp"
@@ -19,21 +20,13 @@
 namespace attnviz::ui {
 namespace {
 
-QSpinBox* spin(QWidget* parent, int lo, int hi, const QString& tip) {
-    auto* s = new QSpinBox(parent);
-    s->setRange(lo, hi);
-    s->setToolTip(tip);
-    s->setAccelerated(true);
-    return s;
-}
+using json = nlohmann::json;
 
-QDoubleSpinBox* dspin(QWidget* parent, double lo, double hi, double step, int decimals, const QString& tip) {
-    auto* s = new QDoubleSpinBox(parent);
-    s->setRange(lo, hi);
-    s->setSingleStep(step);
-    s->setDecimals(decimals);
-    s->setToolTip(tip);
-    return s;
+/// The parameters shown under "Early stopping & schedule" in the Training box.
+bool isScheduleParameter(const std::string& name) {
+    for (const char* n : {"patience", "keep_best", "lr_schedule", "lr_factor", "lr_step", "lr_patience"})
+        if (name == n) return true;
+    return false;
 }
 
 void setItemEnabled(QComboBox* combo, int index, bool enabled, const QString& tip = {}) {
@@ -42,6 +35,34 @@ void setItemEnabled(QComboBox* combo, int index, bool enabled, const QString& ti
     QStandardItem* item = model->item(index);
     item->setEnabled(enabled);
     item->setToolTip(tip);
+}
+
+/// The registry's help as a tooltip: "Embedding width of both sides.\nRange 1..4096 · d2l: 256".
+QString tooltip(const ParamSpec& p) {
+    QString tip = qs(p.help);
+    if (!tip.isEmpty()) tip[0] = tip[0].toUpper();
+    QStringList extra;
+    if (p.type == ParamType::integer || p.type == ParamType::real) extra << QStringLiteral("Range %1").arg(qs(describe_range(p)));
+    if (!p.d2l_value.is_null()) extra << QStringLiteral("d2l: %1").arg(qs(format_value(p, p.d2l_value)));
+    if (!extra.isEmpty()) tip += QStringLiteral(".\n") + extra.join(QStringLiteral(" · "));
+    return tip;
+}
+
+double clampTo(const ParamSpec& p, double x) {
+    if (!std::isfinite(x)) x = p.default_value.get<double>();
+    return std::clamp(x, *p.min, *p.max);
+}
+
+/// Decimals a real parameter's spin box shows: enough for its default and d2l's value, at least 2.
+int decimalsFor(const ParamSpec& p) {
+    if (p.min_exclusive) return 5;  // e.g. learning rates down to 1e-5
+    int decimals = 2;
+    for (const json& v : {p.default_value, p.d2l_value})
+        if (v.is_number())
+            while (decimals < 6 && std::abs(v.get<double>() * std::pow(10, decimals) -
+                                            std::round(v.get<double>() * std::pow(10, decimals))) > 1e-9)
+                ++decimals;
+    return decimals;
 }
 
 }  // namespace
@@ -58,12 +79,15 @@ TrainConfig SettingsPanel::defaultTrainConfig() {
     TrainConfig c;
     c.epochs = 30;
     c.batch_size = 32;
+    c.patience = 3;       // the toy tasks stop once the validation loss no longer falls...
+    c.keep_best = true;   // ...and keep the model of their best epoch
     return c;
 }
 
 SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
-    m_modelGroup = buildModelGroup();
-    m_trainGroup = buildTrainGroup();
+    m_modelGroup = buildGroup(tr("Model"), ParamGroup::model);
+    m_trainGroup = buildGroup(tr("Training"), ParamGroup::training);
+    m_dataGroup = buildGroup(tr("Data"), ParamGroup::data);
     m_error = new QLabel(this);
     m_error->setWordWrap(true);
     m_error->setStyleSheet(QStringLiteral("color: #b00020;"));
@@ -72,175 +96,145 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_modelGroup);
     layout->addWidget(m_trainGroup);
+    layout->addWidget(m_dataGroup);
     layout->addWidget(m_error);
     restoreDefaults();
 }
 
-QWidget* SettingsPanel::buildModelGroup() {
-    auto* group = new QGroupBox(tr("Model"), this);
-    m_cell = new QComboBox(group);
-    m_cell->addItem(QStringLiteral("GRU"), int(CellType::gru));
-    m_cell->addItem(QStringLiteral("LSTM"), int(CellType::lstm));
-    m_layers = spin(group, 1, 8, tr("Recurrent layers in encoder and decoder (d2l: 2)"));
-    m_embed = spin(group, 1, 4096, tr("Embedding width of both sides (d2l: 256)"));
-    m_hidden = spin(group, 1, 4096, tr("Recurrent hidden width (d2l: 256)"));
-    m_bidirectional = new QCheckBox(tr("Bidirectional encoder"), group);
-    m_bidirectional->setObjectName(QStringLiteral("bidirectional"));
-    m_reverseSource = new QCheckBox(tr("Read the source reversed (Sutskever)"), group);
-    m_reverseSource->setObjectName(QStringLiteral("reverseSource"));
-    m_reverseSource->setToolTip(tr("The encoder reads right to left; heatmap columns stay in reading order"));
-    m_scoring = new QComboBox(group);
-    const std::pair<Scoring, QString> scorings[] = {
-        {Scoring::additive, tr("additive (Bahdanau)")}, {Scoring::dot, tr("dot (Luong)")},
-        {Scoring::scaled_dot, tr("scaled dot")},        {Scoring::general, tr("general (Luong bilinear)")},
-        {Scoring::none, tr("none (no attention baseline)")}};
-    for (const auto& [s, label] : scorings) m_scoring->addItem(label, int(s));
-    m_scoring->setToolTip(tr("How the decoder state scores each encoder state"));
-    m_attentionSize = spin(group, 0, 4096, tr("Hidden width of additive attention; 0 = same as the hidden size"));
-    m_attentionSize->setSpecialValueText(tr("= hidden"));
-    m_dropout = dspin(group, 0.0, 0.9, 0.05, 2, tr("Dropout between layers and on attention weights (d2l: 0.2)"));
-    m_init = new QComboBox(group);
-    m_init->addItem(tr("Xavier (d2l)"), int(InitScheme::xavier));
-    m_init->addItem(tr("uniform ±0.08 (Sutskever)"), int(InitScheme::uniform));
-    m_init->addItem(tr("orthogonal (Bahdanau)"), int(InitScheme::orthogonal));
-
-    auto* form = new QFormLayout(group);
-    form->addRow(tr("Cell"), m_cell);
-    form->addRow(tr("Layers"), m_layers);
-    form->addRow(tr("Embedding"), m_embed);
-    form->addRow(tr("Hidden"), m_hidden);
-    form->addRow(m_bidirectional);
-    form->addRow(m_reverseSource);
-    form->addRow(tr("Scoring"), m_scoring);
-    form->addRow(tr("Attention size"), m_attentionSize);
-    form->addRow(tr("Dropout"), m_dropout);
-    form->addRow(tr("Init"), m_init);
-
-    for (QComboBox* c : {m_cell, m_scoring, m_init})
-        connect(c, &QComboBox::currentIndexChanged, this, &SettingsPanel::onChanged);
-    for (QSpinBox* s : {m_layers, m_embed, m_hidden, m_attentionSize})
-        connect(s, &QSpinBox::valueChanged, this, &SettingsPanel::onChanged);
-    connect(m_dropout, &QDoubleSpinBox::valueChanged, this, &SettingsPanel::onChanged);
-    connect(m_bidirectional, &QCheckBox::toggled, this, &SettingsPanel::onChanged);
-    connect(m_reverseSource, &QCheckBox::toggled, this, &SettingsPanel::onChanged);
-    return group;
+QWidget* SettingsPanel::buildGroup(const QString& title, ParamGroup group) {
+    auto* box = new QGroupBox(title, this);
+    auto* form = new QFormLayout(box);
+    bool scheduleHeading = false;
+    for (const auto& p : parameters()) {
+        if (p.group != group || !p.in_form) continue;
+        if (isScheduleParameter(p.name) && !scheduleHeading) {
+            auto* heading = new QLabel(tr("<b>Early stopping &amp; schedule</b>"), box);
+            form->addRow(heading);
+            scheduleHeading = true;
+        }
+        QWidget* e = makeEditor(p, box);
+        if (p.type == ParamType::boolean)
+            form->addRow(e);
+        else
+            form->addRow(qs(p.label), e);
+        m_fields.push_back({&p, e});
+    }
+    return box;
 }
 
-QWidget* SettingsPanel::buildTrainGroup() {
-    auto* group = new QGroupBox(tr("Training"), this);
-    m_optimizer = new QComboBox(group);
-    m_optimizer->addItem(QStringLiteral("Adam"), int(OptimizerKind::adam));
-    m_optimizer->addItem(QStringLiteral("SGD"), int(OptimizerKind::sgd));
-    m_optimizer->addItem(QStringLiteral("Adadelta"), int(OptimizerKind::adadelta));
-    m_lr = dspin(group, 0.00001, 100.0, 0.001, 5, tr("Learning rate (Adam: 0.005 as d2l; Adadelta: 1.0)"));
-    m_momentum = dspin(group, 0.0, 0.99, 0.05, 2, tr("SGD momentum"));
-    m_batch = spin(group, 1, 65536, tr("Sentences per batch (d2l: 128)"));
-    m_epochs = spin(group, 1, 100000, tr("Passes over the training pairs"));
-    m_teacherForcing = dspin(group, 0.0, 1.0, 0.05, 2, tr("Probability of feeding the true previous token"));
-    m_clip = dspin(group, 0.0, 1000.0, 0.5, 2, tr("Clip the global gradient norm to this value"));
-    m_clip->setSpecialValueText(tr("off"));
-    m_device = new QComboBox(group);
-    m_device->addItem(tr("auto"), QStringLiteral("auto"));
-    m_device->addItem(QStringLiteral("CPU"), QStringLiteral("cpu"));
-    m_device->addItem(QStringLiteral("CUDA"), QStringLiteral("cuda"));
-    if (!cuda_available()) setItemEnabled(m_device, 2, false, tr("LibTorch sees no CUDA device"));
-    m_seed = spin(group, 0, 2147483647, tr("Seeds weights, shuffling, dropout and teacher forcing"));
-    m_maxLength = spin(group, 0, 1000, tr("Drop pairs with more tokens than this on either side"));
-    m_maxLength->setSpecialValueText(tr("no limit"));
-    m_valFraction = dspin(group, 0.0, 0.9, 0.05, 2, tr("Share of pairs held out for validation"));
-    m_minFreq = spin(group, 1, 1000, tr("Tokens seen fewer times map to <unk>"));
-
-    auto* form = new QFormLayout(group);
-    form->addRow(tr("Optimiser"), m_optimizer);
-    form->addRow(tr("Learning rate"), m_lr);
-    form->addRow(tr("Momentum"), m_momentum);
-    form->addRow(tr("Batch size"), m_batch);
-    form->addRow(tr("Epochs"), m_epochs);
-    form->addRow(tr("Teacher forcing"), m_teacherForcing);
-    form->addRow(tr("Gradient clip"), m_clip);
-    form->addRow(tr("Device"), m_device);
-    form->addRow(tr("Seed"), m_seed);
-    form->addRow(tr("Max length"), m_maxLength);
-    form->addRow(tr("Validation share"), m_valFraction);
-    form->addRow(tr("Min frequency"), m_minFreq);
-
-    connect(m_optimizer, &QComboBox::currentIndexChanged, this, &SettingsPanel::onOptimizerChanged);
-    connect(m_device, &QComboBox::currentIndexChanged, this, &SettingsPanel::onChanged);
-    for (QSpinBox* s : {m_batch, m_epochs, m_seed, m_maxLength, m_minFreq})
+QWidget* SettingsPanel::makeEditor(const ParamSpec& p, QWidget* parent) {
+    QWidget* editor = nullptr;
+    const bool integer = p.type == ParamType::integer;
+    if (integer && *p.max <= INT_MAX && *p.min >= INT_MIN) {
+        auto* s = new QSpinBox(parent);
+        s->setRange(int(*p.min), int(*p.max));
+        s->setAccelerated(true);
+        if (*p.min == 0 && !p.zero_means.empty()) s->setSpecialValueText(qs(p.zero_means));
         connect(s, &QSpinBox::valueChanged, this, &SettingsPanel::onChanged);
-    for (QDoubleSpinBox* s : {m_lr, m_momentum, m_teacherForcing, m_clip, m_valFraction})
+        editor = s;
+    } else if (integer || p.type == ParamType::real) {
+        // Reals, and integers beyond int (the seed): a double holds every integer up to 2^53 exactly.
+        auto* s = new QDoubleSpinBox(parent);
+        const int decimals = integer ? 0 : decimalsFor(p);
+        s->setDecimals(decimals);
+        const double step = std::pow(10.0, -decimals);
+        s->setRange(p.min_exclusive ? *p.min + step : *p.min, *p.max);
+        s->setSingleStep(integer ? 1.0 : *p.max <= 1.0 ? 0.05 : p.min_exclusive ? 0.001 : 0.5);
+        if (*p.min == 0 && !p.zero_means.empty()) s->setSpecialValueText(qs(p.zero_means));
         connect(s, &QDoubleSpinBox::valueChanged, this, &SettingsPanel::onChanged);
-    return group;
+        editor = s;
+    } else if (p.type == ParamType::boolean) {
+        auto* c = new QCheckBox(qs(p.label), parent);
+        connect(c, &QCheckBox::toggled, this, &SettingsPanel::onChanged);
+        editor = c;
+    } else {
+        auto* c = new QComboBox(parent);
+        if (p.type == ParamType::choice) {
+            for (size_t i = 0; i < p.choices.size(); ++i)
+                c->addItem(qs(i < p.choice_labels.size() ? p.choice_labels[i] : p.choices[i]), qs(p.choices[i]));
+        } else {  // the device: a choice of the usual ones; setTrainConfig adds others such as cuda:1
+            c->addItem(tr("auto"), QStringLiteral("auto"));
+            c->addItem(QStringLiteral("CPU"), QStringLiteral("cpu"));
+            c->addItem(QStringLiteral("CUDA"), QStringLiteral("cuda"));
+            if (!cuda_available()) setItemEnabled(c, 2, false, tr("LibTorch sees no CUDA device"));
+        }
+        if (p.name == "optimizer")
+            connect(c, &QComboBox::currentIndexChanged, this, &SettingsPanel::onOptimizerChanged);
+        else
+            connect(c, &QComboBox::currentIndexChanged, this, &SettingsPanel::onChanged);
+        editor = c;
+    }
+    editor->setObjectName(qs(p.name));
+    editor->setToolTip(tooltip(p));
+    return editor;
 }
 
-ModelConfig SettingsPanel::modelConfig() const {
-    ModelConfig c = m_baseModel;
-    c.cell = static_cast<CellType>(m_cell->currentData().toInt());
-    c.num_layers = m_layers->value();
-    c.embed_size = m_embed->value();
-    c.hidden_size = m_hidden->value();
-    c.bidirectional = m_bidirectional->isChecked();
-    c.reverse_source = m_reverseSource->isChecked();
-    c.scoring = static_cast<Scoring>(m_scoring->currentData().toInt());
-    c.attention_size = m_attentionSize->value();
-    c.dropout = m_dropout->value();
-    c.init = static_cast<InitScheme>(m_init->currentData().toInt());
-    c.seed = uint64_t(m_seed->value());
-    return c;
+json SettingsPanel::read(const Field& f) const {
+    if (auto* s = qobject_cast<QSpinBox*>(f.editor)) return json(int64_t(s->value()));
+    if (auto* s = qobject_cast<QDoubleSpinBox*>(f.editor))
+        return f.spec->type == ParamType::integer ? json(int64_t(std::llround(s->value()))) : json(s->value());
+    if (auto* c = qobject_cast<QCheckBox*>(f.editor)) return json(c->isChecked());
+    return json(ss(static_cast<QComboBox*>(f.editor)->currentData().toString()));
 }
 
-TrainConfig SettingsPanel::trainConfig() const {
-    TrainConfig c = m_baseTrain;
-    c.optimizer = static_cast<OptimizerKind>(m_optimizer->currentData().toInt());
-    c.lr = m_lr->value();
-    c.momentum = m_momentum->value();
-    c.batch_size = m_batch->value();
-    c.epochs = m_epochs->value();
-    c.teacher_forcing = m_teacherForcing->value();
-    c.grad_clip = m_clip->value();
-    c.device = ss(m_device->currentData().toString());
-    c.seed = uint64_t(m_seed->value());
-    c.max_length = m_maxLength->value();
-    c.val_fraction = m_valFraction->value();
-    c.min_freq = m_minFreq->value();
-    return c;
+void SettingsPanel::write(const Field& f, const json& v) {
+    if (auto* s = qobject_cast<QSpinBox*>(f.editor)) {
+        s->setValue(int(clampTo(*f.spec, v.get<double>())));  // out of range: the nearest allowed value
+    } else if (auto* s = qobject_cast<QDoubleSpinBox*>(f.editor)) {
+        s->setValue(clampTo(*f.spec, v.get<double>()));
+    } else if (auto* c = qobject_cast<QCheckBox*>(f.editor)) {
+        c->setChecked(v.get<bool>());
+    } else {
+        auto* combo = static_cast<QComboBox*>(f.editor);
+        const QString name = qs(v.get<std::string>());
+        int index = combo->findData(name);
+        if (index < 0 && f.spec->type == ParamType::text && f.spec->check_text &&
+            f.spec->check_text(ss(name)).empty()) {
+            combo->addItem(name.toUpper(), name);  // e.g. cuda:1
+            index = combo->count() - 1;
+            if (!cuda_available()) setItemEnabled(combo, index, false, tr("LibTorch sees no CUDA device"));
+        }
+        combo->setCurrentIndex(std::max(0, index));
+    }
+}
+
+QWidget* SettingsPanel::editor(const std::string& name) const {
+    for (const auto& f : m_fields)
+        if (f.spec->name == name) return f.editor;
+    return nullptr;
+}
+
+std::string SettingsPanel::choice(const std::string& name) const {
+    auto* combo = qobject_cast<QComboBox*>(editor(name));
+    return combo ? ss(combo->currentData().toString()) : std::string();
+}
+
+Hyperparameters SettingsPanel::current() const {
+    Hyperparameters h = m_base;
+    for (const auto& f : m_fields) f.spec->put(h, read(f));  // the seed sets both configs' seeds
+    return h;
+}
+
+ModelConfig SettingsPanel::modelConfig() const { return current().model; }
+
+TrainConfig SettingsPanel::trainConfig() const { return current().train; }
+
+void SettingsPanel::showConfig(const Hyperparameters& h, bool model) {
+    m_updating = true;
+    for (const auto& f : m_fields)
+        if ((f.spec->group == ParamGroup::model) == model) write(f, f.spec->get(h));
+    m_updating = false;
+    onChanged();
 }
 
 void SettingsPanel::setModelConfig(const ModelConfig& c) {
-    m_updating = true;
-    m_baseModel = c;
-    m_cell->setCurrentIndex(m_cell->findData(int(c.cell)));
-    m_layers->setValue(int(c.num_layers));
-    m_embed->setValue(int(c.embed_size));
-    m_hidden->setValue(int(c.hidden_size));
-    m_bidirectional->setChecked(c.bidirectional);
-    m_reverseSource->setChecked(c.reverse_source);
-    m_scoring->setCurrentIndex(m_scoring->findData(int(c.scoring)));
-    m_attentionSize->setValue(int(c.attention_size));
-    m_dropout->setValue(c.dropout);
-    m_init->setCurrentIndex(m_init->findData(int(c.init)));
-    m_updating = false;
-    onChanged();
+    m_base.model = c;
+    showConfig(m_base, true);
 }
 
 void SettingsPanel::setTrainConfig(const TrainConfig& c) {
-    m_updating = true;
-    m_baseTrain = c;
-    m_optimizer->setCurrentIndex(m_optimizer->findData(int(c.optimizer)));
-    m_lr->setValue(c.lr);
-    m_momentum->setValue(c.momentum);
-    m_batch->setValue(int(c.batch_size));
-    m_epochs->setValue(c.epochs);
-    m_teacherForcing->setValue(c.teacher_forcing);
-    m_clip->setValue(c.grad_clip);
-    const QString device = qs(c.device).startsWith(QLatin1String("cuda")) ? QStringLiteral("cuda") : qs(c.device);
-    m_device->setCurrentIndex(std::max(0, m_device->findData(device)));
-    m_seed->setValue(int(std::min<uint64_t>(c.seed, 2147483647)));
-    m_maxLength->setValue(int(c.max_length));
-    m_valFraction->setValue(c.val_fraction);
-    m_minFreq->setValue(c.min_freq);
-    m_updating = false;
-    onChanged();
+    m_base.train = c;
+    showConfig(m_base, false);
 }
 
 void SettingsPanel::restoreDefaults() {
@@ -251,34 +245,44 @@ void SettingsPanel::restoreDefaults() {
 void SettingsPanel::onOptimizerChanged() {
     if (m_updating) return;
     // Swap the learning rate to the new optimiser's usual value when the old one's was untouched.
-    const auto kind = static_cast<OptimizerKind>(m_optimizer->currentData().toInt());
+    auto* lr = static_cast<QDoubleSpinBox*>(editor("lr"));
+    const OptimizerKind kind = optimizer_from_string(choice("optimizer"));
     const double adamDefault = 0.005, sgdDefault = 0.1, adadeltaDefault = 1.0;
-    const double lr = m_lr->value();
-    if (std::abs(lr - adamDefault) < 1e-12 || std::abs(lr - sgdDefault) < 1e-12 || std::abs(lr - adadeltaDefault) < 1e-12)
-        m_lr->setValue(kind == OptimizerKind::adam ? adamDefault : kind == OptimizerKind::sgd ? sgdDefault : adadeltaDefault);
+    const double value = lr->value();
+    if (std::abs(value - adamDefault) < 1e-12 || std::abs(value - sgdDefault) < 1e-12 ||
+        std::abs(value - adadeltaDefault) < 1e-12)
+        lr->setValue(kind == OptimizerKind::adam ? adamDefault : kind == OptimizerKind::sgd ? sgdDefault : adadeltaDefault);
     onChanged();
 }
 
 void SettingsPanel::onChanged() {
     if (m_updating) return;
-    const auto scoring = static_cast<Scoring>(m_scoring->currentData().toInt());
-    const bool dotLike = scoring == Scoring::dot || scoring == Scoring::scaled_dot;
+    auto* bidirectional = static_cast<QCheckBox*>(editor("bidirectional"));
+    auto* reverseSource = static_cast<QCheckBox*>(editor("reverse_source"));
+    auto* scoringBox = static_cast<QComboBox*>(editor("scoring"));
+    const auto dotLike = [](const std::string& s) {
+        return s == to_string(Scoring::dot) || s == to_string(Scoring::scaled_dot);
+    };
+    const std::string scoring = choice("scoring");
     // The core rejects dot-product scoring with a bidirectional encoder (keys twice as wide as queries).
-    const bool reversed = m_reverseSource->isChecked();
-    m_bidirectional->setEnabled((!dotLike && !reversed) || m_bidirectional->isChecked());
-    m_bidirectional->setToolTip(dotLike    ? tr("Dot-product scoring needs keys as wide as the decoder state")
-                                : reversed ? tr("A reversed source reading needs a unidirectional encoder")
-                                           : QString());
-    for (int i = 0; i < m_scoring->count(); ++i) {
-        const auto s = static_cast<Scoring>(m_scoring->itemData(i).toInt());
-        const bool clash = m_bidirectional->isChecked() && (s == Scoring::dot || s == Scoring::scaled_dot);
-        setItemEnabled(m_scoring, i, !clash || i == m_scoring->currentIndex(),
+    const bool reversed = reverseSource->isChecked();
+    bidirectional->setEnabled((!dotLike(scoring) && !reversed) || bidirectional->isChecked());
+    bidirectional->setToolTip(dotLike(scoring) ? tr("Dot-product scoring needs keys as wide as the decoder state")
+                              : reversed       ? tr("A reversed source reading needs a unidirectional encoder")
+                                               : tooltip(find_parameter("bidirectional")));
+    for (int i = 0; i < scoringBox->count(); ++i) {
+        const bool clash = bidirectional->isChecked() && dotLike(ss(scoringBox->itemData(i).toString()));
+        setItemEnabled(scoringBox, i, !clash || i == scoringBox->currentIndex(),
                        clash ? tr("Needs a unidirectional encoder") : QString());
     }
     // A bidirectional encoder already reads both ways: reversing is for a unidirectional one.
-    m_reverseSource->setEnabled(!m_bidirectional->isChecked() || m_reverseSource->isChecked());
-    m_attentionSize->setEnabled(scoring == Scoring::additive);
-    m_momentum->setEnabled(static_cast<OptimizerKind>(m_optimizer->currentData().toInt()) == OptimizerKind::sgd);
+    reverseSource->setEnabled(!bidirectional->isChecked() || reversed);
+    editor("attention_size")->setEnabled(scoring == to_string(Scoring::additive));
+    editor("momentum")->setEnabled(choice("optimizer") == to_string(OptimizerKind::sgd));
+    const std::string schedule = choice("lr_schedule");
+    editor("lr_factor")->setEnabled(schedule != to_string(LrSchedule::none));
+    editor("lr_step")->setEnabled(schedule == to_string(LrSchedule::step));
+    editor("lr_patience")->setEnabled(schedule == to_string(LrSchedule::plateau));
     const QString error = validationError();
     m_error->setText(error);
     m_error->setVisible(!error.isEmpty());
@@ -287,11 +291,7 @@ void SettingsPanel::onChanged() {
 
 QString SettingsPanel::validationError() const {
     try {
-        ModelConfig m = modelConfig();
-        m.src_vocab = std::max<int64_t>(m.src_vocab, 5);  // the real sizes come from the data
-        m.tgt_vocab = std::max<int64_t>(m.tgt_vocab, 5);
-        m.validate();
-        trainConfig().validate();
+        validate(current());  // the registry's ranges and rules; vocabulary sizes come with the data
     } catch (const std::exception& e) {
         return qs(e.what());
     }
@@ -299,23 +299,42 @@ QString SettingsPanel::validationError() const {
 }
 
 void SettingsPanel::saveSettings(QSettings& settings) const {
-    settings.setValue(QStringLiteral("settings/model"), qs(modelConfig().to_json().dump()));
-    settings.setValue(QStringLiteral("settings/train"), qs(trainConfig().to_json().dump()));
+    const Hyperparameters h = current();
+    for (const auto& f : m_fields)
+        settings.setValue(QStringLiteral("settings/") + qs(f.spec->name), qs(format_value(*f.spec, f.spec->get(h))));
+    settings.remove(QStringLiteral("settings/model"));  // the JSON of older versions, now one key per field
+    settings.remove(QStringLiteral("settings/train"));
 }
 
 void SettingsPanel::loadSettings(const QSettings& settings) {
-    try {
-        const QString model = settings.value(QStringLiteral("settings/model")).toString();
-        const QString train = settings.value(QStringLiteral("settings/train")).toString();
-        if (!model.isEmpty()) setModelConfig(ModelConfig::from_json(nlohmann::json::parse(ss(model))));
-        if (!train.isEmpty()) {
-            TrainConfig t = TrainConfig::from_json(nlohmann::json::parse(ss(train)));
-            t.max_batches = 0;  // test-only limits never carry over
-            setTrainConfig(t);
+    Hyperparameters h = current();
+    // Older versions: a JSON object per config. Only the form's fields are read (test-only
+    // limits such as max_batches never carry over); a bad value keeps what is on screen.
+    const std::pair<const char*, bool> legacy[] = {{"settings/model", true}, {"settings/train", false}};
+    for (const auto& [key, model] : legacy) {
+        const json j = json::parse(ss(settings.value(QLatin1String(key)).toString()), nullptr, false);
+        if (!j.is_object()) continue;
+        for (const auto& f : m_fields) {
+            auto it = j.find(f.spec->name);
+            if ((f.spec->group == ParamGroup::model) != model || it == j.end()) continue;
+            try {
+                check_value(*f.spec, *it);
+                f.spec->put(h, *it);
+            } catch (const std::exception&) {
+            }
         }
-    } catch (const std::exception&) {
-        restoreDefaults();  // settings from an older version: start clean
     }
+    for (const auto& f : m_fields) {
+        const QVariant v = settings.value(QStringLiteral("settings/") + qs(f.spec->name));
+        if (!v.isValid()) continue;
+        try {
+            f.spec->put(h, parse_value(*f.spec, ss(v.toString())));
+        } catch (const std::exception&) {
+            // a hand-edited or outdated value: keep what is on screen
+        }
+    }
+    setModelConfig(h.model);
+    setTrainConfig(h.train);
 }
 
 }  // namespace attnviz::ui

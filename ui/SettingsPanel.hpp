@@ -1,17 +1,19 @@
 #pragma once
-// Model and training settings as form widgets whose ranges make invalid values
-// impossible to type; combinations the core rejects are explained inline.
+// Model and training settings as form widgets generated from the parameter
+// registry (core/registry.hpp): each editor has the registry's range, so
+// out-of-range values cannot be typed; combinations the core rejects are
+// explained inline (the registry's validate).
 #include <QWidget>
+#include <vector>
 
-#include "core/train.hpp"
+#include <nlohmann/json.hpp>
+
+#include "core/registry.hpp"
 
 QT_BEGIN_NAMESPACE
-class QCheckBox;
-class QComboBox;
-class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QSettings;
-class QSpinBox;
 QT_END_NAMESPACE
 
 namespace attnviz::ui {
@@ -30,14 +32,18 @@ public:
     QString validationError() const;
     bool isValid() const { return validationError().isEmpty(); }
 
+    /// One key per form field, "settings/<registry name>" (settings of older
+    /// versions, two JSON objects under settings/model and settings/train, are still read).
     void saveSettings(QSettings& settings) const;
     void loadSettings(const QSettings& settings);
-    /// GUI defaults: small enough to learn a built-in task in a minute on a laptop CPU.
+    /// GUI defaults: small enough to learn a built-in task in a minute on a laptop CPU,
+    /// with early stopping on so a converged run ends by itself.
     static ModelConfig defaultModelConfig();
     static TrainConfig defaultTrainConfig();
 
     QWidget* modelGroup() const { return m_modelGroup; }
     QWidget* trainGroup() const { return m_trainGroup; }
+    QWidget* dataGroup() const { return m_dataGroup; }
 
 public Q_SLOTS:
     void restoreDefaults();
@@ -46,40 +52,31 @@ Q_SIGNALS:
     void settingsChanged();
 
 private:
+    /// One form editor (QSpinBox, QDoubleSpinBox, QComboBox or QCheckBox) and its parameter.
+    struct Field {
+        const ParamSpec* spec;
+        QWidget* editor;
+    };
+
     void onChanged();
     void onOptimizerChanged();
-    QWidget* buildModelGroup();
-    QWidget* buildTrainGroup();
+    QWidget* buildGroup(const QString& title, ParamGroup group);
+    QWidget* makeEditor(const ParamSpec& p, QWidget* parent);
+    nlohmann::json read(const Field& f) const;
+    void write(const Field& f, const nlohmann::json& value);
+    /// The editor of the registry parameter called name (nullptr if not in the form).
+    QWidget* editor(const std::string& name) const;
+    std::string choice(const std::string& name) const;  ///< a combo box's current choice name
+    Hyperparameters current() const;  ///< the base configs with the form's values over them
+    void showConfig(const Hyperparameters& h, bool model);
 
-    ModelConfig m_baseModel;
-    TrainConfig m_baseTrain;
+    Hyperparameters m_base;
     bool m_updating = false;
+    std::vector<Field> m_fields;
 
     QWidget* m_modelGroup;
     QWidget* m_trainGroup;
-    QComboBox* m_cell;
-    QSpinBox* m_layers;
-    QSpinBox* m_embed;
-    QSpinBox* m_hidden;
-    QCheckBox* m_bidirectional;
-    QCheckBox* m_reverseSource;
-    QComboBox* m_scoring;
-    QSpinBox* m_attentionSize;
-    QDoubleSpinBox* m_dropout;
-    QComboBox* m_init;
-
-    QComboBox* m_optimizer;
-    QDoubleSpinBox* m_lr;
-    QDoubleSpinBox* m_momentum;
-    QSpinBox* m_batch;
-    QSpinBox* m_epochs;
-    QDoubleSpinBox* m_teacherForcing;
-    QDoubleSpinBox* m_clip;
-    QComboBox* m_device;
-    QSpinBox* m_seed;
-    QSpinBox* m_maxLength;
-    QDoubleSpinBox* m_valFraction;
-    QSpinBox* m_minFreq;
+    QWidget* m_dataGroup;
     QLabel* m_error;
 };
 
