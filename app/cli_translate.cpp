@@ -78,7 +78,23 @@ struct TranslateOptions {
     std::vector<std::string> sentences;
     DecodeFlags decode;
     bool show_unk = false;
+    int64_t topk = 0;               ///< --topk: candidates per step in --attention-out
+    bool force = false, prefix = false;  ///< input lines are `source ||| target`
 };
+
+/// `source ||| target` lines for --force / --prefix.
+std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<std::string>& lines, bool from_stdin,
+                                                             const std::string& flag) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const auto bar = lines[i].find("|||");
+        if (bar == std::string::npos)
+            throw UsageError((from_stdin ? "<stdin>:" + std::to_string(i + 1) : "sentence " + std::to_string(i + 1)) +
+                             ": " + flag + " expects 'SOURCE ||| TARGET', got '" + lines[i] + "'");
+        pairs.emplace_back(lines[i].substr(0, bar), lines[i].substr(bar + 3));
+    }
+    return pairs;
+}
 
 std::string attention_format_of(const TranslateOptions& o) {
     if (!o.attention_format.empty()) return o.attention_format;
@@ -139,7 +155,17 @@ int run_translate(TranslateOptions& o) {
             throw FileError((o.sentences.empty() ? "<stdin>:" + std::to_string(i + 1)
                                                  : "sentence " + std::to_string(i + 1)) +
                             ": invalid UTF-8");
-    std::vector<Translation> ts = model->translate(sentences, d);
+    if (o.force && o.prefix) throw UsageError("--force and --prefix exclude each other");
+    if ((o.force || o.prefix || o.topk > 0) && d.beam_size > 1)
+        throw UsageError(std::string(o.topk > 0 ? "--topk" : o.force ? "--force" : "--prefix") +
+                         " works with greedy decoding: leave out --beam and --nbest");
+    d.top_k = o.topk;
+    std::vector<Translation> ts;
+    if (o.force || o.prefix)
+        ts = model->force(split_pairs(sentences, o.sentences.empty(), o.force ? "--force" : "--prefix"),
+                          o.force ? ForceMode::reference : ForceMode::prefix, d);
+    else
+        ts = model->translate(sentences, d);
 
     if (o.show_unk)
         for (size_t i = 0; i < ts.size(); ++i)
@@ -152,6 +178,12 @@ int run_translate(TranslateOptions& o) {
 
     std::string out;
     for (size_t i = 0; i < ts.size(); ++i) {
+        if (o.force) {  // the reference as the model saw it: "TEXT ||| LOG_PROB ||| FIRST_DIVERGENCE"
+            const Hypothesis* h = ts[i].empty() ? nullptr : &ts[i].best();
+            out += h ? h->text + " ||| " + fixed(h->log_prob, 6) + " ||| " + std::to_string(h->first_divergence) : "";
+            out += "\n";
+            continue;
+        }
         if (d.num_hypotheses <= 1) {
             out += ts[i].empty() ? "" : ts[i].best().text;
             out += "\n";
@@ -266,6 +298,15 @@ Command add_translate_command(CLI::App& parent) {
     app->add_option("--attention-format", o->attention_format, "json | csv (default: from the file extension)")
         ->type_name("NAME")->check(CLI::IsMember({"json", "csv"}))->group("output");
     app->add_flag("--show-unk", o->show_unk, "report words missing from the vocabulary on stderr")->group("output");
+    app->add_option("--topk", o->topk, "per step, the K most probable tokens (in --attention-out JSON as top_k)")
+        ->type_name("INT")->default_str("0")->check(CLI::Range(int64_t{0}, int64_t{100}))->group("why");
+    app->add_flag("--force", o->force,
+                  "inputs are 'SOURCE ||| REFERENCE': score the reference teacher-forced; prints\n"
+                  "'TEXT ||| LOG_PROB ||| FIRST_DIVERGENCE' (the first step where the model would have\n"
+                  "chosen otherwise, -1: none); per-token log-probabilities and ranks in --attention-out")
+        ->group("why");
+    app->add_flag("--prefix", o->prefix, "inputs are 'SOURCE ||| PREFIX': force the prefix, then decode greedily")
+        ->group("why");
     return {app, [o] { return run_translate(*o); }};
 }
 

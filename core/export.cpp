@@ -69,7 +69,7 @@ std::string attention_csv(const Translation& t, size_t hypothesis) {
 nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
                               const nlohmann::json& decode_settings) {
     const Hypothesis& h = pick(t, hypothesis);
-    return nlohmann::json{
+    nlohmann::json j{
         {"format", "attnviz-attention"},
         {"version", 1},
         {"input", t.input},
@@ -87,6 +87,23 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         {"model", model_settings.is_null() ? nlohmann::json::object() : model_settings},
         {"decode", decode_settings.is_null() ? nlohmann::json::object() : decode_settings},
     };
+    // "Why this word?": per-step log-probability and rank, the candidates, the forced part.
+    if (!h.step_log_prob.empty()) j["step_log_prob"] = h.step_log_prob;
+    if (!h.rank.empty()) j["rank"] = h.rank;
+    if (!h.top_k.empty()) {
+        nlohmann::json steps = nlohmann::json::array();
+        for (const auto& cands : h.top_k) {
+            nlohmann::json row = nlohmann::json::array();
+            for (const auto& c : cands) row.push_back({{"token", c.token}, {"id", c.id}, {"prob", c.prob}});
+            steps.push_back(std::move(row));
+        }
+        j["top_k"] = std::move(steps);
+    }
+    if (h.forced_steps > 0) {
+        j["forced_steps"] = h.forced_steps;
+        j["first_divergence"] = h.first_divergence >= 0 ? nlohmann::json(h.first_divergence) : nlohmann::json(nullptr);
+    }
+    return j;
 }
 
 AttentionTable parse_attention_csv(const std::string& csv) {

@@ -18,7 +18,9 @@ std::string attention_csv(const Translation& t, size_t hypothesis = 0);
 
 /// JSON: {"format": "attnviz-attention", "version": 1, "source": [...], "output": [...],
 /// "weights": [[...]], "raw_scores": [[...]], "context_norm": [...], "log_prob", "score",
-/// "text", "input", "unknown", "hypothesis", "attention_available", "model": {...}, "decode": {...}}.
+/// "text", "input", "unknown", "hypothesis", "attention_available", "model": {...}, "decode": {...}},
+/// and where the decoding recorded them: "step_log_prob", "rank", "top_k" ([[{"token","id","prob"}]]
+/// per step, best first), "forced_steps" and "first_divergence" (forced decoding; null: none).
 /// model/decode are copied as given (null becomes {}); pass DecodeOptions::to_json() as decode.
 nlohmann::json attention_json(const Translation& t, size_t hypothesis = 0,
                               const nlohmann::json& model_settings = {},

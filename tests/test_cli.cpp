@@ -475,7 +475,7 @@ TEST_CASE("cli: train and bench on the Tatoeba sample", "[cli][tatoeba]") {
     CHECK(r.at("torch").get<std::string>().size() > 0);
 }
 
-TEST_CASE("cli: params lists the registry; a bad value names its flag", "[cli][params]") {
+TEST_CASE("cli: params lists the registry, and a bad value names its flag", "[cli][params]") {
     TempDir dir;
     Result r = cli(dir, {"params", "--json"});
     INFO("stderr: " << r.err);
@@ -531,4 +531,62 @@ TEST_CASE("cli: params lists the registry; a bad value names its flag", "[cli][p
                               tiny()));
     INFO("stderr: " << off.err);
     CHECK(off.code == 0);
+}
+
+TEST_CASE("cli: early stopping and keep-best: the saved model is the best epoch's", "[cli][controls]") {
+    TempDir dir;
+    const std::string ckpt = dir / "best.ckpt";
+    Result r = cli(dir, cat({"train", "--task", "reverse", "--pairs", "300", "--epochs", "60", "--seed", "1",
+                             "--lr", "0.03", "--patience", "1", "--keep-best", "--save", ckpt, "--json"},
+                            tiny()));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    REQUIRE(j.at("stop_reason") == "early_stop");
+    const int best = j.at("best_epoch").get<int>();
+    CHECK(j.at("epochs").get<int>() == best + 1);  // patience 1: one epoch without a new best
+    CHECK(j.at("epochs").get<int>() < 60);
+    CHECK(j.at("kept_epoch").get<int>() == best);
+    // The checkpoint holds the best epoch's weights: its validation loss is the best one.
+    Result e = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--json"});
+    INFO("eval stderr: " << e.err);
+    REQUIRE(e.code == 0);
+    CHECK(json::parse(e.out).at("val_loss").get<double>() ==
+          Approx(j.at("best_val_loss").get<double>()).epsilon(1e-4));
+}
+
+TEST_CASE("cli: translate --force, --prefix and --topk", "[cli][forced]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    // The model's own greedy output, forced back, has no divergence and the same log-probability.
+    const std::string plain_json = dir / "plain.json";
+    Result plain = cli(dir, {"translate", "--model", ckpt, "--attention-out", plain_json, "a b c"});
+    REQUIRE(plain.code == 0);
+    const std::string own = lines_of(plain.out).at(0);
+    const double own_logp = json::parse(read_file(plain_json)).at(0).at("log_prob").get<double>();
+    const std::string forced_json = dir / "forced.json";
+    Result f = cli(dir, {"translate", "--model", ckpt, "--force", "--topk", "3", "--attention-out", forced_json},
+                   "a b c ||| " + own + "\nc b ||| a a a a a a\n");
+    INFO("stderr: " << f.err);
+    REQUIRE(f.code == 0);
+    auto lines = lines_of(f.out);
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0].rfind(own + " ||| ", 0) == 0);
+    CHECK(lines[0].substr(lines[0].rfind(" ||| ") + 5) == "-1");
+    json entries = json::parse(read_file(forced_json));
+    REQUIRE(entries.size() == 2);
+    CHECK(entries[0].at("log_prob").get<double>() == Approx(own_logp).margin(1e-5));
+    CHECK(entries[0].at("first_divergence").is_null());
+    CHECK(entries[1].at("forced_steps") == 7);  // six tokens and <eos>
+    CHECK(entries[1].at("first_divergence").get<int>() >= 0);  // reversing "c b" is not "a a a ..."
+    for (const auto& step : entries[1].at("top_k")) CHECK(step.size() == 3);
+    CHECK(entries[1].at("rank").size() == 7);
+
+    Result p = cli(dir, {"translate", "--model", ckpt, "--prefix", "a b c ||| b"});
+    REQUIRE(p.code == 0);
+    CHECK(lines_of(p.out).at(0).rfind("b", 0) == 0);
+
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--force", "no bars here"}), "SOURCE ||| TARGET");
+    CHECK(cli(dir, {"translate", "--model", ckpt, "--force", "a ||| b"}).code == 0);
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--topk", "2", "--beam", "3", "a"}), "greedy");
 }
