@@ -227,7 +227,7 @@ TEST_CASE("cli: train -> translate -> eval round trip, then resume", "[cli]") {
     require_one_error_line(bad, "--hidden");
 }
 
-TEST_CASE("cli: translate reads stdin in order; --attention-out JSON", "[cli]") {
+TEST_CASE("cli: translate reads stdin in order, --attention-out JSON", "[cli]") {
     TempDir dir;
     std::string ckpt = train_tiny(dir);
     const std::string input = "a b c\n\nd e f g\nh i\r\n";  // a blank line and a CRLF line

@@ -33,7 +33,7 @@ std::string join(const std::vector<std::string>& tokens, size_t n) {
 }
 }  // namespace
 
-TEST_CASE("top-k: the first candidate is the greedy token; probabilities descend", "[forced]") {
+TEST_CASE("top-k: the first candidate is the greedy token, probabilities descend", "[forced]") {
     Fixture f;
     DecodeOptions o;
     o.top_k = 5;

@@ -95,7 +95,7 @@ TEST_CASE("step() and forward() agree under teacher forcing", "[model]") {
     }
 }
 
-TEST_CASE("initial weights depend on the seed alone; init schemes differ", "[model]") {
+TEST_CASE("initial weights depend on the seed alone, init schemes differ", "[model]") {
     auto cfg = tiny_config(Scoring::additive);
     Seq2Seq a(cfg), b(cfg);
     torch::manual_seed(123);  // the global stream must not matter

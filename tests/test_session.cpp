@@ -232,7 +232,7 @@ TEST_CASE("session: continue a finished run, open a checkpoint and continue it",
     testing::remove_tree(dir);
 }
 
-TEST_CASE("session: bad input is an error, not a crash; the destructor stops a run", "[session]") {
+TEST_CASE("session: bad input is an error, not a crash, the destructor stops a run", "[session]") {
     Recorder r;
     TrainingSession s(&r);
     CHECK_THROWS_AS(s.start(std::make_shared<const Corpus>(), small_model(), quick(1)), ConfigError);

@@ -96,7 +96,7 @@ TEST_CASE("the observer sees every batch and epoch, with validation figures", "[
     CHECK(live[0].data_ptr() != snap[0].data_ptr());
 }
 
-TEST_CASE("a snapshot somebody holds keeps its weights; a released one is refreshed", "[train]") {
+TEST_CASE("a snapshot somebody holds keeps its weights, a released one is refreshed", "[train]") {
     TrainConfig c;
     c.epochs = 3;
     c.batch_size = 32;

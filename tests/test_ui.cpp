@@ -1025,7 +1025,7 @@ TEST_CASE("a large corpus is read off the GUI thread and summarised as training 
     CHECK(info.train_pairs == s->train_pairs);
 }
 
-TEST_CASE("a save asked for while paused is written by the worker; the state follows pause and resume",
+TEST_CASE("a save asked for while paused is written by the worker, the state follows pause and resume",
           "[ui][train]") {
     Fixture f(/*epochs=*/1000);
     f.w().trainAction()->trigger();
