@@ -44,12 +44,19 @@ struct FusedDecoderInputs {
 /// q . proj_key times a scale) or none (the context is the final encoder state).
 enum class FusedScoring : int64_t { additive = 0, dot_like = 1, none = 2 };
 
+/// Where the GRU gate arithmetic of the backward passes runs.
+enum class GateArithmetic : int64_t {
+    automatic = 0,  ///< a hand-written loop on the CPU (contiguous inputs), ATen element-wise ops elsewhere
+    generic = 1     ///< ATen element-wise ops everywhere: the code CUDA runs, so CPU tests can check it
+};
+
 /// How the fused decoder scores and regularises.
 struct FusedDecoderOptions {
     FusedScoring scoring = FusedScoring::additive;  ///< how queries meet keys
     double scale = 1.0;           ///< dot-like scores are multiplied by this (1/sqrt(d) for scaled dot)
     double dropout = 0.0;         ///< dropout on attention weights and between layers (training only)
     std::vector<int64_t> steps;   ///< rows running at each step, non-increasing, steps[0] <= B
+    GateArithmetic gates = GateArithmetic::automatic;  ///< backward's gate arithmetic
 };
 
 /// Runs every step; returns the top layer's outputs packed like `tokens`: [N, H]
@@ -73,11 +80,17 @@ struct FusedEncoderOutputs {
     torch::Tensor h_n;      ///< [L, B, H] every layer's state after each row's last token
 };
 
+/// How the fused encoder runs.
+struct FusedEncoderOptions {
+    std::vector<int64_t> steps;  ///< rows running at each step, non-increasing
+    double dropout = 0.0;        ///< dropout between layers (training only)
+    GateArithmetic gates = GateArithmetic::automatic;  ///< backward's gate arithmetic
+};
+
 /// A multi-layer unidirectional GRU from a zero state over packed rows
-/// (steps[t] rows at step t, non-increasing); dropout between layers.
-/// Same results as torch::nn::GRU on the equivalent PackedSequence.
-FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const std::vector<int64_t>& steps,
-                                      double dropout);
+/// (steps[t] rows at step t); dropout between layers. Same results as
+/// torch::nn::GRU on the equivalent PackedSequence.
+FusedEncoderOutputs fused_gru_encoder(const FusedEncoderInputs& in, const FusedEncoderOptions& opts);
 
 /// Rows of a padded batch ordered for the fused nodes: sorted by length,
 /// longest first, and packed step-major.
@@ -90,11 +103,5 @@ struct LengthPacking {
 
 /// lengths: [B] long on the CPU, each >= 1; T: the padded length.
 LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T);
-
-namespace fused_detail {
-/// Tests only: true makes the CPU use the device-independent gate arithmetic
-/// (the one CUDA runs) instead of the CPU loop, so both are checked here.
-void set_generic_gates(bool on);
-}  // namespace fused_detail
 
 }  // namespace attnviz

@@ -36,6 +36,13 @@ AttentionImpl::AttentionImpl(Scoring scoring, int64_t query_size, int64_t key_si
     }
 }
 
+std::vector<torch::nn::Linear> AttentionImpl::layers() const {
+    std::vector<torch::nn::Linear> out;
+    for (const auto& layer : {W_k, W_q, w_v})  // registration order
+        if (layer) out.push_back(layer);
+    return out;
+}
+
 torch::Tensor AttentionImpl::project_keys(const torch::Tensor& keys) {
     // keys: [B, S, K] -> [B, S, A] (additive), [B, S, H] (general), keys (dot).
     if (W_k) return W_k->forward(keys);
@@ -116,38 +123,12 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config) : m_config(config) {
     reset_parameters();
 }
 
-void Seq2SeqImpl::reset_parameters() {
-    torch::NoGradGuard no_grad;
-    const int64_t H = m_config.hidden_size;
-    auto is_recurrent = [](const std::string& name) { return name.find("weight_hh") != std::string::npos; };
-    auto is_rnn = [](const std::string& name) { return name.find("rnn") != std::string::npos; };
-    for (auto& item : named_parameters()) {
-        const std::string& name = item.key();
-        auto& p = item.value();
-        const bool embedding = name.find("embedding") != std::string::npos;
-        const bool weight = name.find("weight") != std::string::npos;
-        switch (m_config.init) {
-        case InitScheme::uniform:
-            p.uniform_(-0.08, 0.08);
-            break;
-        case InitScheme::xavier:
-            // d2l's init_seq2seq runs before its LazyLinear layers exist, so in
-            // effect only the recurrent layers get Xavier-uniform weights; the
-            // attention and output layers keep PyTorch's default.
-            if (weight && is_rnn(name)) torch::nn::init::xavier_uniform_(p);
-            break;
-        case InitScheme::orthogonal:
-            if (weight && is_recurrent(name)) {
-                for (int64_t g = 0; g * H < p.size(0); ++g)
-                    torch::nn::init::orthogonal_(p.narrow(0, g * H, H));
-            } else if (weight && !embedding) {
-                torch::nn::init::xavier_uniform_(p);
-            } else if (!weight) {
-                p.zero_();
-            }
-            break;
-        }
-    }
+Seq2SeqImpl::RecurrentWeights Seq2SeqImpl::encoder_layer(int64_t l, bool reverse) const {
+    // PyTorch's names for layer l's parameters, "_reverse" for the backward direction.
+    const auto p = enc_gru ? enc_gru->named_parameters(/*recurse=*/false)
+                           : enc_lstm->named_parameters(/*recurse=*/false);
+    const std::string s = std::to_string(l) + (reverse ? "_reverse" : "");
+    return {p["weight_ih_l" + s], p["weight_hh_l" + s], p["bias_ih_l" + s], p["bias_hh_l" + s]};
 }
 
 EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
@@ -200,6 +181,10 @@ void Seq2SeqImpl::encode_packed(const torch::Tensor& emb, const torch::Tensor& l
     }
 }
 
+namespace {
+GateArithmetic gate_arithmetic(bool generic) { return generic ? GateArithmetic::generic : GateArithmetic::automatic; }
+}  // namespace
+
 void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc) {
     // Rows sorted by source length, longest first, packed step-major.
     const int64_t B = tokens.size(0), S = tokens.size(1), H = m_config.hidden_size, L = m_config.num_layers;
@@ -209,15 +194,18 @@ void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor&
     FusedEncoderInputs in;
     in.tokens = tokens.reshape(-1).index_select(0, pos);
     in.embedding = enc_embedding->weight;
-    auto params = enc_gru->named_parameters(/*recurse=*/false);
     for (int64_t l = 0; l < L; ++l) {
-        const std::string s = std::to_string(l);
-        in.w_ih.push_back(params["weight_ih_l" + s]);
-        in.w_hh.push_back(params["weight_hh_l" + s]);
-        in.b_ih.push_back(params["bias_ih_l" + s]);
-        in.b_hh.push_back(params["bias_hh_l" + s]);
+        const auto w = encoder_layer(l, /*reverse=*/false);
+        in.w_ih.push_back(w.w_ih);
+        in.w_hh.push_back(w.w_hh);
+        in.b_ih.push_back(w.b_ih);
+        in.b_hh.push_back(w.b_hh);
     }
-    auto out = fused_gru_encoder(in, packing.steps, is_training() ? m_config.dropout : 0.0);
+    FusedEncoderOptions opts;
+    opts.steps = packing.steps;
+    opts.dropout = is_training() ? m_config.dropout : 0.0;
+    opts.gates = gate_arithmetic(m_generic_gates);
+    auto out = fused_gru_encoder(in, opts);
     enc.outputs = torch::zeros({B * S, H}, out.outputs.options()).index_copy(0, pos, out.outputs).view({B, S, H});
     // h_n rows are in sorted order; put them back in the caller's.
     enc.h0 = torch::empty_like(out.h_n).index_copy(1, packing.perm.to(dev), out.h_n);
@@ -248,26 +236,22 @@ torch::Tensor Seq2SeqImpl::rnn_step(const torch::Tensor& x, DecoderState& state)
     return input;
 }
 
-namespace {
-// One attention read: the query is the last layer's previous hidden state (d2l).
-struct Read {
-    torch::Tensor scores, weights, context;
-};
-}  // namespace
+torch::Tensor Seq2SeqImpl::decode_step(const torch::Tensor& x, DecoderState& state, const EncoderState& enc,
+                                       StepOutput& read) {
+    // x: [B, E]. The query is the top layer's previous state (d2l).
+    if (m_config.scoring == Scoring::none) {
+        read.context = enc.final_ctx;
+    } else {
+        read.scores = attention->score(state.h[m_config.num_layers - 1], enc.proj_keys, enc.mask);  // [B, S]
+        read.weights = torch::softmax(read.scores, -1);
+        read.context = torch::bmm(dropout->forward(read.weights).unsqueeze(1), enc.outputs).squeeze(1);  // [B, K]
+    }
+    return rnn_step(torch::cat({read.context, x}, -1), state);  // [B, H]
+}
 
 StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderState& state, const EncoderState& enc) {
     StepOutput out;
-    auto x = dec_embedding->forward(tokens);  // [B, E]
-    auto h_top = state.h[m_config.num_layers - 1];
-    if (m_config.scoring == Scoring::none) {
-        out.context = enc.final_ctx;
-    } else {
-        out.scores = attention->score(h_top, enc.proj_keys, enc.mask);  // [B, S]
-        out.weights = torch::softmax(out.scores, -1);
-        out.context = torch::bmm(dropout->forward(out.weights).unsqueeze(1), enc.outputs).squeeze(1);  // [B, K]
-    }
-    auto top = rnn_step(torch::cat({out.context, x}, -1), state);
-    out.logits = dense->forward(top);
+    out.logits = dense->forward(decode_step(dec_embedding->forward(tokens), state, enc, out));  // [B, V]
     return out;
 }
 
@@ -284,21 +268,11 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
     std::vector<torch::Tensor> tops, logits, weights;
     torch::Tensor prev_pred;
     for (int64_t t = 0; t < T; ++t) {
-        torch::Tensor x;
-        if (t > 0 && sample && torch::rand({1}).item<double>() >= teacher_forcing)
-            x = dec_embedding->forward(prev_pred);  // feed the model's own prediction
-        else
-            x = emb.select(1, t);
-        torch::Tensor context;
-        auto h_top = state.h[m_config.num_layers - 1];
-        if (m_config.scoring == Scoring::none) {
-            context = enc.final_ctx;
-        } else {
-            auto w = torch::softmax(attention->score(h_top, enc.proj_keys, enc.mask), -1);
-            if (attention_out) weights.push_back(w);
-            context = torch::bmm(dropout->forward(w).unsqueeze(1), enc.outputs).squeeze(1);
-        }
-        auto top = rnn_step(torch::cat({context, x}, -1), state);
+        const bool own = t > 0 && sample && torch::rand({1}).item<double>() >= teacher_forcing;
+        auto x = own ? dec_embedding->forward(prev_pred) : emb.select(1, t);  // own: the model's last prediction
+        StepOutput out;
+        auto top = decode_step(x, state, enc, out);
+        if (attention_out && out.weights.defined()) weights.push_back(out.weights);
         if (sample) {
             logits.push_back(dense->forward(top));
             prev_pred = logits.back().argmax(-1);
@@ -338,6 +312,7 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
     FusedDecoderOptions opts;
     opts.steps = std::move(packing.steps);
     opts.dropout = is_training() ? m_config.dropout : 0.0;
+    opts.gates = gate_arithmetic(m_generic_gates);
     switch (m_config.scoring) {
     case Scoring::additive:
         opts.scoring = FusedScoring::additive;

@@ -51,6 +51,8 @@ public:
     /// Additive scoring's W_q [A, H] and w_v [1, A] (undefined for the other scorings).
     torch::Tensor query_weight() const { return W_q ? W_q->weight : torch::Tensor(); }
     torch::Tensor score_weight() const { return w_v ? w_v->weight : torch::Tensor(); }
+    /// The scorer's Linear layers (none to three), in registration order.
+    std::vector<torch::nn::Linear> layers() const;
 
 private:
     Scoring m_scoring;
@@ -73,7 +75,7 @@ public:
     StepOutput step(const torch::Tensor& tokens, DecoderState& state, const EncoderState& enc);
     /// Teacher-forced decoder over tgt_in [B,T] -> logits [B,T,V]. When
     /// teacher_forcing < 1, each step feeds the model's own previous prediction
-    /// with probability 1 - teacher_forcing (using the given generator).
+    /// with probability 1 - teacher_forcing (drawn from the global generator).
     /// attention (optional) receives [B,T,S] weights.
     torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len,
                           const torch::Tensor& tgt_in, double teacher_forcing = 1.0,
@@ -90,13 +92,29 @@ public:
     /// Decoding (step()) is not affected.
     void set_fused_decoder(bool on) { m_fused = on; }
     bool fused_decoder() const { return m_fused; }
+    /// true runs the fused nodes' backward gate arithmetic with ATen ops on
+    /// the CPU too (GateArithmetic::generic, the code CUDA runs), so that CPU
+    /// tests check it; false (default) takes the faster CPU loop there.
+    void set_fused_generic_gates(bool on) { m_generic_gates = on; }
 
 private:
+    /// The decoder step of step() and forward(): x [B,E] embedded input ->
+    /// top layer's output [B,H] (before the output layer); read receives the
+    /// attention scores and weights [B,S] (undefined for none) and context [B,K].
+    torch::Tensor decode_step(const torch::Tensor& x, DecoderState& state, const EncoderState& enc,
+                              StepOutput& read);
     torch::Tensor rnn_step(const torch::Tensor& x, DecoderState& state);
+    /// One recurrent layer's parameters in one direction, PyTorch's layout.
+    struct RecurrentWeights {
+        torch::Tensor w_ih, w_hh, b_ih, b_hh;  ///< [G*H, in], [G*H, H], [G*H], [G*H]; G gates (GRU 3, LSTM 4)
+    };
+    /// The encoder RNN's layer l (reverse: its backward direction).
+    RecurrentWeights encoder_layer(int64_t l, bool reverse) const;
     void encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
     void encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc);
     torch::Tensor forward_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in);
     bool m_fused = true;
+    bool m_generic_gates = false;
     ModelConfig m_config;
     int64_t m_key_size;
     torch::nn::Embedding enc_embedding{nullptr}, dec_embedding{nullptr};
