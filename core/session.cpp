@@ -120,7 +120,6 @@ void TrainingSession::open(std::shared_ptr<const Checkpoint> checkpoint) {
     if (m_shared->worker_alive) throw ConfigError("training is running: stop it before opening a checkpoint");
     m_shared->opened = std::move(checkpoint);
     m_shared->trainer.reset();
-    m_shared->model = m_shared->opened->model;
     m_shared->info.reset();
     m_shared->unsaved = false;
 }
@@ -138,7 +137,7 @@ void TrainingSession::launch(Builder build, const TrainConfig& train, bool fresh
         m_shared->reason = StopReason::finished;
         m_shared->message.clear();
         if (fresh) {  // a new model replaces the last one (the GUI has asked about saving it)
-            m_shared->model.reset();
+            m_shared->trainer.reset();  // (an opened checkpoint stays until the new model is built)
             m_shared->info.reset();
             m_shared->unsaved = false;
         }
@@ -282,13 +281,14 @@ bool TrainingSession::unsaved() const {
 
 TranslationModelPtr TrainingSession::model() const {
     std::lock_guard<std::mutex> lock(m_shared->mutex);
-    return m_shared->model;
+    return m_shared->current_model();
 }
 
 TrainHistory TrainingSession::history() const {
     std::lock_guard<std::mutex> lock(m_shared->mutex);
     if (!m_shared->worker_alive && m_shared->trainer) return m_shared->trainer->history();
-    return m_shared->model ? m_shared->model->history() : TrainHistory{};  // the worker's changes as it trains
+    auto model = m_shared->current_model();  // while training: the last snapshot's
+    return model ? model->history() : TrainHistory{};
 }
 
 std::optional<SessionInfo> TrainingSession::info() const {

@@ -42,7 +42,6 @@ void SessionRelay::publish(const TranslationModelPtr& model, int epoch, int64_t 
     std::string probe;
     {
         std::lock_guard<std::mutex> lock(m_s.mutex);
-        m_s.model = model;
         probe = m_s.probe;
     }
     if (m_s.observer) m_s.observer->on_snapshot(model);

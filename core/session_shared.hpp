@@ -27,13 +27,20 @@ struct TrainingSession::Shared {
     Trainer* running = nullptr;           ///< the worker's trainer: only its thread-safe pause/resume/stop/wake
     std::shared_ptr<const Checkpoint> opened;  ///< an opened checkpoint (no trainer yet)
     std::shared_ptr<const Corpus> corpus;      ///< the corpus of the last run
-    TranslationModelPtr model;                 ///< last published
     std::optional<SessionInfo> info;
     std::deque<std::string> pending_saves;
     std::string probe;
     bool unsaved = false;
     StopReason reason = StopReason::finished;
     std::string message;
+
+    /// The last published model: asked of the trainer rather than held here, so
+    /// that a snapshot nobody else holds can be refreshed in place (Trainer::publish_snapshot).
+    TranslationModelPtr current_model() const {
+        if (running) return running->snapshot();
+        if (trainer) return trainer->snapshot();
+        return opened ? opened->model : nullptr;
+    }
 
     /// A worker whose state is idle already is only telling its observer goodbye
     /// (see work()); callers that need it gone wait here for that moment to pass.
