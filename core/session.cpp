@@ -102,13 +102,10 @@ void TrainingSession::continue_training(const TrainConfig& train, std::shared_pt
     if (opened) return start_from(opened, corpus, train);
     launch(
         [train](Shared& s) {
-            std::unique_ptr<Trainer> trainer;
-            {
-                std::lock_guard<std::mutex> lock(s.mutex);
-                trainer = std::move(s.trainer);
-            }
-            trainer->set_train_config(train);
-            return trainer;
+            std::lock_guard<std::mutex> lock(s.mutex);
+            s.trainer->set_train_config(train);  // may throw: nothing has moved yet
+            s.running = s.trainer.get();         // model() keeps answering while it moves
+            return std::move(s.trainer);
         },
         train, false);
 }
