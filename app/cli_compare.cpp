@@ -129,12 +129,12 @@ int run_compare(CompareOptions& o) {
         TrainConfig data_config = r.train;
         data_config.seed = base_t.seed;  // same split for every run, even when the seed varies
         auto data = std::make_shared<const TrainingData>(prepare_data(*corpus, data_config));
-        if (i == 0 && !o.quiet)
-            std::cerr << data->name << ": " << data->train.size() << " training + " << data->val.size()
-                      << " validation pairs, vocabularies " << data->src_vocab.size() << " / "
-                      << data->tgt_vocab.size() << " tokens\n";
         std::string prefix = "[" + std::to_string(i + 1) + "/" + std::to_string(runs.size()) + " " + r.label + "] ";
         ProgressPrinter progress(r.train.epochs, o.quiet, prefix);
+        if (i == 0)  // every run shares this split: describe it once
+            progress.on_ready = [&](const SessionInfo& info) {
+                if (!o.quiet) std::cerr << info.describe_data() << "\n";
+            };
         TrainingSession session(&progress);
         auto t0 = std::chrono::steady_clock::now();
         session.start(data, r.model, r.train);
