@@ -152,9 +152,25 @@ void MainWindow::createActions() {
         a->setData(int(ColorMap::fromName(name)));
         a->setChecked(name == ColorMap::name(ColorMap::Viridis));
     }
+    m_colorScaleGroup = new QActionGroup(this);
+    for (const QString& name : ColorMap::scaleNames()) {
+        const ColorMap::Scale scale = ColorMap::scaleFromName(name);
+        auto* a = m_colorScaleGroup->addAction(scale == ColorMap::Linear ? tr("Linear scale")
+                                               : scale == ColorMap::Sqrt ? tr("Square-root scale (small weights stand out)")
+                                                                         : tr("Log scale (0.001 to 1)"));
+        a->setCheckable(true);
+        a->setData(int(scale));
+        a->setChecked(scale == ColorMap::Linear);
+    }
     m_numbersAct = make(tr("Show &values in cells"), QString(), QKeySequence(tr("Ctrl+Shift+V")),
                         tr("Print each weight in its cell"));
     m_numbersAct->setCheckable(true);
+    m_stripsAct = make(tr("Show &statistics strips"), QString(), QKeySequence(),
+                       tr("Beside the rows: probability of each output token (P), entropy (H) and largest weight "
+                          "(max) of each step; under the columns: coverage of each source token (cov)"));
+    m_stripsAct->setCheckable(true);
+    m_stripsAct->setChecked(true);
+    m_stripsAct->setIconText(tr("Strips"));
     m_zoomInAct = make(tr("Zoom &in"), QStringLiteral("zoom-in"), QKeySequence::ZoomIn, tr("Larger heatmap cells"));
     m_zoomOutAct = make(tr("Zoom &out"), QStringLiteral("zoom-out"), QKeySequence::ZoomOut, tr("Smaller heatmap cells"));
     m_zoomResetAct = make(tr("&Fit to window"), QString(), QKeySequence(tr("Ctrl+0")),
@@ -181,9 +197,13 @@ void MainWindow::createActions() {
     connect(m_defaultsAct, &QAction::triggered, m_settings, &SettingsPanel::restoreDefaults);
     connect(m_colorMapGroup, &QActionGroup::triggered, this,
             [this](QAction* a) { setColorMap(static_cast<ColorMap::Kind>(a->data().toInt())); });
+    connect(m_colorScaleGroup, &QActionGroup::triggered, this,
+            [this](QAction* a) { setColorScale(static_cast<ColorMap::Scale>(a->data().toInt())); });
     connect(m_numbersAct, &QAction::toggled, this, [this](bool on) {
-        m_translate->heatmap()->setShowNumbers(on);
-        m_probe->heatmap()->setShowNumbers(on);
+        for (HeatmapWidget* h : heatmaps()) h->setShowNumbers(on);
+    });
+    connect(m_stripsAct, &QAction::toggled, this, [this](bool on) {
+        for (HeatmapWidget* h : heatmaps()) h->setShowStrips(on);
     });
     connect(m_zoomInAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomIn(); });
     connect(m_zoomOutAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomOut(); });
@@ -216,7 +236,10 @@ void MainWindow::createMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QMenu* maps = view->addMenu(tr("&Colour map"));
     maps->addActions(m_colorMapGroup->actions());
+    maps->addSeparator();
+    maps->addActions(m_colorScaleGroup->actions());
     view->addAction(m_numbersAct);
+    view->addAction(m_stripsAct);
     view->addSeparator();
     view->addAction(m_zoomInAct);
     view->addAction(m_zoomOutAct);
@@ -248,9 +271,12 @@ void MainWindow::createToolBars() {
         maps->setPopupMode(QToolButton::InstantPopup);
         auto* menu = new QMenu(maps);
         menu->addActions(m_colorMapGroup->actions());
+        menu->addSeparator();
+        menu->addActions(m_colorScaleGroup->actions());
         maps->setMenu(menu);
         bar->addWidget(maps);
         bar->addAction(m_numbersAct);
+        bar->addAction(m_stripsAct);
         bar->addSeparator();
         bar->addAction(m_zoomOutAct);
         bar->addAction(m_zoomInAct);
@@ -299,12 +325,21 @@ void MainWindow::onCorpusChanged() {
     updateActions();
 }
 
+QList<HeatmapWidget*> MainWindow::heatmaps() const {
+    return {m_translate->heatmap(), m_translate->forcedHeatmap(), m_probe->heatmap()};
+}
+
 void MainWindow::setColorMap(ColorMap::Kind kind) {
-    m_translate->heatmap()->setColorMap(kind);
+    for (HeatmapWidget* h : heatmaps()) h->setColorMap(kind);
     m_translate->inspector()->setColorMap(kind);
-    m_probe->heatmap()->setColorMap(kind);
     for (QAction* a : m_colorMapGroup->actions())
         if (a->data().toInt() == int(kind)) a->setChecked(true);
+}
+
+void MainWindow::setColorScale(ColorMap::Scale scale) {
+    for (HeatmapWidget* h : heatmaps()) h->setColorScale(scale);
+    for (QAction* a : m_colorScaleGroup->actions())
+        if (a->data().toInt() == int(scale)) a->setChecked(true);
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {

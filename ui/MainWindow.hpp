@@ -48,6 +48,8 @@ public:
     QProgressBar* progressBar() const { return m_progress; }
     /// The heatmap of the visible tab (probe tab: the probe's; otherwise the translation's).
     HeatmapWidget* currentHeatmap() const;
+    /// Every heatmap the view settings (colour map, scale, values, strips) apply to.
+    QList<HeatmapWidget*> heatmaps() const;
     /// The model the Translate tab translates with (the latest snapshot or the opened checkpoint).
     TranslationModelPtr currentModel() const;
 
@@ -121,6 +123,7 @@ private:
     void onCorpusChanged();
     void setModel(TranslationModelPtr model);
     void setColorMap(ColorMap::Kind kind);
+    void setColorScale(ColorMap::Scale scale);
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();
     void saveCheckpointDialog(bool forceAsk);
@@ -163,7 +166,9 @@ private:
     QAction* m_continueAct;
     QAction* m_defaultsAct;
     QActionGroup* m_colorMapGroup;
+    QActionGroup* m_colorScaleGroup;
     QAction* m_numbersAct;
+    QAction* m_stripsAct;
     QAction* m_zoomInAct;
     QAction* m_zoomOutAct;
     QAction* m_zoomResetAct;

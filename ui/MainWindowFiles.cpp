@@ -292,7 +292,9 @@ void MainWindow::loadSettings() {
     const QString source = s.value(QStringLiteral("corpus/source")).toString();
     if (!source.isEmpty() && source != m_corpus->sourceKey()) m_corpus->restore(source);  // errors: loadFailed()
     setColorMap(ColorMap::fromName(s.value(QStringLiteral("view/colorMap")).toString()));
+    setColorScale(ColorMap::scaleFromName(s.value(QStringLiteral("view/colorScale")).toString()));
     m_numbersAct->setChecked(s.value(QStringLiteral("view/numbers"), false).toBool());
+    m_stripsAct->setChecked(s.value(QStringLiteral("view/strips"), true).toBool());
     m_chart->setSmoothing(s.value(QStringLiteral("view/smoothing"), m_chart->smoothing()).toDouble());
     m_chart->setLogScale(s.value(QStringLiteral("view/logScale"), false).toBool());
     m_translate->setBeamWidth(s.value(QStringLiteral("translate/beam"), 1).toInt());
@@ -312,7 +314,9 @@ void MainWindow::saveSettings() const {
     s.setValue(QStringLiteral("corpus/source"), m_corpus->sourceKey());
     s.setValue(QStringLiteral("corpus/pairs"), m_corpus->numPairs());
     s.setValue(QStringLiteral("view/colorMap"), ColorMap::name(m_translate->heatmap()->colorMap()));
+    s.setValue(QStringLiteral("view/colorScale"), ColorMap::scaleName(m_translate->heatmap()->colorScale()));
     s.setValue(QStringLiteral("view/numbers"), m_numbersAct->isChecked());
+    s.setValue(QStringLiteral("view/strips"), m_stripsAct->isChecked());
     s.setValue(QStringLiteral("view/smoothing"), m_chart->smoothing());
     s.setValue(QStringLiteral("view/logScale"), m_chart->logScale());
     s.setValue(QStringLiteral("translate/beam"), int(m_translate->decodeOptions().beam_size));

@@ -94,6 +94,26 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
     save(&w, QStringLiteral("translate.png"));
     if (w.exportHeatmapTo(dir.filePath(QStringLiteral("heatmap.png")), 2.0)) written << dir.filePath(QStringLiteral("heatmap.png"));
 
+    // "Why this word?": the model's own output with its second and third words swapped
+    // (for toy-french: the adjective before the noun), scored as a reference.
+    if (t->translation() && !t->translation()->empty()) {
+        auto tokens = t->translation()->best().tokens;
+        if (!tokens.empty() && tokens.back() == "<eos>") tokens.pop_back();
+        if (tokens.size() >= 3) std::swap(tokens[1], tokens[2]);
+        QStringList words;
+        for (const auto& tok : tokens) words << QString::fromStdString(tok);
+        t->setBeamWidth(1);
+        bool forced = false;
+        auto forcedConnection = QObject::connect(t, &TranslatePanel::forcedReady, [&] { forced = true; });
+        t->referenceEdit()->setText(words.join(QLatin1Char(' ')));
+        t->translateText(sentence);
+        waitUntil([&] { return forced; }, 20000);
+        QObject::disconnect(forcedConnection);
+        waitUntil([] { return false; }, 300);
+        save(&w, QStringLiteral("forced.png"));
+        t->referenceEdit()->clear();
+    }
+
     w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
     waitUntil([] { return false; }, 300);
     save(&w, QStringLiteral("probe.png"));

@@ -31,6 +31,29 @@ private:
     ColorMap m_colorMap;
 };
 
+/// The step's most probable next tokens (top-k), best first, as probability bars;
+/// the token the row holds is marked (chosen, or given when forced).
+class CandidateList : public QWidget {
+    Q_OBJECT
+public:
+    explicit CandidateList(QWidget* parent = nullptr);
+    /// `token`: the row's token; `prob`/`rank`: its probability and 0-based rank (rank < 0: unknown).
+    void setValues(const std::vector<Candidate>& candidates, const QString& token, double prob, long long rank, bool forced);
+    int count() const { return int(m_candidates.size()); }
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    std::vector<Candidate> m_candidates;
+    QString m_token;
+    double m_prob = -1;
+    long long m_rank = -1;
+    bool m_forced = false;
+};
+
 class StepInspector : public QWidget {
     Q_OBJECT
 public:
@@ -43,6 +66,8 @@ public:
     int tableRows() const;
     /// Weight shown in the table for source token `column`.
     double weightAt(int column) const;
+    /// Number of top-k candidates shown (0 when the decoding recorded none).
+    int candidateCount() const;
 
 public Q_SLOTS:
     void setColorMap(attnviz::ui::ColorMap::Kind kind);
@@ -52,6 +77,8 @@ private:
     QLabel* m_title;
     QLabel* m_context;
     WeightBars* m_bars;
+    QLabel* m_candidatesTitle;
+    CandidateList* m_candidates;
     QTableWidget* m_table;
     int m_step = -1;
 };

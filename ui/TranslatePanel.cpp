@@ -1,5 +1,6 @@
 #include "ui/TranslatePanel.hpp"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -19,9 +20,21 @@
 #include "ui/Translator.hpp"
 
 namespace attnviz::ui {
+namespace {
+constexpr int kTopK = 5;  // candidates per step for the step inspector
+
+QScrollArea* scrolled(QWidget* content, QWidget* parent) {
+    auto* scroll = new QScrollArea(parent);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setBackgroundRole(QPalette::Base);
+    return scroll;
+}
+}  // namespace
 
 TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_translator = new Translator(this);
+    m_forcer = new Translator(this);
     m_input = new QLineEdit(this);
     m_input->setClearButtonEnabled(true);
     m_input->setPlaceholderText(tr("Type a sentence and press Enter"));
@@ -49,6 +62,21 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     row->addWidget(m_nbest);
     row->addWidget(m_go);
 
+    m_reference = new QLineEdit(this);
+    m_reference->setClearButtonEnabled(true);
+    m_reference->setPlaceholderText(tr("Optional: a translation of your own — see what the model thinks of it, word by word"));
+    m_reference->setToolTip(tr("Scored teacher-forced: each given token's probability and rank, its attention, and the "
+                               "first step where the model would have said something else"));
+    m_forceModeBox = new QComboBox(this);
+    m_forceModeBox->addItem(tr("Score it"), int(ForceMode::reference));
+    m_forceModeBox->addItem(tr("Continue after it"), int(ForceMode::prefix));
+    m_forceModeBox->setToolTip(tr("Score it: the whole reference, then <eos>. Continue after it: the reference is a "
+                                  "prefix, and the model goes on from there"));
+    auto* refRow = new QHBoxLayout();
+    refRow->addWidget(new QLabel(tr("Reference"), this));
+    refRow->addWidget(m_reference, 1);
+    refRow->addWidget(m_forceModeBox);
+
     m_modelLabel = new QLabel(this);
     m_modelLabel->setStyleSheet(QStringLiteral("color: palette(placeholder-text);"));
     m_result = new QLabel(this);
@@ -65,10 +93,21 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_tools->setIconSize(QSize(16, 16));
     m_tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     m_heatmap = new HeatmapWidget(this);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(m_heatmap);
-    scroll->setWidgetResizable(true);
-    scroll->setBackgroundRole(QPalette::Base);
+    m_forcedHeatmap = new HeatmapWidget(this);
+    m_forcedHeatmap->setObjectName(QStringLiteral("forcedHeatmap"));
+    m_forcedPane = new QWidget(this);
+    m_forcedLabel = new QLabel(m_forcedPane);
+    m_forcedLabel->setWordWrap(true);
+    m_forcedLabel->setTextFormat(Qt::RichText);
+    auto* forcedLayout = new QVBoxLayout(m_forcedPane);
+    forcedLayout->setContentsMargins(0, 0, 0, 0);
+    forcedLayout->addWidget(m_forcedLabel);
+    forcedLayout->addWidget(scrolled(m_forcedHeatmap, m_forcedPane), 1);
+    m_forcedPane->hide();
+    auto* heatmaps = new QSplitter(Qt::Horizontal, this);
+    heatmaps->addWidget(scrolled(m_heatmap, this));
+    heatmaps->addWidget(m_forcedPane);
+    heatmaps->setObjectName(QStringLiteral("heatmapSplitter"));
     m_inspector = new StepInspector(this);
 
     auto* left = new QWidget(this);
@@ -76,7 +115,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(m_hypotheses);
     leftLayout->addWidget(m_tools);
-    leftLayout->addWidget(scroll, 1);
+    leftLayout->addWidget(heatmaps, 1);
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->addWidget(left);
     splitter->addWidget(m_inspector);
@@ -86,6 +125,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(row);
+    layout->addLayout(refRow);
     layout->addWidget(m_modelLabel);
     layout->addWidget(m_result);
     layout->addWidget(splitter, 1);
@@ -102,6 +142,20 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     connect(m_hypotheses, &QListWidget::currentRowChanged, this, &TranslatePanel::showHypothesis);
     connect(m_heatmap, &HeatmapWidget::rowSelected, this,
             [this](int row) { m_inspector->setStep(m_heatmap->heatmapData(), row); });
+    connect(m_forcedHeatmap, &HeatmapWidget::rowSelected, this,
+            [this](int row) { m_inspector->setStep(m_forcedHeatmap->heatmapData(), row); });
+    connect(m_reference, &QLineEdit::returnPressed, this, &TranslatePanel::translateInput);
+    connect(m_forceModeBox, &QComboBox::currentIndexChanged, this, [this] {
+        if (m_translation) requestForced(qs(m_translation->input));
+    });
+    connect(m_forcer, &Translator::translated, this,
+            [this](quint64, std::shared_ptr<const Translation> t, TranslationModelPtr) { showForced(t); });
+    connect(m_forcer, &Translator::failed, this, [this](quint64, const QString& message) {
+        m_forced.reset();
+        m_forcedHeatmap->clear(message);
+        m_forcedLabel->setText(tr("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped()));
+        m_forcedPane->show();
+    });
     connect(m_translator, &Translator::translated, this,
             [this](quint64, std::shared_ptr<const Translation> t, TranslationModelPtr model) { showTranslation(t, model); });
     connect(m_translator, &Translator::failed, this, [this](quint64, const QString& message) {
@@ -144,6 +198,7 @@ DecodeOptions TranslatePanel::decodeOptions() const {
     DecodeOptions o;
     o.beam_size = m_beam->value();
     o.num_hypotheses = std::min(m_nbest->value(), m_beam->value());
+    if (o.beam_size == 1) o.top_k = kTopK;
     return o;
 }
 
@@ -163,6 +218,71 @@ void TranslatePanel::translateText(const QString& sentence) {
         return;
     }
     m_translator->request(m_model, sentence, decodeOptions());
+    requestForced(sentence);
+}
+
+ForceMode TranslatePanel::forceMode() const { return ForceMode(m_forceModeBox->currentData().toInt()); }
+
+void TranslatePanel::setForceMode(ForceMode mode) { m_forceModeBox->setCurrentIndex(m_forceModeBox->findData(int(mode))); }
+
+void TranslatePanel::requestForced(const QString& sentence) {
+    if (!m_model || m_reference->text().trimmed().isEmpty()) {
+        m_forced.reset();
+        m_forcedPane->hide();
+        return;
+    }
+    DecodeOptions o = decodeOptions();
+    o.beam_size = o.num_hypotheses = 1;
+    o.top_k = kTopK;
+    m_forcer->requestForced(m_model, sentence, m_reference->text(), forceMode(), o);
+}
+
+void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {
+    m_forced = std::move(t);
+    m_forcedPane->show();
+    if (!m_forced || m_forced->empty()) {
+        m_forcedLabel->setText(tr("(empty input)"));
+        m_forcedHeatmap->clear(tr("Nothing to show for an empty sentence."));
+        Q_EMIT forcedReady();
+        return;
+    }
+    const Hypothesis& h = m_forced->best();
+    m_forcedLabel->setText(forcedSummary());
+    if (!m_forced->attention_available) {
+        m_forcedHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
+    } else {
+        HeatmapData data = HeatmapData::fromTranslation(*m_forced);
+        data.title = (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text));
+        m_forcedHeatmap->setHeatmapData(data);
+        m_forcedHeatmap->setSelectedRow(data.highlightRow);
+    }
+    Q_EMIT forcedReady();
+}
+
+QString TranslatePanel::forcedSummary() const {
+    if (!m_forced || m_forced->empty()) return {};
+    const Hypothesis& h = m_forced->best();
+    const size_t given = size_t(std::max<int64_t>(0, h.forced_steps));
+    QString text = forceMode() == ForceMode::reference
+                       ? tr("The model gives this translation log P = <b>%1</b> (%2 tokens with &lt;eos&gt;, mean "
+                            "p per token %3).")
+                             .arg(h.log_prob, 0, 'f', 3)
+                             .arg(h.ids.size())
+                             .arg(h.ids.empty() ? 0.0 : std::exp(h.log_prob / double(h.ids.size())), 0, 'f', 3)
+                       : tr("After the %1 given tokens the model goes on: <b>%2</b>.").arg(given).arg(qs(h.text).toHtmlEscaped());
+    if (h.first_divergence < 0)
+        text += tr(" At every given step it is the model's own first choice.");
+    else {
+        const auto step = size_t(h.first_divergence);
+        QString preferred;
+        if (step < h.top_k.size() && !h.top_k[step].empty())
+            preferred = tr(" (it preferred “%1”)").arg(displayToken(qs(h.top_k[step].front().token)).toHtmlEscaped());
+        text += tr(" <span style='color:#b00020'>First step where the model would say something else: %1, “%2”%3.</span>")
+                    .arg(step + 1)
+                    .arg(step < h.tokens.size() ? displayToken(qs(h.tokens[step])).toHtmlEscaped() : QString())
+                    .arg(preferred);
+    }
+    return text;
 }
 
 void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model) {

@@ -1,10 +1,15 @@
 #pragma once
 // Translate and inspect: a sentence box (Enter translates with the current
 // weights), beam width and N-best list, the heatmap of the selected hypothesis
-// and the step inspector for the selected output row.
+// and the step inspector for the selected output row (with the step's top-k
+// candidates). An optional reference translation is scored teacher-forced
+// (or used as a prefix the model continues): its heatmap stands beside the
+// model's own, with the probability of each given token and the first step
+// where the model would have said something else marked.
 #include <QWidget>
 #include <memory>
 
+#include "core/decode.hpp"
 #include "core/translation_model.hpp"
 
 QT_BEGIN_NAMESPACE
@@ -41,6 +46,16 @@ public:
     void selectHypothesis(int index);
 
     QLineEdit* lineEdit() const { return m_input; }
+    /// The reference (or prefix) field; empty: no forced decoding.
+    QLineEdit* referenceEdit() const { return m_reference; }
+    /// Reference: score the whole given translation; prefix: force it, then let the model go on.
+    ForceMode forceMode() const;
+    void setForceMode(ForceMode mode);
+    /// The forced decoding of the reference (null when there is no reference).
+    std::shared_ptr<const Translation> forcedTranslation() const { return m_forced; }
+    HeatmapWidget* forcedHeatmap() const { return m_forcedHeatmap; }
+    /// The line above the forced heatmap (log-probability, first divergence).
+    QString forcedSummary() const;
     HeatmapWidget* heatmap() const { return m_heatmap; }
     StepInspector* inspector() const { return m_inspector; }
     QToolBar* heatmapToolBar() const { return m_tools; }
@@ -54,13 +69,24 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void translationReady();
+    /// The forced decoding of the reference arrived (forcedTranslation()).
+    void forcedReady();
     void translationFailed(const QString& message);
 
 private:
     void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
     void showHypothesis(int index);
+    void requestForced(const QString& sentence);
+    void showForced(std::shared_ptr<const Translation> t);
 
     Translator* m_translator;
+    Translator* m_forcer;
+    std::shared_ptr<const Translation> m_forced;
+    QLineEdit* m_reference;
+    QComboBox* m_forceModeBox;
+    QWidget* m_forcedPane;
+    QLabel* m_forcedLabel;
+    HeatmapWidget* m_forcedHeatmap;
     TranslationModelPtr m_model, m_translationModel;
     std::shared_ptr<const Translation> m_translation;
     QLineEdit* m_input;

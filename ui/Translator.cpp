@@ -11,10 +11,20 @@ bool Translator::busy() const { return m_jobs->busy(); }
 
 quint64 Translator::request(TranslationModelPtr model, const QString& sentence, const DecodeOptions& options) {
     const std::string text = ss(sentence);
+    return run(std::move(model), [text, options](const TranslationModel& m) { return m.translate({text}, options); });
+}
+
+quint64 Translator::requestForced(TranslationModelPtr model, const QString& sentence, const QString& target,
+                                  ForceMode mode, const DecodeOptions& options) {
+    const std::pair<std::string, std::string> pair{ss(sentence), ss(target)};
+    return run(std::move(model), [pair, mode, options](const TranslationModel& m) { return m.force({pair}, mode, options); });
+}
+
+quint64 Translator::run(TranslationModelPtr model, Job job) {
     return m_jobs->run<std::shared_ptr<const Translation>>(
-        [model, text, options] {
+        [model, job = std::move(job)] {
             if (!model) throw std::runtime_error("there is no model yet: train one or open a checkpoint");
-            auto out = model->translate({text}, options);
+            auto out = job(*model);
             if (out.empty()) throw std::runtime_error("the translator returned nothing");
             return std::make_shared<const Translation>(std::move(out.front()));
         },

@@ -5,6 +5,7 @@
 // and safe to share); only the newest request's answer is delivered, so
 // typing fast cannot queue up work.
 #include <QObject>
+#include <functional>
 #include <memory>
 
 #include "core/translation_model.hpp"
@@ -20,6 +21,9 @@ public:
 
     /// Queues a translation; returns its id. Answers arrive as translated()/failed().
     quint64 request(TranslationModelPtr model, const QString& sentence, const DecodeOptions& options);
+    /// Queues forced decoding of `target` for `sentence` (TranslationModel::force); answers as request()'s.
+    quint64 requestForced(TranslationModelPtr model, const QString& sentence, const QString& target, ForceMode mode,
+                          const DecodeOptions& options);
     /// The newest request has not been answered yet.
     bool busy() const;
 
@@ -28,6 +32,8 @@ Q_SIGNALS:
     void failed(quint64 id, const QString& message);
 
 private:
+    using Job = std::function<std::vector<Translation>(const TranslationModel&)>;
+    quint64 run(TranslationModelPtr model, Job job);
     LatestOnly* m_jobs;
 };
 

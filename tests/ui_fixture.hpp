@@ -1,0 +1,118 @@
+#pragma once
+// What the offscreen GUI tests share: the application (offscreen, settings in a
+// private temporary directory), waiting for a condition while the event loop
+// runs, and a window set up to train a tiny model in seconds.
+// Include after Catch2 (its REQUIRE is used here), which comes after the
+// Qt/LibTorch headers (see test_ui.cpp).
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <functional>
+#include <memory>
+
+#include "ui/CorpusPanel.hpp"
+#include "ui/MainWindow.hpp"
+#include "ui/ProbePanel.hpp"
+#include "ui/Screenshots.hpp"
+#include "ui/SettingsPanel.hpp"
+#include "ui/TrainingController.hpp"
+#include "ui/TranslatePanel.hpp"
+
+namespace ui_testing {
+using namespace attnviz;
+using namespace attnviz::ui;
+
+
+/// One QApplication per process (ctest runs each test case in its own process),
+/// offscreen, with settings in a private temporary directory.
+inline QApplication& app() {
+    static QTemporaryDir settingsDir;
+    static int argc = 1;
+    static char arg0[] = "attnviz_tests_ui";
+    static char* argv[] = {arg0, nullptr};
+    static QApplication* instance = [] {
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+        QSettings::setDefaultFormat(QSettings::IniFormat);
+        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir.path());
+        auto* a = new QApplication(argc, argv);
+        QApplication::setOrganizationName(QStringLiteral("attnviz-tests"));
+        QApplication::setApplicationName(QStringLiteral("attnviz-tests"));
+        return a;
+    }();
+    return *instance;
+}
+
+/// A window set up to train a tiny model on a small toy-french corpus in seconds.
+/// The unsaved-model prompt and the save dialog are answered by `answer` and
+/// `savePath` (and counted), so nothing modal ever blocks a test.
+struct Fixture {
+    std::unique_ptr<MainWindow> window;
+    int prompts = 0;        ///< times the unsaved-model prompt was shown
+    int pathsAsked = 0;     ///< times the save dialog was shown
+    QMessageBox::StandardButton answer = QMessageBox::Discard;
+    QString savePath;       ///< what the save dialog returns (empty: cancelled)
+    Fixture(int epochs = 3, int64_t maxBatches = 0, int pairs = 400) {
+        app();
+        QSettings().clear();
+        window = std::make_unique<MainWindow>();
+        window->setErrorDialogsEnabled(false);
+        window->setUnsavedPrompt([this] {
+            ++prompts;
+            return answer;
+        });
+        window->setSavePathProvider([this] {
+            ++pathsAsked;
+            return savePath;
+        });
+        window->corpusPanel()->selectTask(TaskKind::toy_french);
+        window->corpusPanel()->setNumPairs(pairs);
+        ModelConfig m = SettingsPanel::defaultModelConfig();
+        m.embed_size = 16;
+        m.hidden_size = 32;
+        TrainConfig t = SettingsPanel::defaultTrainConfig();
+        t.epochs = epochs;
+        t.batch_size = 32;
+        t.max_batches = maxBatches;
+        t.eval_sample = 40;
+        t.device = "cpu";
+        window->settingsPanel()->setModelConfig(m);
+        window->settingsPanel()->setTrainConfig(t);
+        window->probePanel()->setRefreshEvery(5);
+        window->show();
+        REQUIRE(waitCorpus());
+    }
+    MainWindow& w() { return *window; }
+    TrainingController& controller() { return *window->controller(); }
+    bool waitIdle(int ms = 30000) { return waitUntil([&] { return !controller().isActive(); }, ms); }
+    /// The corpus panel's background work (reading, summarising) is done.
+    bool waitCorpus(int ms = 30000) { return waitUntil([&] { return !w().corpusPanel()->busy(); }, ms); }
+    /// Trains to the end and waits for it.
+    void train() {
+        REQUIRE(waitCorpus());
+        w().trainAction()->trigger();
+        REQUIRE(controller().isActive());
+        REQUIRE(waitIdle());
+    }
+    /// Translates and waits for the answer.
+    void translate(const QString& sentence) {
+        QSignalSpy ready(w().translatePanel(), &TranslatePanel::translationReady);
+        w().translatePanel()->translateText(sentence);
+        REQUIRE(waitUntil([&] { return ready.count() > 0; }, 20000));
+    }
+};
+
+inline QString tempPath(const QTemporaryDir& dir, const char* name) { return dir.filePath(QString::fromLatin1(name)); }
+
+inline std::string readFile(const QString& path) {
+    QFile f(path);
+    REQUIRE(f.open(QIODevice::ReadOnly));
+    return f.readAll().toStdString();
+}
+
+
+}  // namespace ui_testing
