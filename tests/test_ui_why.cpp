@@ -7,12 +7,15 @@
 #include <QLineEdit>
 #include <QPainter>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
 #include "core/decode.hpp"
 #include "ui/ColorMap.hpp"
+#include "ui/ComparePanel.hpp"
 #include "ui/HeatmapWidget.hpp"
+#include "ui/LossChart.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/TranslatePanel.hpp"
 
@@ -240,4 +243,61 @@ TEST_CASE("translate panel: top-k per step, and a reference scored beside the mo
     panel->referenceEdit()->clear();
     f.translate(QStringLiteral("the red car is fast"));
     CHECK_FALSE(panel->forcedHeatmap()->isVisibleTo(panel));
+}
+
+TEST_CASE("compare tab: a kept run against the current model, side by side and their difference", "[ui][compare]") {
+    Fixture f(/*epochs=*/2, /*maxBatches=*/0, /*pairs=*/400);
+    f.train();
+    ComparePanel* panel = f.w().comparePanel();
+    REQUIRE(panel->modelCount() == 1);  // the current model
+    f.w().lossChart()->keepRun();
+    REQUIRE(panel->modelCount() == 2);  // the kept run's model joined the choices
+    // A second run with dot-product attention becomes the current model.
+    ModelConfig m = f.w().settingsPanel()->modelConfig();
+    m.scoring = Scoring::dot;
+    f.w().settingsPanel()->setModelConfig(m);
+    f.train();
+    f.w().tabs()->setCurrentIndex(MainWindow::CompareTab);
+    panel->setChoices(1, 0);
+    panel->setSentence(QStringLiteral("the red car is fast"));
+    {
+        QSignalSpy done(panel, &ComparePanel::compared);
+        panel->compare();
+        REQUIRE(waitUntil([&] { return done.count() > 0; }, 20000));
+    }
+    auto c = panel->comparison();
+    REQUIRE(c);
+    REQUIRE(c->comparable);
+    CHECK(panel->heatmapA()->rows() == int(c->a.best().tokens.size()));
+    CHECK(panel->heatmapB()->rows() == int(c->b.best().tokens.size()));
+    const HeatmapData& d = panel->difference()->heatmapData();
+    REQUIRE(d.rows() == int(c->a.best().tokens.size()));
+    REQUIRE(d.columns() == 6);  // five words and <eos>
+    CHECK(d.signedRange > 0.0f);
+    for (int r = 0; r < d.rows(); ++r)
+        for (int s = 0; s < d.columns(); ++s)
+            CHECK(d.weights[size_t(r)][size_t(s)] ==
+                  Approx(c->a.best().attention[size_t(r)][size_t(s)] - c->b_on_a.best().attention[size_t(r)][size_t(s)])
+                      .margin(1e-6));
+    CHECK(panel->summary().contains(QStringLiteral("differs by")));
+    CHECK(f.w().currentHeatmap() == panel->difference());
+
+    // A checkpoint added from a file becomes B; a bad file says why and changes nothing.
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("dot.attnviz"));
+    f.w().currentModel()->save(path.toStdString());
+    {
+        QSignalSpy added(panel, &ComparePanel::checkpointAdded);
+        panel->addCheckpoint(path);
+        REQUIRE(waitUntil([&] { return added.count() > 0; }, 20000));
+    }
+    CHECK(panel->modelCount() == 3);
+    CHECK(panel->modelLabel(2) == QStringLiteral("dot.attnviz"));
+    {
+        QSignalSpy failed(panel, &ComparePanel::compareFailed);
+        panel->addCheckpoint(dir.filePath(QStringLiteral("missing.attnviz")));
+        REQUIRE(waitUntil([&] { return failed.count() > 0; }, 20000));
+        CHECK(failed.front().front().toString().contains(QStringLiteral("missing.attnviz")));
+    }
+    CHECK(panel->modelCount() == 3);
 }

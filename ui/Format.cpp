@@ -1,5 +1,7 @@
 #include "ui/Format.hpp"
 
+#include <QObject>
+
 #include <cmath>
 
 namespace attnviz::ui {
@@ -33,6 +35,10 @@ QString formatRate(double perSecond) {
 QString formatLoss(double value) {
     if (!std::isfinite(value)) return QStringLiteral("–");
     return QString::number(value, 'g', 4);
+}
+
+QString checkpointFileFilter() {
+    return QObject::tr("attnviz checkpoint (*.attnviz *.pt *.ckpt);;All files (*)");
 }
 
 }  // namespace attnviz::ui

@@ -20,5 +20,7 @@ QString formatDuration(double seconds);
 QString formatRate(double perSecond);
 /// Loss with 4 significant digits; "–" for NaN.
 QString formatLoss(double value);
+/// The file-dialog filter for checkpoints.
+QString checkpointFileFilter();
 
 }  // namespace attnviz::ui

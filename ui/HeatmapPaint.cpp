@@ -112,18 +112,20 @@ void HeatmapWidget::paintContent(QPainter& p) const {
 
     // Cells, and optionally their values.
     const bool numbers = m_showNumbers && l.cell >= 18;
+    const bool signedData = m_data.signedRange > 0;
     const QFontMetrics nfm(l.numberFont);
     const bool shortNumbers = nfm.horizontalAdvance(QStringLiteral("0.00")) > l.cell - 3;
     for (int r = 0; r < m_data.rows(); ++r) {
         for (int c = 0; c < m_data.columns(); ++c) {
             const double w = m_data.weights[r][c];
             const QRect cr(l.grid.left() + c * l.cell, l.grid.top() + r * l.cell, l.cell, l.cell);
-            p.fillRect(cr, m_colorMap.color(w));
+            p.fillRect(cr, signedData ? m_colorMap.signedColor(w, m_data.signedRange) : m_colorMap.color(w));
             if (numbers) {
                 QString text = QString::number(w, 'f', 2);
                 if (shortNumbers && text.startsWith(QLatin1String("0."))) text = text.mid(1);
+                if (shortNumbers && text.startsWith(QLatin1String("-0."))) text = QStringLiteral("-") + text.mid(2);
                 p.setFont(l.numberFont);
-                p.setPen(m_colorMap.textColor(w));
+                p.setPen(signedData ? (std::abs(w) > 0.7 * m_data.signedRange ? Qt::white : Qt::black) : m_colorMap.textColor(w));
                 p.drawText(cr, Qt::AlignCenter, text);
             }
         }
@@ -233,25 +235,34 @@ void HeatmapWidget::paintStrips(QPainter& p, const Layout& l) const {
     }
 }
 
-// The colour bar, with ticks where the scale puts them.
+// The colour bar, with ticks where the scale puts them (signed data: -range, 0, +range).
 void HeatmapWidget::paintColorBar(QPainter& p, const Layout& l) const {
     const QFontMetrics fm(l.font);
+    const double range = m_data.signedRange;
     const int slices = 64;
     for (int i = 0; i < slices; ++i) {
         const int y0 = l.colorBar.top() + l.colorBar.height() * i / slices;
         const int y1 = l.colorBar.top() + l.colorBar.height() * (i + 1) / slices;
         const double position = 1.0 - (i + 0.5) / slices;
-        p.fillRect(QRect(l.colorBar.left(), y0, l.colorBar.width(), y1 - y0), m_colorMap.entry(int(position * 256)));
+        const QColor c = range > 0 ? m_colorMap.signedColor((2 * position - 1) * range, range)
+                                   : m_colorMap.entry(int(position * 256));
+        p.fillRect(QRect(l.colorBar.left(), y0, l.colorBar.width(), y1 - y0), c);
     }
     p.setPen(QPen(QColor(0x40, 0x40, 0x40), 1));
     p.drawRect(l.colorBar.adjusted(0, 0, -1, -1));
     p.setFont(l.font);
-    for (double v : m_colorMap.ticks()) {
-        const int y = l.colorBar.bottom() - int(std::lround(m_colorMap.position(v) * (l.colorBar.height() - 1)));
+    auto tick = [&](double position, const QString& text) {
+        const int y = l.colorBar.bottom() - int(std::lround(position * (l.colorBar.height() - 1)));
         p.drawLine(l.colorBar.right() + 1, y, l.colorBar.right() + 4, y);
-        const QString text = v < 0.01 && v > 0 ? QString::number(v, 'g', 1) : QString::number(v, 'f', 2);
         p.drawText(QRect(l.colorBar.right() + 6, y - fm.height() / 2, 60, fm.height()), Qt::AlignLeft | Qt::AlignVCenter, text);
+    };
+    if (range > 0) {
+        for (double v : {-range, -range / 2, 0.0, range / 2, range})
+            tick(0.5 + 0.5 * v / range, (v > 0 ? QStringLiteral("+") : QString()) + QString::number(v, 'f', 2));
+        return;
     }
+    for (double v : m_colorMap.ticks())
+        tick(m_colorMap.position(v), v < 0.01 && v > 0 ? QString::number(v, 'g', 1) : QString::number(v, 'f', 2));
 }
 
 }  // namespace attnviz::ui

@@ -65,7 +65,7 @@ QString HeatmapWidget::toolTipAt(const QPoint& pos) const {
 
 QString HeatmapWidget::cellToolTip(int row, int column) const {
     if (row < 0 || row >= m_data.rows() || column < 0 || column >= m_data.columns()) return {};
-    QString text = tr("<b>%1</b> ← <b>%2</b><br>weight %3")
+    QString text = tr(m_data.signedRange > 0 ? "<b>%1</b> ← <b>%2</b><br>difference %3" : "<b>%1</b> ← <b>%2</b><br>weight %3")
                        .arg(displayToken(m_data.output[row]).toHtmlEscaped(),
                             displayToken(m_data.source[column]).toHtmlEscaped())
                        .arg(m_data.weights[row][column], 0, 'f', 4);

@@ -52,6 +52,9 @@ struct HeatmapData {
     int forcedRows = 0;                          ///< leading rows whose tokens were given, not chosen (forced decoding)
     int highlightRow = -1;                       ///< a row marked in red (forced decoding: the first divergence)
     QString highlightNote;                       ///< why it is marked, for the tooltip
+    /// > 0: the weights are signed differences in [-signedRange, signedRange], painted with the
+    /// diverging map (blue below 0, white at 0, red above) whatever the colour map.
+    float signedRange = 0.0f;
 
     int rows() const { return int(output.size()); }
     int columns() const { return int(source.size()); }

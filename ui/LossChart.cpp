@@ -136,25 +136,36 @@ void LossChart::attachRun(Run& run, bool kept) {
     run.valSeries = new QLineSeries();
     run.bleuSeries = new QLineSeries();
     run.accSeries = new QLineSeries();
-    const QString names[] = {tr("loss (raw)"), tr("loss (smoothed)"), tr("val loss"), tr("val BLEU"), tr("val accuracy")};
+    run.alignSeries = new QLineSeries();
+    run.aerSeries = new QLineSeries();
+    const QString names[] = {tr("loss (raw)"), tr("loss (smoothed)"), tr("val loss"), tr("val BLEU"), tr("val accuracy"),
+                             tr("alignment accuracy %"), tr("alignment error rate %")};
     int i = 0;
     for (QLineSeries* s : run.all()) {
         const QString name = names[i++];
         m_chart->addSeries(s);
         s->attachAxis(m_xAxis);
-        s->attachAxis(s == run.bleuSeries || s == run.accSeries ? static_cast<QAbstractAxis*>(m_metricAxis) : m_yAxis);
+        const bool metric = s != run.rawSeries && s != run.smoothSeries && s != run.valSeries;
+        s->attachAxis(metric ? static_cast<QAbstractAxis*>(m_metricAxis) : m_yAxis);
         connect(s, &QXYSeries::hovered, this,
                 [this, name, &run](const QPointF& p, bool state) { showHover(run.label + QStringLiteral(" · ") + name, p, state); });
     }
-    for (QLineSeries* s : {run.valSeries, run.bleuSeries, run.accSeries}) s->setPointsVisible(true);
+    for (QLineSeries* s : run.epochSeries()) s->setPointsVisible(true);
     styleRun(run, kept);
     rebuildRaw(run);
     rebuildSmoothed(run);
-    for (const auto& e : run.epochs) {
-        if (std::isfinite(e.report.val_loss)) run.valSeries->append(double(e.step), e.report.val_loss);
-        if (std::isfinite(e.report.val_bleu)) run.bleuSeries->append(double(e.step), e.report.val_bleu);
-        if (std::isfinite(e.report.val_accuracy)) run.accSeries->append(double(e.step), 100.0 * e.report.val_accuracy);
-    }
+    for (const auto& e : run.epochs) appendEpoch(run, e.report, e.step);
+}
+
+void LossChart::appendEpoch(Run& run, const EpochReport& report, int64_t step) {
+    auto add = [step](QLineSeries* s, double value, double scale) {
+        if (std::isfinite(value)) s->append(double(step), scale * value);
+    };
+    add(run.valSeries, report.val_loss, 1.0);
+    add(run.bleuSeries, report.val_bleu, 1.0);
+    add(run.accSeries, report.val_accuracy, 100.0);
+    add(run.alignSeries, report.val_align_accuracy, 100.0);
+    add(run.aerSeries, report.val_aer, 100.0);
 }
 
 void LossChart::styleRun(Run& run, bool kept) {
@@ -173,7 +184,9 @@ void LossChart::styleRun(Run& run, bool kept) {
     run.valSeries->setPen(pen(color(1), 1.8, Qt::DashLine, 255));
     run.bleuSeries->setPen(pen(color(2), 1.5, Qt::DotLine, 255));
     run.accSeries->setPen(pen(color(4), 1.5, Qt::DashDotLine, 220));
-    for (QLineSeries* s : {run.valSeries, run.bleuSeries, run.accSeries}) s->setColor(s->pen().color());
+    run.alignSeries->setPen(pen(color(5), 1.8, Qt::DashDotDotLine, 255));
+    run.aerSeries->setPen(pen(color(3), 1.2, Qt::DotLine, 200));
+    for (QLineSeries* s : run.epochSeries()) s->setColor(s->pen().color());
     run.rawSeries->setVisible(!kept);
     const QString prefix = comparing ? run.label + QStringLiteral(": ") : QString();
     run.rawSeries->setName(prefix + tr("loss (raw)"));
@@ -181,6 +194,8 @@ void LossChart::styleRun(Run& run, bool kept) {
     run.valSeries->setName(prefix + tr("validation loss"));
     run.bleuSeries->setName(prefix + tr("validation BLEU"));
     run.accSeries->setName(prefix + tr("exact match %"));
+    run.alignSeries->setName(prefix + tr("alignment accuracy %"));
+    run.aerSeries->setName(prefix + tr("alignment error rate %"));
     // Comparing: one legend entry per run; otherwise one per series.
     for (QLineSeries* s : run.all()) {
         const bool show = comparing ? s == run.smoothSeries : s != run.rawSeries;
@@ -200,6 +215,7 @@ void LossChart::detachRun(Run& run) {
         delete s;
     }
     run.rawSeries = run.smoothSeries = run.valSeries = run.bleuSeries = run.accSeries = nullptr;
+    run.alignSeries = run.aerSeries = nullptr;
 }
 
 void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& points) {
@@ -238,9 +254,7 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
 void LossChart::addEpoch(const EpochReport& report, int64_t step) {
     Run& run = current();
     run.epochs.push_back({step, report});
-    if (std::isfinite(report.val_loss)) run.valSeries->append(double(step), report.val_loss);
-    if (std::isfinite(report.val_bleu)) run.bleuSeries->append(double(step), report.val_bleu);
-    if (std::isfinite(report.val_accuracy)) run.accSeries->append(double(step), 100.0 * report.val_accuracy);
+    appendEpoch(run, report, step);
     updateRanges();
     m_keepAction->setEnabled(true);
 }
@@ -394,6 +408,7 @@ void LossChart::keepRun() {
     updateRanges();
     m_keepAction->setEnabled(false);
     m_clearAction->setEnabled(true);
+    Q_EMIT runKept(run.label);
 }
 
 void LossChart::clearKeptRuns() {

@@ -69,12 +69,15 @@ public Q_SLOTS:
     void clearKeptRuns();
 
 Q_SIGNALS:
+    /// The current run was kept (keepRun), under this label.
+    void runKept(const QString& label);
     void smoothingChanged(double weight);
 
 private:
     struct Run;
     Run& current();
     void attachRun(Run& run, bool kept);
+    void appendEpoch(Run& run, const EpochReport& report, int64_t step);
     void detachRun(Run& run);
     void styleRun(Run& run, bool kept);
     void restyleAll();

@@ -5,6 +5,8 @@
 #include <QTextStream>
 #include <QtCharts/QChartView>
 
+#include <cmath>
+
 #include "ui/LossChart.hpp"
 #include "ui/LossChartRun.hpp"
 
@@ -33,6 +35,10 @@ QString LossChart::toCsv() const {
             ts << prefix.arg(QStringLiteral("val_loss")) << QString::number(e.report.val_loss, 'g', 8) << "\n";
             ts << prefix.arg(QStringLiteral("val_bleu")) << QString::number(e.report.val_bleu, 'g', 8) << "\n";
             ts << prefix.arg(QStringLiteral("val_accuracy")) << QString::number(e.report.val_accuracy, 'g', 8) << "\n";
+            if (std::isfinite(e.report.val_align_accuracy))
+                ts << prefix.arg(QStringLiteral("val_align_accuracy")) << QString::number(e.report.val_align_accuracy, 'g', 8) << "\n";
+            if (std::isfinite(e.report.val_aer))
+                ts << prefix.arg(QStringLiteral("val_aer")) << QString::number(e.report.val_aer, 'g', 8) << "\n";
         }
     }
     return out;

@@ -28,7 +28,13 @@ struct LossChart::Run {
     QLineSeries* valSeries = nullptr;
     QLineSeries* bleuSeries = nullptr;
     QLineSeries* accSeries = nullptr;
-    std::vector<QLineSeries*> all() const { return {rawSeries, smoothSeries, valSeries, bleuSeries, accSeries}; }
+    QLineSeries* alignSeries = nullptr;  ///< alignment accuracy % (built-in tasks: their true alignments)
+    QLineSeries* aerSeries = nullptr;    ///< alignment error rate %
+    std::vector<QLineSeries*> all() const {
+        return {rawSeries, smoothSeries, valSeries, bleuSeries, accSeries, alignSeries, aerSeries};
+    }
+    /// The per-epoch series (points drawn), all but the loss axis' on the metric axis.
+    std::vector<QLineSeries*> epochSeries() const { return {valSeries, bleuSeries, accSeries, alignSeries, aerSeries}; }
 };
 
 }  // namespace attnviz::ui

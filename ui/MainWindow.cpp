@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "core/device.hpp"
+#include "ui/ComparePanel.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
@@ -43,11 +44,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_chart = new LossChart();
     m_translate = new TranslatePanel();
     m_probe = new ProbePanel();
+    m_compare = new ComparePanel();
 
     m_tabs = new QTabWidget();
     m_tabs->addTab(m_chart, tr("&Curves"));
     m_tabs->addTab(m_translate, tr("&Translate && inspect"));
     m_tabs->addTab(m_probe, tr("Live &probe"));
+    m_tabs->addTab(m_compare, tr("C&ompare models"));
     m_progress = new QProgressBar();
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
@@ -209,6 +212,12 @@ void MainWindow::createActions() {
     connect(m_zoomOutAct, &QAction::triggered, this, [this] { currentHeatmap()->zoomOut(); });
     connect(m_zoomResetAct, &QAction::triggered, this, [this] { currentHeatmap()->fitToWindow(); });
     connect(m_aboutAct, &QAction::triggered, this, &MainWindow::showAbout);
+    // A kept run stays comparable: its model joins the Compare tab's choices.
+    connect(m_chart, &LossChart::runKept, this, [this](const QString& label) {
+        if (TranslationModelPtr model = currentModel()) m_compare->addModel(label, std::move(model));
+    });
+    connect(m_compare, &ComparePanel::compareFailed, this,
+            [this](const QString& message) { statusBar()->showMessage(message, 10000); });
 }
 
 void MainWindow::createMenus() {
@@ -265,7 +274,7 @@ void MainWindow::createToolBars() {
     m_mainToolBar->addAction(m_exportCurvesAct);
 
     // Each heatmap gets the same view actions above it.
-    for (QToolBar* bar : {m_translate->heatmapToolBar(), m_probe->heatmapToolBar()}) {
+    for (QToolBar* bar : {m_translate->heatmapToolBar(), m_probe->heatmapToolBar(), m_compare->heatmapToolBar()}) {
         auto* maps = new QToolButton(bar);
         maps->setText(tr("Colour map"));
         maps->setPopupMode(QToolButton::InstantPopup);
@@ -296,12 +305,17 @@ void MainWindow::createStatusBar() {
 }
 
 HeatmapWidget* MainWindow::currentHeatmap() const {
-    return m_tabs->currentIndex() == ProbeTab ? m_probe->heatmap() : m_translate->heatmap();
+    switch (m_tabs->currentIndex()) {
+    case ProbeTab: return m_probe->heatmap();
+    case CompareTab: return m_compare->difference();
+    default: return m_translate->heatmap();
+    }
 }
 
 TranslationModelPtr MainWindow::currentModel() const { return m_translate->model(); }
 
 void MainWindow::setModel(TranslationModelPtr model) {
+    m_compare->setCurrentModel(model);
     m_translate->setModel(std::move(model));
     updateActions();
 }
@@ -317,6 +331,8 @@ void MainWindow::onCorpusChanged() {
         return all;
     }();
     if ((probe.isEmpty() || taskExamples.contains(probe)) && !examples.isEmpty()) m_probe->setSentence(examples.front());
+    if ((m_compare->sentence().isEmpty() || taskExamples.contains(m_compare->sentence())) && !examples.isEmpty())
+        m_compare->setSentence(examples.front());
     if (m_corpus->corpus() && !m_corpus->isTask()) {
         addRecentFile(m_corpus->filePath());
         QString summary = m_corpus->summaryText().replace(QLatin1String("<br>"), QStringLiteral(" · "));
@@ -326,7 +342,8 @@ void MainWindow::onCorpusChanged() {
 }
 
 QList<HeatmapWidget*> MainWindow::heatmaps() const {
-    return {m_translate->heatmap(), m_translate->forcedHeatmap(), m_probe->heatmap()};
+    return {m_translate->heatmap(), m_translate->forcedHeatmap(), m_translate->nodeHeatmap(), m_probe->heatmap(),
+            m_compare->heatmapA(),   m_compare->heatmapB(),       m_compare->difference()};
 }
 
 void MainWindow::setColorMap(ColorMap::Kind kind) {

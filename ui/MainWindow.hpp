@@ -27,13 +27,14 @@ class CorpusPanel;
 class HeatmapWidget;
 class LossChart;
 class ProbePanel;
+class ComparePanel;
 class SettingsPanel;
 class TranslatePanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum Tab { CurvesTab = 0, TranslateTab = 1, ProbeTab = 2 };
+    enum Tab { CurvesTab = 0, TranslateTab = 1, ProbeTab = 2, CompareTab = 3 };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -44,6 +45,7 @@ public:
     LossChart* lossChart() const { return m_chart; }
     TranslatePanel* translatePanel() const { return m_translate; }
     ProbePanel* probePanel() const { return m_probe; }
+    ComparePanel* comparePanel() const { return m_compare; }
     QTabWidget* tabs() const { return m_tabs; }
     QProgressBar* progressBar() const { return m_progress; }
     /// The heatmap of the visible tab (probe tab: the probe's; otherwise the translation's).
@@ -143,6 +145,7 @@ private:
     LossChart* m_chart;
     TranslatePanel* m_translate;
     ProbePanel* m_probe;
+    ComparePanel* m_compare;
     QTabWidget* m_tabs;
     QProgressBar* m_progress;
     QLabel* m_stateLabel;

@@ -29,7 +29,6 @@ namespace attnviz::ui {
 namespace {
 
 constexpr int kMaxRecent = 8;
-const QString kCheckpointFilter = QObject::tr("attnviz checkpoint (*.attnviz *.pt *.ckpt);;All files (*)");
 
 bool looksLikeCheckpoint(const QString& path) {
     const QString suffix = QFileInfo(path).suffix().toLower();
@@ -140,7 +139,7 @@ QString MainWindow::askSavePath() {
     const QString suggestion = dirOf(QStringLiteral("dirs/checkpoint")) + QLatin1Char('/') +
                                m_corpus->sourceKey().section(QLatin1Char(':'), 1).section(QLatin1Char('/'), -1) +
                                QStringLiteral(".attnviz");
-    QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), suggestion, kCheckpointFilter);
+    QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), suggestion, checkpointFileFilter());
     if (path.isEmpty()) return path;
     if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".attnviz");
     QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
@@ -187,7 +186,7 @@ bool MainWindow::exportCurvesTo(const QString& path) {
 
 void MainWindow::openCheckpointDialog() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), dirOf(QStringLiteral("dirs/checkpoint")),
-                                                      kCheckpointFilter);
+                                                      checkpointFileFilter());
     if (path.isEmpty()) return;
     QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
     openCheckpoint(path);

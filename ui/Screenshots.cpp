@@ -7,6 +7,7 @@
 #include <QTabWidget>
 #include <QTimer>
 
+#include "ui/ComparePanel.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/LossChart.hpp"
@@ -114,6 +115,20 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
         t->referenceEdit()->clear();
     }
 
+    // The beam search tree of the same sentence, its best leaf selected.
+    {
+        t->setBeamWidth(3);
+        bool treeReady = false;
+        auto treeConnection = QObject::connect(t, &TranslatePanel::translationReady, [&] { treeReady = true; });
+        t->translateText(sentence);
+        waitUntil([&] { return treeReady; }, 20000);
+        QObject::disconnect(treeConnection);
+        t->viewTabs()->setCurrentIndex(1);
+        waitUntil([] { return false; }, 300);
+        save(&w, QStringLiteral("beamtree.png"));
+        t->viewTabs()->setCurrentIndex(0);
+    }
+
     w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
     waitUntil([] { return false; }, 300);
     save(&w, QStringLiteral("probe.png"));
@@ -132,6 +147,23 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
         trainRun();
         waitUntil([] { return false; }, 300);
         save(&w, QStringLiteral("compare.png"));
+        // Additive against dot-product attention on one sentence (a no-attention model has
+        // no heatmap to compare): train the dot-product model, then compare it with the kept
+        // additive run.
+        m.scoring = Scoring::dot;
+        w.settingsPanel()->setModelConfig(m);
+        trainRun();
+        ComparePanel* cp = w.comparePanel();
+        w.tabs()->setCurrentIndex(MainWindow::CompareTab);
+        cp->setSentence(sentence);
+        cp->setChoices(1, 0);  // the first kept run (additive) against the current model (dot)
+        bool compared = false;
+        auto compareConnection = QObject::connect(cp, &ComparePanel::compared, [&] { compared = true; });
+        cp->compare();
+        waitUntil([&] { return compared; }, 20000);
+        QObject::disconnect(compareConnection);
+        waitUntil([] { return false; }, 300);
+        save(&w, QStringLiteral("compare-models.png"));
     }
     QObject::disconnect(epochWatch);
     return written;

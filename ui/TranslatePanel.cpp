@@ -10,10 +10,13 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "core/beam_tree.hpp"
+#include "ui/BeamTreeView.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/StepInspector.hpp"
@@ -109,13 +112,33 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     heatmaps->addWidget(m_forcedPane);
     heatmaps->setObjectName(QStringLiteral("heatmapSplitter"));
     m_inspector = new StepInspector(this);
+    m_tree = new BeamTreeView(this);
+    m_nodeLabel = new QLabel(this);
+    m_nodeLabel->setWordWrap(true);
+    m_nodeLabel->setTextFormat(Qt::RichText);
+    m_nodeHeatmap = new HeatmapWidget(this);
+    m_nodeHeatmap->setObjectName(QStringLiteral("nodeHeatmap"));
+    m_nodeHeatmap->clear(tr("Click a node of the tree to see its partial hypothesis and where it looked."));
+    auto* treePane = new QSplitter(Qt::Vertical, this);
+    treePane->addWidget(scrolled(m_tree, treePane));
+    auto* nodePane = new QWidget(treePane);
+    auto* nodeLayout = new QVBoxLayout(nodePane);
+    nodeLayout->setContentsMargins(0, 0, 0, 0);
+    nodeLayout->addWidget(m_nodeLabel);
+    nodeLayout->addWidget(scrolled(m_nodeHeatmap, nodePane), 1);
+    treePane->addWidget(nodePane);
+    treePane->setStretchFactor(0, 3);
+    treePane->setStretchFactor(1, 2);
+    m_views = new QTabWidget(this);
+    m_views->addTab(heatmaps, tr("Attention"));
+    m_views->addTab(treePane, tr("Beam search tree"));
 
     auto* left = new QWidget(this);
     auto* leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(m_hypotheses);
     leftLayout->addWidget(m_tools);
-    leftLayout->addWidget(heatmaps, 1);
+    leftLayout->addWidget(m_views, 1);
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->addWidget(left);
     splitter->addWidget(m_inspector);
@@ -145,6 +168,9 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     connect(m_forcedHeatmap, &HeatmapWidget::rowSelected, this,
             [this](int row) { m_inspector->setStep(m_forcedHeatmap->heatmapData(), row); });
     connect(m_reference, &QLineEdit::returnPressed, this, &TranslatePanel::translateInput);
+    connect(m_tree, &BeamTreeView::nodeSelected, this, &TranslatePanel::showNode);
+    connect(m_nodeHeatmap, &HeatmapWidget::rowSelected, this,
+            [this](int row) { m_inspector->setStep(m_nodeHeatmap->heatmapData(), row); });
     connect(m_forceModeBox, &QComboBox::currentIndexChanged, this, [this] {
         if (m_translation) requestForced(qs(m_translation->input));
     });
@@ -198,7 +224,8 @@ DecodeOptions TranslatePanel::decodeOptions() const {
     DecodeOptions o;
     o.beam_size = m_beam->value();
     o.num_hypotheses = std::min(m_nbest->value(), m_beam->value());
-    if (o.beam_size == 1) o.top_k = kTopK;
+    o.top_k = kTopK;
+    o.beam_tree = o.beam_size > 1;
     return o;
 }
 
@@ -219,6 +246,35 @@ void TranslatePanel::translateText(const QString& sentence) {
     }
     m_translator->request(m_model, sentence, decodeOptions());
     requestForced(sentence);
+}
+
+void TranslatePanel::showNode(qint64 id) {
+    const auto tree = m_tree->tree();
+    if (!tree || id < 0 || id >= qint64(tree->nodes.size())) {
+        m_nodeLabel->setText(QString());
+        m_nodeHeatmap->clear(tree ? tr("Click a node of the tree to see its partial hypothesis and where it looked.")
+                                  : tr("Translate with a beam wider than 1 to see the search tree."));
+        return;
+    }
+    const BeamNode& n = tree->nodes[size_t(id)];
+    Translation partial;
+    partial.src_tokens = tree->source;
+    partial.attention_available = tree->attention_available;
+    partial.hypotheses.push_back(tree->partial_hypothesis(id));
+    const Hypothesis& h = partial.hypotheses.front();
+    m_nodeLabel->setText(tr("<b>%1</b> — %2 at step %3 · log P %4 · score %5")
+                             .arg(qs(h.text).toHtmlEscaped(), qs(to_string(n.status)))
+                             .arg(n.step + 1)
+                             .arg(n.log_prob, 0, 'f', 3)
+                             .arg(n.score, 0, 'f', 3));
+    if (!partial.attention_available) {
+        m_nodeHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
+        return;
+    }
+    HeatmapData data = HeatmapData::fromTranslation(partial);
+    data.title = tr("Partial hypothesis: %1").arg(qs(h.text));
+    m_nodeHeatmap->setHeatmapData(data);
+    m_nodeHeatmap->setSelectedRow(data.rows() - 1);
 }
 
 ForceMode TranslatePanel::forceMode() const { return ForceMode(m_forceModeBox->currentData().toInt()); }
@@ -293,6 +349,13 @@ void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, Trans
     for (const Hypothesis& h : m_translation->hypotheses)
         m_hypotheses->addItem(tr("%1   (score %2, log P %3)").arg(qs(h.text)).arg(h.score, 0, 'f', 3).arg(h.log_prob, 0, 'f', 3));
     m_hypotheses->blockSignals(false);
+    m_tree->setTree(m_translation->beam_tree);
+    m_views->setTabText(1, m_translation->beam_tree ? tr("Beam search tree (%1 nodes)").arg(m_translation->beam_tree->nodes.size())
+                                                    : tr("Beam search tree"));
+    if (m_translation->beam_tree && !m_translation->beam_tree->finished.empty())
+        m_tree->setSelectedNode(m_translation->beam_tree->finished.front());
+    else
+        showNode(-1);
     if (m_translation->empty()) {
         m_result->setText(tr("(empty input)"));
         m_heatmap->clear(tr("Nothing to show for an empty sentence."));

@@ -5,7 +5,9 @@
 // candidates). An optional reference translation is scored teacher-forced
 // (or used as a prefix the model continues): its heatmap stands beside the
 // model's own, with the probability of each given token and the first step
-// where the model would have said something else marked.
+// where the model would have said something else marked. With a beam wider
+// than 1 the search itself is shown as a tree; a node's partial hypothesis
+// gets its own heatmap.
 #include <QWidget>
 #include <memory>
 
@@ -19,11 +21,13 @@ class QLineEdit;
 class QListWidget;
 class QPushButton;
 class QSpinBox;
+class QTabWidget;
 class QToolBar;
 QT_END_NAMESPACE
 
 namespace attnviz::ui {
 
+class BeamTreeView;
 class HeatmapWidget;
 class StepInspector;
 class Translator;
@@ -57,6 +61,11 @@ public:
     /// The line above the forced heatmap (log-probability, first divergence).
     QString forcedSummary() const;
     HeatmapWidget* heatmap() const { return m_heatmap; }
+    /// The beam search tree of the last translation (beam > 1) and the heatmap of its selected node.
+    BeamTreeView* beamTreeView() const { return m_tree; }
+    HeatmapWidget* nodeHeatmap() const { return m_nodeHeatmap; }
+    /// "Attention" and "Beam search tree".
+    QTabWidget* viewTabs() const { return m_views; }
     StepInspector* inspector() const { return m_inspector; }
     QToolBar* heatmapToolBar() const { return m_tools; }
     int hypothesisCount() const;
@@ -77,6 +86,7 @@ private:
     void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
     void showHypothesis(int index);
     void requestForced(const QString& sentence);
+    void showNode(qint64 id);
     void showForced(std::shared_ptr<const Translation> t);
 
     Translator* m_translator;
@@ -87,6 +97,10 @@ private:
     QWidget* m_forcedPane;
     QLabel* m_forcedLabel;
     HeatmapWidget* m_forcedHeatmap;
+    QTabWidget* m_views;
+    BeamTreeView* m_tree;
+    QLabel* m_nodeLabel;
+    HeatmapWidget* m_nodeHeatmap;
     TranslationModelPtr m_model, m_translationModel;
     std::shared_ptr<const Translation> m_translation;
     QLineEdit* m_input;
