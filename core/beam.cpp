@@ -77,7 +77,7 @@ public:
         if (o.beam_tree) m_trees.resize(static_cast<size_t>(B));
     }
 
-    /// Searches; returns per sentence its finished hypotheses, best first.
+    /// Searches until every sentence is done or has reached its length limit.
     void run() {
         int64_t max_steps = 0;
         for (int64_t b = 0; b < m_B; ++b) max_steps = std::max(max_steps, limit(b));
