@@ -209,14 +209,11 @@ private:
             index = idx.to(m_device);
         }
         auto step_lp = flat_logp.gather(1, index);  // [B, C]
-        // A candidate's rank among all tokens of its beam: how many are more probable.
-        auto slots = index.div(V, "floor") + torch::arange(B, index.options()).mul(K).unsqueeze(1);
-        auto rank = logp.index_select(0, slots.flatten()).gt(step_lp.flatten().unsqueeze(1)).sum(1).view({B, -1});
         StepOnHost s;
         s.total = total.gather(1, index).to(torch::kCPU).contiguous();
         s.index = index.to(torch::kCPU).contiguous();
         s.step_lp = step_lp.to(torch::kCPU).contiguous();
-        s.rank = rank.to(torch::kCPU).contiguous();
+        s.rank = ranks(s, logp, step);
         s.context_norm = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat).contiguous();
         if (m_tm.has_attention()) {
             s.weights = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
@@ -224,6 +221,40 @@ private:
         }
         s.top_k = step_top_k(logp, m_o.top_k);
         return s;
+    }
+
+    /// Each candidate's rank among all tokens of its beam: how many are more probable. A more
+    /// probable token u of the same beam has a total at least as high, so it is a candidate
+    /// too unless its total ties the last candidate's: count among the candidates, and count
+    /// over the beam's whole row only for given tokens and for totals equal to the last one.
+    torch::Tensor ranks(const StepOnHost& s, const torch::Tensor& logp, int64_t step) const {
+        const int64_t C = s.total.size(1);
+        auto rank_t = torch::zeros({m_B, C}, torch::kLong);
+        auto rank = rank_t.accessor<int64_t, 2>();
+        auto total = s.total.accessor<float, 2>();
+        auto index = s.index.accessor<int64_t, 2>();
+        auto lp = s.step_lp.accessor<float, 2>();
+        std::vector<int64_t> rows, at;  // counted on the whole row: the beam, and b * C + j
+        std::vector<float> row_lp;
+        for (int64_t b = 0; b < m_B; ++b) {
+            if (m_done[static_cast<size_t>(b)]) continue;
+            const bool given_now = forced_at(b, step);
+            for (int64_t j = 0; j < (given_now ? 1 : C); ++j) {
+                if (total[b][j] == k_neg_inf && !given_now) break;
+                const int64_t beam = index[b][j] / m_V;
+                if (given_now || total[b][j] == total[b][C - 1]) {
+                    rows.push_back(b * m_K + beam), at.push_back(b * C + j), row_lp.push_back(lp[b][j]);
+                    continue;
+                }
+                for (int64_t i = 0; i < C; ++i) rank[b][j] += index[b][i] / m_V == beam && lp[b][i] > lp[b][j];
+            }
+        }
+        if (rows.empty()) return rank_t;
+        auto rows_t = torch::tensor(rows, torch::kLong).to(m_device);
+        auto lp_t = torch::tensor(row_lp, torch::kFloat).to(m_device).unsqueeze(1);
+        auto counted = logp.index_select(0, rows_t).gt(lp_t).sum(1).to(torch::kCPU).contiguous();
+        for (size_t i = 0; i < at.size(); ++i) rank_t.data_ptr<int64_t>()[at[i]] = counted.data_ptr<int64_t>()[i];
+        return rank_t;
     }
 
     /// Adds candidate j of sentence b to its tree; returns the node id (-1 when no tree is recorded).

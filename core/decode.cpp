@@ -211,12 +211,17 @@ torch::Tensor output_log_probs(const torch::Tensor& logits) {
 }
 
 StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k) {
+    if (std::min(k, log_probs.size(-1)) <= 0) return {};
+    auto top = log_probs.topk(std::min(k, log_probs.size(-1)), -1);
+    return step_top_k(std::get<0>(top), std::get<1>(top), k);
+}
+
+StepTopK step_top_k(const torch::Tensor& top_log_probs, const torch::Tensor& top_ids, int64_t k) {
     StepTopK t;
-    t.k = std::min(k, log_probs.size(-1));
+    t.k = std::min(k, top_log_probs.size(-1));
     if (t.k <= 0) return t;
-    auto top = log_probs.topk(t.k, -1);
-    t.prob = std::get<0>(top).exp().to(torch::kCPU).contiguous();
-    t.ids = std::get<1>(top).to(torch::kCPU).contiguous();
+    t.prob = top_log_probs.narrow(-1, 0, t.k).exp().to(torch::kCPU).contiguous();
+    t.ids = top_ids.narrow(-1, 0, t.k).to(torch::kCPU).contiguous();
     return t;
 }
 

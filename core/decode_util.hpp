@@ -42,6 +42,8 @@ struct StepTopK {
     std::vector<TokenProb> row(int64_t r, const Vocab& vocab) const;
 };
 StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k);
+/// The same from a row-wise topk already taken (sorted, at least k columns where the row has them).
+StepTopK step_top_k(const torch::Tensor& top_log_probs, const torch::Tensor& top_ids, int64_t k);
 
 /// Appends one output token to h: its id, log-probability (added to log_prob)
 /// and rank; a given (forced) token is counted in forced_steps and, when the
