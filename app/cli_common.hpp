@@ -41,6 +41,7 @@ Command add_train_command(CLI::App& parent);
 Command add_translate_command(CLI::App& parent);
 Command add_eval_command(CLI::App& parent);
 Command add_bench_command(CLI::App& parent);
+Command add_bench_decode_command(CLI::App& parent);  ///< decoding time with and without top-k / beam tree
 Command add_compare_command(CLI::App& parent);
 Command add_tasks_command(CLI::App& parent);
 Command add_params_command(CLI::App& parent);  ///< `params [--json]`: the parameter registry

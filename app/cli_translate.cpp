@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
+#include "core/beam_tree.hpp"
 #include "core/checkpoint.hpp"
 #include "core/decode.hpp"
 #include "core/device.hpp"
@@ -74,7 +75,7 @@ std::vector<std::string> without_eos(const std::vector<std::string>& tokens) {
 // --- translate ----------------------------------------------------------------
 
 struct TranslateOptions {
-    std::string model, attention_out, attention_format;
+    std::string model, attention_out, attention_format, beam_tree;
     std::vector<std::string> sentences;
     DecodeFlags decode;
     bool show_unk = false;
@@ -134,6 +135,27 @@ std::string attention_file(const std::vector<Translation>& ts, const std::string
     return out;
 }
 
+/// --beam-tree: one tree per sentence in input order, with "sentence" and "input" added
+/// (an empty input keeps an entry with no nodes, so indices line up).
+std::string beam_tree_file(const std::vector<Translation>& ts, const TranslationModel& m, const DecodeOptions& d) {
+    nlohmann::json all = nlohmann::json::array();
+    for (size_t i = 0; i < ts.size(); ++i) {
+        BeamTree none;
+        none.level = m.level();
+        none.beam_size = d.beam_size;
+        none.num_hypotheses = d.num_hypotheses;
+        none.length_penalty = d.length_penalty;
+        none.attention_available = m.has_attention();
+        nlohmann::json j = (ts[i].beam_tree ? *ts[i].beam_tree : none).to_json();
+        j["sentence"] = i;
+        j["input"] = ts[i].input;
+        j["model"] = m.config().to_json();
+        j["decode"] = d.to_json();
+        all.push_back(std::move(j));
+    }
+    return all.dump(1) + "\n";
+}
+
 int run_translate(TranslateOptions& o) {
     DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
@@ -156,10 +178,13 @@ int run_translate(TranslateOptions& o) {
                                                  : "sentence " + std::to_string(i + 1)) +
                             ": invalid UTF-8");
     if (o.force && o.prefix) throw UsageError("--force and --prefix exclude each other");
-    if ((o.force || o.prefix || o.topk > 0) && d.beam_size > 1)
-        throw UsageError(std::string(o.topk > 0 ? "--topk" : o.force ? "--force" : "--prefix") +
-                         " works with greedy decoding: leave out --beam and --nbest");
+    // A reference is one given path: there is nothing to search.
+    if (o.force && (d.beam_size > 1 || !o.beam_tree.empty()))
+        throw UsageError(std::string(d.beam_size > 1 ? "--beam and --nbest" : "--beam-tree") +
+                         " do not apply to --force, which scores the given reference as it is");
+    if (!o.beam_tree.empty()) check_writable("--beam-tree", o.beam_tree);
     d.top_k = o.topk;
+    d.beam_tree = !o.beam_tree.empty();
     std::vector<Translation> ts;
     if (o.force || o.prefix)
         ts = model->force(split_pairs(sentences, o.sentences.empty(), o.force ? "--force" : "--prefix"),
@@ -175,6 +200,7 @@ int run_translate(TranslateOptions& o) {
                 std::cerr << "attnviz-cli: sentence " << i + 1 << ": unknown words (read as <unk>): " << words << "\n";
             }
     if (!format.empty()) write_file_atomic(o.attention_out, attention_file(ts, format, *model, d));
+    if (d.beam_tree) write_file_atomic(o.beam_tree, beam_tree_file(ts, *model, d));
 
     std::string out;
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -289,7 +315,12 @@ Command add_translate_command(CLI::App& parent) {
         "the fields of attention_json (source, output, weights, raw_scores, ..., \"hypothesis\" = rank)\n"
         "plus \"sentence\" (0-based); an empty input keeps its entry with empty arrays. CSV holds one\n"
         "table per sentence and hypothesis in the same order, separated by a blank line (empty inputs\n"
-        "have no table; a model without attention has no CSV). Both are written atomically.");
+        "have no table; a model without attention has no CSV). Both are written atomically.\n"
+        "--beam-tree: JSON array with one tree per sentence, in input order: every candidate beam search\n"
+        "looked at, per step the 2K best (K = --beam; 1 = the tree of greedy decoding), as \"nodes\"\n"
+        "{id, parent (null: first token), step, token, token_log_prob, log_prob, score, status\n"
+        "kept | pruned | finished, rank, token_rank, forced, attention}; \"finished\" lists the finished\n"
+        "nodes best first, the first --nbest of them being the printed hypotheses (same scores).");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     app->add_option("sentences", o->sentences, "sentences to translate (default: read stdin)")->type_name("SENTENCE");
     o->decode.add_to(*app, true);
@@ -297,6 +328,8 @@ Command add_translate_command(CLI::App& parent) {
         ->type_name("FILE")->group("output");
     app->add_option("--attention-format", o->attention_format, "json | csv (default: from the file extension)")
         ->type_name("NAME")->check(CLI::IsMember({"json", "csv"}))->group("output");
+    app->add_option("--beam-tree", o->beam_tree, "write every candidate of the search here (JSON, see below)")
+        ->type_name("FILE")->group("output");
     app->add_flag("--show-unk", o->show_unk, "report words missing from the vocabulary on stderr")->group("output");
     app->add_option("--topk", o->topk, "per step, the K most probable tokens (in --attention-out JSON as top_k)")
         ->type_name("INT")->default_str("0")->check(CLI::Range(int64_t{0}, int64_t{100}))->group("why");
@@ -305,7 +338,9 @@ Command add_translate_command(CLI::App& parent) {
                   "'TEXT ||| LOG_PROB ||| FIRST_DIVERGENCE' (the first step where the model would have\n"
                   "chosen otherwise, -1: none); per-token log-probabilities and ranks in --attention-out")
         ->group("why");
-    app->add_flag("--prefix", o->prefix, "inputs are 'SOURCE ||| PREFIX': force the prefix, then decode greedily")
+    app->add_flag("--prefix", o->prefix,
+                  "inputs are 'SOURCE ||| PREFIX': force the prefix, then decode on (greedy,\n"
+                  "or beam search with --beam / --nbest)")
         ->group("why");
     return {app, [o] { return run_translate(*o); }};
 }

@@ -1,18 +1,22 @@
 // Beam search, batched over sentences. Every hypothesis keeps its own
-// attention rows, raw scores and context norms, so the GUI can show the
-// heatmap of any beam, not only the best.
+// attention rows, raw scores, context norms, per-step log-probabilities, ranks
+// and top-k candidates, so the GUI can show the heatmap of any beam, not only
+// the best; on request the whole search is kept as a BeamTree.
 //
 // Scoring: a finished hypothesis of n tokens (its <eos> included) with summed
 // log-probability log P is ranked by log P / n^alpha, alpha =
 // DecodeOptions::length_penalty (0: plain log P; 1: mean log-probability per
 // token). At each step the 2K best extensions of the K live beams are walked
 // in order: an <eos> extension is set aside as finished, the others fill the K
-// new beams. A sentence is done once K hypotheses have finished; at the length
-// limit its live beams are finished as they are (without <eos>).
+// new beams (the rest are pruned). A sentence is done once K hypotheses have
+// finished; at the length limit its live beams are finished as they are
+// (without <eos>). Prefix decoding gives the prefix's tokens to the first beam,
+// one per step, before the search proper starts.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/beam_tree.hpp"
 #include "core/decode.hpp"
 #include "core/decode_util.hpp"
 
@@ -37,114 +41,279 @@ EncoderState expand(const EncoderState& enc, const torch::Tensor& idx) {
     if (enc.c0.defined()) e.c0 = enc.c0.index_select(1, idx);
     return e;
 }
+
+/// A finished hypothesis and its leaf in the tree (-1: no tree).
+struct Finished {
+    Hypothesis h;
+    int64_t node = -1;
+};
+
+/// One step's candidates on the host: per sentence C = min(2K, K*V) extensions,
+/// best first, as flat indices slot_in_sentence * V + token into [K, V].
+struct StepOnHost {
+    torch::Tensor total, index, step_lp, rank;  ///< [B, C]: cumulative log P, index, token log P, token rank
+    torch::Tensor context_norm;                 ///< [B*K]
+    torch::Tensor weights, scores;              ///< [B*K, S] (with attention only)
+    StepTopK top_k;                             ///< [B*K, top_k]
+};
+
+/// The beam search of one chunk of sentences.
+class BeamChunk {
+public:
+    BeamChunk(const TranslationModel& tm, const DecodeOptions& o, const SourceBatch& batch,
+              std::vector<const std::vector<int64_t>*> given)
+        : m_tm(tm), m_o(o), m_model(tm.network()), m_device(tm.device()), m_K(o.beam_size),
+          m_V(m_model->config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
+          m_live(static_cast<size_t>(m_B * m_K)), m_finished(static_cast<size_t>(m_B)),
+          m_done(static_cast<size_t>(m_B), false), m_slot_node(static_cast<size_t>(m_B * m_K), -1) {
+        const int64_t K = m_K, B = m_B;
+        m_enc = expand(m_model->encode(batch.src, batch.src_len),
+                       torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
+        m_state = m_model->init_state(m_enc);
+        m_tokens = torch::full({B * K}, Vocab::bos_id, torch::kLong).to(m_device);
+        // Only the first beam of each sentence is live at the start.
+        m_beam_logp.assign(static_cast<size_t>(B * K), k_neg_inf);
+        for (int64_t b = 0; b < B; ++b) m_beam_logp[static_cast<size_t>(b * K)] = 0.f;
+        if (o.beam_tree) m_trees.resize(static_cast<size_t>(B));
+    }
+
+    /// Searches until every sentence is done or has reached its length limit.
+    void run() {
+        int64_t max_steps = 0;
+        for (int64_t b = 0; b < m_B; ++b) max_steps = std::max(max_steps, limit(b));
+        for (int64_t step = 0; step < max_steps; ++step)
+            if (!advance(step)) break;
+    }
+
+    /// Moves the results of sentence b into t (and its tree, when recorded).
+    void deliver(int64_t b, Translation& t) {
+        auto& fin = m_finished[static_cast<size_t>(b)];
+        std::stable_sort(fin.begin(), fin.end(), [](const Finished& x, const Finished& y) { return x.h.score > y.h.score; });
+        for (size_t i = 0; i < fin.size() && static_cast<int64_t>(i) < m_o.num_hypotheses; ++i) {
+            finish_hypothesis(fin[i].h, m_tm.tgt_vocab(), m_tm.level());
+            t.hypotheses.push_back(std::move(fin[i].h));
+        }
+        if (m_trees.empty()) return;
+        BeamTree& tree = m_trees[static_cast<size_t>(b)];
+        tree.source = t.src_tokens;
+        tree.level = m_tm.level();
+        tree.beam_size = m_K;
+        tree.num_hypotheses = m_o.num_hypotheses;
+        tree.length_penalty = m_o.length_penalty;
+        tree.attention_available = t.attention_available;
+        for (const auto& f : fin) tree.finished.push_back(f.node);
+        t.beam_tree = std::make_shared<const BeamTree>(std::move(tree));
+    }
+
+private:
+    const std::vector<int64_t>* given(int64_t b) const { return m_given.empty() ? nullptr : m_given[static_cast<size_t>(b)]; }
+    bool forced_at(int64_t b, int64_t step) const {
+        return given(b) && step < static_cast<int64_t>(given(b)->size());
+    }
+    /// Output tokens sentence b may have: max_length, stretched to hold a prefix and one more token.
+    int64_t limit(int64_t b) const {
+        return given(b) ? std::max<int64_t>(m_o.max_length, static_cast<int64_t>(given(b)->size()) + 1) : m_o.max_length;
+    }
+
+    /// One step for every sentence; false once all are done.
+    bool advance(int64_t step) {
+        const int64_t B = m_B, K = m_K;
+        StepOnHost s = step_on_host(step);
+        std::vector<float> next_logp(static_cast<size_t>(B * K), k_neg_inf);
+        std::vector<int64_t> parent(static_cast<size_t>(B * K), 0), next_tok(static_cast<size_t>(B * K), Vocab::eos_id);
+        std::vector<Hypothesis> next_live(static_cast<size_t>(B * K));
+        std::vector<int64_t> next_node(static_cast<size_t>(B * K), -1);
+        auto total = s.total.accessor<float, 2>();
+        auto index = s.index.accessor<int64_t, 2>();
+        auto step_lp = s.step_lp.accessor<float, 2>();
+        auto rank = s.rank.accessor<int64_t, 2>();
+        auto cn = s.context_norm.accessor<float, 1>();
+        for (int64_t b = 0; b < B; ++b) {
+            for (int64_t k = 0; k < K; ++k) parent[static_cast<size_t>(b * K + k)] = b * K;
+            if (m_done[static_cast<size_t>(b)]) continue;
+            const bool given_now = forced_at(b, step);
+            const int64_t candidates = given_now ? 1 : s.total.size(1);
+            int64_t filled = 0;
+            for (int64_t j = 0; j < candidates; ++j) {
+                if (total[b][j] == k_neg_inf) break;
+                const int64_t slot = b * K + index[b][j] / m_V, tok = index[b][j] % m_V;
+                const bool eos = tok == Vocab::eos_id;
+                if (filled == K) {  // the beams are full: what is left was looked at, not taken
+                    if (m_trees.empty()) break;
+                    record(b, slot, j, tok, step_lp[b][j], rank[b][j], BeamNode::Status::pruned, false, s, step);
+                    continue;
+                }
+                Hypothesis h = m_live[static_cast<size_t>(slot)];
+                append_token(h, tok, step_lp[b][j], rank[b][j], given_now);
+                h.context_norm.push_back(cn[slot]);
+                if (s.weights.defined()) append_attention_row(h, s.weights, s.scores, slot, m_lens[static_cast<size_t>(b)]);
+                if (s.top_k.k > 0) h.top_k.push_back(s.top_k.row(slot, m_tm.tgt_vocab()));
+                const int64_t node = record(b, slot, j, tok, step_lp[b][j], rank[b][j],
+                                            eos ? BeamNode::Status::finished : BeamNode::Status::kept, given_now, s, step);
+                if (eos) {
+                    h.score = normalized(h.log_prob, h.ids.size(), m_o.length_penalty);
+                    m_finished[static_cast<size_t>(b)].push_back({std::move(h), node});
+                    continue;
+                }
+                const auto dst = static_cast<size_t>(b * K + filled);
+                next_logp[dst] = total[b][j];
+                parent[dst] = slot;
+                next_tok[dst] = tok;
+                next_live[dst] = std::move(h);
+                next_node[dst] = node;
+                ++filled;
+            }
+            if (static_cast<int64_t>(m_finished[static_cast<size_t>(b)].size()) >= K || filled == 0) {
+                m_done[static_cast<size_t>(b)] = true;
+            } else if (step + 1 >= limit(b)) {  // the length limit: the live beams finish as they are
+                for (int64_t k = 0; k < filled; ++k) {
+                    const auto at = static_cast<size_t>(b * K + k);
+                    Hypothesis& h = next_live[at];
+                    h.score = normalized(h.log_prob, h.ids.size(), m_o.length_penalty);
+                    if (next_node[at] >= 0)
+                        m_trees[static_cast<size_t>(b)].nodes[static_cast<size_t>(next_node[at])].status =
+                            BeamNode::Status::finished;
+                    m_finished[static_cast<size_t>(b)].push_back({std::move(h), next_node[at]});
+                }
+                m_done[static_cast<size_t>(b)] = true;
+            }
+        }
+        m_live = std::move(next_live);
+        m_beam_logp = std::move(next_logp);
+        m_slot_node = std::move(next_node);
+        if (std::all_of(m_done.begin(), m_done.end(), [](bool d) { return d; })) return false;
+        auto parent_t = torch::tensor(parent, torch::kLong).to(m_device);
+        m_state.h = m_state.h.index_select(1, parent_t);
+        if (m_state.c.defined()) m_state.c = m_state.c.index_select(1, parent_t);
+        m_tokens = torch::tensor(next_tok, torch::kLong).to(m_device);
+        return true;
+    }
+
+    /// Runs the decoder one step and brings the candidates (and what the hypotheses record) to the host.
+    StepOnHost step_on_host(int64_t step) {
+        const int64_t B = m_B, K = m_K, V = m_V;
+        auto out = m_model->step(m_tokens, m_state, m_enc);
+        auto logp = output_log_probs(out.logits);  // [B*K, V]
+        auto prev = torch::from_blob(m_beam_logp.data(), {B * K, 1}, torch::kFloat).to(m_device);
+        auto flat_logp = logp.view({B, K * V});
+        auto total = (logp + prev).view({B, K * V});
+        auto index = std::get<1>(total.topk(std::min<int64_t>(2 * K, K * V), 1));
+        // Prefix decoding: a given token is the only candidate of its sentence (the first beam's).
+        bool any_given = false;
+        for (int64_t b = 0; b < B && !any_given; ++b) any_given = forced_at(b, step) && !m_done[static_cast<size_t>(b)];
+        if (any_given) {
+            auto idx = index.to(torch::kCPU).contiguous();
+            auto ia = idx.accessor<int64_t, 2>();
+            for (int64_t b = 0; b < B; ++b)
+                if (forced_at(b, step)) ia[b][0] = (*given(b))[static_cast<size_t>(step)];
+            index = idx.to(m_device);
+        }
+        auto step_lp = flat_logp.gather(1, index);  // [B, C]
+        StepOnHost s;
+        s.total = total.gather(1, index).to(torch::kCPU).contiguous();
+        s.index = index.to(torch::kCPU).contiguous();
+        s.step_lp = step_lp.to(torch::kCPU).contiguous();
+        s.rank = ranks(s, logp, step);
+        s.context_norm = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat).contiguous();
+        if (m_tm.has_attention()) {
+            s.weights = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
+            s.scores = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
+        }
+        s.top_k = step_top_k(logp, m_o.top_k);
+        return s;
+    }
+
+    /// Each candidate's rank among all tokens of its beam: how many are more probable. A more
+    /// probable token u of the same beam has a total at least as high, so it is a candidate
+    /// too unless its total ties the last candidate's: count among the candidates, and count
+    /// over the beam's whole row only for given tokens and for totals equal to the last one.
+    torch::Tensor ranks(const StepOnHost& s, const torch::Tensor& logp, int64_t step) const {
+        const int64_t C = s.total.size(1);
+        auto rank_t = torch::zeros({m_B, C}, torch::kLong);
+        auto rank = rank_t.accessor<int64_t, 2>();
+        auto total = s.total.accessor<float, 2>();
+        auto index = s.index.accessor<int64_t, 2>();
+        auto lp = s.step_lp.accessor<float, 2>();
+        std::vector<int64_t> rows, at;  // counted on the whole row: the beam, and b * C + j
+        std::vector<float> row_lp;
+        for (int64_t b = 0; b < m_B; ++b) {
+            if (m_done[static_cast<size_t>(b)]) continue;
+            const bool given_now = forced_at(b, step);
+            for (int64_t j = 0; j < (given_now ? 1 : C); ++j) {
+                if (total[b][j] == k_neg_inf && !given_now) break;
+                const int64_t beam = index[b][j] / m_V;
+                if (given_now || total[b][j] == total[b][C - 1]) {
+                    rows.push_back(b * m_K + beam), at.push_back(b * C + j), row_lp.push_back(lp[b][j]);
+                    continue;
+                }
+                for (int64_t i = 0; i < C; ++i) rank[b][j] += index[b][i] / m_V == beam && lp[b][i] > lp[b][j];
+            }
+        }
+        if (rows.empty()) return rank_t;
+        auto rows_t = torch::tensor(rows, torch::kLong).to(m_device);
+        auto lp_t = torch::tensor(row_lp, torch::kFloat).to(m_device).unsqueeze(1);
+        auto counted = logp.index_select(0, rows_t).gt(lp_t).sum(1).to(torch::kCPU).contiguous();
+        for (size_t i = 0; i < at.size(); ++i) rank_t.data_ptr<int64_t>()[at[i]] = counted.data_ptr<int64_t>()[i];
+        return rank_t;
+    }
+
+    /// Adds candidate j of sentence b to its tree; returns the node id (-1 when no tree is recorded).
+    int64_t record(int64_t b, int64_t slot, int64_t j, int64_t tok, float lp, int64_t token_rank,
+                   BeamNode::Status status, bool forced, const StepOnHost& s, int64_t step) {
+        if (m_trees.empty()) return -1;
+        auto& nodes = m_trees[static_cast<size_t>(b)].nodes;
+        BeamNode n;
+        n.id = static_cast<int64_t>(nodes.size());
+        n.parent = m_slot_node[static_cast<size_t>(slot)];
+        n.step = step;
+        n.token_id = tok;
+        n.token = m_tm.tgt_vocab().token(tok);
+        n.token_log_prob = lp;
+        n.log_prob = m_live[static_cast<size_t>(slot)].log_prob + lp;  // as append_token sums it
+        n.score = normalized(n.log_prob, static_cast<size_t>(step + 1), m_o.length_penalty);
+        n.status = status;
+        n.rank = j;
+        n.token_rank = token_rank;
+        n.forced = forced;
+        if (s.weights.defined()) {
+            const float* w = s.weights.data_ptr<float>() + slot * s.weights.stride(0);
+            n.attention.assign(w, w + m_lens[static_cast<size_t>(b)]);
+        }
+        nodes.push_back(std::move(n));
+        return nodes.back().id;
+    }
+
+    const TranslationModel& m_tm;
+    const DecodeOptions& m_o;
+    Seq2Seq m_model;
+    torch::Device m_device;
+    const int64_t m_K, m_V, m_B;
+    std::vector<int64_t> m_lens;
+    std::vector<const std::vector<int64_t>*> m_given;  ///< per sentence; empty without prefixes
+    EncoderState m_enc;
+    DecoderState m_state;
+    torch::Tensor m_tokens;
+    std::vector<float> m_beam_logp;       ///< [B*K] cumulative log P of the live beams (-inf: none)
+    std::vector<Hypothesis> m_live;       ///< [B*K]
+    std::vector<std::vector<Finished>> m_finished;
+    std::vector<bool> m_done;
+    std::vector<BeamTree> m_trees;        ///< per sentence; empty unless recording
+    std::vector<int64_t> m_slot_node;     ///< [B*K] the tree node of each live beam (-1: none or <bos>)
+};
+
 }  // namespace
 
-std::vector<Translation> beam_decode(const TranslationModel& translation_model,
-                                     const std::vector<std::vector<std::string>>& sources,
-                                     const DecodeOptions& options) {
-    const bool has_attention = translation_model.has_attention();
-    const auto device = translation_model.device();
-    Seq2Seq model = translation_model.network();
-    const Vocab& tgt_vocab = translation_model.tgt_vocab();
-    const TokenLevel level = translation_model.level();
-    const int64_t K = options.beam_size;
-    const int64_t V = model->config().tgt_vocab;
-    const double alpha = options.length_penalty;
-    const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-
+std::vector<Translation> beam_decode(const TranslationModel& model, const std::vector<std::vector<std::string>>& sources,
+                                     const DecodeOptions& options, const std::vector<std::vector<int64_t>>* forced) {
     auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
-        const int64_t B = static_cast<int64_t>(rows.size());
-        const auto lens = batch.lengths();
-        auto enc = expand(model->encode(batch.src, batch.src_len),
-                          torch::arange(B, long_opts).repeat_interleave(K).to(device));
-        auto state = model->init_state(enc);
-        auto tokens = torch::full({B * K}, Vocab::bos_id, long_opts).to(device);
-        // Only the first beam of each sentence is live at the start.
-        std::vector<float> beam_logp(static_cast<size_t>(B * K), k_neg_inf);
-        for (int64_t b = 0; b < B; ++b) beam_logp[static_cast<size_t>(b * K)] = 0.f;
-        std::vector<Hypothesis> live(static_cast<size_t>(B * K));
-        std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
-        std::vector<bool> done(static_cast<size_t>(B), false);
-
-        for (int64_t step = 0; step < options.max_length; ++step) {
-            auto out = model->step(tokens, state, enc);
-            auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);
-            logp.index_fill_(1, torch::tensor({Vocab::pad_id, Vocab::bos_id}, long_opts).to(device), k_neg_inf);
-            auto prev = torch::from_blob(beam_logp.data(), {B * K, 1}, torch::kFloat).to(device);
-            auto total = (logp + prev).view({B, K * V});
-            auto top = total.topk(std::min<int64_t>(2 * K, K * V), 1);
-            auto values_t = std::get<0>(top).to(torch::kCPU).contiguous();
-            auto index_t = std::get<1>(top).to(torch::kCPU).contiguous();
-            auto logp_cpu = logp.to(torch::kCPU);
-            auto values = values_t.accessor<float, 2>();
-            auto index = index_t.accessor<int64_t, 2>();
-            auto step_lp = logp_cpu.accessor<float, 2>();
-            auto cn_t = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat).contiguous();
-            auto cn = cn_t.accessor<float, 1>();
-            torch::Tensor w_cpu, s_cpu;
-            if (has_attention) {
-                w_cpu = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
-                s_cpu = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
-            }
-
-            std::vector<float> next_logp(static_cast<size_t>(B * K), k_neg_inf);
-            std::vector<int64_t> parent(static_cast<size_t>(B * K), 0), next_tok(static_cast<size_t>(B * K), Vocab::eos_id);
-            std::vector<Hypothesis> next_live(static_cast<size_t>(B * K));
-            for (int64_t b = 0; b < B; ++b) {
-                for (int64_t k = 0; k < K; ++k) parent[static_cast<size_t>(b * K + k)] = b * K;
-                if (done[static_cast<size_t>(b)]) continue;
-                int64_t filled = 0;
-                for (int64_t j = 0; j < values_t.size(1) && filled < K; ++j) {
-                    if (values[b][j] == k_neg_inf) break;
-                    const int64_t slot = b * K + index[b][j] / V, tok = index[b][j] % V;
-                    Hypothesis h = live[static_cast<size_t>(slot)];
-                    h.ids.push_back(tok);
-                    h.log_prob += step_lp[slot][tok];
-                    h.context_norm.push_back(cn[slot]);
-                    if (has_attention) append_attention_row(h, w_cpu, s_cpu, slot, lens[static_cast<size_t>(b)]);
-                    if (tok == Vocab::eos_id) {
-                        h.score = normalized(h.log_prob, h.ids.size(), alpha);
-                        finished[static_cast<size_t>(b)].push_back(std::move(h));
-                        continue;
-                    }
-                    const auto dst = static_cast<size_t>(b * K + filled);
-                    next_logp[dst] = values[b][j];
-                    parent[dst] = slot;
-                    next_tok[dst] = tok;
-                    next_live[dst] = std::move(h);
-                    ++filled;
-                }
-                if (static_cast<int64_t>(finished[static_cast<size_t>(b)].size()) >= K || filled == 0)
-                    done[static_cast<size_t>(b)] = true;
-            }
-            live = std::move(next_live);
-            beam_logp = std::move(next_logp);
-            if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-            auto parent_t = torch::tensor(parent, long_opts).to(device);
-            state.h = state.h.index_select(1, parent_t);
-            if (state.c.defined()) state.c = state.c.index_select(1, parent_t);
-            tokens = torch::tensor(next_tok, long_opts).to(device);
-        }
-
-        for (int64_t b = 0; b < B; ++b) {
-            auto& fin = finished[static_cast<size_t>(b)];
-            if (!done[static_cast<size_t>(b)])
-                for (int64_t k = 0; k < K; ++k) {
-                    auto& h = live[static_cast<size_t>(b * K + k)];
-                    if (beam_logp[static_cast<size_t>(b * K + k)] == k_neg_inf || h.ids.empty()) continue;
-                    h.score = normalized(h.log_prob, h.ids.size(), alpha);
-                    fin.push_back(std::move(h));
-                }
-            std::stable_sort(fin.begin(), fin.end(),
-                             [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
-            auto& t = results[rows[static_cast<size_t>(b)]];
-            for (size_t i = 0; i < fin.size() && static_cast<int64_t>(i) < options.num_hypotheses; ++i) {
-                finish_hypothesis(fin[i], tgt_vocab, level);
-                t.hypotheses.push_back(std::move(fin[i]));
-            }
-        }
+        std::vector<const std::vector<int64_t>*> given;
+        if (forced)
+            for (size_t r : rows) given.push_back(&(*forced)[r]);
+        BeamChunk search(model, options, batch, std::move(given));
+        search.run();
+        for (size_t i = 0; i < rows.size(); ++i) search.deliver(static_cast<int64_t>(i), results[rows[i]]);
     };
-    return decode_in_batches(translation_model, sources, options, decode_chunk);
+    return decode_in_batches(model, sources, options, decode_chunk);
 }
 
 }  // namespace attnviz

@@ -15,7 +15,8 @@ nlohmann::json DecodeOptions::to_json() const {
             {"length_penalty", length_penalty},
             {"batch_size", batch_size},
             {"normalize_input", normalize_input},
-            {"top_k", top_k}};
+            {"top_k", top_k},
+            {"beam_tree", beam_tree}};
 }
 
 void validate_decode_options(const DecodeOptions& o) {
@@ -119,8 +120,6 @@ std::vector<Translation> greedy_decode(const TranslationModel& translation_model
     const auto device = translation_model.device();
     const Vocab& tgt_vocab = translation_model.tgt_vocab();
     Seq2Seq model = translation_model.network();
-    const int64_t V = static_cast<int64_t>(tgt_vocab.size());
-    const int64_t K = std::min(options.top_k, V);
     auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
         const int64_t B = static_cast<int64_t>(rows.size());
         // Given tokens per row (forced decoding); a reference ends with <eos>, so its row ends there.
@@ -139,10 +138,7 @@ std::vector<Translation> greedy_decode(const TranslationModel& translation_model
         const auto lens = batch.lengths();
         for (int64_t step = 0; step < max_steps; ++step) {
             auto out = model->step(tokens, state, enc);
-            // <pad> and <bos> are never outputs; beam search excludes them the same way.
-            auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1)
-                            .index_fill_(1, torch::tensor({Vocab::pad_id, Vocab::bos_id}).to(device),
-                                         -std::numeric_limits<float>::infinity());
+            auto logp = output_log_probs(out.logits);
             auto chosen = std::get<1>(logp.max(-1));
             bool any_given = false;
             if (forced) {
@@ -165,40 +161,20 @@ std::vector<Translation> greedy_decode(const TranslationModel& translation_model
             auto lp = lp_t.accessor<float, 1>();
             auto rk = rank_t.accessor<int64_t, 1>();
             auto cn = cn_t.accessor<float, 1>();
-            torch::Tensor w_cpu, s_cpu, top_p, top_i;
+            torch::Tensor w_cpu, s_cpu;
             if (has_attention) {
                 w_cpu = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
                 s_cpu = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
             }
-            if (K > 0) {
-                auto top = logp.topk(K, -1);
-                top_p = std::get<0>(top).exp().to(torch::kCPU).contiguous();
-                top_i = std::get<1>(top).to(torch::kCPU).contiguous();
-            }
-            const float* tp = K > 0 ? top_p.data_ptr<float>() : nullptr;
-            const int64_t* ti = K > 0 ? top_i.data_ptr<int64_t>() : nullptr;
+            const StepTopK top = step_top_k(logp, options.top_k);
             bool all_done = true;
             for (int64_t i = 0; i < B; ++i) {
                 if (done[i]) continue;
                 auto& h = hyps[i];
-                h.ids.push_back(ids[i]);
-                h.log_prob += lp[i];
-                h.step_log_prob.push_back(lp[i]);
-                h.rank.push_back(rk[i]);
+                append_token(h, ids[i], lp[i], rk[i], given[i] && static_cast<size_t>(step) < given[i]->size());
                 h.context_norm.push_back(cn[i]);
                 if (has_attention) append_attention_row(h, w_cpu, s_cpu, i, lens[i]);
-                if (K > 0) {
-                    std::vector<TokenProb> cands;
-                    for (int64_t k = 0; k < K; ++k) {
-                        const int64_t id = ti[i * K + k];
-                        cands.push_back({id, tgt_vocab.token(id), tp[i * K + k]});
-                    }
-                    h.top_k.push_back(std::move(cands));
-                }
-                if (given[i] && static_cast<size_t>(step) < given[i]->size()) {
-                    ++h.forced_steps;
-                    if (rk[i] > 0 && h.first_divergence < 0) h.first_divergence = step;
-                }
+                if (top.k > 0) h.top_k.push_back(top.row(i, tgt_vocab));
                 if (ids[i] == Vocab::eos_id || (given[i] && !given[i]->empty() && given[i]->back() == Vocab::eos_id &&
                                                 static_cast<size_t>(step + 1) == given[i]->size()))
                     done[i] = true;
@@ -227,6 +203,46 @@ namespace attnviz {
 std::vector<int64_t> SourceBatch::lengths() const {
     auto cpu = src_len.to(torch::kCPU).contiguous();
     return {cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel()};
+}
+
+torch::Tensor output_log_probs(const torch::Tensor& logits) {
+    auto never = torch::tensor({Vocab::pad_id, Vocab::bos_id}, torch::kLong).to(logits.device());
+    return torch::log_softmax(logits.to(torch::kFloat), -1).index_fill_(1, never, -std::numeric_limits<float>::infinity());
+}
+
+StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k) {
+    if (std::min(k, log_probs.size(-1)) <= 0) return {};
+    auto top = log_probs.topk(std::min(k, log_probs.size(-1)), -1);
+    return step_top_k(std::get<0>(top), std::get<1>(top), k);
+}
+
+StepTopK step_top_k(const torch::Tensor& top_log_probs, const torch::Tensor& top_ids, int64_t k) {
+    StepTopK t;
+    t.k = std::min(k, top_log_probs.size(-1));
+    if (t.k <= 0) return t;
+    t.prob = top_log_probs.narrow(-1, 0, t.k).exp().to(torch::kCPU).contiguous();
+    t.ids = top_ids.narrow(-1, 0, t.k).to(torch::kCPU).contiguous();
+    return t;
+}
+
+std::vector<TokenProb> StepTopK::row(int64_t r, const Vocab& vocab) const {
+    std::vector<TokenProb> cands;
+    if (k <= 0) return cands;
+    const float* p = prob.data_ptr<float>() + r * k;
+    const int64_t* id = ids.data_ptr<int64_t>() + r * k;
+    cands.reserve(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) cands.push_back({id[i], vocab.token(id[i]), p[i]});
+    return cands;
+}
+
+void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool given) {
+    h.ids.push_back(id);
+    h.log_prob += log_prob;
+    h.step_log_prob.push_back(log_prob);
+    h.rank.push_back(rank);
+    if (!given) return;
+    ++h.forced_steps;
+    if (rank > 0 && h.first_divergence < 0) h.first_divergence = static_cast<int64_t>(h.ids.size()) - 1;
 }
 
 void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,

@@ -3,6 +3,7 @@
 // token, the attention row and the raw scores of the step that produced it,
 // which is what the heatmap and the step inspector show.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,10 @@ struct DecodeOptions {
     double length_penalty = 1.0;  ///< beam: score = log P / length^length_penalty (0 = no normalisation)
     int64_t batch_size = 64;      ///< sentences decoded together
     bool normalize_input = true;  ///< apply text normalisation before tokenising (word level)
-    int64_t top_k = 0;            ///< greedy and forced decoding: also report, per step, the K most
-                                  ///< probable next tokens (Hypothesis::top_k); 0 = off, at most 100
+    int64_t top_k = 0;            ///< also report, per step, the K most probable next tokens
+                                  ///< (Hypothesis::top_k); 0 = off, at most 100
+    bool beam_tree = false;       ///< record every candidate the search looked at in Translation::beam_tree
+                                  ///< (core/beam_tree.hpp); runs beam search, which at beam_size 1 is greedy
     nlohmann::json to_json() const;
 };
 
@@ -36,8 +39,10 @@ struct TokenProb {
 /// How a given target is used by forced decoding (TranslationModel::force).
 enum class ForceMode {
     reference,  ///< score the whole target (and <eos>) teacher-forced: "what did the model think of it?"
-    prefix      ///< force the target's tokens, then let the model go on greedily
+    prefix      ///< force the target's tokens, then let the model go on (greedy or beam search)
 };
+
+struct BeamTree;  // core/beam_tree.hpp
 
 /// One hypothesis, with its own attention.
 struct Hypothesis {
@@ -51,9 +56,10 @@ struct Hypothesis {
     std::vector<std::vector<float>> raw_scores;
     /// context_norm[t]: L2 norm of the context vector at step t.
     std::vector<float> context_norm;
-    /// step_log_prob[t]: log-probability of output token t at its step (greedy and forced decoding).
+    /// step_log_prob[t]: log-probability of output token t at its step; they sum to log_prob.
     std::vector<float> step_log_prob;
-    /// rank[t]: 0-based rank of output token t among all tokens at its step (0: the model's own choice).
+    /// rank[t]: 0-based rank of output token t among all tokens at its step (greedy: 0 unless forced;
+    /// beam search may keep a less probable token whose hypothesis scores better overall).
     std::vector<int64_t> rank;
     /// top_k[t]: the DecodeOptions::top_k most probable tokens at step t, best first (empty when off).
     std::vector<std::vector<TokenProb>> top_k;
@@ -72,6 +78,8 @@ struct Translation {
     std::vector<std::string> unknown;        ///< input tokens not in the source vocabulary (shown as <unk>)
     std::vector<Hypothesis> hypotheses;      ///< best first; empty for an empty input
     bool attention_available = true;         ///< false for Scoring::none
+    /// Every candidate of the search (DecodeOptions::beam_tree); null when not recorded or for an empty input.
+    std::shared_ptr<const BeamTree> beam_tree;
     const Hypothesis& best() const { return hypotheses.at(0); }
     bool empty() const { return hypotheses.empty(); }
 };

@@ -30,6 +30,26 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
 void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
                           int64_t n);
 
+/// A step's log-probabilities [R, V] from its logits, in float, with <pad> and
+/// <bos> (never outputs) at -inf: what greedy and beam search both choose from.
+torch::Tensor output_log_probs(const torch::Tensor& logits);
+
+/// The k most probable tokens of each row of a step's log-probabilities, on the host.
+struct StepTopK {
+    torch::Tensor prob, ids;  ///< [R, k] float and long, contiguous CPU tensors (undefined when k == 0)
+    int64_t k = 0;
+    /// Row r's candidates, best first (empty when k == 0).
+    std::vector<TokenProb> row(int64_t r, const Vocab& vocab) const;
+};
+StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k);
+/// The same from a row-wise topk already taken (sorted, at least k columns where the row has them).
+StepTopK step_top_k(const torch::Tensor& top_log_probs, const torch::Tensor& top_ids, int64_t k);
+
+/// Appends one output token to h: its id, log-probability (added to log_prob)
+/// and rank; a given (forced) token is counted in forced_steps and, when the
+/// model ranked another token first, may set first_divergence.
+void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool given);
+
 /// Decodes one chunk: rows index the sources (all non-empty), batch holds them encoded;
 /// it appends hypotheses to results[rows[i]].
 using ChunkDecoder = std::function<void(const std::vector<size_t>& rows, const SourceBatch& batch,
@@ -51,9 +71,13 @@ std::vector<Translation> greedy_decode(const TranslationModel& model,
                                        const std::vector<std::vector<std::string>>& sources,
                                        const DecodeOptions& options,
                                        const std::vector<std::vector<int64_t>>* forced = nullptr);
-/// Beam search over token sequences already split (core/beam.cpp).
+/// Beam search over token sequences already split (core/beam.cpp). With
+/// `forced` (prefix decoding), row r's first forced[r].size() tokens are given,
+/// then the search goes on from that one prefix; max_length stretches to hold
+/// the prefix and one more token, as for greedy_decode.
 std::vector<Translation> beam_decode(const TranslationModel& model,
                                      const std::vector<std::vector<std::string>>& sources,
-                                     const DecodeOptions& options);
+                                     const DecodeOptions& options,
+                                     const std::vector<std::vector<int64_t>>* forced = nullptr);
 
 }  // namespace attnviz

@@ -45,7 +45,8 @@ std::vector<Translation> TranslationModel::translate(const std::vector<std::stri
 
 std::vector<Translation> TranslationModel::translate_tokens(const std::vector<std::vector<std::string>>& sources,
                                                             const DecodeOptions& options) const {
-    return options.beam_size > 1 ? beam_decode(*this, sources, options) : greedy_decode(*this, sources, options);
+    const bool beam = options.beam_size > 1 || options.beam_tree;  // beam width 1 is greedy, with a tree
+    return beam ? beam_decode(*this, sources, options) : greedy_decode(*this, sources, options);
 }
 
 std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std::string, std::string>>& pairs,
@@ -55,12 +56,22 @@ std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std
     for (const auto& [source, target] : pairs) {
         sources.push_back(prepare_source(source, m_level, options.normalize_input));
         std::vector<int64_t> ids = m_tgt_vocab->encode(prepare_source(target, m_level, options.normalize_input));
+        for (auto id : ids)
+            if (id == Vocab::pad_id || id == Vocab::bos_id)
+                throw ConfigError("forced decoding: '" + target + "' holds " + m_tgt_vocab->token(id) +
+                                  ", which is never an output token");
         if (mode == ForceMode::reference) ids.push_back(Vocab::eos_id);
         given.push_back(std::move(ids));
     }
-    DecodeOptions greedy = options;
-    greedy.beam_size = greedy.num_hypotheses = 1;
-    auto results = greedy_decode(*this, sources, greedy, &given);
+    std::vector<Translation> results;
+    if (mode == ForceMode::prefix && (options.beam_size > 1 || options.beam_tree)) {
+        results = beam_decode(*this, sources, options, &given);
+    } else {  // a reference is one path: nothing to search
+        DecodeOptions greedy = options;
+        greedy.beam_size = greedy.num_hypotheses = 1;
+        greedy.beam_tree = false;
+        results = greedy_decode(*this, sources, greedy, &given);
+    }
     for (size_t i = 0; i < pairs.size(); ++i) results[i].input = pairs[i].first;
     return results;
 }

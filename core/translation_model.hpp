@@ -50,7 +50,7 @@ public:
     int64_t parameter_count() const;
 
     /// Translates sentences (normalised and tokenised per level()), greedy or
-    /// beam search per options. An empty sentence gives a Translation without
+    /// beam search per options (beam search when beam_size > 1 or beam_tree). An empty sentence gives a Translation without
     /// hypotheses. Throws ConfigError on bad options, Error on invalid UTF-8.
     std::vector<Translation> translate(const std::vector<std::string>& sentences,
                                        const DecodeOptions& options = {}) const;
@@ -60,12 +60,15 @@ public:
 
     /// Forced decoding: each (source, target) sentence pair runs with the target's
     /// tokens given instead of chosen -- ForceMode::reference: all of them, then
-    /// <eos>; ForceMode::prefix: then the model goes on greedily. Per step the
+    /// <eos>; ForceMode::prefix: then the model goes on, greedily or, with
+    /// options.beam_size > 1 (or options.beam_tree), by beam search, which returns
+    /// options.num_hypotheses continuations of the same prefix. Per step the
     /// hypothesis records the given token's log-probability and rank among all
     /// tokens, the attention row, the raw scores, options.top_k candidates, and
     /// first_divergence, the first step where the model would have chosen
     /// otherwise. Forcing the model's own greedy output gives exactly its greedy
-    /// log-probability and attention. Greedy only: options.beam_size is ignored.
+    /// log-probability and attention. A reference is one fixed path, so
+    /// ForceMode::reference ignores beam_size, num_hypotheses and beam_tree.
     std::vector<Translation> force(const std::vector<std::pair<std::string, std::string>>& pairs, ForceMode mode,
                                    const DecodeOptions& options = {}) const;
 

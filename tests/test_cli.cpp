@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/beam_tree.hpp"
 #include "core/config.hpp"
 #include "core/export.hpp"
 #include "core/registry.hpp"
@@ -588,5 +590,68 @@ TEST_CASE("cli: translate --force, --prefix and --topk", "[cli][forced]") {
 
     require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--force", "no bars here"}), "SOURCE ||| TARGET");
     CHECK(cli(dir, {"translate", "--model", ckpt, "--force", "a ||| b"}).code == 0);
-    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--topk", "2", "--beam", "3", "a"}), "greedy");
+    // A reference is scored, not searched.
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--force", "--beam", "3", "a ||| b"}), "--beam");
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--force", "--beam-tree", dir / "t.json", "a ||| b"}),
+                           "--beam-tree");
+}
+
+TEST_CASE("cli: translate --beam-tree, and --topk and --prefix with beam search", "[cli][beam_tree]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    const std::string tree_path = dir / "tree.json", att_path = dir / "att.json";
+    Result r = cli(dir, {"translate", "--model", ckpt, "--beam", "3", "--nbest", "2", "--topk", "2", "--beam-tree",
+                         tree_path, "--attention-out", att_path, "a b c", "", "d e f g"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    auto lines = lines_of(r.out);
+    REQUIRE(lines.size() == 4);  // two hypotheses for each non-empty sentence
+
+    // The file parses back; its finished leaves, best first, are the printed N-best list.
+    const std::string text = read_file(tree_path);
+    std::vector<attnviz::BeamTree> trees = attnviz::parse_beam_trees(text);
+    REQUIRE(trees.size() == 3);
+    json raw = json::parse(text);
+    CHECK(raw[1].at("input") == "");
+    CHECK(trees[1].nodes.empty());
+    size_t line = 0;
+    for (size_t i : {size_t{0}, size_t{2}}) {
+        CHECK(raw[i].at("sentence") == i);
+        CHECK(trees[i].beam_size == 3);
+        REQUIRE(trees[i].finished.size() >= 2);
+        for (size_t k = 0; k < 2; ++k, ++line) {
+            const auto leaf = trees[i].finished[k];
+            std::ostringstream expected;
+            expected << i << " ||| " << trees[i].partial_hypothesis(leaf).text << " ||| " << std::fixed
+                     << std::setprecision(6) << trees[i].node(leaf).score;
+            CHECK(lines[line] == expected.str());
+        }
+    }
+    // --topk with beam search: each hypothesis carries its candidates per step.
+    json att = json::parse(read_file(att_path));
+    REQUIRE(att.size() == 5);  // 2 + 1 (empty input) + 2
+    for (const auto& e : att) {
+        if (e.at("input") == "") continue;
+        REQUIRE(e.at("top_k").size() == e.at("output").size());
+        for (const auto& step : e.at("top_k")) CHECK(step.size() == 2);
+        CHECK(e.at("rank").size() == e.at("output").size());
+    }
+
+    // --prefix with beam search: N continuations of the same prefix.
+    Result p = cli(dir, {"translate", "--model", ckpt, "--prefix", "--beam", "3", "--nbest", "3", "a b c ||| b"});
+    INFO("stderr: " << p.err);
+    REQUIRE(p.code == 0);
+    auto plines = lines_of(p.out);
+    REQUIRE(plines.size() == 3);
+    for (const auto& l : plines) CHECK(l.rfind("0 ||| b", 0) == 0);
+
+    // Greedy decoding has a tree too (beam width 1); a directory that is not there is refused.
+    Result g = cli(dir, {"translate", "--model", ckpt, "--beam-tree", tree_path, "a b"});
+    REQUIRE(g.code == 0);
+    auto greedy_tree = attnviz::parse_beam_trees(read_file(tree_path));
+    REQUIRE(greedy_tree.size() == 1);
+    CHECK(greedy_tree[0].partial_hypothesis(greedy_tree[0].finished.at(0)).text == lines_of(g.out).at(0));
+    Result bad = cli(dir, {"translate", "--model", ckpt, "--beam-tree", dir / "no/such/dir/t.json", "a b"});
+    CHECK(bad.code == 1);
+    require_one_error_line(bad, "--beam-tree");
 }

@@ -1,0 +1,141 @@
+// attnviz-cli bench-decode: what the "why this word" records cost at decoding
+// time -- greedy vs greedy with top-k, beam search vs beam search with its tree
+// or with top-k -- on a checkpoint and a corpus's source sentences. Prints JSON.
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "app/cli_common.hpp"
+#include "core/beam_tree.hpp"
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/translation_model.hpp"
+
+namespace attnviz::cli {
+
+namespace {
+
+struct BenchDecodeOptions {
+    std::string model, device = "cpu";
+    CorpusFlags corpus;
+    size_t sentences = 200;
+    int64_t beam = 4, topk = 5, repeat = 5, max_length = 30, batch = 64;
+};
+
+struct Run {
+    std::string name, baseline;  ///< baseline: the run it adds to ("" for none)
+    DecodeOptions options;
+    std::vector<double> seconds;
+    int64_t tree_nodes = 0;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+int run_bench_decode(BenchDecodeOptions& o) {
+    TranslationModelPtr model = TranslationModel::load(o.model)->on_device(resolve_device(o.device));
+    Corpus corpus = o.corpus.load(false);
+    if (corpus.level != model->level())
+        throw UsageError("the model works on " + std::string(model->level() == TokenLevel::word ? "words" : "characters") +
+                         " but the corpus is tokenised differently (see --level)");
+    std::vector<std::vector<std::string>> sources;
+    for (const auto& p : corpus.pairs) {
+        if (sources.size() >= o.sentences) break;
+        sources.push_back(p.src);
+    }
+    if (sources.empty()) throw ConfigError(corpus.name + ": no sentences to decode");
+
+    DecodeOptions base;
+    base.max_length = o.max_length;
+    base.batch_size = o.batch;
+    auto run = [&](std::string name, std::string baseline, int64_t beam, int64_t topk, bool tree) {
+        Run r;
+        r.name = std::move(name);
+        r.baseline = std::move(baseline);
+        r.options = base;
+        r.options.beam_size = beam;
+        r.options.top_k = topk;
+        r.options.beam_tree = tree;
+        return r;
+    };
+    const std::string beam = "beam" + std::to_string(o.beam);
+    std::vector<Run> runs{run("greedy", "", 1, 0, false), run("greedy+topk", "greedy", 1, o.topk, false),
+                          run(beam, "", o.beam, 0, false), run(beam + "+tree", beam, o.beam, 0, true),
+                          run(beam + "+topk", beam, o.beam, o.topk, false)};
+    // One untimed round, then rounds in turn so that drifts of the machine hit every run alike.
+    for (int64_t round = 0; round <= o.repeat; ++round)
+        for (auto& r : runs) {
+            const auto t0 = std::chrono::steady_clock::now();
+            auto ts = model->translate_tokens(sources, r.options);
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (round == 0) {
+                for (const auto& t : ts) r.tree_nodes += t.beam_tree ? static_cast<int64_t>(t.beam_tree->nodes.size()) : 0;
+                continue;
+            }
+            r.seconds.push_back(s);
+        }
+
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : runs) {
+        const double m = median(r.seconds);
+        nlohmann::json j{{"name", r.name},
+                         {"median_seconds", m},
+                         {"seconds", r.seconds},
+                         {"sentences_per_second", m > 0 ? double(sources.size()) / m : 0.0},
+                         {"decode", r.options.to_json()}};
+        if (!r.baseline.empty()) {
+            const auto& b = *std::find_if(runs.begin(), runs.end(), [&](const Run& x) { return x.name == r.baseline; });
+            j["overhead_vs"] = r.baseline;
+            j["overhead"] = median(b.seconds) > 0 ? m / median(b.seconds) - 1.0 : 0.0;
+        }
+        if (r.options.beam_tree) j["tree_nodes"] = r.tree_nodes;
+        out.push_back(std::move(j));
+    }
+    nlohmann::json report{{"runs", out},
+                          {"sentences", sources.size()},
+                          {"corpus", corpus.name},
+                          {"model", model->config().to_json()},
+                          {"parameters", model->parameter_count()},
+                          {"tgt_vocab", model->tgt_vocab().size()},
+                          {"repeat", o.repeat},
+                          {"device", describe_device(model->device())},
+                          {"threads", at::get_num_threads()},
+                          {"torch", libtorch_version()}};
+    std::cout << report.dump() << std::endl;
+    return exit_ok;
+}
+
+}  // namespace
+
+Command add_bench_decode_command(CLI::App& parent) {
+    auto o = std::make_shared<BenchDecodeOptions>();
+    CLI::App* app = parent.add_subcommand(
+        "bench-decode", "Time decoding with and without top-k and the beam tree on a checkpoint; prints JSON");
+    app->footer(
+        "Decodes the source side of the first --sentences pairs of the corpus in five ways: greedy,\n"
+        "greedy with --topk, beam search, beam search recording its tree, beam search with --topk;\n"
+        "after one untimed round, --repeat rounds in turn. Each run reports its median seconds and,\n"
+        "against the run it adds to, \"overhead\" (0.10 = 10% slower). Example:\n"
+        "  attnviz-cli --threads 2 bench-decode --model m.ckpt --data ../shared/data/tatoeba-eng-fra-5000.tsv");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    o->corpus.add_to(*app, true);
+    app->add_option("--sentences", o->sentences, "source sentences decoded per run (the corpus's first)")
+        ->type_name("INT")->default_str("200")->check(positive_int());
+    app->add_option("--beam", o->beam, "beam width of the beam runs")->type_name("INT")->default_str("4")
+        ->check(CLI::Range(int64_t{2}, int64_t{100}));
+    app->add_option("--topk", o->topk, "candidates per step of the top-k runs")->type_name("INT")->default_str("5")
+        ->check(CLI::Range(int64_t{1}, int64_t{100}));
+    app->add_option("--repeat", o->repeat, "timed rounds")->type_name("INT")->default_str("5")->check(positive_int());
+    app->add_option("--max-length", o->max_length, "maximum output tokens per sentence")
+        ->type_name("INT")->default_str("30")->check(positive_int());
+    app->add_option("--decode-batch", o->batch, "sentences decoded together")->type_name("INT")->default_str("64")
+        ->check(positive_int());
+    app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
+    return {app, [o] { return run_bench_decode(*o); }};
+}
+
+}  // namespace attnviz::cli
