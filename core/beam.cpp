@@ -1,7 +1,9 @@
 // Beam search, batched over sentences. Every hypothesis keeps its own
 // attention rows, raw scores, context norms, per-step log-probabilities, ranks
 // and top-k candidates, so the GUI can show the heatmap of any beam, not only
-// the best; on request the whole search is kept as a BeamTree.
+// the best; on request the whole search is kept as a BeamTree. During the
+// search a hypothesis is a chain of links into per-step host tensors; only
+// the returned ones are built, so nothing is copied per candidate.
 //
 // Scoring: a finished hypothesis of n tokens (its <eos> included) with summed
 // log-probability log P is ranked by log P / n^alpha, alpha =
@@ -42,10 +44,21 @@ EncoderState expand(const EncoderState& enc, const torch::Tensor& idx) {
     return e;
 }
 
-/// A finished hypothesis and its leaf in the tree (-1: no tree).
+/// One token the search took (kept or finished), linked to the token before it: a
+/// hypothesis is a chain of links, built into a Hypothesis only when it is returned.
+struct Link {
+    int64_t prev = -1;     ///< the link before it (-1: the first token)
+    int64_t step = 0, slot = 0, token = 0, rank = 0;
+    float log_prob = 0.f;  ///< of the token at its step
+    double total = 0.0;    ///< the hypothesis' log P, summed in the order append_token sums it
+    bool given = false;
+    int64_t node = -1;     ///< its tree node (-1: no tree)
+};
+
+/// A finished hypothesis: its last link and its score.
 struct Finished {
-    Hypothesis h;
-    int64_t node = -1;
+    int64_t link = -1;
+    double score = 0.0;
 };
 
 /// One step's candidates on the host: per sentence C = min(2K, K*V) extensions,
@@ -64,8 +77,8 @@ public:
               std::vector<const std::vector<int64_t>*> given)
         : m_tm(tm), m_o(o), m_model(tm.network()), m_device(tm.device()), m_K(o.beam_size),
           m_V(m_model->config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
-          m_live(static_cast<size_t>(m_B * m_K)), m_finished(static_cast<size_t>(m_B)),
-          m_done(static_cast<size_t>(m_B), false), m_slot_node(static_cast<size_t>(m_B * m_K), -1) {
+          m_live(static_cast<size_t>(m_B * m_K), -1), m_finished(static_cast<size_t>(m_B)),
+          m_done(static_cast<size_t>(m_B), false) {
         const int64_t K = m_K, B = m_B;
         m_enc = expand(m_model->encode(batch.src, batch.src_len),
                        torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
@@ -88,10 +101,12 @@ public:
     /// Moves the results of sentence b into t (and its tree, when recorded).
     void deliver(int64_t b, Translation& t) {
         auto& fin = m_finished[static_cast<size_t>(b)];
-        std::stable_sort(fin.begin(), fin.end(), [](const Finished& x, const Finished& y) { return x.h.score > y.h.score; });
+        std::stable_sort(fin.begin(), fin.end(), [](const Finished& x, const Finished& y) { return x.score > y.score; });
         for (size_t i = 0; i < fin.size() && static_cast<int64_t>(i) < m_o.num_hypotheses; ++i) {
-            finish_hypothesis(fin[i].h, m_tm.tgt_vocab(), m_tm.level());
-            t.hypotheses.push_back(std::move(fin[i].h));
+            Hypothesis h = hypothesis(fin[i].link, b);
+            h.score = fin[i].score;
+            finish_hypothesis(h, m_tm.tgt_vocab(), m_tm.level());
+            t.hypotheses.push_back(std::move(h));
         }
         if (m_trees.empty()) return;
         BeamTree& tree = m_trees[static_cast<size_t>(b)];
@@ -101,7 +116,7 @@ public:
         tree.num_hypotheses = m_o.num_hypotheses;
         tree.length_penalty = m_o.length_penalty;
         tree.attention_available = t.attention_available;
-        for (const auto& f : fin) tree.finished.push_back(f.node);
+        for (const auto& f : fin) tree.finished.push_back(m_links[static_cast<size_t>(f.link)].node);
         t.beam_tree = std::make_shared<const BeamTree>(std::move(tree));
     }
 
@@ -115,19 +130,37 @@ private:
         return given(b) ? std::max<int64_t>(m_o.max_length, static_cast<int64_t>(given(b)->size()) + 1) : m_o.max_length;
     }
 
+    /// The hypothesis ending with `link`, as Translation returns it (its score is the caller's).
+    Hypothesis hypothesis(int64_t link, int64_t b) const {
+        std::vector<const Link*> chain;
+        for (int64_t at = link; at >= 0; at = m_links[static_cast<size_t>(at)].prev) chain.push_back(&m_links[static_cast<size_t>(at)]);
+        Hypothesis h;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            const Link& l = **it;
+            const StepOnHost& s = m_steps[static_cast<size_t>(l.step)];
+            append_token(h, l.token, l.log_prob, l.rank, l.given);
+            h.context_norm.push_back(s.context_norm.data_ptr<float>()[l.slot]);
+            if (s.weights.defined()) append_attention_row(h, s.weights, s.scores, l.slot, m_lens[static_cast<size_t>(b)]);
+            if (s.top_k.k > 0) h.top_k.push_back(s.top_k.row(l.slot, m_tm.tgt_vocab()));
+        }
+        return h;
+    }
+
+    /// The cumulative log P of the hypothesis ending with `link` (0 before the first token).
+    double total_of(int64_t link) const { return link < 0 ? 0.0 : m_links[static_cast<size_t>(link)].total; }
+
     /// One step for every sentence; false once all are done.
     bool advance(int64_t step) {
         const int64_t B = m_B, K = m_K;
-        StepOnHost s = step_on_host(step);
+        m_steps.push_back(step_on_host(step));
+        const StepOnHost& s = m_steps.back();
         std::vector<float> next_logp(static_cast<size_t>(B * K), k_neg_inf);
         std::vector<int64_t> parent(static_cast<size_t>(B * K), 0), next_tok(static_cast<size_t>(B * K), Vocab::eos_id);
-        std::vector<Hypothesis> next_live(static_cast<size_t>(B * K));
-        std::vector<int64_t> next_node(static_cast<size_t>(B * K), -1);
+        std::vector<int64_t> next_live(static_cast<size_t>(B * K), -1);
         auto total = s.total.accessor<float, 2>();
         auto index = s.index.accessor<int64_t, 2>();
         auto step_lp = s.step_lp.accessor<float, 2>();
         auto rank = s.rank.accessor<int64_t, 2>();
-        auto cn = s.context_norm.accessor<float, 1>();
         for (int64_t b = 0; b < B; ++b) {
             for (int64_t k = 0; k < K; ++k) parent[static_cast<size_t>(b * K + k)] = b * K;
             if (m_done[static_cast<size_t>(b)]) continue;
@@ -143,44 +176,41 @@ private:
                     record(b, slot, j, tok, step_lp[b][j], rank[b][j], BeamNode::Status::pruned, false, s, step);
                     continue;
                 }
-                Hypothesis h = m_live[static_cast<size_t>(slot)];
-                append_token(h, tok, step_lp[b][j], rank[b][j], given_now);
-                h.context_norm.push_back(cn[slot]);
-                if (s.weights.defined()) append_attention_row(h, s.weights, s.scores, slot, m_lens[static_cast<size_t>(b)]);
-                if (s.top_k.k > 0) h.top_k.push_back(s.top_k.row(slot, m_tm.tgt_vocab()));
-                const int64_t node = record(b, slot, j, tok, step_lp[b][j], rank[b][j],
-                                            eos ? BeamNode::Status::finished : BeamNode::Status::kept, given_now, s, step);
+                Link l;
+                l.prev = m_live[static_cast<size_t>(slot)];
+                l.step = step, l.slot = slot, l.token = tok, l.rank = rank[b][j], l.log_prob = step_lp[b][j];
+                l.total = total_of(l.prev) + l.log_prob;
+                l.given = given_now;
+                l.node = record(b, slot, j, tok, step_lp[b][j], rank[b][j],
+                                eos ? BeamNode::Status::finished : BeamNode::Status::kept, given_now, s, step);
+                m_links.push_back(l);
+                const auto id = static_cast<int64_t>(m_links.size()) - 1;
                 if (eos) {
-                    h.score = normalized(h.log_prob, h.ids.size(), m_o.length_penalty);
-                    m_finished[static_cast<size_t>(b)].push_back({std::move(h), node});
+                    m_finished[static_cast<size_t>(b)].push_back({id, normalized(l.total, static_cast<size_t>(step + 1), m_o.length_penalty)});
                     continue;
                 }
                 const auto dst = static_cast<size_t>(b * K + filled);
                 next_logp[dst] = total[b][j];
                 parent[dst] = slot;
                 next_tok[dst] = tok;
-                next_live[dst] = std::move(h);
-                next_node[dst] = node;
+                next_live[dst] = id;
                 ++filled;
             }
             if (static_cast<int64_t>(m_finished[static_cast<size_t>(b)].size()) >= K || filled == 0) {
                 m_done[static_cast<size_t>(b)] = true;
             } else if (step + 1 >= limit(b)) {  // the length limit: the live beams finish as they are
                 for (int64_t k = 0; k < filled; ++k) {
-                    const auto at = static_cast<size_t>(b * K + k);
-                    Hypothesis& h = next_live[at];
-                    h.score = normalized(h.log_prob, h.ids.size(), m_o.length_penalty);
-                    if (next_node[at] >= 0)
-                        m_trees[static_cast<size_t>(b)].nodes[static_cast<size_t>(next_node[at])].status =
-                            BeamNode::Status::finished;
-                    m_finished[static_cast<size_t>(b)].push_back({std::move(h), next_node[at]});
+                    const int64_t id = next_live[static_cast<size_t>(b * K + k)];
+                    const Link& l = m_links[static_cast<size_t>(id)];
+                    if (l.node >= 0)
+                        m_trees[static_cast<size_t>(b)].nodes[static_cast<size_t>(l.node)].status = BeamNode::Status::finished;
+                    m_finished[static_cast<size_t>(b)].push_back({id, normalized(l.total, static_cast<size_t>(step + 1), m_o.length_penalty)});
                 }
                 m_done[static_cast<size_t>(b)] = true;
             }
         }
         m_live = std::move(next_live);
         m_beam_logp = std::move(next_logp);
-        m_slot_node = std::move(next_node);
         if (std::all_of(m_done.begin(), m_done.end(), [](bool d) { return d; })) return false;
         auto parent_t = torch::tensor(parent, torch::kLong).to(m_device);
         m_state.h = m_state.h.index_select(1, parent_t);
@@ -262,14 +292,15 @@ private:
                    BeamNode::Status status, bool forced, const StepOnHost& s, int64_t step) {
         if (m_trees.empty()) return -1;
         auto& nodes = m_trees[static_cast<size_t>(b)].nodes;
+        const int64_t prev = m_live[static_cast<size_t>(slot)];
         BeamNode n;
         n.id = static_cast<int64_t>(nodes.size());
-        n.parent = m_slot_node[static_cast<size_t>(slot)];
+        n.parent = prev < 0 ? -1 : m_links[static_cast<size_t>(prev)].node;
         n.step = step;
         n.token_id = tok;
         n.token = m_tm.tgt_vocab().token(tok);
         n.token_log_prob = lp;
-        n.log_prob = m_live[static_cast<size_t>(slot)].log_prob + lp;  // as append_token sums it
+        n.log_prob = total_of(prev) + lp;  // as append_token sums it
         n.score = normalized(n.log_prob, static_cast<size_t>(step + 1), m_o.length_penalty);
         n.status = status;
         n.rank = j;
@@ -294,11 +325,12 @@ private:
     DecoderState m_state;
     torch::Tensor m_tokens;
     std::vector<float> m_beam_logp;       ///< [B*K] cumulative log P of the live beams (-inf: none)
-    std::vector<Hypothesis> m_live;       ///< [B*K]
+    std::vector<int64_t> m_live;          ///< [B*K] the last link of each live beam (-1: none, or <bos>)
+    std::vector<Link> m_links;            ///< every token taken so far
+    std::vector<StepOnHost> m_steps;      ///< per step: what the links' hypotheses record
     std::vector<std::vector<Finished>> m_finished;
     std::vector<bool> m_done;
     std::vector<BeamTree> m_trees;        ///< per sentence; empty unless recording
-    std::vector<int64_t> m_slot_node;     ///< [B*K] the tree node of each live beam (-1: none or <bos>)
 };
 
 }  // namespace

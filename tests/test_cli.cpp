@@ -654,4 +654,20 @@ TEST_CASE("cli: translate --beam-tree, and --topk and --prefix with beam search"
     Result bad = cli(dir, {"translate", "--model", ckpt, "--beam-tree", dir / "no/such/dir/t.json", "a b"});
     CHECK(bad.code == 1);
     require_one_error_line(bad, "--beam-tree");
+
+    // bench-decode times the five ways of decoding and prints one JSON object.
+    Result bench = cli(dir, {"bench-decode", "--model", ckpt, "--task", "reverse", "--pairs", "20", "--sentences", "8",
+                             "--repeat", "1", "--beam", "3", "--topk", "2"});
+    INFO("bench stderr: " << bench.err);
+    REQUIRE(bench.code == 0);
+    json b = json::parse(bench.out);
+    CHECK(b.at("sentences") == 8);
+    std::vector<std::string> names;
+    for (const auto& run : b.at("runs")) {
+        names.push_back(run.at("name"));
+        CHECK(run.at("median_seconds").get<double>() > 0.0);
+    }
+    CHECK((names == std::vector<std::string>{"greedy", "greedy+topk", "beam3", "beam3+tree", "beam3+topk"}));
+    CHECK(b.at("runs")[3].at("overhead_vs") == "beam3");
+    CHECK(b.at("runs")[3].at("tree_nodes").get<int>() > 0);
 }
