@@ -149,8 +149,9 @@ void ProgressPrinter::on_epoch(const EpochReport& r) {
     std::ostringstream s;
     s << m_prefix << batch_part(b, m_total_epochs) << "  | train " << fixed(r.train_loss, 4) << "  val "
       << (std::isfinite(r.val_loss) ? fixed(r.val_loss, 4) : std::string("-")) << "  acc "
-      << fixed(r.val_accuracy, 3) << "  bleu " << fixed(r.val_bleu, 1) << "  " << fixed(r.tokens_per_second, 0)
-      << " tok/s  " << fixed(r.elapsed, 1) << " s\n";
+      << fixed(r.val_accuracy, 3) << "  bleu " << fixed(r.val_bleu, 1)
+      << (std::isfinite(r.val_align_accuracy) ? "  align " + fixed(r.val_align_accuracy, 3) : std::string()) << "  "
+      << fixed(r.tokens_per_second, 0) << " tok/s  " << fixed(r.elapsed, 1) << " s\n";
     std::fputs(s.str().c_str(), stderr);
     std::fflush(stderr);
 }

@@ -78,13 +78,15 @@ void print_table(const std::vector<Run>& runs) {
 }
 
 std::string curves_csv(const std::vector<Run>& runs) {
-    std::string out = "run,epoch,train_loss,val_loss,val_bleu,val_accuracy,val_token_accuracy,tokens_per_second,elapsed\n";
+    std::string out = "run,epoch,train_loss,val_loss,val_bleu,val_accuracy,val_token_accuracy,tokens_per_second,elapsed,"
+                      "val_align_accuracy,val_aer\n";
     auto num = [](double x) { return std::isfinite(x) ? fixed(x, 6) : std::string(); };
     for (const auto& r : runs)
         for (const auto& e : r.epochs)
             out += "\"" + r.label + "\"," + std::to_string(e.epoch) + "," + num(e.train_loss) + "," + num(e.val_loss) +
                    "," + num(e.val_bleu) + "," + num(e.val_accuracy) + "," + num(e.val_token_accuracy) + "," +
-                   num(e.tokens_per_second) + "," + num(e.elapsed) + "\n";
+                   num(e.tokens_per_second) + "," + num(e.elapsed) + "," + num(e.val_align_accuracy) + "," +
+                   num(e.val_aer) + "\n";
     return out;
 }
 
@@ -167,6 +169,8 @@ int run_compare(CompareOptions& o) {
             j["val_bleu"] = e ? number_or_null(e->val_bleu) : nlohmann::json(nullptr);
             j["val_accuracy"] = e ? number_or_null(e->val_accuracy) : nlohmann::json(nullptr);
             j["val_token_accuracy"] = e ? number_or_null(e->val_token_accuracy) : nlohmann::json(nullptr);
+            j["val_align_accuracy"] = e ? number_or_null(e->val_align_accuracy) : nlohmann::json(nullptr);
+            j["val_aer"] = e ? number_or_null(e->val_aer) : nlohmann::json(nullptr);
             all.push_back(std::move(j));
         }
         std::cout << all.dump() << std::endl;
@@ -204,7 +208,8 @@ Command add_compare_command(CLI::App& parent) {
         "--vary NAME=V1,V2,... takes any hyperparameter flag's name; several --vary give every combination.\n"
         "All runs share the data split (the base --seed) and the other flags. The table goes to stdout,\n"
         "progress to stderr. --curves CSV columns: run,epoch,train_loss,val_loss,val_bleu,val_accuracy,\n"
-        "val_token_accuracy,tokens_per_second,elapsed. Examples:\n"
+        "val_token_accuracy,tokens_per_second,elapsed,val_align_accuracy,val_aer (alignment: tasks only).\n"
+        "Examples:\n"
         "  attnviz-cli compare --task toy-french --epochs 10 --vary scoring=additive,dot,none --curves c.csv\n"
         "  attnviz-cli compare --task reverse --vary teacher-forcing=1.0,0.5 --vary hidden=64,128");
     o->corpus.add_to(*app, true);

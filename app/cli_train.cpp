@@ -64,9 +64,12 @@ nlohmann::json final_json(const TrainingSession& session, StopReason reason, con
         j["val_accuracy"] = number_or_null(e.val_accuracy);
         j["val_token_accuracy"] = number_or_null(e.val_token_accuracy);
         j["val_bleu"] = number_or_null(e.val_bleu);
+        j["val_align_accuracy"] = number_or_null(e.val_align_accuracy);
+        j["val_aer"] = number_or_null(e.val_aer);
         j["lr"] = e.lr;
     } else {
-        for (const char* k : {"train_loss", "val_loss", "val_accuracy", "val_token_accuracy", "val_bleu", "lr"})
+        for (const char* k : {"train_loss", "val_loss", "val_accuracy", "val_token_accuracy", "val_bleu",
+                              "val_align_accuracy", "val_aer", "lr"})
             j[k] = nullptr;
     }
     j["target_tokens"] = int64_t(tokens);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "app/cli_alignment.hpp"
 #include "app/cli_common.hpp"
 #include "core/beam_tree.hpp"
 #include "core/checkpoint.hpp"
@@ -81,6 +82,7 @@ struct TranslateOptions {
     bool show_unk = false;
     int64_t topk = 0;               ///< --topk: candidates per step in --attention-out
     bool force = false, prefix = false;  ///< input lines are `source ||| target`
+    AlignmentOutFlags alignment;    ///< --alignment-out, --alignment-threshold
 };
 
 /// `source ||| target` lines for --force / --prefix.
@@ -163,6 +165,7 @@ int run_translate(TranslateOptions& o) {
     if (format == "csv" && !model->has_attention())
         throw UsageError("--attention-out " + o.attention_out +
                          ": the model has no attention (scoring none), so there is no CSV table; use .json");
+    o.alignment.check(*model);
 
     std::vector<std::string> sentences = o.sentences;
     if (sentences.empty()) {
@@ -201,6 +204,7 @@ int run_translate(TranslateOptions& o) {
             }
     if (!format.empty()) write_file_atomic(o.attention_out, attention_file(ts, format, *model, d));
     if (d.beam_tree) write_file_atomic(o.beam_tree, beam_tree_file(ts, *model, d));
+    if (o.alignment.given()) o.alignment.write(ts);
 
     std::string out;
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -230,6 +234,7 @@ struct EvalOptions {
     CorpusFlags corpus;
     DecodeFlags decode;
     bool json = false;
+    GoldAlignmentFlags gold;  ///< --alignments, --alignments-one-based
 };
 
 int run_eval(EvalOptions& o) {
@@ -237,6 +242,7 @@ int run_eval(EvalOptions& o) {
     d.num_hypotheses = 1;
     TranslationModelPtr model = load_model(o.model, o.decode.device);
     Corpus corpus = o.corpus.load();
+    o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
     if (corpus.level != model->level())
         throw UsageError("the model works on " + std::string(model->level() == TokenLevel::word ? "words" : "characters") +
                          " but the corpus is tokenised differently (see --level)");
@@ -289,6 +295,8 @@ int run_eval(EvalOptions& o) {
     j["bleu_precisions"] = bleu.precisions;
     j["brevity_penalty"] = bleu.brevity_penalty;
     j["beam"] = d.beam_size;
+    // Where the pairs know their alignment (a task, --alignments): the attention on the forced references.
+    const AlignmentScore align = alignment_metrics(*model, pairs, d, j);
     if (o.json) {
         std::cout << j.dump() << std::endl;
     } else {
@@ -298,6 +306,11 @@ int run_eval(EvalOptions& o) {
                   << "token accuracy   " << fixed(j["token_accuracy"].get<double>(), 4) << "  (teacher-forced "
                   << fixed(j["teacher_forced_token_accuracy"].get<double>(), 4) << ")\n"
                   << "BLEU-4           " << fixed(bleu.score, 2) << "\n";
+        if (align.sentences > 0)
+            std::cout << "alignment acc    " << fixed(align.accuracy(), 4) << "  (" << align.sentences
+                      << " pairs, attention argmax on the forced reference)\n"
+                      << "AER              " << fixed(align.aer(), 4) << "  (precision "
+                      << fixed(align.precision(), 4) << ", recall " << fixed(align.recall(), 4) << ")\n";
     }
     return exit_ok;
 }
@@ -342,6 +355,7 @@ Command add_translate_command(CLI::App& parent) {
                   "inputs are 'SOURCE ||| PREFIX': force the prefix, then decode on (greedy,\n"
                   "or beam search with --beam / --nbest)")
         ->group("why");
+    o->alignment.add_to(*app);
     return {app, [o] { return run_translate(*o); }};
 }
 
@@ -350,13 +364,16 @@ Command add_eval_command(CLI::App& parent) {
     CLI::App* app = parent.add_subcommand("eval", "Loss, exact match, token accuracy and BLEU of a checkpoint on a corpus");
     app->footer(
         "--split val re-splits the corpus as training did (the checkpoint's seed, --val-fraction and\n"
-        "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.");
+        "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.\n"
+        "Pairs with a known alignment (built-in tasks, --alignments) also get alignment accuracy and\n"
+        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out.");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     o->corpus.add_to(*app, true);
     app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
         ->check(CLI::IsMember({"val", "all"}))->group("data");
     o->decode.add_to(*app, false);
     app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
+    o->gold.add_to(*app);
     return {app, [o] { return run_eval(*o); }};
 }
 

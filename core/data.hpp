@@ -2,12 +2,14 @@
 // Corpora: reading Tatoeba/manythings TSV files, splitting, filtering and
 // turning sentence pairs into padded batches (with length bucketing).
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
 
+#include "core/alignment.hpp"
 #include "core/text.hpp"
 
 namespace attnviz {
@@ -16,6 +18,10 @@ namespace attnviz {
 struct SentencePair {
     std::vector<std::string> src;  ///< source tokens
     std::vector<std::string> tgt;  ///< target tokens
+    /// The true alignment of tgt to src (core/alignment.hpp: 0-based, real tokens only),
+    /// when known: built-in tasks and `eval --alignments` set it; filtering and splitting
+    /// keep it with its pair. nullopt: unknown (an empty AlignmentLinks is "no links").
+    std::optional<AlignmentLinks> alignment = std::nullopt;  // initialised: {src, tgt} stays warning-free
 };
 
 /// A line of the input file that was skipped, and why.

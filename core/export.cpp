@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/alignment.hpp"
 #include "core/error.hpp"
 
 namespace attnviz {
@@ -52,18 +53,23 @@ std::string attention_csv(const Translation& t, size_t hypothesis) {
     if (!t.attention_available || h.attention.size() != h.tokens.size())
         throw Error("no attention weights to export: the hypothesis has " + std::to_string(h.tokens.size()) +
                     " tokens but " + std::to_string(h.attention.size()) + " attention rows");
-    std::string out;
-    for (const auto& s : t.src_tokens) out += "," + csv_field(s);
-    out += "\n";
-    for (size_t r = 0; r < h.tokens.size(); ++r) {
+    for (size_t r = 0; r < h.tokens.size(); ++r)
         if (h.attention[r].size() != t.src_tokens.size())
             throw Error("attention row " + std::to_string(r) + " has " + std::to_string(h.attention[r].size()) +
                         " weights for " + std::to_string(t.src_tokens.size()) + " source tokens");
+    const AttentionStats stats = attention_stats(h.attention);
+    std::string out;
+    for (const auto& s : t.src_tokens) out += "," + csv_field(s);
+    out += ",entropy,max_weight\n";
+    for (size_t r = 0; r < h.tokens.size(); ++r) {
         out += csv_field(h.tokens[r]);
         for (const float w : h.attention[r]) out += "," + format_float(w);
-        out += "\n";
+        out += "," + format_float(stats.entropy[r]) + "," + format_float(stats.max_weight[r]) + "\n";
     }
-    return out;
+    out += "coverage";
+    for (size_t s = 0; s < t.src_tokens.size(); ++s)
+        out += "," + format_float(s < stats.coverage.size() ? stats.coverage[s] : 0.0f);
+    return out + ",,\n";
 }
 
 nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
@@ -98,6 +104,16 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
             steps.push_back(std::move(row));
         }
         j["top_k"] = std::move(steps);
+    }
+    if (t.attention_available && !h.attention.empty() && h.attention.size() == h.tokens.size()) {
+        const AttentionStats stats = attention_stats(h.attention);
+        j["entropy"] = stats.entropy;
+        j["max_weight"] = stats.max_weight;
+        j["coverage"] = stats.coverage;
+        nlohmann::json links = nlohmann::json::array();
+        const AlignmentLinks argmax = hard_alignment(t, hypothesis);
+        for (const auto& l : argmax.links()) links.push_back({l.src, l.tgt});
+        j["alignment"] = std::move(links);
     }
     if (h.forced_steps > 0) {
         j["forced_steps"] = h.forced_steps;
@@ -165,25 +181,45 @@ AttentionTable parse_attention_csv(const std::string& csv) {
     if (!header.front().empty())
         throw FileError("attention CSV line 1: the first header cell is \"" + header.front() +
                         "\", expected it empty (header: ,source tokens...)");
-    table.source.assign(header.begin() + 1, header.end());
-    for (size_t r = 1; r < records.size(); ++r) {
+    // The statistics: two trailing columns and a last row "coverage" whose two trailing
+    // cells are empty -- which no plain table has (its weights cannot be empty).
+    const auto& last = records.back().second;
+    const bool stats = records.size() >= 2 && header.size() >= 3 && header[header.size() - 2] == "entropy" &&
+                       header.back() == "max_weight" && last.size() == header.size() && last.front() == "coverage" &&
+                       last[last.size() - 2].empty() && last.back().empty();
+    const size_t extra = stats ? 2 : 0;
+    table.source.assign(header.begin() + 1, header.end() - static_cast<std::ptrdiff_t>(extra));
+    auto number = [](const std::string& where, const std::string& what, const std::string& cell) {
+        float w = 0.0f;
+        const char* b = cell.data();
+        const char* e = b + cell.size();
+        const auto res = std::from_chars(b, e, w);
+        if (res.ec != std::errc() || res.ptr != e || cell.empty())
+            throw FileError(where + what + " is \"" + cell + "\", expected a number");
+        return w;
+    };
+    const size_t rows_end = records.size() - (stats ? 1 : 0);
+    for (size_t r = 1; r < rows_end; ++r) {
         const auto& [at, row] = records[r];
         const std::string where = "attention CSV line " + std::to_string(at) + ": ";
-        if (row.size() != table.source.size() + 1)
-            throw FileError(where + "expected an output token and " + std::to_string(table.source.size()) +
-                            " weights, found " + std::to_string(row.size()) + " fields");
+        if (row.size() != table.source.size() + 1 + extra)
+            throw FileError(where + "expected an output token and " + std::to_string(table.source.size()) + " weights" +
+                            (stats ? " plus entropy and max_weight" : "") + ", found " + std::to_string(row.size()) +
+                            " fields");
         table.output.push_back(row[0]);
         std::vector<float> weights;
-        for (size_t k = 1; k < row.size(); ++k) {
-            float w = 0.0f;
-            const char* b = row[k].data();
-            const char* e = b + row[k].size();
-            const auto res = std::from_chars(b, e, w);
-            if (res.ec != std::errc() || res.ptr != e || row[k].empty())
-                throw FileError(where + "weight " + std::to_string(k) + " is \"" + row[k] + "\", expected a number");
-            weights.push_back(w);
-        }
+        for (size_t k = 1; k <= table.source.size(); ++k)
+            weights.push_back(number(where, "weight " + std::to_string(k), row[k]));
         table.weights.push_back(std::move(weights));
+        if (stats) {
+            table.entropy.push_back(number(where, "entropy", row[row.size() - 2]));
+            table.max_weight.push_back(number(where, "max_weight", row.back()));
+        }
+    }
+    if (stats) {
+        const std::string where = "attention CSV line " + std::to_string(records.back().first) + ": ";
+        for (size_t k = 1; k <= table.source.size(); ++k)
+            table.coverage.push_back(number(where, "coverage " + std::to_string(k), last[k]));
     }
     return table;
 }

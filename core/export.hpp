@@ -9,8 +9,11 @@
 
 namespace attnviz {
 
-/// CSV: header row = "" then source tokens; then one row per output token:
-/// the token, then its weights (shortest text that reads back as the same float).
+/// CSV: header row = "" then source tokens, then "entropy","max_weight"; then one row
+/// per output token: the token, its weights (shortest text that reads back as the same
+/// float), the step's entropy and maximum weight; last, a row "coverage" with each source
+/// token's coverage and two empty cells (core/alignment.hpp's attention_stats). So a
+/// spreadsheet shows the statistics as a column and a row beside the matrix.
 /// Fields with commas, quotes, line breaks or leading/trailing spaces are quoted
 /// (RFC 4180); lines end with LF. Throws attnviz::Error when the hypothesis does
 /// not exist or has no attention (attention_available false).
@@ -21,16 +24,24 @@ std::string attention_csv(const Translation& t, size_t hypothesis = 0);
 /// "text", "input", "unknown", "hypothesis", "attention_available", "model": {...}, "decode": {...}},
 /// and where the decoding recorded them: "step_log_prob", "rank", "top_k" ([[{"token","id","prob"}]]
 /// per step, best first), "forced_steps" and "first_divergence" (forced decoding; null: none).
+/// With attention: the statistics of core/alignment.hpp's attention_stats, "entropy" and
+/// "max_weight" (per output step) and "coverage" (per source token, <eos> included), and
+/// "alignment": the argmax hard alignment as [[source, target], ...] 0-based pairs over
+/// real tokens (no <eos>), the links translate --alignment-out writes in Pharaoh form.
 /// model/decode are copied as given (null becomes {}); pass DecodeOptions::to_json() as decode.
 nlohmann::json attention_json(const Translation& t, size_t hypothesis = 0,
                               const nlohmann::json& model_settings = {},
                               const nlohmann::json& decode_settings = {});
 
-/// Parses attention_csv's output back: (source tokens, output tokens, weights). Accepts
+/// Parses attention_csv's output back: (source tokens, output tokens, weights) and the
+/// statistics when present (a table without the entropy/max_weight columns and the
+/// coverage row, as attnviz wrote before it had them, reads with them empty). Accepts
 /// CRLF, a leading BOM and blank lines. Throws FileError naming the line and what was expected.
 struct AttentionTable {
     std::vector<std::string> source, output;
     std::vector<std::vector<float>> weights;
+    std::vector<float> entropy, max_weight;  ///< per output token (empty: the CSV had no statistics)
+    std::vector<float> coverage;             ///< per source token (empty: no statistics)
 };
 AttentionTable parse_attention_csv(const std::string& csv);
 

@@ -24,6 +24,8 @@ nlohmann::json epoch_to_json(const EpochReport& e) {
             {"val_accuracy", finite_or_null(e.val_accuracy)},
             {"val_token_accuracy", e.val_token_accuracy},
             {"val_bleu", finite_or_null(e.val_bleu)},
+            {"val_align_accuracy", finite_or_null(e.val_align_accuracy)},
+            {"val_aer", finite_or_null(e.val_aer)},
             {"tokens_per_second", e.tokens_per_second},
             {"elapsed", e.elapsed},
             {"lr", e.lr}};
@@ -36,6 +38,8 @@ EpochReport epoch_from_json(const nlohmann::json& j) {
     e.val_accuracy = number_or_nan(j, "val_accuracy");
     e.val_token_accuracy = j.value("val_token_accuracy", 0.0);
     e.val_bleu = number_or_nan(j, "val_bleu");
+    e.val_align_accuracy = number_or_nan(j, "val_align_accuracy");  // absent before alignments were measured
+    e.val_aer = number_or_nan(j, "val_aer");
     e.tokens_per_second = j.value("tokens_per_second", 0.0);
     e.elapsed = j.value("elapsed", 0.0);
     e.lr = j.value("lr", 0.0);

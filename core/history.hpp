@@ -2,6 +2,7 @@
 // What training reports and records: per-batch and per-epoch reports, the
 // history a checkpoint keeps and the GUI plots, and why a run ended.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,13 @@ struct EpochReport {
     double val_accuracy = 0.0;   ///< exact-match accuracy on (a sample of) validation, greedy (NaN: not measured)
     double val_token_accuracy = 0.0; ///< token accuracy (teacher-forced argmax) on validation
     double val_bleu = 0.0;       ///< corpus BLEU-4 (0..100) on the validation sample (NaN: not measured)
+    /// Alignment accuracy (0..1) of the attention on the validation sample's references,
+    /// teacher-forced, against the true alignments (core/alignment.hpp: the share of target
+    /// tokens whose attention argmax is a true link). NaN: not measured (no true alignments,
+    /// e.g. a TSV corpus, or no attention).
+    double val_align_accuracy = std::numeric_limits<double>::quiet_NaN();
+    /// Alignment error rate (Och & Ney, 0..1, lower is better) of the same argmax alignments. NaN: not measured.
+    double val_aer = std::numeric_limits<double>::quiet_NaN();
     double tokens_per_second = 0.0;  ///< target tokens/s over the epoch
     double elapsed = 0.0;        ///< seconds since training began
     double lr = 0.0;             ///< learning rate the epoch trained with (0: not recorded)

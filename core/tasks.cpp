@@ -260,6 +260,9 @@ std::vector<AlignedPair> generate_task(TaskKind kind, const TaskOptions& options
         case TaskKind::dates: out.push_back(make_date(rng)); break;
         case TaskKind::toy_french: out.push_back(make_toy_french(rng)); break;
         }
+        // The pair carries its true links too (real tokens only: the <eos> entry is left out).
+        auto& a = out.back();
+        a.pair.alignment = links_from_positions({a.alignment.begin(), a.alignment.end() - 1});
     }
     return out;
 }

@@ -38,7 +38,7 @@ struct TaskOptions {
 /// source digits (a one-digit day: both target digits at it), month digits at the
 /// month name's first character (or the matching month digit), '-' at -1.
 struct AlignedPair {
-    SentencePair pair;
+    SentencePair pair;           ///< pair.alignment holds the same links (without the <eos> step)
     std::vector<int> alignment;  ///< size tgt.size() + 1 (last entry: the <eos> step)
 };
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/adadelta.hpp"
+#include "core/alignment.hpp"
 #include "core/checkpoint.hpp"
 #include "core/decode.hpp"
 #include "core/device.hpp"
@@ -263,6 +264,11 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     }
     r.val_accuracy = exact_match(hyps, refs);
     r.val_bleu = corpus_bleu(hyps, refs).score;
+    // Where the pairs know their true alignment (built-in tasks): how well the attention aligns.
+    const std::vector<SentencePair> sample(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n));
+    const AlignmentScore align = evaluate_alignment(view, sample, dopts);
+    r.val_align_accuracy = align.accuracy();
+    r.val_aer = align.aer();
     if (was_training) m_model->train();
     return r;
 }

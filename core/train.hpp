@@ -98,7 +98,9 @@ public:
     torch::Device device() const { return m_device; }
 
     /// Loss, accuracies and BLEU of the current weights on pairs, decoding the first
-    /// max_decode of them greedily for exact match and BLEU (0: none, both NaN).
+    /// max_decode of them greedily for exact match and BLEU (0: none, both NaN), and
+    /// forcing the references of those among them with a true alignment for alignment
+    /// accuracy and AER (evaluate_alignment; NaN when none has one).
     EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode);
 
 private:

@@ -51,29 +51,39 @@ std::vector<Translation> TranslationModel::translate_tokens(const std::vector<st
 
 std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std::string, std::string>>& pairs,
                                                  ForceMode mode, const DecodeOptions& options) const {
-    std::vector<std::vector<std::string>> sources;
-    std::vector<std::vector<int64_t>> given;
+    std::vector<std::vector<std::string>> sources, targets;
     for (const auto& [source, target] : pairs) {
         sources.push_back(prepare_source(source, m_level, options.normalize_input));
-        std::vector<int64_t> ids = m_tgt_vocab->encode(prepare_source(target, m_level, options.normalize_input));
+        targets.push_back(prepare_source(target, m_level, options.normalize_input));
+    }
+    auto results = force_tokens(sources, targets, mode, options);
+    for (size_t i = 0; i < pairs.size(); ++i) results[i].input = pairs[i].first;
+    return results;
+}
+
+std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::vector<std::string>>& sources,
+                                                        const std::vector<std::vector<std::string>>& targets,
+                                                        ForceMode mode, const DecodeOptions& options) const {
+    if (sources.size() != targets.size())
+        throw ConfigError("forced decoding: " + std::to_string(sources.size()) + " sources but " +
+                          std::to_string(targets.size()) + " targets");
+    std::vector<std::vector<int64_t>> given;
+    for (const auto& target : targets) {
+        std::vector<int64_t> ids = m_tgt_vocab->encode(target);
         for (auto id : ids)
             if (id == Vocab::pad_id || id == Vocab::bos_id)
-                throw ConfigError("forced decoding: '" + target + "' holds " + m_tgt_vocab->token(id) +
+                throw ConfigError("forced decoding: the target holds " + m_tgt_vocab->token(id) +
                                   ", which is never an output token");
         if (mode == ForceMode::reference) ids.push_back(Vocab::eos_id);
         given.push_back(std::move(ids));
     }
-    std::vector<Translation> results;
-    if (mode == ForceMode::prefix && (options.beam_size > 1 || options.beam_tree)) {
-        results = beam_decode(*this, sources, options, &given);
-    } else {  // a reference is one path: nothing to search
-        DecodeOptions greedy = options;
-        greedy.beam_size = greedy.num_hypotheses = 1;
-        greedy.beam_tree = false;
-        results = greedy_decode(*this, sources, greedy, &given);
-    }
-    for (size_t i = 0; i < pairs.size(); ++i) results[i].input = pairs[i].first;
-    return results;
+    if (mode == ForceMode::prefix && (options.beam_size > 1 || options.beam_tree))
+        return beam_decode(*this, sources, options, &given);
+    // A reference is one path: nothing to search.
+    DecodeOptions greedy = options;
+    greedy.beam_size = greedy.num_hypotheses = 1;
+    greedy.beam_tree = false;
+    return greedy_decode(*this, sources, greedy, &given);
 }
 
 Seq2Seq TranslationModel::clone_network(const torch::Device& device) const {

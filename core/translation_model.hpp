@@ -71,6 +71,11 @@ public:
     /// ForceMode::reference ignores beam_size, num_hypotheses and beam_tree.
     std::vector<Translation> force(const std::vector<std::pair<std::string, std::string>>& pairs, ForceMode mode,
                                    const DecodeOptions& options = {}) const;
+    /// The same for sources and targets already split into tokens (no normalisation);
+    /// throws ConfigError when the lists differ in length.
+    std::vector<Translation> force_tokens(const std::vector<std::vector<std::string>>& sources,
+                                          const std::vector<std::vector<std::string>>& targets, ForceMode mode,
+                                          const DecodeOptions& options = {}) const;
 
     /// The network, for read-only use (export, tests, inspection): never train or modify it.
     Seq2Seq network() const { return m_network; }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/alignment.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
 
@@ -60,7 +61,7 @@ TEST_CASE("attention_csv quotes awkward tokens and parses back", "[export][csv]"
     const Translation t = sample();
     const std::string csv = attention_csv(t);
     // Header: empty cell, then the source tokens, quoted where RFC 4180 needs it.
-    CHECK(csv.rfind(",il,dit,\",\",\"\"\"oui\"\"\",\" \",\"line\nbreak\",<eos>\n", 0) == 0);
+    CHECK(csv.rfind(",il,dit,\",\",\"\"\"oui\"\"\",\" \",\"line\nbreak\",<eos>,entropy,max_weight\n", 0) == 0);
     CHECK(csv.find("\n\",\",") != std::string::npos);  // the output token "," is quoted too
 
     const AttentionTable table = parse_attention_csv(csv);
@@ -76,6 +77,44 @@ TEST_CASE("attention_csv quotes awkward tokens and parses back", "[export][csv]"
         }
         CHECK(sum == Approx(1.0).margin(1e-5));
     }
+    // The statistics come back as written: a column per step, a row per source token.
+    const AttentionStats stats = attention_stats(t.best().attention);
+    CHECK(table.entropy == stats.entropy);
+    CHECK(table.max_weight == stats.max_weight);
+    CHECK(table.coverage == stats.coverage);
+    CHECK(csv.find("\ncoverage,") != std::string::npos);
+    CHECK(csv.substr(csv.size() - 3) == ",,\n");
+}
+
+TEST_CASE("parse_attention_csv reads tables without statistics, and tokens named like them", "[export][csv]") {
+    // A table as attnviz wrote it before the statistics: no stats.
+    const AttentionTable plain = parse_attention_csv(",a,<eos>\nx,0.75,0.25\n<eos>,0.5,0.5\n");
+    CHECK(plain.source == std::vector<std::string>{"a", "<eos>"});
+    CHECK(plain.weights.size() == 2);
+    CHECK(plain.entropy.empty());
+    CHECK(plain.coverage.empty());
+    // Source words "entropy" and "max_weight", output word "coverage": still a plain table,
+    // since a plain row cannot end in empty cells.
+    const AttentionTable words = parse_attention_csv(",entropy,max_weight\ncoverage,0.5,0.5\n");
+    CHECK(words.source == std::vector<std::string>{"entropy", "max_weight"});
+    CHECK(words.output == std::vector<std::string>{"coverage"});
+    CHECK(words.entropy.empty());
+    // The same words in a table with statistics.
+    Translation t;
+    t.src_tokens = {"entropy", "<eos>"};
+    Hypothesis h;
+    h.tokens = {"coverage", "<eos>"};
+    h.attention = {{1.0f, 0.0f}, {0.5f, 0.5f}};
+    t.hypotheses = {h};
+    const AttentionTable back = parse_attention_csv(attention_csv(t));
+    CHECK(back.source == t.src_tokens);
+    CHECK(back.output == h.tokens);
+    CHECK(back.weights == h.attention);
+    CHECK(back.entropy == std::vector<float>{0.0f, static_cast<float>(std::log(2.0))});
+    CHECK(back.max_weight == std::vector<float>{1.0f, 0.5f});
+    CHECK(back.coverage == std::vector<float>{1.5f, 0.5f});
+    CHECK_THROWS_WITH(parse_attention_csv(",a,entropy,max_weight\nx,1,0,1\ncoverage,zz,,\n"),
+                      Catch::Contains("line 3") && Catch::Contains("coverage 1"));
 }
 
 TEST_CASE("parse_attention_csv accepts CRLF and a BOM, rejects malformed input", "[export][csv]") {
@@ -117,6 +156,14 @@ TEST_CASE("attention_json carries every field", "[export][json]") {
     CHECK(j.at("decode") == decode);
     CHECK(j.at("hypothesis") == 0);
     CHECK(j.at("attention_available") == true);
+    const AttentionStats stats = attention_stats(t.best().attention);
+    CHECK(j.at("entropy").get<std::vector<float>>() == stats.entropy);
+    CHECK(j.at("max_weight").get<std::vector<float>>() == stats.max_weight);
+    CHECK(j.at("coverage").get<std::vector<float>>() == stats.coverage);
+    nlohmann::json links = nlohmann::json::array();
+    const AlignmentLinks argmax = hard_alignment(t);
+    for (const auto& l : argmax.links()) links.push_back({l.src, l.tgt});
+    CHECK(j.at("alignment") == links);
     REQUIRE(j.at("weights").size() == 5);
     REQUIRE(j.at("raw_scores").size() == 5);
     for (size_t r = 0; r < 5; ++r) {

@@ -4,34 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/alignment.hpp"
 #include "core/decode.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 
 namespace attnviz::ui {
-namespace {
-
-// STATS-PLACEHOLDER: replaced by the core's attention statistics when they land.
-struct Stats {
-    std::vector<float> entropy, maxWeight, coverage;
-};
-Stats statsOf(const std::vector<std::vector<float>>& w, size_t columns) {
-    Stats s;
-    s.coverage.assign(columns, 0.0f);
-    for (const auto& row : w) {
-        double h = 0, m = 0;
-        for (size_t c = 0; c < row.size() && c < columns; ++c) {
-            if (row[c] > 0) h -= row[c] * std::log(double(row[c]));
-            m = std::max(m, double(row[c]));
-            s.coverage[c] += row[c];
-        }
-        s.entropy.push_back(float(h));
-        s.maxWeight.push_back(float(m));
-    }
-    return s;
-}
-
-}  // namespace
 
 HeatmapData HeatmapData::fromTranslation(const Translation& t, size_t hypothesis) {
     HeatmapData d;
@@ -85,13 +63,14 @@ HeatmapData HeatmapData::fromTranslation(const Translation& t, size_t hypothesis
     }
 
     // Attention statistics: entropy and largest weight per step, coverage per source token.
-    const Stats s = statsOf(d.weights, size_t(d.columns()));
+    const AttentionStats s = attention_stats(d.weights);
     const float maxEntropy = d.columns() > 1 ? float(std::log(double(d.columns()))) : 1.0f;
     d.rowStrips.push_back({QStringLiteral("H"),
                            QObject::tr("entropy of the step's attention (nats; %1 = spread evenly over all %2 "
                                        "source tokens, 0 = all on one)").arg(maxEntropy, 0, 'f', 2).arg(d.columns()),
                            s.entropy, maxEntropy, 3});
-    d.rowStrips.push_back({QStringLiteral("max"), QObject::tr("largest attention weight of the step"), s.maxWeight, 1.0f, 3});
+    d.rowStrips.push_back({QStringLiteral("max"), QObject::tr("largest attention weight of the step"),
+                           s.max_weight, 1.0f, 3});
     const float maxCoverage = s.coverage.empty() ? 1.0f : std::max(1.0f, *std::max_element(s.coverage.begin(), s.coverage.end()));
     d.columnStrips.push_back({QStringLiteral("cov"),
                               QObject::tr("coverage: the sum of this source token's weights over all steps "
