@@ -43,6 +43,7 @@ Command add_eval_command(CLI::App& parent);
 Command add_bench_command(CLI::App& parent);
 Command add_bench_decode_command(CLI::App& parent);  ///< decoding time with and without top-k / beam tree
 Command add_compare_command(CLI::App& parent);
+Command add_compare_attention_command(CLI::App& parent);  ///< two models' attention on the same sentences
 Command add_tasks_command(CLI::App& parent);
 Command add_params_command(CLI::App& parent);  ///< `params [--json]`: the parameter registry
 

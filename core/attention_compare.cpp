@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 namespace attnviz {
 
 AttentionComparison compare_attention(const TranslationModel& a, const TranslationModel& b, const std::string& sentence,
@@ -56,6 +58,32 @@ AttentionComparison compare_attention(const TranslationModel& a, const Translati
     }
     c.mean_abs_difference = cells ? sum / double(cells) : 0.0;
     return c;
+}
+
+nlohmann::json comparison_json(const AttentionComparison& c) {
+    auto side = [](const Translation& t) {
+        nlohmann::json j = {{"output", nlohmann::json::array()}, {"text", ""}, {"log_prob", nullptr},
+                            {"weights", nlohmann::json::array()}};
+        if (t.empty()) return j;
+        j["output"] = t.best().tokens;
+        j["text"] = t.best().text;
+        j["log_prob"] = t.best().log_prob;
+        j["weights"] = t.best().attention;
+        return j;
+    };
+    return {{"format", "attnviz-attention-comparison"},
+            {"version", 1},
+            {"input", c.a.input},
+            {"source", c.a.src_tokens},
+            {"comparable", c.comparable},
+            {"note", c.note},
+            {"same_output", c.same_output},
+            {"mean_abs_difference", c.mean_abs_difference},
+            {"max_abs_difference", c.max_abs_difference},
+            {"a", side(c.a)},
+            {"b", side(c.b)},
+            {"b_on_a", side(c.b_on_a)},
+            {"difference", c.difference}};
 }
 
 }  // namespace attnviz

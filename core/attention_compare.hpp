@@ -5,6 +5,8 @@
 // attention while reading exactly what A wrote), so the two matrices line up
 // even when the models translate differently.
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 #include <vector>
 
 #include "core/decode.hpp"
@@ -32,5 +34,10 @@ struct AttentionComparison {
 /// empty translations and comparable = false.
 AttentionComparison compare_attention(const TranslationModel& a, const TranslationModel& b, const std::string& sentence,
                                       const DecodeOptions& options = {});
+
+/// {"format": "attnviz-attention-comparison", "version": 1, "input", "source", "comparable", "note",
+///  "same_output", "mean_abs_difference", "max_abs_difference", "a": {"output", "text", "log_prob",
+///  "weights"}, "b": {...its own translation}, "b_on_a": {...B forced on A's output}, "difference": [[...]]}.
+nlohmann::json comparison_json(const AttentionComparison& c);
 
 }  // namespace attnviz

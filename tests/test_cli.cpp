@@ -555,3 +555,45 @@ TEST_CASE("cli: translate --beam-tree, and --topk and --prefix with beam search"
     CHECK(b.at("runs")[3].at("overhead_vs") == "beam3");
     CHECK(b.at("runs")[3].at("tree_nodes").get<int>() > 0);
 }
+
+TEST_CASE("cli: compare-attention lines two models up on the same sentences", "[cli][compare_attention]") {
+    TempDir dir;
+    const std::string a = train_tiny(dir, "a.ckpt");
+    Result rb = cli(dir, cat({"train", "--task", "reverse", "--pairs", "300", "--epochs", "3", "--seed", "2", "--scoring",
+                              "dot", "--save", dir / "b.ckpt"},
+                             tiny()));
+    REQUIRE(rb.code == 0);
+    const std::string out = dir / "cmp.json";
+    Result r = cli(dir, {"compare-attention", "--model", a, "--with", dir / "b.ckpt", "--out", out, "a b c", "d e"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const auto lines = lines_of(r.out);
+    REQUIRE(lines.size() == 2);
+    const json j = json::parse(read_file(out));
+    REQUIRE(j.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+        CHECK(j[i].at("format") == "attnviz-attention-comparison");
+        REQUIRE(j[i].at("comparable") == true);
+        const auto& wa = j[i].at("a").at("weights");
+        const auto& wb = j[i].at("b_on_a").at("weights");
+        const auto& d = j[i].at("difference");
+        REQUIRE(d.size() == wa.size());
+        double max_abs = 0;
+        for (size_t t = 0; t < d.size(); ++t)
+            for (size_t s = 0; s < d[t].size(); ++s) {
+                CHECK(d[t][s].get<double>() == Approx(wa[t][s].get<double>() - wb[t][s].get<double>()).margin(1e-6));
+                max_abs = std::max(max_abs, std::abs(d[t][s].get<double>()));
+            }
+        CHECK(j[i].at("max_abs_difference").get<double>() == Approx(max_abs).margin(1e-6));
+        // The printed line: A ||| B ||| mean ||| max.
+        CHECK(lines[i].find(j[i].at("a").at("text").get<std::string>() + " ||| ") == 0);
+    }
+    // A model compared with itself: no difference at all.
+    Result self = cli(dir, {"compare-attention", "--model", a, "--with", a, "a b c"});
+    REQUIRE(self.code == 0);
+    CHECK(self.out.find("||| 0.000000 ||| 0.000000") != std::string::npos);
+    // A missing model: exit 1 with the file named.
+    Result bad = cli(dir, {"compare-attention", "--model", a, "--with", dir / "missing.ckpt", "a"});
+    CHECK(bad.code == 1);
+    CHECK(bad.err.find("missing.ckpt") != std::string::npos);
+}

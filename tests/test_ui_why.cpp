@@ -7,11 +7,15 @@
 #include <QLineEdit>
 #include <QPainter>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
+#include "core/beam_tree.hpp"
 #include "core/decode.hpp"
+#include "core/history.hpp"
+#include "ui/BeamTreeView.hpp"
 #include "ui/ColorMap.hpp"
 #include "ui/ComparePanel.hpp"
 #include "ui/HeatmapWidget.hpp"
@@ -300,4 +304,73 @@ TEST_CASE("compare tab: a kept run against the current model, side by side and t
         CHECK(failed.front().front().toString().contains(QStringLiteral("missing.attnviz")));
     }
     CHECK(panel->modelCount() == 3);
+}
+
+TEST_CASE("loss chart: alignment accuracy and AER curves when the task knows its alignments", "[ui][chart][alignment]") {
+    app();
+    LossChart chart;
+    chart.startRun(QStringLiteral("run"));
+    chart.addBatchLosses({{1, 2.0}, {2, 1.5}});
+    EpochReport measured;
+    measured.epoch = 1;
+    measured.val_loss = 1.0;
+    measured.val_align_accuracy = 0.75;
+    measured.val_aer = 0.25;
+    chart.addEpoch(measured, 2);
+    EpochReport unmeasured;  // a TSV corpus: NaN, no point
+    unmeasured.epoch = 2;
+    unmeasured.val_loss = 0.9;
+    chart.addEpoch(unmeasured, 4);
+    const QString csv = chart.toCsv();
+    CHECK(csv.contains(QStringLiteral("run,val_align_accuracy,2,1,0.75")));
+    CHECK(csv.contains(QStringLiteral("run,val_aer,2,1,0.25")));
+    CHECK(csv.count(QStringLiteral("val_align_accuracy")) == 1);
+}
+
+TEST_CASE("beam search tree view: the search drawn, a node's partial hypothesis and heatmap", "[ui][beamtree]") {
+    Fixture f(/*epochs=*/2, /*maxBatches=*/0, /*pairs=*/400);
+    f.train();
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    panel->setBeamWidth(3);
+    f.translate(QStringLiteral("the red car is fast"));
+    auto t = panel->translation();
+    REQUIRE(t);
+    REQUIRE(t->beam_tree);
+    BeamTreeView* view = panel->beamTreeView();
+    REQUIRE(view->tree() == t->beam_tree);
+    const BeamTree& tree = *t->beam_tree;
+    REQUIRE_FALSE(tree.finished.empty());
+    // The best finished leaf is selected: its partial hypothesis is the best translation.
+    CHECK(view->selectedNode() == tree.finished.front());
+    CHECK(panel->nodeHeatmap()->rows() == int(t->best().tokens.size()));
+    panel->viewTabs()->setCurrentIndex(1);
+    view->resize(view->sizeHint());
+    // Clicking another node (a first-step one) shows its own one-row hypothesis.
+    const auto first = tree.children(-1);
+    REQUIRE_FALSE(first.empty());
+    const qint64 target = first.back();
+    QSignalSpy selected(view, &BeamTreeView::nodeSelected);
+    QTest::mouseClick(view, Qt::LeftButton, {}, view->nodeRect(target).center());
+    REQUIRE(selected.count() == 1);
+    CHECK(view->selectedNode() == target);
+    CHECK(view->nodeAt(view->nodeRect(target).center()) == target);
+    REQUIRE(panel->nodeHeatmap()->rows() == 1);
+    CHECK(panel->nodeHeatmap()->heatmapData().output.front().toStdString() == tree.nodes[size_t(target)].token);
+    for (size_t s = 0; s < tree.source.size(); ++s)
+        CHECK(panel->nodeHeatmap()->heatmapData().weights[0][s] == Approx(tree.nodes[size_t(target)].attention[s]));
+    CHECK(view->nodeToolTip(target).contains(QString::fromStdString(to_string(tree.nodes[size_t(target)].status))));
+    // Right arrow walks to the first child, left back to the parent.
+    const auto kids = tree.children(target);
+    if (!kids.empty()) {
+        QTest::keyClick(view, Qt::Key_Right);
+        CHECK(view->selectedNode() == kids.front());
+        QTest::keyClick(view, Qt::Key_Left);
+        CHECK(view->selectedNode() == target);
+    }
+    // Greedy decoding records no tree: the view says how to get one.
+    panel->setBeamWidth(1);
+    f.translate(QStringLiteral("the red car is fast"));
+    CHECK_FALSE(view->tree());
+    CHECK(panel->nodeHeatmap()->rows() == 0);
 }
