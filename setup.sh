@@ -12,6 +12,7 @@
 set -euo pipefail
 
 TORCH_VERSION="${ATTNVIZ_TORCH_VERSION:-2.11.0}"
+SAFETENSORS_VERSION="0.8.0"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VENV="${ATTNVIZ_VENV:-$ROOT/.venv}"
 DO_APT=1
@@ -34,6 +35,8 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev libvulkan-dev
   catch2 libcli11-dev nlohmann-json3-dev
+  libicu-dev libsentencepiece-dev
+  clang libclang-rt-14-dev
   xvfb xauth
 )
 
@@ -68,6 +71,11 @@ else
   say "LibTorch: installing torch==$TORCH_VERSION from PyPI into $VENV (large download, once)"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install --progress-bar off "torch==$TORCH_VERSION" numpy
+fi
+# safetensors: the PyTorch side of the interop tests (tools/ and tests/interop).
+if ! "$VENV/bin/python" -c 'import safetensors' 2>/dev/null; then
+  say "safetensors: installing from PyPI into $VENV"
+  "$VENV/bin/python" -m pip install -q --progress-bar off "safetensors==$SAFETENSORS_VERSION"
 fi
 prefix=$("$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 say "LibTorch: CMAKE_PREFIX_PATH=$prefix"
