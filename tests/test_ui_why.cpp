@@ -345,6 +345,8 @@ TEST_CASE("beam search tree view: the search drawn, a node's partial hypothesis 
     CHECK(view->selectedNode() == tree.finished.front());
     CHECK(panel->nodeHeatmap()->rows() == int(t->best().tokens.size()));
     panel->viewTabs()->setCurrentIndex(1);
+    // The selected leaf is scrolled into view once the tab shows (a tree is larger than its pane).
+    QTRY_VERIFY(view->visibleRegion().boundingRect().contains(view->nodeRect(view->selectedNode()).center()));
     view->resize(view->sizeHint());
     // Clicking another node (a first-step one) shows its own one-row hypothesis.
     const auto first = tree.children(-1);

@@ -11,6 +11,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -120,7 +121,8 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_nodeHeatmap->setObjectName(QStringLiteral("nodeHeatmap"));
     m_nodeHeatmap->clear(tr("Click a node of the tree to see its partial hypothesis and where it looked."));
     auto* treePane = new QSplitter(Qt::Vertical, this);
-    treePane->addWidget(scrolled(m_tree, treePane));
+    m_treeScroll = scrolled(m_tree, treePane);
+    treePane->addWidget(m_treeScroll);
     auto* nodePane = new QWidget(treePane);
     auto* nodeLayout = new QVBoxLayout(nodePane);
     nodeLayout->setContentsMargins(0, 0, 0, 0);
@@ -169,6 +171,10 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
             [this](int row) { m_inspector->setStep(m_forcedHeatmap->heatmapData(), row); });
     connect(m_reference, &QLineEdit::returnPressed, this, &TranslatePanel::translateInput);
     connect(m_tree, &BeamTreeView::nodeSelected, this, &TranslatePanel::showNode);
+    // The selected node stays in view, also when the tree's tab is shown later. Queued: a new
+    // tree's size reaches the scroll area's range only after a layout pass.
+    connect(m_tree, &BeamTreeView::nodeSelected, this, &TranslatePanel::revealSelectedNode, Qt::QueuedConnection);
+    connect(m_views, &QTabWidget::currentChanged, this, &TranslatePanel::revealSelectedNode, Qt::QueuedConnection);
     connect(m_nodeHeatmap, &HeatmapWidget::rowSelected, this,
             [this](int row) { m_inspector->setStep(m_nodeHeatmap->heatmapData(), row); });
     connect(m_forceModeBox, &QComboBox::currentIndexChanged, this, [this] {
@@ -365,6 +371,14 @@ void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, Trans
         showHypothesis(0);
     }
     Q_EMIT translationReady();
+}
+
+void TranslatePanel::revealSelectedNode() {
+    const QRect box = m_tree->nodeRect(m_tree->selectedNode());
+    if (box.isNull()) return;
+    const QWidget* view = m_treeScroll->viewport();
+    m_treeScroll->ensureVisible(box.center().x(), box.center().y(), std::min(view->width() / 3, 2 * box.width()),
+                                view->height() / 3);
 }
 
 void TranslatePanel::showHypothesis(int index) {

@@ -20,6 +20,7 @@ class QLabel;
 class QLineEdit;
 class QListWidget;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QTabWidget;
 class QToolBar;
@@ -87,6 +88,8 @@ private:
     void showHypothesis(int index);
     void requestForced(const QString& sentence);
     void showNode(qint64 id);
+    /// Scrolls the tree so that its selected node is in view.
+    void revealSelectedNode();
     void showForced(std::shared_ptr<const Translation> t);
 
     Translator* m_translator;
@@ -99,6 +102,7 @@ private:
     HeatmapWidget* m_forcedHeatmap;
     QTabWidget* m_views;
     BeamTreeView* m_tree;
+    QScrollArea* m_treeScroll;
     QLabel* m_nodeLabel;
     HeatmapWidget* m_nodeHeatmap;
     TranslationModelPtr m_model, m_translationModel;
