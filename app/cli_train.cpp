@@ -1,5 +1,6 @@
 // attnviz-cli train: a corpus or built-in task, every hyperparameter, --save,
 // --resume, a live progress line and --json metrics.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,17 @@ struct TrainOptions {
     std::string save, resume;
     bool json = false, quiet = false;
 };
+
+/// Heap bytes in use (glibc's count over all arenas); 0 where it cannot be known. The
+/// difference around loading is what the corpus takes (README "Corpora": bytes per pair).
+size_t heap_in_use() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+#else
+    return 0;
+#endif
+}
 
 /// The corpus a resumed run continues on when no --task/--data is given.
 Corpus corpus_of_checkpoint(const TranslationModel& m, const CorpusFlags& flags) {
@@ -114,9 +126,11 @@ int run_train(TrainOptions& o) {
     resolve_device(t.device);  // unknown or absent device: an error now, not in the worker
 
     const auto load_start = std::chrono::steady_clock::now();
+    const size_t heap_before = heap_in_use();
     auto corpus = std::make_shared<const Corpus>(o.corpus.given() || !ckpt ? o.corpus.load(!o.quiet)
                                                                           : corpus_of_checkpoint(*ckpt->model, o.corpus));
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    const size_t heap_after = heap_in_use();
     if (ckpt && corpus->level != ckpt->model->level())
         throw UsageError("--resume: the checkpoint works on " +
                          std::string(ckpt->model->level() == TokenLevel::word ? "words" : "characters") +
@@ -154,6 +168,9 @@ int run_train(TrainOptions& o) {
         j["corpus_detected"] = corpus->detected;
         j["corpus_lines_read"] = corpus->lines_read;
         j["load_seconds"] = load_seconds;
+        j["corpus_pairs"] = corpus->pairs.size();
+        j["corpus_heap_bytes"] = heap_after > heap_before && heap_before > 0 ? nlohmann::json(heap_after - heap_before)
+                                                                             : nlohmann::json(nullptr);
         std::cout << j.dump() << std::endl;
     }
     if (reason == StopReason::diverged || reason == StopReason::error) return exit_runtime;

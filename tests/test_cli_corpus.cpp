@@ -1,7 +1,7 @@
 // attnviz-cli on corpus files, as a user would run it: Tatoeba-Challenge
 // files, --columns, two-file parallel text, refused inputs (FIFO, /dev/zero,
 // UTF-16, CR-only) also when resuming from a checkpoint's corpus path,
-// --max-pairs on a big file.
+// --max-pairs on a big file, and --max-vocab.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,7 +170,8 @@ TEST_CASE("cli: resuming opens the checkpoint's corpus path with the same checks
     require_one_error_line(zero, "'pairs.tsv' is a character device");
 }
 
-TEST_CASE("cli: --max-pairs stops reading a big file early", "[cli][corpus][bounded]") {
+TEST_CASE("cli: --max-pairs stops reading a big file early, --max-vocab caps the vocabularies",
+          "[cli][corpus][bounded]") {
     TempDir dir;
     {
         std::ofstream out(dir / "big.tsv", std::ios::binary);
@@ -180,10 +181,19 @@ TEST_CASE("cli: --max-pairs stops reading a big file early", "[cli][corpus][boun
     struct stat st {};
     REQUIRE(::stat((dir / "big.tsv").c_str(), &st) == 0);
     REQUIRE(st.st_size > 25'000'000);
-    Result r = cli_in(dir, cat({"train", "--data", "big.tsv", "--max-pairs", "1000"}, quick()));
+    Result r = cli_in(dir, cat({"train", "--data", "big.tsv", "--max-pairs", "1000", "--max-vocab", "50"}, quick()));
     INFO("stderr: " << r.err);
     REQUIRE(r.code == 0);
     json j = json::parse(r.out);
     CHECK(j.at("corpus_lines_read") == 1000);  // the rest of the file was not read
     CHECK(j.at("train_pairs").get<int>() + j.at("val_pairs").get<int>() == 1000);
+    CHECK(j.at("src_vocab") == 4 + 50);
+    CHECK(j.at("tgt_vocab") == 4 + 50);
+    CHECK(j.at("train").at("max_vocab") == 50);
+    Result capped_off = cli_in(dir, cat({"train", "--data", "big.tsv", "--max-pairs", "1000"}, quick()));
+    REQUIRE(capped_off.code == 0);
+    CHECK(json::parse(capped_off.out).at("src_vocab").get<int>() > 4 + 50);
+    Result bad = cli_in(dir, cat({"train", "--task", "reverse", "--max-vocab", "-1"}, quick()));
+    CHECK(bad.code == 2);
+    require_one_error_line(bad, "--max-vocab");
 }

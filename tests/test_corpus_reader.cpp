@@ -1,7 +1,7 @@
 // The corpus reader: layouts (Tatoeba, Tatoeba-Challenge, chosen columns,
 // two-file parallel text), refusing what cannot be read (FIFOs, devices,
 // UTF-16, CR-only, binary), bounded streaming with --max-pairs, progress and
-// cancellation.
+// cancellation, and the vocabulary cap.
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
@@ -362,4 +362,23 @@ TEST_CASE("corpus: progress reports bytes and lines, and can cancel", "[data][co
     CHECK(seen.back().total_bytes == 204000);
     CHECK(seen.back().bytes_read == 204000);
     CHECK(seen.back().pairs == 2000);
+}
+
+TEST_CASE("vocabulary cap: the most frequent tokens are kept, ties as Vocab::build orders them", "[data][vocab]") {
+    const std::vector<std::vector<std::string>> s = {{"a", "b", "c", "d"}, {"a", "b", "c"}, {"a", "e"}};
+    const Vocab all = Vocab::build(s);
+    REQUIRE(all.size() == 4 + 5);
+    const Vocab two = Vocab::build(s, 1, 2);
+    CHECK(two.size() == 4 + 2);
+    CHECK(two.tokens() == std::vector<std::string>(all.tokens().begin(), all.tokens().begin() + 6));
+    CHECK(two.contains("a"));
+    CHECK(two.contains("b"));
+    CHECK(two.id("c") == Vocab::unk_id);
+    // Ties (d and e, once each) alphabetically: a cap of 4 keeps d, not e.
+    const Vocab four = Vocab::build(s, 1, 4);
+    CHECK(four.contains("d"));
+    CHECK_FALSE(four.contains("e"));
+    // With min_freq, the cap counts what is left.
+    CHECK(Vocab::build(s, 2, 10).size() == 4 + 3);
+    CHECK(Vocab::build(s, 1, 100).size() == all.size());
 }
