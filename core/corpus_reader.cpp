@@ -148,7 +148,7 @@ public:
                 if (n > 3)
                     layout_error(m_where, line, count + ", but the file's layout (from line " + std::to_string(m_first) +
                                                     ") is " + pairs_form + ": is there a tab inside a sentence? "
-                                                    "Choose the sentence columns explicitly (SRC,TGT, e.g. 1,2)");
+                                                    "Choose the sentence columns: --columns SRC,TGT (in the app: Columns), e.g. 1,2");
                 return {0, 1};
             case CorpusLayout::challenge: {
                 if (n != 4)
@@ -216,11 +216,11 @@ private:
             layout_error(m_where, line, count + " but columns 1 and 2 ('" + shorten(a) + "', '" + shorten(b) +
                                             "') are not language codes: expected Tatoeba-Challenge lines " +
                                             challenge_form + " or Tatoeba lines " + pairs_form +
-                                            "; or choose the sentence columns explicitly (SRC,TGT, e.g. 3,4)");
+                                            "; or choose the sentence columns: --columns SRC,TGT (in the app: Columns), e.g. 3,4");
         if (n > 4)
             layout_error(m_where, line, count + ": expected Tatoeba lines " + std::string(pairs_form) +
                                             " or Tatoeba-Challenge lines " + challenge_form +
-                                            "; or choose the sentence columns explicitly (SRC,TGT, e.g. 3,4)");
+                                            "; or choose the sentence columns: --columns SRC,TGT (in the app: Columns), e.g. 3,4");
         corpus.layout = CorpusLayout::pairs;
         corpus.detected = std::string("Tatoeba/manythings pairs (") + pairs_form + ")";
     }
