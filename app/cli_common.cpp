@@ -41,69 +41,6 @@ std::vector<std::string> task_names() {
     return names;
 }
 
-void CorpusFlags::add_to(CLI::App& app, bool required) {
-    const std::string g = "data";
-    task_opt = app.add_option("--task", task, "built-in task: reverse | lookup | dates | toy-french (see `tasks`)")
-                   ->type_name("NAME")
-                   ->group(g);
-    data_opt = app.add_option("--data", data, "Tatoeba-style TSV file: source<TAB>target[<TAB>attribution]")
-                   ->type_name("FILE")
-                   ->group(g);
-    task_opt->excludes(data_opt);
-    if (required) {
-        // One of the two: CLI11 cannot express "exactly one of" on options, checked in load().
-    }
-    app.add_option("--level", level, "TSV tokenisation: word | char")
-        ->type_name("NAME")
-        ->check(CLI::IsMember({"word", "char"}))
-        ->default_str(level)
-        ->group(g);
-    app.add_option("--max-pairs", max_pairs, "TSV: read at most this many pairs, in file order; 0 = all")
-        ->type_name("INT")
-        ->default_str("0")
-        ->check(non_negative_int())
-        ->group(g);
-    app.add_flag("--reverse", reverse, "TSV: swap the columns (translate target to source)")->group(g);
-    app.add_option("--pairs", pairs, "task: how many pairs to generate")
-        ->type_name("INT")
-        ->default_str(std::to_string(pairs))
-        ->check(positive_int())
-        ->group(g);
-    app.add_option("--task-seed", task_seed, "task: generator seed (same seed, same pairs)")
-        ->type_name("INT")
-        ->default_str("0")
-        ->check(non_negative_int())
-        ->group(g);
-}
-
-Corpus CorpusFlags::load(bool verbose) const {
-    if (task.empty() && data.empty()) throw UsageError("give --task NAME or --data FILE");
-    if (!task.empty()) {
-        TaskKind kind;
-        try {
-            kind = task_from_name(task);
-        } catch (const Error& e) {
-            throw UsageError(std::string("--task: ") + e.what());
-        }
-        TaskOptions o;
-        o.num_pairs = pairs;
-        o.seed = task_seed;
-        return task_corpus(kind, o);
-    }
-    TsvOptions o;
-    o.level = level == "char" ? TokenLevel::character : TokenLevel::word;
-    o.max_pairs = max_pairs;
-    o.reverse = reverse;
-    Corpus c = read_tsv(data, o);
-    if (verbose && !c.skipped.empty()) {
-        std::ostringstream s;
-        s << data << ": skipped " << c.skipped.size() << " bad line(s), first at line " << c.skipped.front().line
-          << " (" << c.skipped.front().reason << ")";
-        warn(s.str());
-    }
-    return c;
-}
-
 // --- progress --------------------------------------------------------------------
 
 ProgressPrinter::ProgressPrinter(int total_epochs, bool quiet, std::string prefix)

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "app/cli_corpus.hpp"    // the corpus flags (CorpusFlags)
 #include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
 #include "core/data.hpp"
 #include "core/model.hpp"
@@ -53,24 +54,6 @@ CLI::Validator non_negative_int();
 CLI::Validator non_negative_number();
 
 // --- corpora -------------------------------------------------------------------
-
-/// Where the pairs come from: --task or --data.
-struct CorpusFlags {
-    std::string task;           ///< built-in task name
-    std::string data;           ///< TSV file
-    std::string level = "word";  ///< word | char (TSV only)
-    size_t max_pairs = 0;       ///< TSV: read at most this many pairs
-    size_t pairs = 2000;        ///< task: pairs to generate
-    uint64_t task_seed = 0;     ///< task: generator seed
-    bool reverse = false;       ///< TSV: swap the columns
-    CLI::Option* task_opt = nullptr;
-    CLI::Option* data_opt = nullptr;
-
-    void add_to(CLI::App& app, bool required);
-    bool given() const { return !task.empty() || !data.empty(); }
-    /// Reads or generates the corpus; prints skipped-line counts to stderr.
-    Corpus load(bool verbose = true) const;
-};
 
 /// Valid task names, for --help and checks.
 std::vector<std::string> task_names();

@@ -1,5 +1,6 @@
 // attnviz-cli train: a corpus or built-in task, every hyperparameter, --save,
 // --resume, a live progress line and --json metrics.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,6 +24,17 @@ struct TrainOptions {
     bool json = false, quiet = false;
 };
 
+/// Heap bytes in use (glibc's count over all arenas); 0 where it cannot be known. The
+/// difference around loading is what the corpus takes (README "Corpora": bytes per pair).
+size_t heap_in_use() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+#else
+    return 0;
+#endif
+}
+
 /// The corpus a resumed run continues on when no --task/--data is given.
 Corpus corpus_of_checkpoint(const TranslationModel& m, const CorpusFlags& flags) {
     try {
@@ -34,11 +46,16 @@ Corpus corpus_of_checkpoint(const TranslationModel& m, const CorpusFlags& flags)
     } catch (const ConfigError&) {
     }
     if (access(m.corpus_name().c_str(), R_OK) == 0) {
-        TsvOptions o;
+        // The path comes from the file: it gets every check a --data path gets (a regular
+        // file only, bounded reading), and the message says where the path came from.
+        TsvOptions o = flags.tsv_options();
         o.level = m.level();
-        o.max_pairs = flags.max_pairs;
-        o.reverse = flags.reverse;
-        return read_tsv(m.corpus_name(), o);
+        try {
+            return read_tsv(m.corpus_name(), o);
+        } catch (const FileError& e) {
+            throw FileError("--resume: the checkpoint's corpus: " + std::string(e.what()) +
+                            " (give --task or --data to train on something else)");
+        }
     }
     throw UsageError("--resume: the checkpoint was trained on '" + m.corpus_name() +
                      "', which is neither a task nor a readable file: give --task or --data");
@@ -108,8 +125,12 @@ int run_train(TrainOptions& o) {
     if (!o.save.empty()) check_writable("--save", o.save);
     resolve_device(t.device);  // unknown or absent device: an error now, not in the worker
 
+    const auto load_start = std::chrono::steady_clock::now();
+    const size_t heap_before = heap_in_use();
     auto corpus = std::make_shared<const Corpus>(o.corpus.given() || !ckpt ? o.corpus.load(!o.quiet)
                                                                           : corpus_of_checkpoint(*ckpt->model, o.corpus));
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    const size_t heap_after = heap_in_use();
     if (ckpt && corpus->level != ckpt->model->level())
         throw UsageError("--resume: the checkpoint works on " +
                          std::string(ckpt->model->level() == TokenLevel::word ? "words" : "characters") +
@@ -141,7 +162,17 @@ int run_train(TrainOptions& o) {
         std::cerr << "attnviz-cli: error: " << session.message() << "\n";
     else if (reason == StopReason::early_stop && !o.quiet)
         std::cerr << session.message() << "\n";
-    if (o.json) std::cout << final_json(session, reason, progress, seconds, saved).dump() << std::endl;
+    if (o.json) {
+        nlohmann::json j = final_json(session, reason, progress, seconds, saved);
+        j["corpus_layout"] = to_string(corpus->layout);
+        j["corpus_detected"] = corpus->detected;
+        j["corpus_lines_read"] = corpus->lines_read;
+        j["load_seconds"] = load_seconds;
+        j["corpus_pairs"] = corpus->pairs.size();
+        j["corpus_heap_bytes"] = heap_after > heap_before && heap_before > 0 ? nlohmann::json(heap_after - heap_before)
+                                                                             : nlohmann::json(nullptr);
+        std::cout << j.dump() << std::endl;
+    }
     if (reason == StopReason::diverged || reason == StopReason::error) return exit_runtime;
     if (reason == StopReason::stopped && interrupted()) return exit_interrupted;
     return exit_ok;

@@ -93,6 +93,8 @@ struct TrainConfig {
     int64_t max_batches = 0;          ///< stop after this many batches in total; 0 = no limit (tests)
     int snapshot_every = 0;           ///< also publish weights every N batches (0 = once per epoch)
     int min_freq = 1;                 ///< vocabulary: tokens seen fewer times map to <unk>
+    int64_t max_vocab = 0;            ///< vocabulary: keep at most this many tokens per side besides the
+                                      ///< 4 special ones, the most frequent (0 = no cap)
     bool split_shuffle = true;        ///< false: first pairs train, last pairs validate (d2l's split)
     bool vocab_includes_val = false;  ///< true: build vocabularies from train + validation (as d2l does)
     size_t eval_sample = 200;         ///< validation pairs greedily decoded each epoch for accuracy/BLEU

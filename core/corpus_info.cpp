@@ -14,13 +14,15 @@ TrainConfig data_settings(const TrainConfig& config) {
     d.seed = config.seed;
     d.split_shuffle = config.split_shuffle;
     d.min_freq = config.min_freq;
+    d.max_vocab = config.max_vocab;
     d.vocab_includes_val = config.vocab_includes_val;
     return d;
 }
 
 bool same_data_settings(const TrainConfig& a, const TrainConfig& b) {
     return a.max_length == b.max_length && a.val_fraction == b.val_fraction && a.seed == b.seed &&
-           a.split_shuffle == b.split_shuffle && a.min_freq == b.min_freq && a.vocab_includes_val == b.vocab_includes_val;
+           a.split_shuffle == b.split_shuffle && a.min_freq == b.min_freq && a.max_vocab == b.max_vocab &&
+           a.vocab_includes_val == b.vocab_includes_val;
 }
 
 CorpusSummary summarize_corpus(const Corpus& corpus, const TrainConfig& config, size_t length_bins) {
@@ -28,6 +30,9 @@ CorpusSummary summarize_corpus(const Corpus& corpus, const TrainConfig& config, 
     CorpusSummary s;
     s.name = corpus.name;
     s.level = corpus.level;
+    s.detected = corpus.detected;
+    s.lines_read = corpus.lines_read;
+    s.stopped_early = corpus.stopped_early;
     s.pairs = corpus.pairs.size();
     s.skipped_lines = corpus.skipped.size();
     s.first_skipped.assign(corpus.skipped.begin(),

@@ -16,6 +16,9 @@ namespace attnviz {
 struct CorpusSummary {
     std::string name;                      ///< the corpus' name
     TokenLevel level = TokenLevel::word;
+    std::string detected;                  ///< Corpus::detected: the layout read (empty for tasks)
+    size_t lines_read = 0;                 ///< lines read
+    bool stopped_early = false;            ///< reading stopped at the maximum pairs
     size_t pairs = 0;                      ///< good pairs read
     size_t skipped_lines = 0;              ///< bad lines skipped while reading
     std::vector<SkippedLine> first_skipped;  ///< the first of them (at most max_skipped_listed)
@@ -36,7 +39,7 @@ struct CorpusSummary {
 constexpr size_t max_skipped_listed = 20;
 
 /// The settings prepare_data reads (max_length, val_fraction, seed, split_shuffle,
-/// min_freq, vocab_includes_val) copied over TrainConfig's defaults: a summary does
+/// min_freq, max_vocab, vocab_includes_val) copied over TrainConfig's defaults: a summary does
 /// not depend on (nor fail for) the optimisation settings.
 TrainConfig data_settings(const TrainConfig& config);
 /// True when both give the same data (the same data_settings).

@@ -1,13 +1,8 @@
-// Corpora: the TSV reader, splitting, filtering and batching (with length bucketing).
+// Corpora: splitting, filtering and batching (with length bucketing).
 #include "core/data.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <map>
 #include <numeric>
 
 #include <torch/torch.h>
@@ -41,101 +36,7 @@ uint64_t mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-std::string trim(const std::string& s) {
-    const char* ws = " \t\r\n";
-    const size_t b = s.find_first_not_of(ws);
-    if (b == std::string::npos) return {};
-    return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
-
-Corpus parse_impl(const std::string& text, const std::string& where, const TsvOptions& options) {
-    Corpus corpus;
-    corpus.level = options.level;
-    size_t pos = 0, line_no = 0;
-    if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) pos = 3;  // UTF-8 byte order mark
-    bool any_line = false;
-    while (pos < text.size()) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(pos, end - pos);
-        pos = end + 1;
-        ++line_no;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.find_first_not_of(' ') == std::string::npos) continue;  // blank line
-        any_line = true;
-        auto skip = [&](std::string reason) { corpus.skipped.push_back({line_no, std::move(reason)}); };
-        if (options.max_line_bytes > 0 && line.size() > options.max_line_bytes) {
-            skip("line too long (" + std::to_string(line.size()) + " bytes, limit " +
-                 std::to_string(options.max_line_bytes) + ")");
-            continue;
-        }
-        if (!is_valid_utf8(line)) {
-            skip("invalid UTF-8");
-            continue;
-        }
-        const size_t tab = line.find('\t');
-        if (tab == std::string::npos) {
-            skip("no tab");
-            continue;
-        }
-        // Columns after the second (Tatoeba's attribution) are ignored.
-        const size_t tab2 = line.find('\t', tab + 1);
-        std::string src = trim(line.substr(0, tab));
-        std::string tgt = trim(line.substr(tab + 1, tab2 == std::string::npos ? std::string::npos : tab2 - tab - 1));
-        if (options.reverse) std::swap(src, tgt);
-        SentencePair pair{tokenize(src, options.level), tokenize(tgt, options.level)};
-        if (pair.src.empty()) {
-            skip("empty source");
-            continue;
-        }
-        if (pair.tgt.empty()) {
-            skip("empty target");
-            continue;
-        }
-        corpus.pairs.push_back(std::move(pair));
-        if (options.max_pairs > 0 && corpus.pairs.size() >= options.max_pairs) break;
-    }
-    if (!corpus.pairs.empty()) return corpus;
-
-    const std::string expected = "expected lines 'source<TAB>target' (an optional third column is ignored)";
-    if (!any_line) throw FileError("'" + where + "' has no sentence pairs: it is empty or has only blank lines; " + expected);
-    std::map<std::string, size_t> reasons;
-    for (const auto& s : corpus.skipped) ++reasons[s.reason.substr(0, s.reason.find(" ("))];
-    std::string summary;
-    for (const auto& [reason, count] : reasons)
-        summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + reason;
-    const auto& first = corpus.skipped.front();
-    throw FileError("'" + where + "' has no usable sentence pair: all " + std::to_string(corpus.skipped.size()) +
-                    " non-blank lines were skipped (" + summary + "); first at line " +
-                    std::to_string(first.line) + ": " + first.reason + "; " + expected);
-}
-
 }  // namespace
-
-Corpus parse_tsv(const std::string& text, const std::string& name, const TsvOptions& options) {
-    Corpus corpus = parse_impl(text, name, options);
-    corpus.name = name;
-    return corpus;
-}
-
-Corpus read_tsv(const std::string& path, const TsvOptions& options) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw FileError("cannot open '" + path + "': " + std::strerror(EISDIR));
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) throw FileError("cannot open '" + path + "': " + std::strerror(errno));
-    std::string text;
-    char buffer[1 << 16];
-    size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-    const bool failed = std::ferror(f) != 0;
-    const int err = errno;
-    std::fclose(f);
-    if (failed) throw FileError("cannot read '" + path + "': " + std::strerror(err));
-    Corpus corpus = parse_impl(text, path, options);
-    corpus.name = std::filesystem::path(path).filename().string();
-    return corpus;
-}
 
 std::vector<SentencePair> filter_by_length(const std::vector<SentencePair>& pairs, size_t max_len) {
     if (max_len == 0) return pairs;
@@ -145,23 +46,35 @@ std::vector<SentencePair> filter_by_length(const std::vector<SentencePair>& pair
     return out;
 }
 
-std::pair<std::vector<SentencePair>, std::vector<SentencePair>> split_train_val(
-    const std::vector<SentencePair>& pairs, double val_fraction, uint64_t seed, bool shuffle) {
+std::pair<std::vector<size_t>, std::vector<size_t>> split_indices(size_t n, double val_fraction, uint64_t seed,
+                                                                  bool shuffle) {
     if (!(val_fraction >= 0.0 && val_fraction < 1.0))
         throw ConfigError("validation fraction " + std::to_string(val_fraction) +
                           " is out of range: expected a value in [0, 1), e.g. 0.1");
-    std::vector<size_t> order(pairs.size());
+    std::vector<size_t> order(n);
     std::iota(order.begin(), order.end(), size_t{0});
     if (shuffle) {
         std::mt19937_64 rng(seed);
         seeded_shuffle(order, rng);
     }
-    const size_t n = pairs.size();
     auto n_val = static_cast<size_t>(std::llround(static_cast<double>(n) * val_fraction));
     if (val_fraction > 0.0 && n_val == 0 && n >= 2) n_val = 1;  // a split asked for gets one pair at least
     if (n > 0 && n_val >= n) n_val = n - 1;                     // and training keeps one at least
+    std::pair<std::vector<size_t>, std::vector<size_t>> out;
+    out.second.assign(order.begin() + static_cast<std::ptrdiff_t>(n - n_val), order.end());
+    order.resize(n - n_val);
+    out.first = std::move(order);
+    return out;
+}
+
+std::pair<std::vector<SentencePair>, std::vector<SentencePair>> split_train_val(
+    const std::vector<SentencePair>& pairs, double val_fraction, uint64_t seed, bool shuffle) {
+    const auto [train, val] = split_indices(pairs.size(), val_fraction, seed, shuffle);
     std::pair<std::vector<SentencePair>, std::vector<SentencePair>> out;
-    for (size_t i = 0; i < n; ++i) (i < n - n_val ? out.first : out.second).push_back(pairs[order[i]]);
+    out.first.reserve(train.size());
+    out.second.reserve(val.size());
+    for (size_t i : train) out.first.push_back(pairs[i]);
+    for (size_t i : val) out.second.push_back(pairs[i]);
     return out;
 }
 

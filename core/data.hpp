@@ -1,6 +1,6 @@
 #pragma once
-// Corpora: reading Tatoeba/manythings TSV files, splitting, filtering and
-// turning sentence pairs into padded batches (with length bucketing).
+// Corpora: splitting, filtering and turning sentence pairs into padded batches
+// (with length bucketing). Reading files is core/corpus_reader.hpp's (included).
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -10,54 +10,10 @@
 #include <torch/types.h>
 
 #include "core/alignment.hpp"
+#include "core/corpus_reader.hpp"
 #include "core/text.hpp"
 
 namespace attnviz {
-
-/// One source/target pair, already tokenised (no <bos>/<eos>).
-struct SentencePair {
-    std::vector<std::string> src;  ///< source tokens
-    std::vector<std::string> tgt;  ///< target tokens
-    /// The true alignment of tgt to src (core/alignment.hpp: 0-based, real tokens only),
-    /// when known: built-in tasks and `eval --alignments` set it; filtering and splitting
-    /// keep it with its pair. nullopt: unknown (an empty AlignmentLinks is "no links").
-    std::optional<AlignmentLinks> alignment = std::nullopt;  // initialised: {src, tgt} stays warning-free
-};
-
-/// A line of the input file that was skipped, and why.
-struct SkippedLine {
-    size_t line = 0;      ///< 1-based line number in the file
-    std::string reason;   ///< "no tab", "empty source", "empty target", "invalid UTF-8" or
-                          ///< "line too long (N bytes, limit M)"
-};
-
-/// Options for reading a TSV corpus.
-struct TsvOptions {
-    TokenLevel level = TokenLevel::word;  ///< tokenisation of both sides (default word, as d2l)
-    size_t max_pairs = 0;                 ///< stop after this many good pairs; 0 = read all
-    size_t max_line_bytes = 10000;        ///< longer lines are skipped as "line too long"; 0 = no limit
-    bool reverse = false;                 ///< swap columns (French→English)
-};
-
-/// A parallel corpus with what was skipped while reading it.
-struct Corpus {
-    std::string name;                  ///< file name or task name, for display
-    TokenLevel level = TokenLevel::word;  ///< how sentences were tokenised
-    std::vector<SentencePair> pairs;   ///< the good pairs, in file order
-    std::vector<SkippedLine> skipped;  ///< bad lines, in file order
-};
-
-/// Reads a Tatoeba-style file: `source<TAB>target[<TAB>attribution]`, UTF-8,
-/// CRLF and a leading BOM tolerated, blank lines ignored. Columns are trimmed and
-/// tokenised with tokenize(text, level) (word level normalises like d2l). Bad lines
-/// are skipped and recorded. Throws attnviz::FileError "cannot open 'PATH': reason"
-/// when the file cannot be read, and one naming the file, how many lines were
-/// skipped for which reasons and the first bad line when no pair is usable.
-/// Corpus::name is the file name without its directory.
-Corpus read_tsv(const std::string& path, const TsvOptions& options = {});
-
-/// Same as read_tsv on text already in memory (name is used in messages).
-Corpus parse_tsv(const std::string& text, const std::string& name, const TsvOptions& options = {});
 
 /// Keeps pairs whose both sides have at most max_len tokens (before <eos>); 0 keeps all.
 std::vector<SentencePair> filter_by_length(const std::vector<SentencePair>& pairs, size_t max_len);
@@ -68,6 +24,10 @@ std::vector<SentencePair> filter_by_length(const std::vector<SentencePair>& pair
 /// always leaving one for training. Throws ConfigError unless 0 <= val_fraction < 1.
 std::pair<std::vector<SentencePair>, std::vector<SentencePair>> split_train_val(
     const std::vector<SentencePair>& pairs, double val_fraction, uint64_t seed, bool shuffle = true);
+/// split_train_val's partition of n pairs as positions: (train, validation) indices, each
+/// in the order split_train_val lists its pairs. Lets a caller copy each pair once.
+std::pair<std::vector<size_t>, std::vector<size_t>> split_indices(size_t n, double val_fraction, uint64_t seed,
+                                                                  bool shuffle = true);
 
 /// A padded batch, ready for the model. All tensors are on CPU, int64.
 struct Batch {

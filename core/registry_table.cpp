@@ -197,6 +197,10 @@ std::vector<ParamSpec> declare_parameters() {
         .field(&H::train, &T::val_fraction);
     add.integer("min_freq", "min-freq", "Min frequency", 1, 1000000, "tokens seen fewer times map to <unk>")
         .d2l(2).field(&H::train, &T::min_freq);
+    add.integer("max_vocab", "max-vocab", "Max vocabulary", 0, 100000000,
+                "keep at most this many tokens per side besides the 4 special ones, the most frequent "
+                "(ties alphabetically); rarer ones map to <unk>; 0 = no cap")
+        .zero("no cap").field(&H::train, &T::max_vocab);
     add.integer("bucket_window", "bucket-window", "Bucket window", 0, 100000,
                 "sort this many batches' worth of pairs by length before batching; 0 = off")
         .zero("off").advanced().field(&H::train, &T::bucket_window);

@@ -187,7 +187,7 @@ void Vocab::add(const std::string& token) {
     m_tokens.push_back(token);
 }
 
-Vocab Vocab::build(const std::vector<std::vector<std::string>>& sentences, int min_freq) {
+Vocab Vocab::build(const std::vector<std::vector<std::string>>& sentences, int min_freq, size_t max_tokens) {
     std::unordered_map<std::string, int64_t> counts;
     for (const auto& sentence : sentences)
         for (const auto& token : sentence) ++counts[token];
@@ -196,8 +196,11 @@ Vocab Vocab::build(const std::vector<std::vector<std::string>>& sentences, int m
         return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
     Vocab vocab;
-    for (const auto& [token, count] : sorted)
-        if (count >= min_freq) vocab.add(token);
+    for (const auto& [token, count] : sorted) {
+        if (count < min_freq) break;  // sorted by count: the rest are rarer still
+        if (max_tokens > 0 && vocab.size() - 4 >= max_tokens) break;
+        vocab.add(token);
+    }
     return vocab;
 }
 

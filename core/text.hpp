@@ -54,8 +54,11 @@ public:
     Vocab();
 
     /// Builds from tokenised sentences; tokens seen fewer than min_freq times are left out
-    /// (they will map to <unk>).
-    static Vocab build(const std::vector<std::vector<std::string>>& sentences, int min_freq = 1);
+    /// (they will map to <unk>). max_tokens > 0 keeps only that many tokens besides the
+    /// four special ones: the first of the usual order (most frequent first, ties
+    /// alphabetically); 0 = no cap.
+    static Vocab build(const std::vector<std::vector<std::string>>& sentences, int min_freq = 1,
+                       size_t max_tokens = 0);
 
     size_t size() const { return m_tokens.size(); }
     /// Id of a token, unk_id when unknown.

@@ -106,3 +106,36 @@ TEST_CASE("corpus summary: skipped lines and unusable settings are reported", "[
     t.val_fraction = 1.5;  // out of range: reported, not thrown
     CHECK_FALSE(summarize_corpus(corpus, t).problem.empty());
 }
+
+TEST_CASE("prepare_data: the pairs filter_by_length and split_train_val give, vocabularies capped by max_vocab",
+          "[corpus_info][max_vocab]") {
+    TaskOptions o;
+    o.num_pairs = 800;
+    const Corpus corpus = task_corpus(TaskKind::toy_french, o);
+    TrainConfig t;
+    t.max_length = 6;
+    t.val_fraction = 0.2;
+    t.seed = 5;
+    // prepare_data copies each pair once (by position); the result is the one of the
+    // filter-then-split it replaced.
+    const TrainingData d = prepare_data(corpus, t);
+    const auto [train, val] =
+        split_train_val(filter_by_length(corpus.pairs, 6), t.val_fraction, t.seed, t.split_shuffle);
+    REQUIRE(d.train.size() == train.size());
+    REQUIRE(d.val.size() == val.size());
+    for (size_t i = 0; i < train.size(); ++i) CHECK((d.train[i].src == train[i].src && d.train[i].tgt == train[i].tgt));
+    for (size_t i = 0; i < val.size(); ++i) CHECK((d.val[i].src == val[i].src && d.val[i].tgt == val[i].tgt));
+
+    // The cap keeps the most frequent tokens of each side; the summary follows it.
+    TrainConfig capped = t;
+    capped.max_vocab = 10;
+    const TrainingData c = prepare_data(corpus, capped);
+    REQUIRE(d.src_vocab.size() > 4 + 10);
+    CHECK(c.src_vocab.size() == 4 + 10);
+    CHECK(c.tgt_vocab.size() == 4 + 10);
+    for (size_t i = 0; i < 4 + 10; ++i) CHECK(c.src_vocab.tokens()[i] == d.src_vocab.tokens()[i]);
+    const CorpusSummary s = summarize_corpus(corpus, capped);
+    CHECK(s.src_vocab == 4 + 10);
+    CHECK_FALSE(same_data_settings(t, capped));
+    CHECK(data_settings(capped).max_vocab == 10);
+}

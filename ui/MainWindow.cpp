@@ -82,6 +82,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             [this](const QString& message) { showError(tr("Cannot open corpus"), message); });
     connect(m_corpus, &CorpusPanel::busyChanged, this, &MainWindow::updateActions);
     connect(m_corpus, &CorpusPanel::openFileRequested, this, &MainWindow::openCorpusDialog);
+    connect(m_corpus, &CorpusPanel::openParallelRequested, this, &MainWindow::openParallelDialog);
+    connect(m_corpus, &CorpusPanel::loadCancelled, this,
+            [this] { statusBar()->showMessage(tr("Reading the corpus was cancelled: the previous one stays"), 8000); });
     connect(m_settings, &SettingsPanel::settingsChanged, this, [this] {
         m_corpus->setDataSettings(m_settings->trainConfig());  // the summary follows the data settings
         updateActions();
@@ -128,7 +131,9 @@ void MainWindow::createActions() {
         return a;
     };
     m_openCorpusAct = make(tr("Open &corpus…"), QStringLiteral("open-corpus"), QKeySequence(tr("Ctrl+Shift+O")),
-                           tr("Open a Tatoeba-style TSV file as the corpus"));
+                           tr("Open a TSV file as the corpus: Tatoeba or Tatoeba-Challenge (detected)"));
+    m_openParallelAct = make(tr("Open &parallel text…"), QString(), QKeySequence(),
+                             tr("Open two files as the corpus, one sentence per line: the source side, then the target side"));
     m_openCheckpointAct = make(tr("&Open checkpoint…"), QStringLiteral("open"), QKeySequence::Open,
                                tr("Open a checkpoint: model, vocabularies and curves"));
     m_saveAct = make(tr("&Save checkpoint"), QStringLiteral("save"), QKeySequence::Save, tr("Save the model and its curves"));
@@ -186,6 +191,7 @@ void MainWindow::createActions() {
     m_aboutAct = make(tr("&About attnviz"), QString(), QKeySequence(), tr("About attnviz"));
 
     connect(m_openCorpusAct, &QAction::triggered, this, &MainWindow::openCorpusDialog);
+    connect(m_openParallelAct, &QAction::triggered, this, &MainWindow::openParallelDialog);
     connect(m_openCheckpointAct, &QAction::triggered, this, &MainWindow::openCheckpointDialog);
     connect(m_saveAct, &QAction::triggered, this, [this] { saveCheckpointDialog(false); });
     connect(m_saveAsAct, &QAction::triggered, this, [this] { saveCheckpointDialog(true); });
@@ -223,6 +229,7 @@ void MainWindow::createActions() {
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(m_openCorpusAct);
+    file->addAction(m_openParallelAct);
     file->addAction(m_openCheckpointAct);
     m_recentMenu = file->addMenu(tr("Open &recent"));
     file->addSeparator();

@@ -86,6 +86,9 @@ public:
     bool openCheckpoint(const QString& path);
     /// Starts reading a TSV corpus in the background; the corpus panel reports the outcome.
     bool openCorpusFile(const QString& path);
+    /// Starts reading two-file parallel text (line N of source translates line N of target)
+    /// in the background, as openCorpusFile.
+    bool openParallelFiles(const QString& sourcePath, const QString& targetPath);
     /// Opens a checkpoint or a TSV corpus, deciding by content and suffix.
     bool openFile(const QString& path);
     /// Writes the current model; while training runs the worker writes it between two
@@ -133,6 +136,8 @@ private:
     QString askSavePath();
     void openCheckpointDialog();
     void openCorpusDialog();
+    /// Asks for the source file, then the target file, of parallel text.
+    void openParallelDialog();
     void exportHeatmapDialog();
     void exportCurvesDialog();
     void loadSettings();
@@ -156,6 +161,7 @@ private:
     QMenu* m_recentMenu = nullptr;
 
     QAction* m_openCorpusAct;
+    QAction* m_openParallelAct;
     QAction* m_openCheckpointAct;
     QAction* m_saveAct;
     QAction* m_saveAsAct;

@@ -84,6 +84,16 @@ bool MainWindow::openCorpusFile(const QString& path) {
     return true;
 }
 
+bool MainWindow::openParallelFiles(const QString& sourcePath, const QString& targetPath) {
+    if (m_controller->isActive()) {
+        showError(tr("Training is running"), tr("Stop training before changing the corpus."));
+        return false;
+    }
+    m_corpus->loadParallel(sourcePath, targetPath);  // corpusChanged() or loadFailed() follows
+    statusBar()->showMessage(tr("Reading %1 and %2…").arg(sourcePath, targetPath));
+    return true;
+}
+
 bool MainWindow::openFile(const QString& path) {
     if (!QFileInfo(path).isReadable()) {
         showError(tr("Cannot open file"), tr("%1 does not exist or cannot be read.").arg(path));
@@ -193,11 +203,25 @@ void MainWindow::openCheckpointDialog() {
 }
 
 void MainWindow::openCorpusDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open corpus"), dirOf(QStringLiteral("dirs/corpus")),
-                                                      tr("Tab-separated pairs (*.tsv *.txt);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open corpus"), dirOf(QStringLiteral("dirs/corpus")),
+        tr("Tab-separated pairs: Tatoeba, Tatoeba-Challenge (*.tsv *.txt);;All files (*)"));
     if (path.isEmpty()) return;
     QSettings().setValue(QStringLiteral("dirs/corpus"), QFileInfo(path).absolutePath());
     openCorpusFile(path);
+}
+
+void MainWindow::openParallelDialog() {
+    const QString filter = tr("Text, one sentence per line (*.txt *.en *.fr *.de *.src *.trg *.tgt);;All files (*)");
+    const QString source = QFileDialog::getOpenFileName(this, tr("Parallel text: the source side (1 of 2)"),
+                                                        dirOf(QStringLiteral("dirs/corpus")), filter);
+    if (source.isEmpty()) return;
+    const QString target = QFileDialog::getOpenFileName(
+        this, tr("Parallel text: the target side of %1 (2 of 2)").arg(QFileInfo(source).fileName()),
+        QFileInfo(source).absolutePath(), filter);
+    if (target.isEmpty()) return;
+    QSettings().setValue(QStringLiteral("dirs/corpus"), QFileInfo(source).absolutePath());
+    openParallelFiles(source, target);
 }
 
 void MainWindow::saveCheckpointDialog(bool forceAsk) {
