@@ -4,6 +4,7 @@
 #include "catch_torch.hpp"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -418,5 +419,10 @@ TEST_CASE("foreign files are refused naming the formats attnviz reads", "[checkp
     write_all(dir / "d2l.safetensors", st::serialize({{"decoder.dense.bias", st::DType::F32, {2}, w, 8}}));
     CHECK(detect_model_file((dir / "d2l.safetensors").string()) == ModelFileKind::safetensors);
     CHECK_THAT(load_error(dir / "d2l.safetensors"), Catch::Contains("not an attnviz checkpoint") && Catch::Contains(formats));
+    // Not regular files: refused at once (a FIFO without writer used to block forever).
+    REQUIRE(::mkfifo((dir / "pipe.ckpt").c_str(), 0600) == 0);
+    CHECK_THAT(load_error(dir / "pipe.ckpt"), Catch::Contains("FIFO"));
+    CHECK_THAT(load_error("/dev/zero"), Catch::Contains("character device"));
+    CHECK_THAT(load_error(dir), Catch::Contains("directory"));
     testing::remove_tree(dir);
 }
