@@ -80,7 +80,15 @@ std::string legacy_checkpoint_message(const std::string& path) {
            "with: attnviz-cli upgrade-checkpoint '" + path + "' NEW.ckpt --trust";
 }
 
-Checkpoint load_legacy_checkpoint(const std::string& path) {
+namespace {
+
+/// A version-1 file taken apart, after every check that needs no LibTorch.
+struct LegacyParts {
+    CheckpointMeta meta;
+    std::string weights, optimizer;
+};
+
+LegacyParts read_legacy(const std::string& path) {
     const std::string data = read_regular_file(path, k_max_file, "checkpoint");
     if (!is_legacy_checkpoint(data))
         throw FileError("'" + path + "' is not a version-1 attnviz checkpoint (it does not start with ATTNVIZ\\x01)");
@@ -89,9 +97,12 @@ Checkpoint load_legacy_checkpoint(const std::string& path) {
     const auto version = r.get<uint32_t>("header");
     if (version != 1)
         throw FileError("checkpoint '" + path + "' has format version " + std::to_string(version) + ", expected 1");
+    LegacyParts parts;
     const std::string meta_text = r.blob("metadata");
-    const std::string weights = r.blob("model weights");
-    const std::string optimizer = r.blob("optimiser state");
+    parts.weights = r.blob("model weights");
+    parts.optimizer = r.blob("optimiser state");
+    const std::string& weights = parts.weights;
+    const std::string& optimizer = parts.optimizer;
     const size_t body = r.pos();
     const auto checksum = r.get<uint64_t>("checksum");
     if (checksum != fnv1a(data.data(), body))
@@ -106,7 +117,8 @@ Checkpoint load_legacy_checkpoint(const std::string& path) {
         throw FileError(what + ": its metadata is not an attnviz checkpoint's");
     const auto src = meta_json.find("src_vocab"), tgt = meta_json.find("tgt_vocab");
     if (src == meta_json.end() || tgt == meta_json.end()) throw FileError(what + ": its metadata has no vocabularies");
-    const CheckpointMeta meta = meta_from_json(meta_json, *src, *tgt, what);
+    parts.meta = meta_from_json(meta_json, *src, *tgt, what);
+    const CheckpointMeta& meta = parts.meta;
 
     // The archives must be about as large as the configuration's tensors before LibTorch reads them.
     const auto expected = parameter_names(meta.model);
@@ -121,7 +133,19 @@ Checkpoint load_legacy_checkpoint(const std::string& path) {
             throw FileError(what + ": its optimiser state takes " + std::to_string(optimizer.size()) +
                             " bytes, more than its configuration allows; refused before reading it");
     }
+    return parts;
+}
 
+}  // namespace
+
+void check_legacy_checkpoint(const std::string& path) { read_legacy(path); }
+
+Checkpoint load_legacy_checkpoint(const std::string& path) {
+    const LegacyParts parts = read_legacy(path);
+    const CheckpointMeta& meta = parts.meta;
+    const std::string& weights = parts.weights;
+    const std::string& optimizer = parts.optimizer;
+    const std::string what = "checkpoint '" + path + "'";
     Seq2Seq network(meta.model);
     OptimizerState state;
     try {

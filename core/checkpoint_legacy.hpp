@@ -17,6 +17,11 @@ bool is_legacy_checkpoint(const std::string& head);
 /// The message for a version-1 file: what it is, why it is not opened, the upgrade command.
 std::string legacy_checkpoint_message(const std::string& path);
 
+/// The checks of load_legacy_checkpoint that come before LibTorch reads anything
+/// (structure, checksum, metadata, archive sizes): throws FileError for a file that
+/// could not be upgraded anyway, so that nobody is asked to trust a damaged one.
+void check_legacy_checkpoint(const std::string& path);
+
 /// Reads a version-1 file for the upgrade. Before LibTorch sees anything: the file is a
 /// regular file of bounded size, its checksum matches, the metadata (depth-bounded JSON)
 /// holds a valid configuration, vocabularies and history, and the weights archive is

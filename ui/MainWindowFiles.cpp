@@ -18,6 +18,7 @@
 #include <QTimer>
 
 #include "core/checkpoint.hpp"
+#include "core/checkpoint_legacy.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapExport.hpp"
@@ -70,6 +71,12 @@ bool MainWindow::openCheckpoint(const QString& requested) {
     }
     if (legacy) {  // version 1: its loader trusts the file, so convert it only when the user says so
         const QString upgraded = upgradedPath(path);
+        try {
+            check_legacy_checkpoint(ss(path));  // a damaged file is an error, not a question
+        } catch (const std::exception& e) {
+            showError(tr("Cannot open checkpoint"), qs(e.what()));
+            return false;
+        }
         if (!m_legacyPrompt(path, upgraded)) return false;
         try {
             upgrade_checkpoint(ss(path), ss(upgraded));
