@@ -91,8 +91,10 @@ def load(path, device='cpu'):
         if key not in meta:
             raise ValueError(f'{path}: __metadata__ has no "{key}": not a d2l seq2seq file')
     config = json.loads(meta['config'])
-    variant = {k: config[k] for k in ('cell', 'scoring', 'bidirectional', 'reverse_source', 'attention_size')
-               if k in config and config[k] not in ('gru', 'additive', False, 0, None)}
+    d2l_shape = {'cell': 'gru', 'scoring': 'additive', 'bidirectional': False, 'reverse_source': False}
+    variant = {k: config[k] for k in d2l_shape if config.get(k, d2l_shape[k]) != d2l_shape[k]}
+    if config.get('attention_size') not in (None, 0, config['hidden']):
+        variant['attention_size'] = config['attention_size']
     if variant:
         raise ValueError(f'{path}: an attnviz variant ({variant}); d2l\'s classes hold only GRU, additive '
                          'attention, a unidirectional encoder reading left to right')
