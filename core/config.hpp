@@ -50,6 +50,10 @@ struct ModelConfig {
                                    ///< still refer to the source in its original order
     Scoring scoring = Scoring::additive;  ///< attention scoring function
     double dropout = 0.0;          ///< dropout between RNN layers and on attention weights (d2l: 0.2)
+    int64_t source_steps = 0;      ///< > 0: every source is pad_or_trim(ids + <eos>, N) and the encoder runs
+                                   ///< over the padding, its final state taken after the pads, while
+                                   ///< attention stays masked to the valid length (d2l's num_steps; a
+                                   ///< d2l model imported with num_steps needs it). 0 = natural lengths
     InitScheme init = InitScheme::xavier; ///< weight initialisation
     uint64_t seed = 0;             ///< seed for the initial weights
 

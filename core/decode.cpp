@@ -1,6 +1,8 @@
 // Greedy decoding, batched over sentences, recording each step's attention.
 #include "core/decode.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/decode_util.hpp"
@@ -47,18 +49,20 @@ std::string lowercase_ascii(const std::string& sentence) {
 }
 
 SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources, const std::vector<size_t>& rows,
-                           const Vocab& src_vocab, const torch::Device& device) {
+                           const Vocab& src_vocab, const torch::Device& device, int64_t source_steps) {
     SourceBatch b;
     int64_t S = 1;
     for (size_t r : rows) S = std::max<int64_t>(S, static_cast<int64_t>(sources[r].size()) + 1);
+    if (source_steps > 0) S = source_steps;
     auto src = torch::full({static_cast<int64_t>(rows.size()), S}, Vocab::pad_id, torch::kLong);
     auto len = torch::empty({static_cast<int64_t>(rows.size())}, torch::kLong);
     auto sa = src.accessor<int64_t, 2>();
     for (size_t i = 0; i < rows.size(); ++i) {
         const auto& toks = sources[rows[i]];
-        for (size_t j = 0; j < toks.size(); ++j) sa[i][j] = src_vocab.id(toks[j]);
-        sa[i][toks.size()] = Vocab::eos_id;
-        len[i] = static_cast<int64_t>(toks.size()) + 1;
+        const auto n = std::min<int64_t>(S, static_cast<int64_t>(toks.size()) + 1);  // with <eos>, cut to S
+        for (int64_t j = 0; j < n; ++j)
+            sa[i][j] = j < static_cast<int64_t>(toks.size()) ? src_vocab.id(toks[static_cast<size_t>(j)]) : Vocab::eos_id;
+        len[i] = n;
     }
     b.src = src.to(device);
     b.src_len = len.to(device);
@@ -66,11 +70,15 @@ SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources,
 }
 
 Translation make_translation_shell(const std::vector<std::string>& source, const Vocab& src_vocab,
-                                   bool attention_available) {
+                                   bool attention_available, int64_t source_steps) {
     Translation t;
     t.attention_available = attention_available;
     if (source.empty()) return t;
-    for (const auto& tok : source) {
+    // A model with source_steps reads only the first N tokens, <eos> included (as encode_sources cuts).
+    size_t n = source.size() + 1;
+    if (source_steps > 0) n = std::min(n, static_cast<size_t>(source_steps));
+    for (size_t i = 0; i < n && i < source.size(); ++i) {
+        const auto& tok = source[i];
         if (src_vocab.contains(tok)) {
             t.src_tokens.push_back(tok);
         } else {
@@ -78,7 +86,7 @@ Translation make_translation_shell(const std::vector<std::string>& source, const
             t.unknown.push_back(tok);
         }
     }
-    t.src_tokens.push_back(Vocab::eos_token);
+    if (n > source.size()) t.src_tokens.push_back(Vocab::eos_token);
     return t;
 }
 
@@ -97,7 +105,8 @@ std::vector<Translation> decode_in_batches(const TranslationModel& model,
     const Vocab& src_vocab = model.src_vocab();
     std::vector<Translation> results;
     results.reserve(sources.size());
-    for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention));
+    const int64_t source_steps = model.config().source_steps;
+    for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention, source_steps));
     std::vector<size_t> todo;  // empty inputs stay empty translations
     for (size_t i = 0; i < sources.size(); ++i)
         if (!sources[i].empty()) todo.push_back(i);
@@ -108,7 +117,7 @@ std::vector<Translation> decode_in_batches(const TranslationModel& model,
     const auto chunk = static_cast<size_t>(options.batch_size);
     for (size_t start = 0; start < todo.size(); start += chunk) {
         std::vector<size_t> rows(todo.begin() + start, todo.begin() + std::min(todo.size(), start + chunk));
-        decode_chunk(rows, encode_sources(sources, rows, src_vocab, device), results);
+        decode_chunk(rows, encode_sources(sources, rows, src_vocab, device, source_steps), results);
     }
     return results;
 }

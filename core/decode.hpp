@@ -74,7 +74,8 @@ struct Hypothesis {
 /// The result for one input sentence (CTranslate2's TranslationResult in spirit).
 struct Translation {
     std::string input;                       ///< the sentence as given
-    std::vector<std::string> src_tokens;     ///< source tokens as the model saw them, "<eos>" last
+    std::vector<std::string> src_tokens;     ///< source tokens as the model saw them, "<eos>" last (a model
+                                             ///< with ModelConfig::source_steps N reads only the first N)
     std::vector<std::string> unknown;        ///< input tokens not in the source vocabulary (shown as <unk>)
     std::vector<Hypothesis> hypotheses;      ///< best first; empty for an empty input
     bool attention_available = true;         ///< false for Scoring::none

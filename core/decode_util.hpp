@@ -9,7 +9,9 @@
 
 namespace attnviz {
 
-/// Source sentences as padded ids + <eos>, on the model's device.
+/// Source sentences as padded ids + <eos>, on the model's device; with the
+/// model's source_steps N > 0, d2l's pad_or_trim(ids + <eos>, N): N wide, a
+/// longer sentence cut to its first N tokens (losing <eos>).
 struct SourceBatch {
     torch::Tensor src;      ///< [B, S]
     torch::Tensor src_len;  ///< [B]
@@ -19,10 +21,11 @@ struct SourceBatch {
 void validate_decode_options(const DecodeOptions& options);
 std::string lowercase_ascii(const std::string& sentence);
 SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources, const std::vector<size_t>& rows,
-                           const Vocab& src_vocab, const torch::Device& device);
-/// A Translation with source tokens (unknown words as <unk>, listed) and no hypotheses yet.
+                           const Vocab& src_vocab, const torch::Device& device, int64_t source_steps = 0);
+/// A Translation with source tokens (unknown words as <unk>, listed) and no hypotheses yet;
+/// with source_steps N > 0 the source tokens are the N the model reads (see encode_sources).
 Translation make_translation_shell(const std::vector<std::string>& source, const Vocab& src_vocab,
-                                   bool attention_available);
+                                   bool attention_available, int64_t source_steps = 0);
 /// Fills tokens and text from ids.
 void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
 /// Appends row `row` of a step's weights and raw scores ([B, S] contiguous float CPU tensors),

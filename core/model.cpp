@@ -131,11 +131,28 @@ Seq2SeqImpl::RecurrentWeights Seq2SeqImpl::encoder_layer(int64_t l, bool reverse
     return {p["weight_ih_l" + s], p["weight_hh_l" + s], p["bias_ih_l" + s], p["bias_hh_l" + s]};
 }
 
-EncoderState Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+namespace {
+// d2l's pad_or_trim of a batch to N steps: wider batches lose their last
+// columns (a long row its <eos>), narrower ones get <pad> columns.
+std::pair<torch::Tensor, torch::Tensor> fit_source_steps(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                         int64_t N) {
+    const int64_t S = src.size(1);
+    if (S == N) return {src, src_len};
+    if (S > N) return {src.narrow(1, 0, N), src_len.clamp_max(N)};
+    return {torch::constant_pad_nd(src, {0, N - S}, static_cast<double>(Vocab::pad_id)), src_len};
+}
+}  // namespace
+
+EncoderState Seq2SeqImpl::encode(const torch::Tensor& src_in, const torch::Tensor& src_len_in) {
+    // source_steps (d2l's num_steps): the batch is made N wide and the RNN reads
+    // every position, padding included, so its final state comes after the pads;
+    // only the attention mask keeps to each sentence's valid length.
+    const int64_t N = m_config.source_steps;
+    const auto [src, src_len] = N > 0 ? fit_source_steps(src_in, src_len_in, N) : std::make_pair(src_in, src_len_in);
     const int64_t B = src.size(0), S = src.size(1), H = m_config.hidden_size, L = m_config.num_layers;
     EncoderState enc;
     enc.src_len = src_len;
-    auto lengths_cpu = src_len.to(torch::kCPU, torch::kLong);
+    auto lengths_cpu = N > 0 ? torch::full({B}, S, torch::kLong) : src_len.to(torch::kCPU, torch::kLong);
     // Right-to-left reading: reverse each row's valid positions (an involution,
     // applied again to the outputs so that position p is source token p).
     torch::Tensor flip;

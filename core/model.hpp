@@ -16,7 +16,7 @@ namespace attnviz {
 /// What the encoder hands to the decoder; keys are projected once per batch.
 struct EncoderState {
     torch::Tensor outputs;    ///< [B, S, K] last layer's hidden states (keys and values), K = H or 2H
-    torch::Tensor src_len;    ///< [B] valid source lengths
+    torch::Tensor src_len;    ///< [B] valid source lengths (at most config().source_steps when set)
     torch::Tensor mask;       ///< [B, S] true at valid source positions
     torch::Tensor proj_keys;  ///< [B, S, A] keys after the scorer's key projection (or the keys themselves)
     torch::Tensor final_ctx;  ///< [B, K] the encoder's final state of the last layer (context for Scoring::none)
@@ -67,7 +67,9 @@ public:
     explicit Seq2SeqImpl(const ModelConfig& config);
     const ModelConfig& config() const { return m_config; }
 
-    /// src [B,S], src_len [B] -> encoder state, keys projected.
+    /// src [B,S], src_len [B] -> encoder state, keys projected. With config().source_steps = N > 0
+    /// the batch is first made N wide as d2l's pad_or_trim does (src_len clamped to N) and the
+    /// RNN runs over all N steps; the state's S is then N and src_len/mask the clamped lengths.
     EncoderState encode(const torch::Tensor& src, const torch::Tensor& src_len);
     /// Initial decoder state from the encoder.
     DecoderState init_state(const EncoderState& enc) const;

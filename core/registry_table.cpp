@@ -128,6 +128,10 @@ std::vector<ParamSpec> declare_parameters() {
         .d2l(0).zero("= hidden").field(&H::model, &M::attention_size);
     add.real("dropout", "dropout", "Dropout", 0, 0.99, "dropout between recurrent layers and on attention weights")
         .d2l(0.2).field(&H::model, &M::dropout);
+    add.integer("source_steps", "source-steps", "Source steps", 0, 100000,
+                "pad/truncate sources to this many steps and run the encoder over the padding like d2l's "
+                "num_steps (attention masked to the sentence); 0 = natural lengths")
+        .d2l(9).zero("natural lengths").advanced().field(&H::model, &M::source_steps);
     add.choice("init", "init", "Init", "weight initialisation")
         .d2l("xavier")
         .options(&H::model, &M::init,

@@ -2,6 +2,7 @@
 #include "core/translation_model.hpp"
 
 #include "core/checkpoint.hpp"
+#include "core/d2l_interop.hpp"
 #include "core/decode_util.hpp"
 #include "core/error.hpp"
 
@@ -103,7 +104,7 @@ std::shared_ptr<const TranslationModel> TranslationModel::on_device(const torch:
 }
 
 std::shared_ptr<const TranslationModel> TranslationModel::load(const std::string& path) {
-    return load_checkpoint(path).model;
+    return open_model_file(path).model;  // a checkpoint, or a d2l model (core/d2l_interop.hpp)
 }
 
 void TranslationModel::save(const std::string& path) const {

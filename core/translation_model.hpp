@@ -84,7 +84,8 @@ public:
     /// The same model with its weights on `device` (this one when they are there already).
     std::shared_ptr<const TranslationModel> on_device(const torch::Device& device) const;
 
-    /// Reads a checkpoint (core/checkpoint.hpp) and keeps the model; throws FileError.
+    /// Reads a checkpoint (core/checkpoint.hpp) or a d2l safetensors file (core/d2l_interop.hpp),
+    /// told apart by content, and keeps the model; throws FileError.
     static std::shared_ptr<const TranslationModel> load(const std::string& path);
     /// Writes the model as a checkpoint without optimiser state, atomically; throws FileError.
     void save(const std::string& path) const;

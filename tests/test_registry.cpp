@@ -22,7 +22,7 @@ std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfi
     return {{"embed_size", m.embed_size}, {"hidden_size", m.hidden_size}, {"num_layers", m.num_layers},
             {"attention_size", m.attention_size}, {"cell", to_string(m.cell)}, {"bidirectional", m.bidirectional},
             {"reverse_source", m.reverse_source}, {"scoring", to_string(m.scoring)}, {"dropout", m.dropout},
-            {"init", to_string(m.init)}, {"epochs", t.epochs}, {"batch_size", t.batch_size},
+            {"source_steps", m.source_steps}, {"init", to_string(m.init)}, {"epochs", t.epochs}, {"batch_size", t.batch_size},
             {"optimizer", to_string(t.optimizer)}, {"lr", t.lr}, {"momentum", t.momentum},
             {"grad_clip", t.grad_clip}, {"teacher_forcing", t.teacher_forcing}, {"seed", t.seed},
             {"device", t.device}, {"bucket_window", t.bucket_window}, {"fixed_steps", t.fixed_steps},

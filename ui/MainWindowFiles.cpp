@@ -245,8 +245,9 @@ bool MainWindow::exportCurvesTo(const QString& path) {
 }
 
 void MainWindow::openCheckpointDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), dirOf(QStringLiteral("dirs/checkpoint")),
-                                                      checkpointFileFilter());
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open checkpoint"), dirOf(QStringLiteral("dirs/checkpoint")),
+        tr("Models (*.attnviz *.pt *.ckpt *.safetensors);;d2l PyTorch model (*.safetensors);;") + checkpointFileFilter());
     if (path.isEmpty()) return;
     QSettings().setValue(QStringLiteral("dirs/checkpoint"), QFileInfo(path).absolutePath());
     openCheckpoint(path);

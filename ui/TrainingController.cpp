@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/checkpoint.hpp"
+#include "core/d2l_interop.hpp"
 #include "core/error.hpp"
 #include "ui/Format.hpp"
 
@@ -166,7 +167,7 @@ bool TrainingController::open(const QString& path, QString* error) {
         return false;
     }
     try {
-        auto checkpoint = std::make_shared<const Checkpoint>(load_checkpoint(ss(path)));
+        auto checkpoint = std::make_shared<const Checkpoint>(open_model_file(ss(path)));  // or a d2l model
         m_session->open(checkpoint);
         m_latest = checkpoint->model;
     } catch (const std::exception& e) {

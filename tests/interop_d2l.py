@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""CTest: d2l's PyTorch seq2seq and attnviz translate alike through safetensors.
+
+  1. d2l -> attnviz: d2l_reference.py's code trains a small model for a few batches;
+     tools/d2l_safetensors.py saves it; `attnviz-cli translate --model X.safetensors`
+     must give d2l's greedy translations and its attention weights within 1e-5.
+  2. attnviz -> d2l: `attnviz-cli train` then `attnviz-cli export`; the file loads with
+     load_state_dict into d2l's classes, whose predict_step loop must give attnviz's
+     translations and attention; and the exported file read back by attnviz gives the
+     checkpoint's own output exactly.
+Sentences include unknown words and ones longer than num_steps. Exit code 77 (CTest's
+SKIP_RETURN_CODE) when the data file, d2l_reference.py, torch or safetensors is missing.
+Prints the largest attention difference of each direction as JSON.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SKIP = 77
+TOLERANCE = 1e-5
+SENTENCES = [
+    'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
+    'hug me .', 'help !', 'i know you .',
+    'the xylophone quibbled with a zebra .',                      # unknown words
+    'i think that tom is very happy to be here with us today .',  # longer than num_steps
+    'we are not sure if you are right about that , tom .',        # longer, with a comma
+]
+
+
+def skip(why):
+    print(f'SKIPPED: {why}')
+    sys.exit(SKIP)
+
+
+def run(cmd, **kw):
+    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if res.returncode != 0:
+        sys.exit(f'command failed ({res.returncode}): {" ".join(map(str, cmd))}\n{res.stdout}\n{res.stderr}')
+    return res.stdout
+
+
+def attnviz_translate(cli, model, max_length, out):
+    run([cli, '--threads', '1', 'translate', '--model', model, '--max-length', max_length,
+         '--attention-out', out, *SENTENCES])
+    return json.loads(Path(out).read_text(encoding='utf-8'))
+
+
+def d2l_translate(python, tool, d2l, model, max_length, out):
+    run([python, tool, '--d2l', d2l, '--threads', '1', 'translate', model, *SENTENCES, '--max-length', max_length,
+         '--json', out])
+    return json.loads(Path(out).read_text(encoding='utf-8'))
+
+
+def compare(what, ours, theirs):
+    """Same source tokens and output tokens; attention within TOLERANCE. Returns the max difference."""
+    assert len(ours) == len(theirs) == len(SENTENCES), what
+    worst = 0.0
+    for a, d in zip(ours, theirs):
+        where = f'{what}: "{d["input"]}"'
+        if a['source'] != d['source']:
+            sys.exit(f'{where}: source tokens differ: attnviz {a["source"]}, d2l {d["source"]}')
+        if a['output'] != d['output']:
+            sys.exit(f'{where}: translations differ: attnviz {a["output"]}, d2l {d["output"]}')
+        if d['masked_max'] != 0.0:
+            sys.exit(f'{where}: d2l gave padding a weight of {d["masked_max"]}')
+        if len(a['weights']) != len(d['weights']):
+            sys.exit(f'{where}: {len(a["weights"])} attention rows in attnviz, {len(d["weights"])} in d2l')
+        for r, (ra, rd) in enumerate(zip(a['weights'], d['weights'])):
+            if len(ra) != len(rd):
+                sys.exit(f'{where}: row {r} has {len(ra)} weights in attnviz, {len(rd)} in d2l')
+            worst = max([worst] + [abs(x - y) for x, y in zip(ra, rd)])
+    if worst > TOLERANCE:
+        sys.exit(f'{what}: attention differs by {worst:.3g} (tolerance {TOLERANCE})')
+    return worst
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--cli', required=True)
+    ap.add_argument('--tool', required=True)
+    ap.add_argument('--d2l', required=True, help='d2l_reference.py or its directory')
+    ap.add_argument('--data', required=True)
+    ap.add_argument('--batches', type=int, default=150)
+    a = ap.parse_args()
+    d2l = Path(a.d2l)
+    if not (d2l / 'd2l_reference.py' if d2l.is_dir() else d2l).is_file():
+        skip(f'{a.d2l}: no d2l_reference.py')
+    if not Path(a.data).is_file():
+        skip(f'{a.data}: no such data file')
+    try:
+        import torch  # noqa: F401
+        import safetensors  # noqa: F401
+    except ImportError as e:
+        skip(f'{sys.executable} lacks {e.name}')
+    python, t0 = sys.executable, time.perf_counter()
+    report = {}
+    with tempfile.TemporaryDirectory(prefix='attnviz-interop-') as tmp:
+        tmp = Path(tmp)
+        # 1. d2l -> attnviz. num_steps 6: several sentences are cut, the others read padding.
+        num_steps = 6
+        d2l_file = tmp / 'd2l.safetensors'
+        trained = json.loads(run([python, a.tool, '--d2l', d2l, '--threads', '1', 'train', a.data,
+                                  '--out', d2l_file, '--batches', a.batches, '--num-steps', num_steps,
+                                  '--embed', 32, '--hidden', 48, '--layers', 2, '--num-train', 1000,
+                                  '--num-val', 10]))
+        theirs = d2l_translate(python, a.tool, d2l, d2l_file, num_steps, tmp / 'd2l.json')
+        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json')
+        report['d2l_to_attnviz'] = {'max_attention_diff': compare('d2l -> attnviz', ours, theirs),
+                                    'd2l_train_loss': trained['last_loss'],
+                                    'translations': [' '.join(d['output']) for d in theirs]}
+
+        # 2. attnviz -> d2l, natural source lengths (attnviz's default).
+        ckpt, exported = tmp / 'attnviz.ckpt', tmp / 'attnviz.safetensors'
+        run([a.cli, '--threads', '1', 'train', '--data', a.data, '--max-pairs', 1000, '--embed', 32,
+             '--hidden', 48, '--layers', 2, '--epochs', 50, '--max-batches', a.batches, '--batch', 64,
+             '--min-freq', 2, '--eval-sample', 0, '--quiet', '--save', ckpt])
+        run([a.cli, 'export', '--model', ckpt, '--out', exported])
+        max_length = 10
+        ours = attnviz_translate(a.cli, ckpt, max_length, tmp / 'attnviz2.json')
+        theirs = d2l_translate(python, a.tool, d2l, exported, max_length, tmp / 'd2l2.json')
+        back = attnviz_translate(a.cli, exported, max_length, tmp / 'attnviz3.json')
+        for x, y in zip(ours, back):
+            if (x['output'], x['weights']) != (y['output'], y['weights']):
+                sys.exit(f'the exported file translates "{x["input"]}" differently from its checkpoint')
+        report['attnviz_to_d2l'] = {'max_attention_diff': compare('attnviz -> d2l', ours, theirs),
+                                    'translations': [' '.join(d['output']) for d in theirs]}
+    report['seconds'] = round(time.perf_counter() - t0, 1)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
