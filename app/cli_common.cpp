@@ -53,9 +53,11 @@ void CorpusFlags::add_to(CLI::App& app, bool required) {
     if (required) {
         // One of the two: CLI11 cannot express "exactly one of" on options, checked in load().
     }
-    app.add_option("--level", level, "TSV tokenisation: word | char")
+    app.add_option("--level", level,
+                   "TSV tokenisation: word | char | subword (SentencePiece pieces of the words, trained on the "
+                   "training pairs: --subword-vocab, --subword-model)")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"word", "char"}))
+        ->check(CLI::IsMember({"word", "char", "subword"}))
         ->default_str(level)
         ->group(g);
     app.add_option("--max-pairs", max_pairs, "TSV: read at most this many pairs, in file order; 0 = all")
@@ -91,7 +93,7 @@ Corpus CorpusFlags::load(bool verbose) const {
         return task_corpus(kind, o);
     }
     TsvOptions o;
-    o.level = level == "char" ? TokenLevel::character : TokenLevel::word;
+    o.level = token_level_from_string(level);
     o.max_pairs = max_pairs;
     o.reverse = reverse;
     Corpus c = read_tsv(data, o);

@@ -58,7 +58,7 @@ CLI::Validator non_negative_number();
 struct CorpusFlags {
     std::string task;           ///< built-in task name
     std::string data;           ///< TSV file
-    std::string level = "word";  ///< word | char (TSV only)
+    std::string level = "word";  ///< word | char | subword (TSV only)
     size_t max_pairs = 0;       ///< TSV: read at most this many pairs
     size_t pairs = 2000;        ///< task: pairs to generate
     uint64_t task_seed = 0;     ///< task: generator seed

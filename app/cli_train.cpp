@@ -111,8 +111,7 @@ int run_train(TrainOptions& o) {
     auto corpus = std::make_shared<const Corpus>(o.corpus.given() || !ckpt ? o.corpus.load(!o.quiet)
                                                                           : corpus_of_checkpoint(*ckpt->model, o.corpus));
     if (ckpt && corpus->level != ckpt->model->level())
-        throw UsageError("--resume: the checkpoint works on " +
-                         std::string(ckpt->model->level() == TokenLevel::word ? "words" : "characters") +
+        throw UsageError("--resume: the checkpoint works on " + level_noun(ckpt->model->level()) +
                          " but the corpus is tokenised differently (see --level)");
 
     ProgressPrinter progress(t.epochs, o.quiet);

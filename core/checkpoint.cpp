@@ -73,7 +73,6 @@ private:
     size_t m_pos = 0;
 };
 
-std::string level_name(TokenLevel l) { return l == TokenLevel::character ? "char" : "word"; }
 
 std::string model_bytes(Seq2Seq model) {
     torch::serialize::OutputArchive archive;
@@ -92,7 +91,8 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
                            {"attnviz", ATTNVIZ_VERSION},
                            {"model", m.config().to_json()},
                            {"train", m.trained_with().to_json()},
-                           {"level", level_name(m.level())},
+                           {"level", to_string(m.level())},
+                           {"tokenizer", m.tokenizer().to_json()},
                            {"src_vocab", m.src_vocab().to_json()},
                            {"tgt_vocab", m.tgt_vocab().to_json()},
                            {"history", m.history().to_json()},
@@ -132,7 +132,7 @@ Checkpoint load_checkpoint(const std::string& path) {
 
     ModelConfig model_config;
     TrainConfig train_config;
-    TokenLevel level;
+    TokenizerPtr tokenizer;
     std::shared_ptr<const Vocab> src_vocab, tgt_vocab;
     TrainHistory history;
     std::string corpus_name;
@@ -141,7 +141,10 @@ Checkpoint load_checkpoint(const std::string& path) {
         if (meta.at("format") != "attnviz-checkpoint") throw FileError("unknown format");
         model_config = ModelConfig::from_json(meta.at("model"));
         train_config = TrainConfig::from_json(meta.at("train"));
-        level = meta.at("level") == "char" ? TokenLevel::character : TokenLevel::word;
+        // "tokenizer" (with a subword model) since attnviz has subwords; "level" before.
+        tokenizer = meta.contains("tokenizer")
+                        ? Tokenizer::from_json(meta.at("tokenizer"))
+                        : Tokenizer::for_level(meta.at("level") == "char" ? TokenLevel::character : TokenLevel::word);
         src_vocab = std::make_shared<const Vocab>(Vocab::from_json(meta.at("src_vocab")));
         tgt_vocab = std::make_shared<const Vocab>(Vocab::from_json(meta.at("tgt_vocab")));
         history = TrainHistory::from_json(meta.at("history"));
@@ -165,7 +168,7 @@ Checkpoint load_checkpoint(const std::string& path) {
         throw FileError("checkpoint '" + path + "': " + e.what());
     }
     Checkpoint c;
-    c.model = std::make_shared<const TranslationModel>(network, src_vocab, tgt_vocab, level, train_config,
+    c.model = std::make_shared<const TranslationModel>(network, src_vocab, tgt_vocab, tokenizer, train_config,
                                                        std::move(history), corpus_name);
     c.optimizer_state = optimizer;
     return c;

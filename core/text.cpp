@@ -152,17 +152,48 @@ std::vector<std::string> tokenize_words(const std::string& text) {
 std::vector<std::string> tokenize_chars(const std::string& text) { return grapheme_clusters(to_nfc(text)); }
 
 std::vector<std::string> tokenize(const std::string& text, TokenLevel level) {
-    if (level == TokenLevel::word) return tokenize_words(normalize(text));
-    return tokenize_chars(text);
+    if (level == TokenLevel::character) return tokenize_chars(text);
+    return tokenize_words(normalize(text));  // subword: the words its model is trained on and applied to
 }
 
 std::string detokenize(const std::vector<std::string>& tokens, TokenLevel level) {
     std::string out;
+    if (level == TokenLevel::subword) {
+        static const std::string boundary = "\xE2\x96\x81";  // U+2581
+        for (const auto& t : tokens) out += t;
+        for (size_t at = out.find(boundary); at != std::string::npos; at = out.find(boundary, at + 1))
+            out.replace(at, boundary.size(), " ");
+        return out.compare(0, 1, " ") == 0 ? out.substr(1) : out;
+    }
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (i > 0 && level == TokenLevel::word) out += ' ';
         out += tokens[i];
     }
     return out;
+}
+
+std::string to_string(TokenLevel level) {
+    switch (level) {
+        case TokenLevel::word: return "word";
+        case TokenLevel::character: return "char";
+        case TokenLevel::subword: return "subword";
+    }
+    return "word";
+}
+
+TokenLevel token_level_from_string(const std::string& s) {
+    for (const TokenLevel l : {TokenLevel::word, TokenLevel::character, TokenLevel::subword})
+        if (to_string(l) == s) return l;
+    throw ConfigError("unknown token level '" + s + "' (expected one of: word, char, subword)");
+}
+
+std::string level_noun(TokenLevel level) {
+    switch (level) {
+        case TokenLevel::word: return "words";
+        case TokenLevel::character: return "characters";
+        case TokenLevel::subword: return "subwords";
+    }
+    return "words";
 }
 
 // ---------------------------------------------------------------------------

@@ -13,9 +13,14 @@ namespace attnviz {
 
 /// How a sentence is split into tokens.
 enum class TokenLevel {
-    word,  ///< split on spaces after normalisation (d2l's MTFraEng)
-    character  ///< one token per extended grapheme cluster (NFC), a space being a token " " of its own
+    word,       ///< split on spaces after normalisation (d2l's MTFraEng)
+    character,  ///< one token per extended grapheme cluster (NFC), a space being a token " " of its own
+    subword     ///< SentencePiece pieces of the normalised text (core/tokenizer.hpp: needs a model)
 };
+std::string to_string(TokenLevel level);                ///< "word", "char", "subword"
+TokenLevel token_level_from_string(const std::string& s);  ///< inverse of to_string; throws ConfigError
+/// For messages: "words", "characters", "subwords".
+std::string level_noun(TokenLevel level);
 
 /// d2l's preprocessing (MTFraEng._preprocess) with Unicode done by ICU (core/unicode.hpp):
 ///   1. NFC. d2l does not normalise; attnviz does, so that a sentence typed in NFD
@@ -44,9 +49,13 @@ std::vector<std::string> tokenize_words(const std::string& text);
 std::vector<std::string> tokenize_chars(const std::string& text);
 
 /// Tokenises with the given level (normalising first for word level, NFC only for characters).
+/// Subword level has no model here: it gives the normalised words, which a subword
+/// Tokenizer (core/tokenizer.hpp) cuts into pieces once its model is trained on them.
 std::vector<std::string> tokenize(const std::string& text, TokenLevel level);
 
-/// Joins tokens back into text: with spaces at word level, directly at character level.
+/// Joins tokens back into text: with spaces at word level, directly at character level;
+/// subword pieces are joined and each "▁" (U+2581, SentencePiece's word boundary)
+/// becomes a space, the leading one dropped (SentencePiece's DecodePieces).
 std::string detokenize(const std::vector<std::string>& tokens, TokenLevel level);
 
 /// Maps tokens to ids and back. Ids 0..3 are always <pad>, <bos>, <eos>, <unk>;
