@@ -46,6 +46,7 @@ Command add_compare_command(CLI::App& parent);
 Command add_compare_attention_command(CLI::App& parent);  ///< two models' attention on the same sentences
 Command add_tasks_command(CLI::App& parent);
 Command add_params_command(CLI::App& parent);  ///< `params [--json]`: the parameter registry
+Command add_upgrade_command(CLI::App& parent);  ///< `upgrade-checkpoint OLD NEW --trust`: format 1 -> current
 
 /// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
 CLI::Validator positive_int();

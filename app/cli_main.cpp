@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     std::vector<Command> commands{add_train_command(app), add_translate_command(app), add_eval_command(app),
                                   add_bench_command(app), add_bench_decode_command(app), add_compare_command(app),
                                   add_compare_attention_command(app),
-                                  add_tasks_command(app), add_params_command(app)};
+                                  add_tasks_command(app), add_params_command(app), add_upgrade_command(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_bounded.hpp"
 
 namespace attnviz {
 
@@ -24,7 +25,7 @@ T field(const nlohmann::json& j, const char* key, const std::string& where, cons
     try {
         return it->get<T>();
     } catch (const nlohmann::json::exception&) {
-        throw FileError(where + ": \"" + key + "\" is " + it->dump() + ", expected " + expected);
+        throw FileError(where + ": \"" + key + "\" is " + describe_json(*it) + ", expected " + expected);
     }
 }
 
@@ -145,9 +146,9 @@ BeamTree BeamTree::from_json(const nlohmann::json& j) {
     const std::string where = "beam tree";
     if (!j.is_object()) throw FileError(where + ": expected a JSON object, got " + std::string(j.type_name()));
     if (field<std::string>(j, "format", where, "\"attnviz-beam-tree\"") != k_format)
-        throw FileError(where + ": \"format\" is " + j.at("format").dump() + ", expected \"" + k_format + "\"");
+        throw FileError(where + ": \"format\" is " + describe_json(j.at("format")) + ", expected \"" + k_format + "\"");
     if (field<int>(j, "version", where, "1") != k_version)
-        throw FileError(where + ": version " + j.at("version").dump() + " is not supported (this build reads " +
+        throw FileError(where + ": version " + describe_json(j.at("version")) + " is not supported (this build reads " +
                         std::to_string(k_version) + ")");
     BeamTree t;
     t.source = field<std::vector<std::string>>(j, "source", where, "an array of tokens");
@@ -205,12 +206,7 @@ BeamTree BeamTree::from_json(const nlohmann::json& j) {
 }
 
 std::vector<BeamTree> parse_beam_trees(const std::string& text) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw FileError(std::string("beam tree file is not valid JSON: ") + e.what());
-    }
+    const nlohmann::json j = parse_json_bounded(text, "beam tree file");
     std::vector<BeamTree> out;
     if (!j.is_array()) {
         out.push_back(BeamTree::from_json(j));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_bounded.hpp"
 #include "core/registry.hpp"
 
 namespace attnviz {
@@ -87,7 +88,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
         auto it = j.find(key);
         if (it == j.end()) return;
         if (!it->is_number_integer() || it->get<int64_t>() < 0)
-            throw ConfigError(std::string("'") + key + "': expected an integer >= 0, got " + it->dump());
+            throw ConfigError(std::string("'") + key + "': expected an integer >= 0, got " + describe_json(*it));
         out = it->get<int64_t>();
     };
     count("src_vocab", c.src_vocab);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_bounded.hpp"
 
 namespace attnviz {
 
@@ -77,17 +78,74 @@ std::string to_string(StopReason r) {
     return "?";
 }
 
+// The history comes from files: every number is checked, so a crafted value
+// (epochs_done = INT_MAX, a negative step count) is an error, not a run of a
+// million epochs or an overflowed counter.
 TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
+    constexpr int64_t max_epochs = 1000000;
+    constexpr int64_t max_steps = int64_t(1) << 50;
+    auto fail = [](const std::string& what) { throw FileError("training history: " + what); };
+    if (!j.is_object()) fail("expected a JSON object, got " + describe_json(j));
+    auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t fallback) {
+        const auto it = j.find(key);
+        if (it == j.end()) return fallback;
+        if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi ||
+            (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)))
+            fail(std::string("\"") + key + "\" is " + describe_json(*it) + ", expected an integer in " +
+                 std::to_string(lo) + ".." + std::to_string(hi));
+        return it->get<int64_t>();
+    };
+    auto array = [&](const char* key) -> const nlohmann::json& {
+        const auto it = j.find(key);
+        if (it == j.end() || !it->is_array()) fail(std::string("\"") + key + "\" must be an array");
+        return *it;
+    };
     TrainHistory h;
-    const auto& steps = j.at("batch_step");
-    const auto& losses = j.at("batch_loss");
-    if (steps.size() != losses.size()) throw Error("training history: batch steps and losses differ in length");
-    for (size_t i = 0; i < steps.size(); ++i) h.batch_loss.emplace_back(steps[i].get<int64_t>(), losses[i].get<double>());
-    for (const auto& e : j.at("epochs")) h.epochs.push_back(epoch_from_json(e));
-    h.global_step = j.value("global_step", int64_t{0});
-    h.epochs_done = j.value("epochs_done", 0);
-    h.best_epoch = j.value("best_epoch", 0);
-    h.seconds = j.value("seconds", 0.0);
+    h.global_step = integer("global_step", 0, max_steps, 0);
+    h.epochs_done = static_cast<int>(integer("epochs_done", 0, max_epochs, 0));
+    h.best_epoch = static_cast<int>(integer("best_epoch", 0, max_epochs, 0));
+    const auto seconds = j.find("seconds");
+    if (seconds != j.end()) {
+        if (!seconds->is_number() || !std::isfinite(seconds->get<double>()) || seconds->get<double>() < 0)
+            fail("\"seconds\" is " + describe_json(*seconds) + ", expected a number >= 0");
+        h.seconds = seconds->get<double>();
+    }
+
+    const auto& steps = array("batch_step");
+    const auto& losses = array("batch_loss");
+    if (steps.size() != losses.size()) fail("batch steps and losses differ in length");
+    h.batch_loss.reserve(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const auto& s = steps[i];
+        const auto& l = losses[i];
+        const int64_t previous = h.batch_loss.empty() ? 0 : h.batch_loss.back().first;
+        if (!s.is_number_integer() || s.get<int64_t>() <= previous || s.get<int64_t>() > max_steps)
+            fail("batch step " + std::to_string(i) + " is " + describe_json(s) + ", expected an integer in " +
+                 std::to_string(previous + 1) + ".." + std::to_string(max_steps) + " (increasing)");
+        if (!l.is_number() || !std::isfinite(l.get<double>()))
+            fail("batch loss " + std::to_string(i) + " is " + describe_json(l) + ", expected a finite number");
+        h.batch_loss.emplace_back(s.get<int64_t>(), l.get<double>());
+    }
+
+    const auto& epochs = array("epochs");
+    for (size_t i = 0; i < epochs.size(); ++i) {
+        const auto& e = epochs[i];
+        const int previous = h.epochs.empty() ? 0 : h.epochs.back().epoch;
+        const auto epoch = e.is_object() ? e.find("epoch") : e.end();
+        if (!e.is_object() || epoch == e.end() || !epoch->is_number_integer() || epoch->get<int64_t>() <= previous ||
+            epoch->get<int64_t>() > max_epochs)
+            fail("epoch report " + std::to_string(i) + " needs an \"epoch\" in " + std::to_string(previous + 1) + ".." +
+                 std::to_string(max_epochs) + " (increasing)");
+        try {
+            h.epochs.push_back(epoch_from_json(e));
+        } catch (const nlohmann::json::exception& ex) {
+            fail("epoch report " + std::to_string(i) + ": " + ex.what());
+        }
+        const EpochReport& r = h.epochs.back();
+        for (const double v : {r.tokens_per_second, r.elapsed, r.lr})
+            if (!std::isfinite(v) || v < 0)
+                fail("epoch report " + std::to_string(i) + " has a negative or non-finite time, rate or learning rate");
+    }
     return h;
 }
 

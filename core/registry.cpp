@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/json_bounded.hpp"
 
 namespace attnviz {
 
@@ -52,7 +53,8 @@ std::string expectation(const ParamSpec& p) {
     throw ConfigError(who + ": expected " + expectation(p) + ", got " + got);
 }
 
-std::string shown(const json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
+// Values may come from files: describe_json never recurses and clips long strings.
+std::string shown(const json& v) { return v.is_string() ? "'" + v.get<std::string>().substr(0, 160) + "'" : describe_json(v); }
 
 bool in_range(const ParamSpec& p, double x) {
     if (!std::isfinite(x)) return false;
@@ -236,7 +238,7 @@ nlohmann::json parameters_to_json(const Hyperparameters& h, ParamGroup group) {
 }
 
 void parameters_from_json(Hyperparameters& h, ParamGroup group, const nlohmann::json& j) {
-    if (!j.is_object()) throw ConfigError(to_string(group) + " settings: expected a JSON object, got " + j.dump());
+    if (!j.is_object()) throw ConfigError(to_string(group) + " settings: expected a JSON object, got " + describe_json(j));
     for (const auto& p : parameters()) {
         if (!in_group(p, group)) continue;
         auto it = j.find(p.name);

@@ -21,8 +21,9 @@
 namespace attnviz::safetensors {
 
 /// Element types of the format. attnviz writes F32 (weights) and I64 (counts);
-/// it reads all of them so that a foreign file gets a precise message.
-enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+/// it reads all of them so that a foreign file gets a precise message (the 8-bit
+/// float types of newer files are refused as unknown).
+enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL };
 std::string to_string(DType d);          ///< "F32", ...
 size_t element_size(DType d);            ///< bytes per element
 
@@ -68,6 +69,11 @@ File parse(std::string bytes, const std::string& name, const Limits& limits = {}
 /// directory is refused at once), and the file's size is checked against
 /// limits.max_file_bytes before it is read. Throws FileError.
 File read_file(const std::string& path, const Limits& limits = {});
+
+/// Reads only the header of a file and returns its "__metadata__", for telling
+/// files apart before reading them whole; the tensors are not checked. Same
+/// checks and errors as read_file for everything it reads.
+std::map<std::string, std::string> read_metadata(const std::string& path, const Limits& limits = {});
 
 /// True when the first bytes look like a safetensors file (a plausible header
 /// length followed by '{'), for telling formats apart.

@@ -12,6 +12,8 @@
 #include <unicode/utf8.h>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
+#include "core/json_bounded.hpp"
 #include "core/export.hpp"
 #include "core/unicode.hpp"
 
@@ -272,7 +274,7 @@ Vocab Vocab::from_json(const nlohmann::json& j) {
     if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
         throw FileError(std::string("not a vocabulary: ") + expected);
     if (j.contains("format") && j["format"] != "attnviz-vocab")
-        throw FileError("not a vocabulary: \"format\" is " + j["format"].dump() + ", expected \"attnviz-vocab\"");
+        throw FileError("not a vocabulary: \"format\" is " + describe_json(j["format"]) + ", expected \"attnviz-vocab\"");
     const auto& tokens = j["tokens"];
     const char* specials[] = {pad_token, bos_token, eos_token, unk_token};
     if (tokens.size() < 4)
@@ -281,7 +283,7 @@ Vocab Vocab::from_json(const nlohmann::json& j) {
     Vocab vocab;
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (!tokens[i].is_string())
-            throw FileError("vocabulary token " + std::to_string(i) + " is " + tokens[i].dump() +
+            throw FileError("vocabulary token " + std::to_string(i) + " is " + describe_json(tokens[i]) +
                             ", expected a string");
         const auto& token = tokens[i].get_ref<const std::string&>();
         if (i < 4) {
@@ -300,16 +302,9 @@ Vocab Vocab::from_json(const nlohmann::json& j) {
 void Vocab::save(const std::string& path) const { write_file_atomic(path, to_json().dump(1) + "\n"); }
 
 Vocab Vocab::load(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FileError("cannot open vocabulary '" + path + "': " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw FileError("vocabulary '" + path + "' is not valid JSON: " + e.what());
-    }
+    // A vocabulary file is a list of tokens: 256 MiB is far more than any real one.
+    const std::string text = read_regular_file(path, uint64_t(256) << 20, "vocabulary");
+    const nlohmann::json j = parse_json_bounded(text, "vocabulary '" + path + "'");
     try {
         return from_json(j);
     } catch (const FileError& e) {

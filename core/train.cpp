@@ -7,13 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/adadelta.hpp"
 #include "core/alignment.hpp"
 #include "core/checkpoint.hpp"
 #include "core/decode.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/metrics.hpp"
+#include "core/optimizer_state.hpp"
 
 namespace attnviz {
 
@@ -24,28 +24,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // --- trainer -----------------------------------------------------------------
 
-namespace {
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(Seq2Seq& model, const TrainConfig& c) {
-    auto params = model->parameters();
-    switch (c.optimizer) {
-    case OptimizerKind::sgd:
-        return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(c.lr).momentum(c.momentum));
-    case OptimizerKind::adadelta:
-        return std::make_unique<Adadelta>(params, AdadeltaOptions(c.lr));
-    case OptimizerKind::adam:
-        break;
-    }
-    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(c.lr));
-}
-
-std::string serialize_optimizer(torch::optim::Optimizer& optimizer) {
-    torch::serialize::OutputArchive archive;
-    optimizer.save(archive);
-    std::ostringstream os;
-    archive.save_to(os);
-    return os.str();
-}
-}  // namespace
 
 Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_config)
     : m_data(std::move(data)),
@@ -70,18 +48,13 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
     m_data.tokenizer = c.model->tokenizer_ptr();  // and its subword model: pass it to prepare_data too
     init_model();
     Seq2Seq saved = c.model->network();
+    // copy_ would broadcast a tensor of another shape (a scalar, [3H, 1]) without a word.
+    check_network_parameters(saved, "checkpoint");
     copy_weights(m_model, saved);
-    if (!c.optimizer_state.empty() && c.model->trained_with().optimizer == m_train_config.optimizer) {
-        try {
-            torch::serialize::InputArchive archive;
-            archive.load_from(c.optimizer_state.data(), c.optimizer_state.size(), m_device);
-            m_optimizer->load(archive);
-            set_learning_rate(m_train_config.lr);
-        } catch (const c10::Error& e) {
-            throw FileError(std::string("checkpoint: the optimiser state could not be restored (") +
-                            e.what_without_backtrace() + ")");
-        }
-    }
+    // The state belongs to one optimiser; another one starts afresh. Its options
+    // (learning rate, momentum) are this run's TrainConfig's.
+    if (!c.optimizer_state.empty() && c.optimizer_state.kind == m_train_config.optimizer)
+        restore_optimizer_state(c.optimizer_state, *m_optimizer, m_model);
     m_history = c.model->history();
 }
 
@@ -182,7 +155,7 @@ Checkpoint Trainer::checkpoint() const {
     Seq2Seq live = m_model;  // a handle: clone_model reads through it
     c.model = std::make_shared<TranslationModel>(clone_model(live, torch::kCPU), m_src_vocab,
                                                  m_tgt_vocab, m_data.tokenizer, m_train_config, m_history, m_data.name);
-    c.optimizer_state = serialize_optimizer(*m_optimizer);
+    c.optimizer_state = capture_optimizer_state(*m_optimizer, live, m_train_config.optimizer);
     return c;
 }
 

@@ -56,6 +56,8 @@ struct Fixture {
     int pathsAsked = 0;     ///< times the save dialog was shown
     QMessageBox::StandardButton answer = QMessageBox::Discard;
     QString savePath;       ///< what the save dialog returns (empty: cancelled)
+    int legacyPrompts = 0;  ///< times the old-checkpoint-format question was shown
+    bool upgradeLegacy = false;  ///< its answer (true: Upgrade)
     Fixture(int epochs = 3, int64_t maxBatches = 0, int pairs = 400) {
         app();
         QSettings().clear();
@@ -68,6 +70,10 @@ struct Fixture {
         window->setSavePathProvider([this] {
             ++pathsAsked;
             return savePath;
+        });
+        window->setLegacyPrompt([this](const QString&, const QString&) {
+            ++legacyPrompts;
+            return upgradeLegacy;
         });
         window->corpusPanel()->selectTask(TaskKind::toy_french);
         window->corpusPanel()->setNumPairs(pairs);

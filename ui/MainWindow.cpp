@@ -76,6 +76,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     m_unsavedPrompt = [this] { return askToSave(); };
     m_savePath = [this] { return askSavePath(); };
+    m_legacyPrompt = [this](const QString& oldPath, const QString& newPath) { return askToUpgrade(oldPath, newPath); };
 
     connect(m_corpus, &CorpusPanel::corpusChanged, this, &MainWindow::onCorpusChanged);
     connect(m_corpus, &CorpusPanel::loadFailed, this,

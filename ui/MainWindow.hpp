@@ -73,6 +73,10 @@ public:
     /// shows a QMessageBox; tests and scripted runs answer without a modal dialog.
     using UnsavedPrompt = std::function<QMessageBox::StandardButton()>;
     void setUnsavedPrompt(UnsavedPrompt prompt) { m_unsavedPrompt = std::move(prompt); }
+    /// Asked before a checkpoint of the old format (version 1) is converted to newPath and
+    /// opened: true converts. The default shows a question with Upgrade / Cancel.
+    using LegacyPrompt = std::function<bool(const QString& oldPath, const QString& newPath)>;
+    void setLegacyPrompt(LegacyPrompt prompt) { m_legacyPrompt = std::move(prompt); }
     /// Where to save when there is no known path (empty: cancelled). The default shows a file dialog.
     void setSavePathProvider(std::function<QString()> provider) { m_savePath = std::move(provider); }
     /// Qt's maybeSave(): before an unsaved model is replaced or the window closes, asks
@@ -130,6 +134,7 @@ private:
     void rebuildRecentMenu();
     void saveCheckpointDialog(bool forceAsk);
     QMessageBox::StandardButton askToSave();
+    bool askToUpgrade(const QString& oldPath, const QString& newPath);
     QString askSavePath();
     void openCheckpointDialog();
     void openCorpusDialog();
@@ -178,6 +183,7 @@ private:
     QAction* m_aboutAct;
 
     UnsavedPrompt m_unsavedPrompt;
+    LegacyPrompt m_legacyPrompt;
     std::function<QString()> m_savePath;
     QString m_closeAfterSaving;  ///< the window closes once this file is written
     QString m_lastError;

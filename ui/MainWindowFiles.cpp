@@ -2,6 +2,7 @@
 // drop, and the QSettings that bring the window back as the user left it.
 #include <QAction>
 #include <QActionGroup>
+#include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
@@ -10,11 +11,13 @@
 #include <QInputDialog>
 #include <QMenu>
 #include <QMimeData>
+#include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
 
+#include "core/checkpoint.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapExport.hpp"
@@ -33,8 +36,17 @@ constexpr int kMaxRecent = 8;
 bool looksLikeCheckpoint(const QString& path) {
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (suffix == QLatin1String("attnviz") || suffix == QLatin1String("pt") || suffix == QLatin1String("ckpt")) return true;
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) && f.read(7) == "ATTNVIZ";
+    try {
+        return detect_model_file(ss(path)) != ModelFileKind::unknown;
+    } catch (const std::exception&) {
+        return false;  // not a readable regular file: opening it as a corpus says why
+    }
+}
+
+/// Where an old-format checkpoint is converted to: beside it, "NAME-v2.ckpt".
+QString upgradedPath(const QString& path) {
+    const QFileInfo info(path);
+    return info.dir().filePath(info.completeBaseName() + QStringLiteral("-v2.ckpt"));
 }
 
 QString dirOf(const QString& key) {
@@ -43,13 +55,30 @@ QString dirOf(const QString& key) {
 
 }  // namespace
 
-bool MainWindow::openCheckpoint(const QString& path) {
+bool MainWindow::openCheckpoint(const QString& requested) {
+    QString path = requested;
     if (m_controller->isActive()) {
         showError(tr("Training is running"), tr("Stop training before opening a checkpoint."));
         return false;
     }
     if (!maybeSave()) return false;
     QString error;
+    bool legacy = false;
+    try {
+        legacy = detect_model_file(ss(path)) == ModelFileKind::legacy_checkpoint;
+    } catch (const std::exception&) {
+    }
+    if (legacy) {  // version 1: its loader trusts the file, so convert it only when the user says so
+        const QString upgraded = upgradedPath(path);
+        if (!m_legacyPrompt(path, upgraded)) return false;
+        try {
+            upgrade_checkpoint(ss(path), ss(upgraded));
+        } catch (const std::exception& e) {
+            showError(tr("Cannot upgrade checkpoint"), qs(e.what()));
+            return false;
+        }
+        path = upgraded;
+    }
     if (!m_controller->open(path, &error)) {
         showError(tr("Cannot open checkpoint"), error);
         return false;
@@ -127,6 +156,20 @@ bool MainWindow::maybeSave() {
     if (!saveCheckpointTo(path)) return false;
     if (running) statusBar()->showMessage(tr("Saving %1: the window closes once it is written…").arg(path));
     return !running;
+}
+
+bool MainWindow::askToUpgrade(const QString& oldPath, const QString& newPath) {
+    QMessageBox box(QMessageBox::Question, tr("Old checkpoint format"),
+                    tr("%1 was written by an older attnviz. Its weights are stored in a format whose reader trusts "
+                       "the file, so a damaged or crafted file could crash attnviz: open it only if you trust where "
+                       "it came from.\n\nUpgrade converts it to the current format as %2 (the old file stays as it "
+                       "is) and opens that.")
+                        .arg(QFileInfo(oldPath).fileName(), newPath),
+                    QMessageBox::Cancel, this);
+    QPushButton* upgrade = box.addButton(tr("Upgrade"), QMessageBox::AcceptRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    return box.clickedButton() == upgrade;
 }
 
 QMessageBox::StandardButton MainWindow::askToSave() {

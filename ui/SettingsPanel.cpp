@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "core/device.hpp"
+#include "core/json_bounded.hpp"
 #include "ui/Format.hpp"
 
 namespace attnviz::ui {
@@ -312,7 +313,12 @@ void SettingsPanel::loadSettings(const QSettings& settings) {
     // limits such as max_batches never carry over); a bad value keeps what is on screen.
     const std::pair<const char*, bool> legacy[] = {{"settings/model", true}, {"settings/train", false}};
     for (const auto& [key, model] : legacy) {
-        const json j = json::parse(ss(settings.value(QLatin1String(key)).toString()), nullptr, false);
+        json j;
+        try {
+            j = parse_json_bounded(ss(settings.value(QLatin1String(key)).toString()), "settings");
+        } catch (const std::exception&) {
+            continue;  // not JSON (or absent): nothing to carry over
+        }
         if (!j.is_object()) continue;
         for (const auto& f : m_fields) {
             auto it = j.find(f.spec->name);
