@@ -40,12 +40,12 @@ int run_bench_decode(BenchDecodeOptions& o) {
     TranslationModelPtr model = TranslationModel::load(o.model)->on_device(resolve_device(o.device));
     Corpus corpus = o.corpus.load(false);
     if (corpus.level != model->level())
-        throw UsageError("the model works on " + std::string(model->level() == TokenLevel::word ? "words" : "characters") +
+        throw UsageError("the model works on " + level_noun(model->level()) +
                          " but the corpus is tokenised differently (see --level)");
     std::vector<std::vector<std::string>> sources;
     for (const auto& p : corpus.pairs) {
         if (sources.size() >= o.sentences) break;
-        sources.push_back(p.src);
+        sources.push_back(model->tokenizer().split_words(p.src));  // subword: the model's pieces
     }
     if (sources.empty()) throw ConfigError(corpus.name + ": no sentences to decode");
 

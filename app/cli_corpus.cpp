@@ -35,9 +35,11 @@ void CorpusFlags::add_to(CLI::App& app, bool required) {
     target_opt->needs(data_opt);
     columns_opt->excludes(target_opt);
     (void)required;  // one of --task/--data: CLI11 cannot express "exactly one of", checked in load()
-    app.add_option("--level", level, "corpus file tokenisation: word | char")
+    app.add_option("--level", level,
+                   "corpus file tokenisation: word | char | subword (SentencePiece pieces of the words, trained on "
+                   "the training pairs: --subword-vocab, --subword-model)")
         ->type_name("NAME")
-        ->check(CLI::IsMember({"word", "char"}))
+        ->check(CLI::IsMember({"word", "char", "subword"}))
         ->default_str(level)
         ->group(g);
     app.add_option("--max-pairs", max_pairs,
@@ -62,7 +64,7 @@ void CorpusFlags::add_to(CLI::App& app, bool required) {
 
 TsvOptions CorpusFlags::tsv_options() const {
     TsvOptions o;
-    o.level = level == "char" ? TokenLevel::character : TokenLevel::word;
+    o.level = token_level_from_string(level);
     o.max_pairs = max_pairs;
     o.reverse = reverse;
     o.columns = columns;

@@ -18,7 +18,7 @@ struct CorpusFlags {
     std::string data;            ///< TSV file, or the source side of parallel text
     std::string target_data;     ///< the target side of parallel text (empty: --data is a TSV file)
     std::string columns;         ///< TSV: "SRC,TGT" column numbers or language codes; empty = detect
-    std::string level = "word";  ///< word | char (files only)
+    std::string level = "word";  ///< word | char | subword (files only)
     size_t max_pairs = 0;        ///< files: read at most this many pairs
     size_t pairs = 2000;         ///< task: pairs to generate
     uint64_t task_seed = 0;      ///< task: generator seed

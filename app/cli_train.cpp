@@ -132,8 +132,7 @@ int run_train(TrainOptions& o) {
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const size_t heap_after = heap_in_use();
     if (ckpt && corpus->level != ckpt->model->level())
-        throw UsageError("--resume: the checkpoint works on " +
-                         std::string(ckpt->model->level() == TokenLevel::word ? "words" : "characters") +
+        throw UsageError("--resume: the checkpoint works on " + level_noun(ckpt->model->level()) +
                          " but the corpus is tokenised differently (see --level)");
 
     ProgressPrinter progress(t.epochs, o.quiet);

@@ -10,6 +10,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
+#include "core/subword_merge.hpp"
 #include "core/metrics.hpp"
 
 namespace attnviz::cli {
@@ -80,6 +81,7 @@ struct TranslateOptions {
     std::vector<std::string> sentences;
     DecodeFlags decode;
     bool show_unk = false;
+    bool merge_subwords = false;    ///< --merge-subwords: attention and alignments over words, not pieces
     int64_t topk = 0;               ///< --topk: candidates per step in --attention-out
     bool force = false, prefix = false;  ///< input lines are `source ||| target`
     AlignmentOutFlags alignment;    ///< --alignment-out, --alignment-threshold
@@ -162,6 +164,9 @@ int run_translate(TranslateOptions& o) {
     DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
     TranslationModelPtr model = load_model(o.model, o.decode.device);
+    if (o.merge_subwords && model->level() != TokenLevel::subword)
+        throw UsageError("--merge-subwords: the model works on " + level_noun(model->level()) +
+                         ", not subwords: there are no pieces to merge");
     if (format == "csv" && !model->has_attention())
         throw UsageError("--attention-out " + o.attention_out +
                          ": the model has no attention (scoring none), so there is no CSV table; use .json");
@@ -202,9 +207,15 @@ int run_translate(TranslateOptions& o) {
                 for (const auto& w : ts[i].unknown) words += (words.empty() ? "" : " ") + w;
                 std::cerr << "attnviz-cli: sentence " << i + 1 << ": unknown words (read as <unk>): " << words << "\n";
             }
-    if (!format.empty()) write_file_atomic(o.attention_out, attention_file(ts, format, *model, d));
+    // --merge-subwords: the files show words (pieces' columns summed, rows averaged); the
+    // printed text and the beam tree are the same either way.
+    std::vector<Translation> shown;
+    if (o.merge_subwords)
+        for (const auto& t : ts) shown.push_back(merge_subwords(t));
+    const std::vector<Translation>& files = o.merge_subwords ? shown : ts;
+    if (!format.empty()) write_file_atomic(o.attention_out, attention_file(files, format, *model, d));
     if (d.beam_tree) write_file_atomic(o.beam_tree, beam_tree_file(ts, *model, d));
-    if (o.alignment.given()) o.alignment.write(ts);
+    if (o.alignment.given()) o.alignment.write(files);
 
     std::string out;
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -244,14 +255,21 @@ int run_eval(EvalOptions& o) {
     Corpus corpus = o.corpus.load();
     o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
     if (corpus.level != model->level())
-        throw UsageError("the model works on " + std::string(model->level() == TokenLevel::word ? "words" : "characters") +
+        throw UsageError("the model works on " + level_noun(model->level()) +
                          " but the corpus is tokenised differently (see --level)");
-    // The held-out pairs are re-derived exactly as training split them.
+    // The held-out pairs are re-derived exactly as training split them (subword: cut
+    // into pieces by the model's own SentencePiece model).
     std::vector<SentencePair> pairs;
     if (o.split == "all") {
         pairs = corpus.pairs;
+        if (model->level() == TokenLevel::subword)
+            for (auto& p : pairs) {
+                p.src = model->tokenizer().split_words(p.src);
+                p.tgt = model->tokenizer().split_words(p.tgt);
+                p.alignment.reset();  // word alignments do not hold for pieces
+            }
     } else {
-        TrainingData data = prepare_data(corpus, model->trained_with());
+        TrainingData data = prepare_data(corpus, model->trained_with(), model->tokenizer_ptr());
         pairs = data.val;
     }
     if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + o.split + "')");
@@ -344,6 +362,10 @@ Command add_translate_command(CLI::App& parent) {
     app->add_option("--beam-tree", o->beam_tree, "write every candidate of the search here (JSON, see below)")
         ->type_name("FILE")->group("output");
     app->add_flag("--show-unk", o->show_unk, "report words missing from the vocabulary on stderr")->group("output");
+    app->add_flag("--merge-subwords", o->merge_subwords,
+                  "subword models: --attention-out and --alignment-out over words, not pieces (a word's\n"
+                  "columns summed, its rows averaged; the files say \"merged\")")
+        ->group("output");
     app->add_option("--topk", o->topk, "per step, the K most probable tokens (in --attention-out JSON as top_k)")
         ->type_name("INT")->default_str("0")->check(CLI::Range(int64_t{0}, int64_t{100}))->group("why");
     app->add_flag("--force", o->force,

@@ -15,7 +15,7 @@ namespace {
 constexpr const char* k_format = "attnviz-beam-tree";
 constexpr int k_version = 1;
 
-const char* level_name(TokenLevel l) { return l == TokenLevel::character ? "char" : "word"; }
+std::string level_name(TokenLevel l) { return to_string(l); }
 
 /// Reads j[key] as T, or throws FileError naming where and what was expected.
 template <typename T>
@@ -152,10 +152,10 @@ BeamTree BeamTree::from_json(const nlohmann::json& j) {
                         std::to_string(k_version) + ")");
     BeamTree t;
     t.source = field<std::vector<std::string>>(j, "source", where, "an array of tokens");
-    const auto level = field<std::string>(j, "level", where, "\"word\" or \"char\"");
-    if (level != "word" && level != "char")
-        throw FileError(where + ": \"level\" is \"" + level + "\", expected \"word\" or \"char\"");
-    t.level = level == "char" ? TokenLevel::character : TokenLevel::word;
+    const auto level = field<std::string>(j, "level", where, "\"word\", \"char\" or \"subword\"");
+    if (level != "word" && level != "char" && level != "subword")
+        throw FileError(where + ": \"level\" is \"" + level + "\", expected \"word\", \"char\" or \"subword\"");
+    t.level = token_level_from_string(level);
     t.beam_size = field<int64_t>(j, "beam_size", where, "an integer");
     t.num_hypotheses = field<int64_t>(j, "num_hypotheses", where, "an integer");
     t.length_penalty = field<double>(j, "length_penalty", where, "a number");

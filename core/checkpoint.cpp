@@ -216,7 +216,7 @@ Checkpoint checkpoint_from_file(const st::File& f) {
     auto named = network->named_parameters();
     for (const auto& p : expected) copy_into(f, *f.find(p.file), named[p.module]);
     Checkpoint c;
-    c.model = std::make_shared<const TranslationModel>(network, meta.src_vocab, meta.tgt_vocab, meta.level, meta.train,
+    c.model = std::make_shared<const TranslationModel>(network, meta.src_vocab, meta.tgt_vocab, meta.tokenizer, meta.train,
                                                        meta.history, meta.corpus);
     c.optimizer_state = std::move(optimizer);
     return c;

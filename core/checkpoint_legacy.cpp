@@ -166,7 +166,7 @@ Checkpoint load_legacy_checkpoint(const std::string& path) {
                         std::string(e.what_without_backtrace()).substr(0, 200) + ")");
     }
     Checkpoint c;
-    c.model = std::make_shared<const TranslationModel>(network, meta.src_vocab, meta.tgt_vocab, meta.level, meta.train,
+    c.model = std::make_shared<const TranslationModel>(network, meta.src_vocab, meta.tgt_vocab, meta.tokenizer, meta.train,
                                                        meta.history, meta.corpus);
     c.optimizer_state = std::move(state);
     return c;

@@ -13,13 +13,14 @@ namespace attnviz {
 
 using json = nlohmann::json;
 
-std::string level_name(TokenLevel l) { return l == TokenLevel::character ? "char" : "word"; }
+std::string level_name(TokenLevel l) { return to_string(l); }
 
 json meta_to_json(const TranslationModel& m) {
     return {{"written_by", std::string("attnviz ") + ATTNVIZ_VERSION},
             {"model", m.config().to_json()},
             {"train", m.trained_with().to_json()},
             {"level", level_name(m.level())},
+            {"tokenizer", m.tokenizer().to_json()},
             {"history", m.history().to_json()},
             {"corpus", m.corpus_name()}};
 }
@@ -72,9 +73,24 @@ CheckpointMeta meta_from_json(const json& attnviz, const json& src, const json& 
         throw FileError(what + ": its " + part + " is invalid: " + e.what());
     }
     const json& level = member(attnviz, "level", what);
-    if (level != "word" && level != "char")
-        throw FileError(what + ": \"level\" is " + describe_json(level) + ", expected \"word\" or \"char\"");
-    m.level = level == "char" ? TokenLevel::character : TokenLevel::word;
+    if (level != "word" && level != "char" && level != "subword")
+        throw FileError(what + ": \"level\" is " + describe_json(level) + ", expected \"word\", \"char\" or \"subword\"");
+    m.level = token_level_from_string(level.get<std::string>());
+    // "tokenizer" since attnviz has subwords (a subword model cannot do without it).
+    if (const auto tok = attnviz.find("tokenizer"); tok != attnviz.end()) {
+        try {
+            m.tokenizer = Tokenizer::from_json(*tok);
+        } catch (const Error& e) {
+            throw FileError(what + ": its tokenizer is invalid: " + e.what());
+        }
+        if (m.tokenizer->level() != m.level)
+            throw FileError(what + " is inconsistent: \"level\" is " + level_name(m.level) + " but its tokenizer's is " +
+                            level_name(m.tokenizer->level()));
+    } else if (m.level == TokenLevel::subword) {
+        throw FileError(what + ": a subword model without its \"tokenizer\" (the SentencePiece model) cannot be used");
+    } else {
+        m.tokenizer = Tokenizer::for_level(m.level);
+    }
     if (const auto corpus = attnviz.find("corpus"); corpus != attnviz.end() && corpus->is_string())
         m.corpus = corpus->get<std::string>();
     m.src_vocab = vocab_from(src, what, "source");

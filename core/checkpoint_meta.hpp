@@ -10,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/history.hpp"
 #include "core/text.hpp"
+#include "core/tokenizer.hpp"
 
 namespace attnviz {
 
@@ -20,13 +21,16 @@ struct CheckpointMeta {
     ModelConfig model;
     TrainConfig train;
     TokenLevel level = TokenLevel::word;
+    /// How the model tokenises: from "tokenizer" (a subword model's SentencePiece model
+    /// as base64, core/tokenizer.hpp), or for files without it the stateless one of `level`.
+    TokenizerPtr tokenizer;
     std::shared_ptr<const Vocab> src_vocab, tgt_vocab;
     TrainHistory history;
     std::string corpus;
 };
 
-/// The "attnviz" object of a version-2 file (written_by, model, train, level, history,
-/// corpus); the vocabularies and the optimiser are stored beside it.
+/// The "attnviz" object of a version-2 file (written_by, model, train, level, tokenizer,
+/// history, corpus); the vocabularies and the optimiser are stored beside it.
 nlohmann::json meta_to_json(const TranslationModel& model);
 
 /// Reads and validates the metadata: `attnviz` is the object meta_to_json wrote (or
@@ -40,6 +44,6 @@ CheckpointMeta meta_from_json(const nlohmann::json& attnviz, const nlohmann::jso
 /// attention_size, reverse_source, dropout, level.
 nlohmann::json d2l_style_config(const ModelConfig& model, TokenLevel level);
 
-std::string level_name(TokenLevel level);  ///< "word" / "char"
+std::string level_name(TokenLevel level);  ///< "word" / "char" / "subword"
 
 }  // namespace attnviz

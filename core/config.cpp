@@ -42,6 +42,8 @@ const std::vector<std::pair<std::string, OptimizerKind>> k_optimizers = {
     {"adam", OptimizerKind::adam}, {"sgd", OptimizerKind::sgd}, {"adadelta", OptimizerKind::adadelta}};
 const std::vector<std::pair<std::string, LrSchedule>> k_schedules = {
     {"none", LrSchedule::none}, {"plateau", LrSchedule::plateau}, {"step", LrSchedule::step}};
+const std::vector<std::pair<std::string, SubwordModel>> k_subword_models = {{"unigram", SubwordModel::unigram},
+                                                                            {"bpe", SubwordModel::bpe}};
 }  // namespace
 
 std::string to_string(Scoring s) { return to_table(s, k_scorings); }
@@ -54,6 +56,8 @@ std::string to_string(OptimizerKind o) { return to_table(o, k_optimizers); }
 OptimizerKind optimizer_from_string(const std::string& s) { return from_table(s, k_optimizers, "optimizer"); }
 std::string to_string(LrSchedule s) { return to_table(s, k_schedules); }
 LrSchedule lr_schedule_from_string(const std::string& s) { return from_table(s, k_schedules, "learning-rate schedule"); }
+std::string to_string(SubwordModel m) { return to_table(m, k_subword_models); }
+SubwordModel subword_model_from_string(const std::string& s) { return from_table(s, k_subword_models, "subword model"); }
 
 // --- validation and JSON: generated from the parameter registry -------------
 

@@ -79,6 +79,14 @@ enum class LrSchedule {
 std::string to_string(LrSchedule s);                     ///< "none", "plateau", "step"
 LrSchedule lr_schedule_from_string(const std::string& s);  ///< throws ConfigError
 
+/// SentencePiece algorithm of a subword model (core/tokenizer.hpp).
+enum class SubwordModel {
+    unigram,  ///< unigram language model (Kudo 2018), SentencePiece's default
+    bpe       ///< byte-pair encoding (Sennrich et al. 2016): merges of frequent pairs
+};
+std::string to_string(SubwordModel m);                       ///< "unigram", "bpe"
+SubwordModel subword_model_from_string(const std::string& s);  ///< throws ConfigError
+
 /// Training settings. Defaults train the built-in tasks well on a CPU.
 struct TrainConfig {
     int epochs = 20;                  ///< passes over the training pairs
@@ -101,6 +109,8 @@ struct TrainConfig {
                                       ///< 4 special ones, the most frequent (0 = no cap)
     bool split_shuffle = true;        ///< false: first pairs train, last pairs validate (d2l's split)
     bool vocab_includes_val = false;  ///< true: build vocabularies from train + validation (as d2l does)
+    int subword_vocab = 2000;         ///< subword level: pieces in the SentencePiece model (<unk> included)
+    SubwordModel subword_model = SubwordModel::unigram;  ///< subword level: SentencePiece's algorithm
     size_t eval_sample = 200;         ///< validation pairs greedily decoded each epoch for accuracy/BLEU
                                       ///< (0 = none: accuracy and BLEU are then NaN, i.e. not measured)
     int patience = 0;                 ///< early stopping: stop after this many epochs without a lower

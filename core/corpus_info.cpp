@@ -16,13 +16,16 @@ TrainConfig data_settings(const TrainConfig& config) {
     d.min_freq = config.min_freq;
     d.max_vocab = config.max_vocab;
     d.vocab_includes_val = config.vocab_includes_val;
+    d.subword_vocab = config.subword_vocab;  // subword corpora: the vocabulary comes from the pieces
+    d.subword_model = config.subword_model;
     return d;
 }
 
 bool same_data_settings(const TrainConfig& a, const TrainConfig& b) {
     return a.max_length == b.max_length && a.val_fraction == b.val_fraction && a.seed == b.seed &&
            a.split_shuffle == b.split_shuffle && a.min_freq == b.min_freq && a.max_vocab == b.max_vocab &&
-           a.vocab_includes_val == b.vocab_includes_val;
+           a.vocab_includes_val == b.vocab_includes_val && a.subword_vocab == b.subword_vocab &&
+           a.subword_model == b.subword_model;
 }
 
 CorpusSummary summarize_corpus(const Corpus& corpus, const TrainConfig& config, size_t length_bins) {

@@ -81,6 +81,9 @@ struct Translation {
     bool attention_available = true;         ///< false for Scoring::none
     /// Every candidate of the search (DecodeOptions::beam_tree); null when not recorded or for an empty input.
     std::shared_ptr<const BeamTree> beam_tree;
+    /// Empty: tokens as the model saw them. Otherwise how they were merged for reading
+    /// (core/subword_merge.hpp: "words (columns summed, rows averaged)"); exports carry it.
+    std::string merged;
     const Hypothesis& best() const { return hypotheses.at(0); }
     bool empty() const { return hypotheses.empty(); }
 };

@@ -58,7 +58,7 @@ std::string attention_csv(const Translation& t, size_t hypothesis) {
             throw Error("attention row " + std::to_string(r) + " has " + std::to_string(h.attention[r].size()) +
                         " weights for " + std::to_string(t.src_tokens.size()) + " source tokens");
     const AttentionStats stats = attention_stats(h.attention);
-    std::string out;
+    std::string out = t.merged.empty() ? std::string() : csv_field("merged: " + t.merged);
     for (const auto& s : t.src_tokens) out += "," + csv_field(s);
     out += ",entropy,max_weight\n";
     for (size_t r = 0; r < h.tokens.size(); ++r) {
@@ -115,6 +115,7 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         for (const auto& l : argmax.links()) links.push_back({l.src, l.tgt});
         j["alignment"] = std::move(links);
     }
+    if (!t.merged.empty()) j["merged"] = t.merged;
     if (h.forced_steps > 0) {
         j["forced_steps"] = h.forced_steps;
         j["first_divergence"] = h.first_divergence >= 0 ? nlohmann::json(h.first_divergence) : nlohmann::json(nullptr);
@@ -178,9 +179,12 @@ AttentionTable parse_attention_csv(const std::string& csv) {
     AttentionTable table;
     if (records.empty()) throw FileError("attention CSV is empty: expected a header row ',source tokens...'");
     const auto& header = records.front().second;
-    if (!header.front().empty())
+    const std::string merged_prefix = "merged: ";
+    if (header.front().compare(0, merged_prefix.size(), merged_prefix) == 0)
+        table.merged = header.front().substr(merged_prefix.size());
+    else if (!header.front().empty())
         throw FileError("attention CSV line 1: the first header cell is \"" + header.front() +
-                        "\", expected it empty (header: ,source tokens...)");
+                        "\", expected it empty or \"merged: ...\" (header: ,source tokens...)");
     // The statistics: two trailing columns and a last row "coverage" whose two trailing
     // cells are empty -- which no plain table has (its weights cannot be empty).
     const auto& last = records.back().second;

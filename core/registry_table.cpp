@@ -217,6 +217,16 @@ std::vector<ParamSpec> declare_parameters() {
     add.boolean("vocab_includes_val", "vocab-includes-val", "Vocabulary includes validation",
                 "build the vocabularies from train + validation pairs (as d2l)")
         .d2l(true).advanced().field(&H::train, &T::vocab_includes_val);
+    // Subword level only (--level subword). 2000 pieces suit Tatoeba-sized corpora (a few
+    // thousand words per side); the model cannot have fewer pieces than the text has
+    // characters (Tokenizer::train_subword says how many), and 100000 is far beyond what a
+    // single-GPU RNN vocabulary needs.
+    add.integer("subword_vocab", "subword-vocab", "Subword vocabulary", 50, 100000,
+                "subword level: pieces in the SentencePiece model, trained on the training pairs")
+        .field(&H::train, &T::subword_vocab);
+    add.choice("subword_model", "subword-model", "Subword model",
+               "subword level: SentencePiece's algorithm (unigram language model or byte-pair encoding)")
+        .options(&H::train, &T::subword_model, {{SubwordModel::unigram, "unigram"}, {SubwordModel::bpe, "BPE"}});
 
     const Hyperparameters defaults;
     for (auto& p : ps) p.default_value = p.get(defaults);

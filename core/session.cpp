@@ -27,8 +27,7 @@ std::string to_string(SessionState s) {
 std::string SessionInfo::describe_data() const {
     std::ostringstream s;
     s << corpus_name << ": " << train_pairs << " training + " << val_pairs << " validation pairs, vocabularies "
-      << src_vocab << " / " << tgt_vocab << " tokens (" << (level == TokenLevel::character ? "characters" : "words")
-      << ")";
+      << src_vocab << " / " << tgt_vocab << " tokens (" << level_noun(level) << ")";
     if (skipped_lines > 0) s << ", " << skipped_lines << " bad lines skipped";
     return s.str();
 }
@@ -76,12 +75,13 @@ void TrainingSession::start_from(std::shared_ptr<const Checkpoint> checkpoint, s
     if (!checkpoint || !checkpoint->model) throw ConfigError("there is no checkpoint to resume");
     if (!corpus || corpus->pairs.empty()) throw ConfigError("the corpus has no sentence pairs");
     if (corpus->level != checkpoint->model->level())
-        throw ConfigError(std::string("the checkpoint works on ") +
-                          (checkpoint->model->level() == TokenLevel::word ? "words" : "characters") +
+        throw ConfigError("the checkpoint works on " + level_noun(checkpoint->model->level()) +
                           " but the corpus is tokenised differently");
     launch(
         [checkpoint, corpus, train](Shared& s) {
-            auto trainer = std::make_unique<Trainer>(*checkpoint, prepare_data(*corpus, train), train);
+            // The model's own tokenizer (subword: its SentencePiece model) splits the corpus.
+            auto data = prepare_data(*corpus, train, checkpoint->model->tokenizer_ptr());
+            auto trainer = std::make_unique<Trainer>(*checkpoint, std::move(data), train);
             std::lock_guard<std::mutex> lock(s.mutex);
             s.corpus = corpus;
             s.opened.reset();

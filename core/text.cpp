@@ -1,4 +1,4 @@
-// Text processing: d2l's preprocess, tokenisers, UTF-8 checks and the vocabulary.
+// Text processing: d2l's preprocess (on ICU, core/unicode.cpp), tokenisers and the vocabulary.
 #include "core/text.hpp"
 
 #include <algorithm>
@@ -9,117 +9,133 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <unicode/utf8.h>
 
 #include "core/error.hpp"
 #include "core/file_read.hpp"
 #include "core/json_bounded.hpp"
 #include "core/export.hpp"
+#include "core/unicode.hpp"
 
 namespace attnviz {
 
 namespace {
 
-// Decodes one code point at bytes[i]; returns its length in bytes, 0 when invalid.
-// Strict: no overlong forms, no surrogates, nothing above U+10FFFF.
-size_t decode_utf8(const std::string& bytes, size_t i, char32_t& cp) {
-    const auto b = [&](size_t k) { return static_cast<unsigned char>(bytes[i + k]); };
-    const size_t left = bytes.size() - i;
-    const unsigned char c0 = b(0);
-    if (c0 < 0x80) {
-        cp = c0;
-        return 1;
-    }
-    size_t len = 0;
-    char32_t min = 0;
-    if (c0 >= 0xC2 && c0 <= 0xDF) {
-        len = 2, cp = c0 & 0x1F, min = 0x80;
-    } else if (c0 >= 0xE0 && c0 <= 0xEF) {
-        len = 3, cp = c0 & 0x0F, min = 0x800;
-    } else if (c0 >= 0xF0 && c0 <= 0xF4) {
-        len = 4, cp = c0 & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (left < len) return 0;
-    for (size_t k = 1; k < len; ++k) {
-        if ((b(k) & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (b(k) & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
+bool is_space_byte(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
-// Python's str.lower() for ASCII, Latin-1 Supplement and Latin Extended-A
-// (U+0130 İ, which Python lowers to two code points, is left to the caller).
-char32_t to_lower(char32_t c) {
-    if (c >= 'A' && c <= 'Z') return c + 32;
-    if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;  // À..Þ except ×
-    if (c >= 0x100 && c <= 0x137 && c != 0x130) return (c % 2 == 0) ? c + 1 : c;  // Ā..ķ
-    if (c >= 0x139 && c <= 0x148) return (c % 2 == 1) ? c + 1 : c;               // Ĺ..ň
-    if (c >= 0x14A && c <= 0x177) return (c % 2 == 0) ? c + 1 : c;               // Ŋ..ŷ
-    if (c == 0x178) return 0xFF;                                                  // Ÿ → ÿ
-    if (c >= 0x179 && c <= 0x17E) return (c % 2 == 1) ? c + 1 : c;               // Ź..ž
+// Reads the unit at bytes[i] and moves i past it: a code point (>= 0), or a
+// maximal ill-formed sequence (-1), which normalize() passes through unchanged.
+UChar32 next_unit(const std::string& bytes, int32_t& i) {
+    UChar32 c = 0;
+    U8_NEXT(reinterpret_cast<const uint8_t*>(bytes.data()), i, static_cast<int32_t>(bytes.size()), c);
     return c;
 }
 
-bool is_space_byte(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-}  // namespace
-
-bool is_valid_utf8(const std::string& bytes) {
-    char32_t cp = 0;
-    for (size_t i = 0; i < bytes.size();) {
-        const size_t n = decode_utf8(bytes, i, cp);
-        if (n == 0) return false;
-        i += n;
-    }
+bool is_ascii(const std::string& s) {
+    for (const char c : s)
+        if (static_cast<unsigned char>(c) >= 0x80) return false;
     return true;
 }
 
-std::string normalize(const std::string& text) {
-    // Work on code points, as Python does; invalid bytes pass through unchanged.
+bool is_d2l_punctuation(UChar32 c) { return c == ',' || c == '.' || c == '!' || c == '?'; }
+
+// NFC, then d2l's replacement of U+00A0 and U+202F by spaces (NFC leaves both as they
+// are). Byte search is exact on valid UTF-8: C2 and E2 are always lead bytes.
+std::string prepare(const std::string& valid) {
+    std::string s = to_nfc_of_valid(valid);
+    for (const char* nbsp : {"\xC2\xA0", "\xE2\x80\xAF"}) {
+        const size_t len = std::strlen(nbsp);
+        for (size_t at = s.find(nbsp); at != std::string::npos; at = s.find(nbsp, at + 1)) s.replace(at, len, " ");
+    }
+    return s;
+}
+
+// d2l's spacing when lower() kept every character at its index (no 'İ' in the text):
+// the character before index i is then a space in the text exactly when it is one in
+// the lowered text, and , . ! ? and ' ' are single bytes that never occur inside a
+// multi-byte UTF-8 sequence, so bytes can be checked directly.
+std::string space_punctuation(const std::string& lowered) {
     std::string out;
-    out.reserve(text.size() + text.size() / 8);
-    char32_t prev = 0;
-    bool first = true;
-    for (size_t i = 0; i < text.size();) {
-        char32_t cp = 0;
-        size_t n = decode_utf8(text, i, cp);
-        if (n == 0) {
-            out += text[i];
-            prev = 0xFFFD, first = false, ++i;
-            continue;
-        }
-        i += n;
-        if (cp == 0x202F || cp == 0xA0) cp = ' ';
-        if (!first && (cp == ',' || cp == '.' || cp == '!' || cp == '?') && prev != ' ') out += ' ';
-        if (cp == 0x130) {
-            append_utf8(out, 'i');
-            append_utf8(out, 0x307);  // Python: 'İ'.lower() == 'i̇'
-        } else {
-            append_utf8(out, to_lower(cp));
-        }
-        prev = cp, first = false;
+    out.reserve(lowered.size() + lowered.size() / 8 + 1);
+    for (size_t i = 0; i < lowered.size(); ++i) {
+        const char c = lowered[i];
+        if (i > 0 && is_d2l_punctuation(c) && lowered[i - 1] != ' ') out += ' ';
+        out += c;
     }
     return out;
+}
+
+// d2l's spacing in general: ' ' + ch for ch in ",.!?" at index i > 0 of text.lower()
+// when text[i - 1] != ' '. d2l reads the previous character from the string *before*
+// lower(), at the same index: after an 'İ' (one code point that lowers to two) that
+// index points one character further on, so d2l then spaces every , . ! ? even when a
+// space precedes it (a double space, the same words). Reproduced for identical output.
+// With two or more 'İ', d2l raises IndexError near the end of its text; there the
+// previous lowered character is used.
+std::string space_punctuation(const std::string& source, const std::string& lowered) {
+    std::string out;
+    out.reserve(lowered.size() + lowered.size() / 8 + 1);
+    const int32_t ns = static_cast<int32_t>(source.size()), nl = static_cast<int32_t>(lowered.size());
+    int32_t si = 0;  // source cursor: the unit at index (lowered index - 1)
+    UChar32 prev_lowered = 0;
+    for (int32_t li = 0, index = 0; li < nl; ++index) {
+        const int32_t start = li;
+        const UChar32 c = next_unit(lowered, li);
+        if (index > 0 && is_d2l_punctuation(c)) {
+            UChar32 prev = prev_lowered;
+            if (si < ns) {
+                int32_t k = si;
+                prev = next_unit(source, k);
+            }
+            if (prev != ' ') out += ' ';
+        }
+        if (index > 0 && si < ns) next_unit(source, si);
+        out.append(lowered, static_cast<size_t>(start), static_cast<size_t>(li - start));
+        prev_lowered = c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string normalize(const std::string& text) {
+    if (text.size() > static_cast<size_t>(INT32_MAX)) throw Error("text too long to normalise (over 2 GiB)");
+    if (is_ascii(text)) {  // most English text: lower-case and space in one pass
+        std::string out;
+        out.reserve(text.size() + text.size() / 8 + 1);
+        for (size_t i = 0; i < text.size(); ++i) {
+            const char c = text[i];
+            if (i > 0 && is_d2l_punctuation(c) && text[i - 1] != ' ') out += ' ';
+            out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        }
+        return out;
+    }
+    // `source` is d2l's `text` after its replace(); `lowered` is text.lower(). Each valid
+    // run is prepared and lower-cased as one context; ill-formed bytes are copied to both.
+    std::string source, lowered;
+    if (is_valid_utf8(text)) {
+        source = prepare(text);
+        lowered = lower_like_python_of_valid(source);
+    } else {
+        const int32_t n = static_cast<int32_t>(text.size());
+        int32_t run = 0;
+        for (int32_t i = 0; i < n;) {
+            const int32_t start = i;
+            if (next_unit(text, i) >= 0) continue;
+            const std::string valid = prepare(text.substr(static_cast<size_t>(run), static_cast<size_t>(start - run)));
+            source += valid;
+            lowered += lower_like_python_of_valid(valid);
+            source.append(text, static_cast<size_t>(start), static_cast<size_t>(i - start));
+            lowered.append(text, static_cast<size_t>(start), static_cast<size_t>(i - start));
+            run = i;
+        }
+        const std::string valid = prepare(text.substr(static_cast<size_t>(run)));
+        source += valid;
+        lowered += lower_like_python_of_valid(valid);
+    }
+    // Only 'İ' (U+0130, bytes C4 B0) lowers to more than one code point.
+    if (source.find("\xC4\xB0") == std::string::npos) return space_punctuation(lowered);
+    return space_punctuation(source, lowered);
 }
 
 std::vector<std::string> tokenize_words(const std::string& text) {
@@ -135,37 +151,51 @@ std::vector<std::string> tokenize_words(const std::string& text) {
     return tokens;
 }
 
-std::vector<std::string> tokenize_chars(const std::string& text) {
-    std::vector<std::string> tokens;
-    tokens.reserve(text.size());
-    for (size_t i = 0; i < text.size();) {
-        char32_t cp = 0;
-        const size_t n = decode_utf8(text, i, cp);
-        if (n == 0) {
-            std::ostringstream msg;
-            msg << "invalid UTF-8 at byte " << i << " (0x" << std::hex
-                << static_cast<int>(static_cast<unsigned char>(text[i]))
-                << "): expected UTF-8 text; re-save the file as UTF-8";
-            throw Error(msg.str());
-        }
-        tokens.emplace_back(text, i, n);
-        i += n;
-    }
-    return tokens;
-}
+std::vector<std::string> tokenize_chars(const std::string& text) { return grapheme_clusters(to_nfc(text)); }
 
 std::vector<std::string> tokenize(const std::string& text, TokenLevel level) {
-    if (level == TokenLevel::word) return tokenize_words(normalize(text));
-    return tokenize_chars(text);
+    if (level == TokenLevel::character) return tokenize_chars(text);
+    return tokenize_words(normalize(text));  // subword: the words its model is trained on and applied to
 }
 
 std::string detokenize(const std::vector<std::string>& tokens, TokenLevel level) {
     std::string out;
+    if (level == TokenLevel::subword) {
+        static const std::string boundary = "\xE2\x96\x81";  // U+2581
+        for (const auto& t : tokens) out += t;
+        for (size_t at = out.find(boundary); at != std::string::npos; at = out.find(boundary, at + 1))
+            out.replace(at, boundary.size(), " ");
+        return out.compare(0, 1, " ") == 0 ? out.substr(1) : out;
+    }
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (i > 0 && level == TokenLevel::word) out += ' ';
         out += tokens[i];
     }
     return out;
+}
+
+std::string to_string(TokenLevel level) {
+    switch (level) {
+        case TokenLevel::word: return "word";
+        case TokenLevel::character: return "char";
+        case TokenLevel::subword: return "subword";
+    }
+    return "word";
+}
+
+TokenLevel token_level_from_string(const std::string& s) {
+    for (const TokenLevel l : {TokenLevel::word, TokenLevel::character, TokenLevel::subword})
+        if (to_string(l) == s) return l;
+    throw ConfigError("unknown token level '" + s + "' (expected one of: word, char, subword)");
+}
+
+std::string level_noun(TokenLevel level) {
+    switch (level) {
+        case TokenLevel::word: return "words";
+        case TokenLevel::character: return "characters";
+        case TokenLevel::subword: return "subwords";
+    }
+    return "words";
 }
 
 // ---------------------------------------------------------------------------

@@ -32,6 +32,7 @@ Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_
       m_device(resolve_device(train_config.device)) {
     m_train_config.validate();
     if (m_model_config.seed == 0) m_model_config.seed = m_train_config.seed;
+    if (!m_data.tokenizer) m_data.tokenizer = Tokenizer::for_level(m_data.level);
     init_model();
 }
 
@@ -44,6 +45,7 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
     m_data.src_vocab = c.model->src_vocab();  // a resumed model keeps its vocabularies
     m_data.tgt_vocab = c.model->tgt_vocab();
     m_data.level = c.model->level();
+    m_data.tokenizer = c.model->tokenizer_ptr();  // and its subword model: pass it to prepare_data too
     init_model();
     Seq2Seq saved = c.model->network();
     // copy_ would broadcast a tensor of another shape (a scalar, [3H, 1]) without a word.
@@ -142,7 +144,7 @@ void Trainer::publish_snapshot() {
         }
     }
     if (!network) network = clone_model(m_model, torch::kCPU);
-    auto copy = std::make_shared<TranslationModel>(network, m_src_vocab, m_tgt_vocab, m_data.level, m_train_config,
+    auto copy = std::make_shared<TranslationModel>(network, m_src_vocab, m_tgt_vocab, m_data.tokenizer, m_train_config,
                                                    m_history, m_data.name);
     std::lock_guard<std::mutex> lock(m_snapshot_mutex);
     m_snapshot = std::move(copy);
@@ -152,7 +154,7 @@ Checkpoint Trainer::checkpoint() const {
     Checkpoint c;
     Seq2Seq live = m_model;  // a handle: clone_model reads through it
     c.model = std::make_shared<TranslationModel>(clone_model(live, torch::kCPU), m_src_vocab,
-                                                 m_tgt_vocab, m_data.level, m_train_config, m_history, m_data.name);
+                                                 m_tgt_vocab, m_data.tokenizer, m_train_config, m_history, m_data.name);
     c.optimizer_state = capture_optimizer_state(*m_optimizer, live, m_train_config.optimizer);
     return c;
 }
@@ -225,7 +227,7 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     dopts.max_length = dopts.max_length * 2 + 2;
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
     // A view of the live network (no copy); it switches the network to eval mode, restored below.
-    const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.level);
+    const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.tokenizer);
     for (auto& t : view.translate_tokens(sources, dopts)) {
         std::vector<std::string> words;
         if (!t.empty())

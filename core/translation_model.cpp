@@ -11,14 +11,21 @@ namespace attnviz {
 TranslationModel::TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab,
                                    std::shared_ptr<const Vocab> tgt_vocab, TokenLevel level, TrainConfig trained_with,
                                    TrainHistory history, std::string corpus_name)
+    : TranslationModel(std::move(network), std::move(src_vocab), std::move(tgt_vocab), Tokenizer::for_level(level),
+                       std::move(trained_with), std::move(history), std::move(corpus_name)) {}
+
+TranslationModel::TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab,
+                                   std::shared_ptr<const Vocab> tgt_vocab, TokenizerPtr tokenizer,
+                                   TrainConfig trained_with, TrainHistory history, std::string corpus_name)
     : m_network(std::move(network)),
       m_src_vocab(std::move(src_vocab)),
       m_tgt_vocab(std::move(tgt_vocab)),
-      m_level(level),
+      m_tokenizer(std::move(tokenizer)),
       m_trained_with(std::move(trained_with)),
       m_history(std::move(history)),
       m_corpus_name(std::move(corpus_name)) {
     if (!m_network || !m_src_vocab || !m_tgt_vocab) throw ConfigError("translation model: network or vocabulary missing");
+    if (!m_tokenizer) throw ConfigError("translation model: tokenizer missing");
     if (config().src_vocab != static_cast<int64_t>(m_src_vocab->size()) ||
         config().tgt_vocab != static_cast<int64_t>(m_tgt_vocab->size()))
         throw ConfigError("translation model: the network's vocabulary sizes (" + std::to_string(config().src_vocab) +
@@ -38,7 +45,7 @@ std::vector<Translation> TranslationModel::translate(const std::vector<std::stri
                                                      const DecodeOptions& options) const {
     std::vector<std::vector<std::string>> sources;
     sources.reserve(sentences.size());
-    for (const auto& s : sentences) sources.push_back(prepare_source(s, m_level, options.normalize_input));
+    for (const auto& s : sentences) sources.push_back(m_tokenizer->encode(s, options.normalize_input));
     auto results = translate_tokens(sources, options);
     for (size_t i = 0; i < sentences.size(); ++i) results[i].input = sentences[i];
     return results;
@@ -54,8 +61,8 @@ std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std
                                                  ForceMode mode, const DecodeOptions& options) const {
     std::vector<std::vector<std::string>> sources, targets;
     for (const auto& [source, target] : pairs) {
-        sources.push_back(prepare_source(source, m_level, options.normalize_input));
-        targets.push_back(prepare_source(target, m_level, options.normalize_input));
+        sources.push_back(m_tokenizer->encode(source, options.normalize_input));
+        targets.push_back(m_tokenizer->encode(target, options.normalize_input));
     }
     auto results = force_tokens(sources, targets, mode, options);
     for (size_t i = 0; i < pairs.size(); ++i) results[i].input = pairs[i].first;
@@ -99,7 +106,7 @@ std::shared_ptr<const TranslationModel> TranslationModel::on_device(const torch:
         if (auto self = weak_from_this().lock()) return self;
     }
     Seq2Seq moved = clone_network(device);
-    return std::make_shared<const TranslationModel>(moved, m_src_vocab, m_tgt_vocab, m_level, m_trained_with, m_history,
+    return std::make_shared<const TranslationModel>(moved, m_src_vocab, m_tgt_vocab, m_tokenizer, m_trained_with, m_history,
                                                     m_corpus_name);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // TranslationModel: "a model you can translate with" as one immutable bundle --
-// the network's configuration and weights, both vocabularies, the token level,
+// the network's configuration and weights, both vocabularies, the tokenizer,
 // the settings it was trained with and its training history. The CLI, the GUI,
 // beam search, export and the live probe all translate through it; a
 // checkpoint file is a TranslationModel plus the optimiser's state.
@@ -20,6 +20,7 @@
 #include "core/history.hpp"
 #include "core/model.hpp"
 #include "core/text.hpp"
+#include "core/tokenizer.hpp"
 
 namespace attnviz {
 
@@ -28,6 +29,11 @@ public:
     /// Takes the network as it is (no copy) and puts it in evaluation mode: the
     /// caller must not train or change it afterwards. Its vocabulary sizes must
     /// match the vocabularies (ConfigError otherwise).
+    TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
+                     TokenizerPtr tokenizer, TrainConfig trained_with = {}, TrainHistory history = {},
+                     std::string corpus_name = {});
+    /// The same with the stateless tokenizer of word or character level
+    /// (Tokenizer::for_level; ConfigError for subword, which needs its model).
     TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
                      TokenLevel level, TrainConfig trained_with = {}, TrainHistory history = {},
                      std::string corpus_name = {});
@@ -38,7 +44,10 @@ public:
     /// The vocabularies as shared pointers (a snapshot shares them with the trainer: no copies).
     const std::shared_ptr<const Vocab>& src_vocab_ptr() const { return m_src_vocab; }
     const std::shared_ptr<const Vocab>& tgt_vocab_ptr() const { return m_tgt_vocab; }
-    TokenLevel level() const { return m_level; }
+    TokenLevel level() const { return m_tokenizer->level(); }
+    /// How sentences become tokens and back (subword: with the SentencePiece model).
+    const Tokenizer& tokenizer() const { return *m_tokenizer; }
+    const TokenizerPtr& tokenizer_ptr() const { return m_tokenizer; }
     /// The training settings the weights came from (defaults when unknown).
     const TrainConfig& trained_with() const { return m_trained_with; }
     /// The training history up to these weights (epochs_done, global_step, best_epoch, curves).
@@ -49,7 +58,7 @@ public:
     torch::Device device() const;
     int64_t parameter_count() const;
 
-    /// Translates sentences (normalised and tokenised per level()), greedy or
+    /// Translates sentences (normalised and tokenised by tokenizer()), greedy or
     /// beam search per options (beam search when beam_size > 1 or beam_tree). An empty sentence gives a Translation without
     /// hypotheses. Throws ConfigError on bad options, Error on invalid UTF-8.
     std::vector<Translation> translate(const std::vector<std::string>& sentences,
@@ -93,7 +102,7 @@ public:
 private:
     Seq2Seq m_network;
     std::shared_ptr<const Vocab> m_src_vocab, m_tgt_vocab;
-    TokenLevel m_level;
+    TokenizerPtr m_tokenizer;
     TrainConfig m_trained_with;
     TrainHistory m_history;
     std::string m_corpus_name;

@@ -30,7 +30,8 @@ std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfi
             {"snapshot_every", t.snapshot_every}, {"min_freq", t.min_freq}, {"max_vocab", t.max_vocab}, {"split_shuffle", t.split_shuffle},
             {"vocab_includes_val", t.vocab_includes_val}, {"eval_sample", t.eval_sample},
             {"patience", t.patience}, {"keep_best", t.keep_best}, {"lr_schedule", to_string(t.lr_schedule)},
-            {"lr_factor", t.lr_factor}, {"lr_step", t.lr_step}, {"lr_patience", t.lr_patience}};
+            {"lr_factor", t.lr_factor}, {"lr_step", t.lr_step}, {"lr_patience", t.lr_patience},
+            {"subword_vocab", t.subword_vocab}, {"subword_model", to_string(t.subword_model)}};
 }
 
 /// A valid value of p other than its default.

@@ -69,6 +69,9 @@ CorpusPanel::CorpusPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOn
     m_level = new QComboBox(m_fileOptions);
     m_level->addItem(tr("words"), int(TokenLevel::word));
     m_level->addItem(tr("characters"), int(TokenLevel::character));
+    m_level->addItem(tr("subwords (SentencePiece)"), int(TokenLevel::subword));
+    m_level->setToolTip(tr("Subwords: a SentencePiece model trained on the training pairs cuts the words into "
+                           "pieces (its size and algorithm: Subword vocabulary / Subword model in the settings)"));
     m_swap = new QCheckBox(tr("Swap columns (target → source)"), m_fileOptions);
     m_columns = new QLineEdit(m_fileOptions);
     m_columns->setPlaceholderText(tr("detect"));
@@ -403,7 +406,9 @@ QString CorpusPanel::summaryText() const {
                     .arg(s.val_pairs)
                     .arg(s.src_vocab)
                     .arg(s.tgt_vocab)
-                    .arg(s.level == TokenLevel::character ? tr("characters") : tr("words"));
+                    .arg(s.level == TokenLevel::character ? tr("characters")
+                         : s.level == TokenLevel::subword ? tr("subwords")
+                                                          : tr("words"));
         if (s.too_long > 0) text += tr("<br>%1 pair(s) over the maximum length left out").arg(s.too_long);
     } else {
         text += tr("<br><span style='color:#b00020'>%1</span>").arg(qs(s.problem).toHtmlEscaped());

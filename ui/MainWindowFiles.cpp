@@ -215,7 +215,7 @@ bool MainWindow::exportHeatmapTo(const QString& path, double scale) {
         if (const ProbeResult* s = m_probe->currentSnapshot()) translation = s->translation;
         model = currentModel();
     } else {
-        translation = m_translate->translation();
+        translation = m_translate->shownTranslation();  // subword pieces merged into words when asked
         model = m_translate->translationModel();
         source.hypothesis = size_t(m_translate->selectedHypothesis());
         source.decodeSettings = m_translate->decodeOptions().to_json();

@@ -16,6 +16,7 @@
 #include "ui/SettingsPanel.hpp"
 #include "ui/TranslatePanel.hpp"
 #include "core/model.hpp"
+#include "core/train.hpp"
 
 namespace attnviz::ui {
 
@@ -166,6 +167,43 @@ QStringList takeScreenshots(MainWindow& w, const ScreenshotOptions& options, QSt
         save(&w, QStringLiteral("compare-models.png"));
     }
     QObject::disconnect(epochWatch);
+
+    if (options.subwords) {
+        // The same task cut into subwords: a small BPE vocabulary, so that words really
+        // split, trained here on the GUI thread (the window waits), then one heatmap of
+        // pieces and one with the pieces merged into words.
+        const auto corpus = w.corpusPanel()->corpus();
+        if (!corpus) return fail(QObject::tr("no corpus for the subword model"));
+        Corpus words = *corpus;
+        words.level = TokenLevel::subword;  // task sentences are normalised words already
+        TrainConfig tc = w.settingsPanel()->trainConfig();
+        tc.subword_vocab = 100;
+        tc.subword_model = SubwordModel::bpe;
+        tc.epochs = firstRunEpochs + 2;  // pieces make longer sequences: a little more training
+        ModelConfig mc = w.settingsPanel()->modelConfig();
+        mc.scoring = Scoring::additive;
+        try {
+            Trainer trainer(prepare_data(words, tc), mc, tc);
+            trainer.run();
+            t->setModel(trainer.snapshot());
+        } catch (const std::exception& e) {
+            return fail(QObject::tr("subword training failed: %1").arg(QString::fromStdString(e.what())));
+        }
+        w.tabs()->setCurrentIndex(MainWindow::TranslateTab);
+        t->setBeamWidth(1);
+        for (const bool merge : {false, true}) {
+            t->setMergeSubwords(merge);
+            bool done = false;
+            auto subwordConnection = QObject::connect(t, &TranslatePanel::translationReady, [&] { done = true; });
+            t->translateText(sentence);
+            waitUntil([&] { return done; }, 20000);
+            QObject::disconnect(subwordConnection);
+            waitUntil([] { return false; }, 300);
+            const QString path = dir.filePath(merge ? QStringLiteral("subwords-merged.png") : QStringLiteral("subwords.png"));
+            if (w.exportHeatmapTo(path, 1.5)) written << path;
+        }
+        t->setMergeSubwords(false);
+    }
     return written;
 }
 

@@ -18,6 +18,7 @@ struct ScreenshotOptions {
     int minEpochs = 3;        ///< ... or once it has trained this many epochs
     double targetAccuracy = 0.9;  ///< ... and reached this validation exact match
     bool compare = true;      ///< also train the no-attention baseline and capture both runs' curves
+    bool subwords = true;     ///< also train a subword model on the task: its heatmap as pieces and merged into words
     QString sentence;         ///< sentence to translate; empty = the task's first example
 };
 

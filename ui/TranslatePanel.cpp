@@ -1,5 +1,6 @@
 #include "ui/TranslatePanel.hpp"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -17,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "core/beam_tree.hpp"
+#include "core/subword_merge.hpp"
 #include "ui/BeamTreeView.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
@@ -51,6 +53,11 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     m_nbest->setRange(1, 32);
     m_nbest->setValue(1);
     m_nbest->setToolTip(tr("How many hypotheses to list (at most the beam width)"));
+    m_mergeBox = new QCheckBox(tr("Merge subwords"), this);
+    m_mergeBox->setObjectName(QStringLiteral("mergeSubwords"));
+    m_mergeBox->setToolTip(tr("Subword models: show words instead of pieces — the columns of a source word are "
+                              "summed, the rows of an output word averaged (each row still sums to 1)"));
+    m_mergeBox->setVisible(false);  // shown for subword models
     auto* examples = new QToolButton(this);
     examples->setText(tr("Examples"));
     examples->setPopupMode(QToolButton::InstantPopup);
@@ -64,6 +71,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     row->addWidget(m_beam);
     row->addWidget(new QLabel(tr("N-best"), this));
     row->addWidget(m_nbest);
+    row->addWidget(m_mergeBox);
     row->addWidget(m_go);
 
     m_reference = new QLineEdit(this);
@@ -165,6 +173,11 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
         if (m_translation) translateText(qs(m_translation->input));
     });
     connect(m_hypotheses, &QListWidget::currentRowChanged, this, &TranslatePanel::showHypothesis);
+    connect(m_mergeBox, &QCheckBox::toggled, this, [this] {
+        refreshMerged();
+        if (m_translation && !m_translation->empty()) showHypothesis(selectedHypothesis());
+        if (m_forced) showForced(m_forced);
+    });
     connect(m_heatmap, &HeatmapWidget::rowSelected, this,
             [this](int row) { m_inspector->setStep(m_heatmap->heatmapData(), row); });
     connect(m_forcedHeatmap, &HeatmapWidget::rowSelected, this,
@@ -199,6 +212,7 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
 
 void TranslatePanel::setModel(TranslationModelPtr model) {
     m_model = std::move(model);
+    m_mergeBox->setVisible(m_model && m_model->level() == TokenLevel::subword);
     if (!m_model) {
         m_modelLabel->setText(tr("No model yet: press Train, or open a checkpoint (Ctrl+O)."));
         return;
@@ -313,8 +327,11 @@ void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {
     if (!m_forced->attention_available) {
         m_forcedHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
     } else {
-        HeatmapData data = HeatmapData::fromTranslation(*m_forced);
-        data.title = (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text));
+        refreshMerged();
+        const Translation& shown = m_forcedMerged ? *m_forcedMerged : *m_forced;
+        HeatmapData data = HeatmapData::fromTranslation(shown);
+        data.title = (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text)) +
+                     levelNote(shown);
         m_forcedHeatmap->setHeatmapData(data);
         m_forcedHeatmap->setSelectedRow(data.highlightRow);
     }
@@ -350,6 +367,7 @@ QString TranslatePanel::forcedSummary() const {
 void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model) {
     m_translation = std::move(t);
     m_translationModel = std::move(model);
+    refreshMerged();
     m_hypotheses->blockSignals(true);
     m_hypotheses->clear();
     for (const Hypothesis& h : m_translation->hypotheses)
@@ -394,8 +412,9 @@ void TranslatePanel::showHypothesis(int index) {
         m_inspector->clear();
         return;
     }
-    HeatmapData data = HeatmapData::fromTranslation(*m_translation, size_t(index));
-    data.title = qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text);
+    const Translation& shown = m_merged ? *m_merged : *m_translation;
+    HeatmapData data = HeatmapData::fromTranslation(shown, size_t(index));
+    data.title = qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown);
     const int row = std::max(0, m_heatmap->selectedRow());
     m_heatmap->setHeatmapData(data);
     m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));
@@ -410,6 +429,29 @@ int TranslatePanel::hypothesisCount() const { return m_translation ? int(m_trans
 
 QString TranslatePanel::resultText() const {
     return (m_translation && !m_translation->empty()) ? qs(m_translation->hypotheses[selectedHypothesis()].text) : QString();
+}
+
+bool TranslatePanel::mergeSubwords() const { return !m_mergeBox->isHidden() && m_mergeBox->isChecked(); }
+
+void TranslatePanel::setMergeSubwords(bool merge) { m_mergeBox->setChecked(merge); }
+
+std::shared_ptr<const Translation> TranslatePanel::shownTranslation() const {
+    return m_merged ? m_merged : m_translation;
+}
+
+void TranslatePanel::refreshMerged() {
+    // Only a subword model's translations have pieces to merge.
+    const bool subword = m_translationModel && m_translationModel->level() == TokenLevel::subword;
+    const bool merge = subword && m_mergeBox->isChecked();
+    m_merged = merge && m_translation ? std::make_shared<const Translation>(merge_subwords(*m_translation)) : nullptr;
+    m_forcedMerged = merge && m_forced ? std::make_shared<const Translation>(merge_subwords(*m_forced)) : nullptr;
+}
+
+QString TranslatePanel::levelNote(const Translation& t) const {
+    if (!t.merged.empty()) return tr("   ·   subwords merged into words: columns summed, rows averaged");
+    if (m_translationModel && m_translationModel->level() == TokenLevel::subword)
+        return tr("   ·   subword pieces (▁ starts a word)");
+    return {};
 }
 
 }  // namespace attnviz::ui

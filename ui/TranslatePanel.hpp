@@ -7,7 +7,8 @@
 // model's own, with the probability of each given token and the first step
 // where the model would have said something else marked. With a beam wider
 // than 1 the search itself is shown as a tree; a node's partial hypothesis
-// gets its own heatmap.
+// gets its own heatmap. A subword model's heatmaps show its pieces, or, with
+// "Merge subwords", words (columns of a word summed, rows averaged; said above the grid).
 #include <QWidget>
 #include <memory>
 
@@ -15,6 +16,7 @@
 #include "core/translation_model.hpp"
 
 QT_BEGIN_NAMESPACE
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -45,6 +47,13 @@ public:
     void setBeamWidth(int width);
 
     std::shared_ptr<const Translation> translation() const { return m_translation; }
+    /// What the heatmap shows: translation(), or its subword pieces merged into words
+    /// (core/subword_merge.hpp) when mergeSubwords() is on. Exports take this one.
+    std::shared_ptr<const Translation> shownTranslation() const;
+    /// Subword models: show words (a word's columns summed, its rows averaged) instead of pieces.
+    bool mergeSubwords() const;
+    void setMergeSubwords(bool merge);
+    QCheckBox* mergeSubwordsBox() const { return m_mergeBox; }
     /// The model that produced translation() (for export settings).
     TranslationModelPtr translationModel() const { return m_translationModel; }
     int selectedHypothesis() const;
@@ -92,7 +101,13 @@ private:
     void revealSelectedNode();
     void showForced(std::shared_ptr<const Translation> t);
 
+    /// A heading for the heatmap of `t`: says whether it shows subword pieces or merged words.
+    QString levelNote(const Translation& t) const;
+    void refreshMerged();
+
     Translator* m_translator;
+    QCheckBox* m_mergeBox;
+    std::shared_ptr<const Translation> m_merged, m_forcedMerged;  ///< merged copies (null: not merging)
     Translator* m_forcer;
     std::shared_ptr<const Translation> m_forced;
     QLineEdit* m_reference;
