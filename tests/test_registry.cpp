@@ -27,7 +27,8 @@ std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfi
             {"grad_clip", t.grad_clip}, {"teacher_forcing", t.teacher_forcing}, {"seed", t.seed},
             {"device", t.device}, {"bucket_window", t.bucket_window}, {"fixed_steps", t.fixed_steps},
             {"max_length", t.max_length}, {"val_fraction", t.val_fraction}, {"max_batches", t.max_batches},
-            {"snapshot_every", t.snapshot_every}, {"min_freq", t.min_freq}, {"split_shuffle", t.split_shuffle},
+            {"snapshot_every", t.snapshot_every},
+            {"checkpoint_every_minutes", t.checkpoint_every_minutes}, {"min_freq", t.min_freq}, {"split_shuffle", t.split_shuffle},
             {"vocab_includes_val", t.vocab_includes_val}, {"eval_sample", t.eval_sample},
             {"patience", t.patience}, {"keep_best", t.keep_best}, {"lr_schedule", to_string(t.lr_schedule)},
             {"lr_factor", t.lr_factor}, {"lr_step", t.lr_step}, {"lr_patience", t.lr_patience}};
