@@ -16,6 +16,15 @@ constexpr int k_version = 1;
 
 const char* level_name(TokenLevel l) { return l == TokenLevel::character ? "char" : "word"; }
 
+/// A value for an error message, never dump()ed whole: dump() recurses, and a
+/// value nested 100,000 deep in a file would overflow the stack.
+std::string shown(const nlohmann::json& v) {
+    if (v.is_array()) return "an array";
+    if (v.is_object()) return "an object";
+    std::string s = v.dump();
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
 /// Reads j[key] as T, or throws FileError naming where and what was expected.
 template <typename T>
 T field(const nlohmann::json& j, const char* key, const std::string& where, const char* expected) {
@@ -24,7 +33,7 @@ T field(const nlohmann::json& j, const char* key, const std::string& where, cons
     try {
         return it->get<T>();
     } catch (const nlohmann::json::exception&) {
-        throw FileError(where + ": \"" + key + "\" is " + it->dump() + ", expected " + expected);
+        throw FileError(where + ": \"" + key + "\" is " + shown(*it) + ", expected " + expected);
     }
 }
 
@@ -145,9 +154,9 @@ BeamTree BeamTree::from_json(const nlohmann::json& j) {
     const std::string where = "beam tree";
     if (!j.is_object()) throw FileError(where + ": expected a JSON object, got " + std::string(j.type_name()));
     if (field<std::string>(j, "format", where, "\"attnviz-beam-tree\"") != k_format)
-        throw FileError(where + ": \"format\" is " + j.at("format").dump() + ", expected \"" + k_format + "\"");
+        throw FileError(where + ": \"format\" is " + shown(j.at("format")) + ", expected \"" + k_format + "\"");
     if (field<int>(j, "version", where, "1") != k_version)
-        throw FileError(where + ": version " + j.at("version").dump() + " is not supported (this build reads " +
+        throw FileError(where + ": version " + shown(j.at("version")) + " is not supported (this build reads " +
                         std::to_string(k_version) + ")");
     BeamTree t;
     t.source = field<std::vector<std::string>>(j, "source", where, "an array of tokens");
