@@ -12,6 +12,7 @@
 # exits 1. Fixed bugs keep their input in tests/fuzz/regressions/NAME, which
 # ctest replays in every build (fuzz_replay_NAME).
 # Environment: ATTNVIZ_PYTHON (python with torch), ATTNVIZ_JOBS (build jobs),
+# FUZZ_TIMEOUT (seconds one input may take, default 30: a slower one is a hang),
 # FUZZ_FLAGS (more libFuzzer flags, e.g. "-jobs=4 -workers=4").
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -42,10 +43,11 @@ for h in "${HARNESSES[@]}"; do
   mkdir -p "$work" "$art" "tests/fuzz/regressions/$h"
   log="$BUILD/$h.log"
   say "$h: ${SECONDS_EACH} s"
-  # -timeout: one input taking longer than 10 s is a hang; -rss_limit_mb: a runaway allocation.
+  # -timeout: one input taking this long is a hang (inputs take milliseconds; the margin is for
+  # busy machines); -rss_limit_mb: a runaway allocation.
   set +e
   # shellcheck disable=SC2086
-  "$exe" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+  "$exe" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=4096 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$art/" ${FUZZ_FLAGS:-} \
     "$work" "tests/fuzz/corpus/$h" "tests/fuzz/regressions/$h" >"$log" 2>&1
   rc=$?
