@@ -40,7 +40,9 @@ for h in "${HARNESSES[@]}"; do
   exe="$BUILD/tests/fuzz/fuzz_$h"
   [ -x "$exe" ] || { echo "fuzz: no harness '$h' (have: ${ALL[*]})" >&2; exit 2; }
   work="$BUILD/work/$h" art="$BUILD/artifacts/$h"
-  mkdir -p "$work" "$art" "tests/fuzz/regressions/$h"
+  mkdir -p "$work" "$art"
+  inputs=("tests/fuzz/corpus/$h")
+  [ -d "tests/fuzz/regressions/$h" ] && inputs+=("tests/fuzz/regressions/$h")
   log="$BUILD/$h.log"
   say "$h: ${SECONDS_EACH} s"
   # -timeout: one input taking this long is a hang (inputs take milliseconds; the margin is for
@@ -49,7 +51,7 @@ for h in "${HARNESSES[@]}"; do
   # shellcheck disable=SC2086
   "$exe" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=4096 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$art/" ${FUZZ_FLAGS:-} \
-    "$work" "tests/fuzz/corpus/$h" "tests/fuzz/regressions/$h" >"$log" 2>&1
+    "$work" "${inputs[@]}" >"$log" 2>&1
   rc=$?
   set -e
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
@@ -62,7 +64,7 @@ for h in "${HARNESSES[@]}"; do
     tail -n 60 "$log" >&2
     for a in "$art"/*; do
       [ -e "$a" ] || continue
-      echo "input: $a  (replay: $exe $a; once fixed, keep it: cp $a tests/fuzz/regressions/$h/)" >&2
+      echo "input: $a  (replay: $exe $a; once fixed, keep it: mkdir -p tests/fuzz/regressions/$h && cp $a tests/fuzz/regressions/$h/)" >&2
     done
   fi
 done
