@@ -89,10 +89,12 @@ int run_bench(BenchOptions& o) {
                       << info.parameters << " parameters, " << info.device << ", " << at::get_num_threads()
                       << " threads\n";
     };
+    set_signal_mode(SignalMode::defer);  // signals wait for the final save (cli_signals.hpp)
     TrainingSession session(&progress);
     auto t0 = std::chrono::steady_clock::now();
     session.start(std::make_shared<const Corpus>(std::move(corpus)), m, t);
-    StopReason reason = wait_with_interrupt(session);
+    PeriodicSave periodic(session, progress, o.save, t.checkpoint_every_minutes);
+    StopReason reason = wait_with_interrupt(session, [&periodic] { periodic.tick(); });
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (reason == StopReason::error || reason == StopReason::diverged) throw TrainingError(session.message());
     if (!o.save.empty()) session.save(o.save);

@@ -14,26 +14,11 @@
 #include <sstream>
 #include <thread>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/tasks.hpp"
 
 namespace attnviz::cli {
-
-namespace {
-
-std::atomic<bool> g_interrupted{false};
-std::atomic<int> g_sigint_count{0};
-
-extern "C" void on_sigint(int) {
-    // Only lock-free atomics here; the main thread turns this into TrainingSession::stop().
-    if (g_sigint_count.fetch_add(1) >= 1) {
-        std::signal(SIGINT, SIG_DFL);
-        std::raise(SIGINT);
-    }
-    g_interrupted.store(true);
-}
-
-}  // namespace
 
 std::vector<std::string> task_names() {
     std::vector<std::string> names;
@@ -98,30 +83,73 @@ void ProgressPrinter::on_finished(StopReason reason, const std::string& message)
     m_message = message;
 }
 
+void ProgressPrinter::on_saved(const SaveResult& result) {
+    std::lock_guard<std::mutex> lock(m_save_mutex);
+    ++m_saves;
+    m_save_error = result.ok ? std::string() : result.error;
+}
+
+int ProgressPrinter::saves() const {
+    std::lock_guard<std::mutex> lock(m_save_mutex);
+    return m_saves;
+}
+
+std::string ProgressPrinter::last_save_error() const {
+    std::lock_guard<std::mutex> lock(m_save_mutex);
+    return m_save_error;
+}
+
 // --- running ------------------------------------------------------------------------
 
-bool interrupted() { return g_interrupted.load(); }
-
-StopReason wait_with_interrupt(TrainingSession& session) {
-    auto previous = std::signal(SIGINT, on_sigint);
+StopReason wait_with_interrupt(TrainingSession& session, const std::function<void()>& tick) {
+    SignalScope graceful(SignalMode::graceful);
     bool stop_sent = false;
     while (!session.wait_for(std::chrono::milliseconds(50))) {
-        if (g_interrupted.load() && !stop_sent) {
+        if (interrupted() && !stop_sent) {
             session.stop();
             stop_sent = true;
-            std::fputs("\nattnviz-cli: stopping after this batch (Ctrl+C again to abort)\n", stderr);
+            std::fputs(interrupt_signal() == SIGTERM
+                           ? "\nattnviz-cli: terminated: stopping after this batch (another signal aborts)\n"
+                           : "\nattnviz-cli: stopping after this batch (Ctrl+C again to abort)\n",
+                       stderr);
         }
+        if (tick && !stop_sent) tick();
     }
-    std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
     return session.stop_reason();
 }
 
+PeriodicSave::PeriodicSave(TrainingSession& session, const ProgressPrinter& progress, std::string path, double minutes)
+    : m_session(session), m_progress(progress), m_path(std::move(path)),
+      m_every(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(minutes * 60.0))),
+      m_next(std::chrono::steady_clock::now() + m_every) {}
+
+void PeriodicSave::tick() {
+    if (m_path.empty() || m_every <= std::chrono::steady_clock::duration::zero()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (m_pending) {
+        if (m_progress.saves() == m_saves_before) return;  // still being written
+        m_pending = false;
+        const std::string error = m_progress.last_save_error();
+        if (!error.empty()) warn("periodic checkpoint not written (training goes on): " + error);
+        m_next = now + m_every;
+    }
+    if (now < m_next || m_session.state() != SessionState::running) return;
+    m_saves_before = m_progress.saves();
+    try {
+        m_session.save(m_path);  // queued: the worker writes it between two batches
+        m_pending = true;
+    } catch (const Error& e) {  // the run ended meanwhile and the save failed at once
+        warn(std::string("periodic checkpoint not written: ") + e.what());
+        m_next = now + m_every;
+    }
+}
+
 void check_writable(const std::string& flag, const std::string& path) {
-    auto slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    if (access(dir.c_str(), W_OK) != 0)
-        throw FileError(path + ": cannot write here (" + flag + "): directory '" + dir +
-                        "' does not exist or is not writable");
+    try {
+        check_writable_path(path);
+    } catch (const FileError& e) {
+        throw FileError(flag + ": " + e.what());
+    }
 }
 
 // --- output ------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 // Shared pieces of attnviz-cli: exit codes, the hyperparameter flags (one table
 // used by train, bench and compare's --vary), corpus selection, the progress
 // line and waiting for a TrainingSession with Ctrl+C handling.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 
 #include "app/cli_corpus.hpp"    // the corpus flags (CorpusFlags)
 #include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
+#include "app/cli_signals.hpp"   // Ctrl+C and SIGTERM (interrupted(), SignalScope)
 #include "core/data.hpp"
 #include "core/model.hpp"
 #include "core/session.hpp"
@@ -24,7 +27,7 @@ namespace attnviz::cli {
 constexpr int exit_ok = 0;
 constexpr int exit_runtime = 1;      ///< a file could not be read/written, training failed
 constexpr int exit_usage = 2;        ///< bad flag, bad value, missing argument
-constexpr int exit_interrupted = 130;  ///< stopped by Ctrl+C (after saving what was asked)
+constexpr int exit_interrupted = 130;  ///< stopped by Ctrl+C (after saving what was asked); 143 for SIGTERM
 
 /// A bad argument detected by the CLI itself (exit code 2).
 class UsageError : public std::runtime_error {
@@ -54,6 +57,8 @@ Command add_export_command(CLI::App& parent);  ///< a model as safetensors in d2
 CLI::Validator positive_int();
 CLI::Validator non_negative_int();
 CLI::Validator non_negative_number();
+/// An integer in lo..hi, checked on the text before CLI11 narrows it to the option's type.
+CLI::Validator int_in_range(long long lo, long long hi);
 
 // --- corpora -------------------------------------------------------------------
 
@@ -73,7 +78,11 @@ public:
     void on_batch(const BatchReport& r) override;
     void on_epoch(const EpochReport& r) override;
     void on_finished(StopReason reason, const std::string& message) override;
+    void on_saved(const SaveResult& result) override;
     const std::string& message() const { return m_message; }
+    /// Saves reported so far, and the last one's error ("" when it succeeded); any thread.
+    int saves() const;
+    std::string last_save_error() const;
     /// Target tokens trained on in this run (the trainer's tokens/s times its active seconds).
     double tokens_trained() const { return m_last.tokens_per_second * m_last.elapsed; }
     /// Tokens/s of the batches alone (validation excluded), as the trainer measures it.
@@ -87,16 +96,39 @@ private:
     BatchReport m_last;
     double m_last_print = -1.0;
     bool m_line_open = false;
+    mutable std::mutex m_save_mutex;  ///< on_saved comes from the worker (periodic saves)
+    int m_saves = 0;
+    std::string m_save_error;
 };
 
-/// Waits for a started session; Ctrl+C asks it to stop after the current batch
-/// (a second Ctrl+C kills). Returns why training ended.
-StopReason wait_with_interrupt(TrainingSession& session);
-/// True once Ctrl+C was pressed during wait_with_interrupt.
-bool interrupted();
+/// Waits for a started session; the first Ctrl+C or SIGTERM asks it to stop after
+/// the current batch, a second one aborts (cli_signals.hpp). `tick`, when given,
+/// runs on this thread every 50 ms while it trains. Returns why training ended.
+StopReason wait_with_interrupt(TrainingSession& session, const std::function<void()>& tick = {});
 
-/// Throws FileError when path's directory does not exist or is not writable
-/// (checked before training rather than after an hour of it).
+/// --checkpoint-every-minutes: asks a running session to save `path` every `minutes`
+/// (the worker writes it between two batches, atomically). One save at a time: the
+/// next is asked for `minutes` after the last one was written. A failed save is a
+/// warning on stderr and training goes on (the final save tries again).
+class PeriodicSave {
+public:
+    PeriodicSave(TrainingSession& session, const ProgressPrinter& progress, std::string path, double minutes);
+    /// Pass to wait_with_interrupt.
+    void tick();
+
+private:
+    TrainingSession& m_session;
+    const ProgressPrinter& m_progress;
+    std::string m_path;
+    std::chrono::steady_clock::duration m_every;
+    std::chrono::steady_clock::time_point m_next;
+    bool m_pending = false;
+    int m_saves_before = 0;
+};
+
+/// Throws FileError naming the flag when a file cannot be written at path: it is a
+/// directory, its directory is missing or not writable (core's check_writable_path).
+/// Checked before training rather than after an hour of it.
 void check_writable(const std::string& flag, const std::string& path);
 
 // --- output ------------------------------------------------------------------------

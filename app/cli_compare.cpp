@@ -125,6 +125,7 @@ int run_compare(CompareOptions& o) {
     if (!o.curves.empty()) check_writable("--curves", o.curves);
 
     auto corpus = std::make_shared<const Corpus>(o.corpus.load(!o.quiet));
+    set_signal_mode(SignalMode::defer);  // --curves is written before a signal ends the program
     bool failed = false;
     for (size_t i = 0; i < runs.size() && !interrupted(); ++i) {
         Run& r = runs[i];
@@ -177,7 +178,7 @@ int run_compare(CompareOptions& o) {
     } else {
         print_table(runs);
     }
-    if (interrupted()) return exit_interrupted;
+    if (interrupted()) return interrupt_exit_code();
     return failed ? exit_runtime : exit_ok;
 }
 

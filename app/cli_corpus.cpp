@@ -50,10 +50,10 @@ void CorpusFlags::add_to(CLI::App& app, bool required) {
         ->check(non_negative_int())
         ->group(g);
     app.add_flag("--reverse", reverse, "corpus file: swap source and target (translate target to source)")->group(g);
-    app.add_option("--pairs", pairs, "task: how many pairs to generate")
+    app.add_option("--pairs", pairs, "task: how many pairs to generate (1..10000000)")
         ->type_name("INT")
         ->default_str(std::to_string(pairs))
-        ->check(positive_int())
+        ->check(int_in_range(1, 10000000))
         ->group(g);
     app.add_option("--task-seed", task_seed, "task: generator seed (same seed, same pairs)")
         ->type_name("INT")

@@ -3,13 +3,15 @@
 //
 // Errors: exactly one line on stderr, `attnviz-cli: error: MESSAGE`; exit code
 // 2 for usage errors (bad flag or value), 1 for runtime errors (unreadable or
-// corrupt file, training failure), 130 after Ctrl+C.
+// corrupt file, training failure), 130 after Ctrl+C, 143 after SIGTERM (both
+// after saving what was asked; app/cli_signals.hpp).
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <iostream>
 #include <string>
 
+#include "app/cli_app.hpp"
 #include "app/cli_common.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
@@ -32,24 +34,9 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
     using namespace attnviz::cli;
-    CLI::App app{"attnviz-cli: train and inspect RNN encoder-decoders with attention (Bahdanau, Luong)"};
-    app.name("attnviz-cli");
-    app.require_subcommand(1);
-    app.fallthrough();
-    app.set_version_flag("--version", std::string("attnviz-cli ") + ATTNVIZ_VERSION);
-    int threads = 0;
-    app.add_option("--threads", threads, "CPU threads for LibTorch (default: LibTorch's choice)")
-        ->type_name("INT")
-        ->check(non_negative_int());
-    app.footer(
-        "Exit codes: 0 ok, 1 runtime error (bad file, training failed), 2 usage error, 130 Ctrl+C.\n"
-        "Errors are one line on stderr: `attnviz-cli: error: ...`. Run `attnviz-cli COMMAND --help`.");
-
-    std::vector<Command> commands{add_train_command(app), add_translate_command(app), add_eval_command(app),
-                                  add_bench_command(app), add_bench_decode_command(app), add_compare_command(app),
-                                  add_compare_attention_command(app),
-                                  add_tasks_command(app), add_params_command(app), add_upgrade_command(app),
-                                  add_export_command(app)};
+    install_signal_handlers();
+    const auto cli = make_cli_app();
+    CLI::App& app = cli->app;
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -64,9 +51,8 @@ int main(int argc, char** argv) {
     }
 
     try {
-        if (threads > 0) at::set_num_threads(threads);
-        for (auto& c : commands)
-            if (c.app->parsed()) return c.run();
+        if (cli->threads > 0) at::set_num_threads(cli->threads);
+        if (const Command* c = cli->parsed()) return c->run();
         return fail(exit_usage, "no command given (see --help)");
     } catch (const UsageError& e) {
         return fail(exit_usage, e.what());

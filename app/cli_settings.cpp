@@ -65,6 +65,19 @@ CLI::Validator non_negative_int() {
     return number_check("an integer >= 0", [](const std::string& v) { return is_int_at_least(v, 0); });
 }
 
+CLI::Validator int_in_range(long long lo, long long hi) {
+    return number_check("an integer in " + std::to_string(lo) + ".." + std::to_string(hi),
+                        [lo, hi](const std::string& v) {
+                            try {
+                                size_t used = 0;
+                                const long long x = std::stoll(v, &used);
+                                return used == v.size() && x >= lo && x <= hi;
+                            } catch (const std::exception&) {
+                                return false;
+                            }
+                        });
+}
+
 CLI::Validator non_negative_number() {
     return number_check("a number >= 0", [](const std::string& v) {
         try {

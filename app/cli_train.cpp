@@ -144,18 +144,30 @@ int run_train(TrainOptions& o) {
                   << (info.epochs_before > 0 ? " (resuming after " + std::to_string(info.epochs_before) + ")" : "")
                   << "\n";
     };
+    // From here on a signal never cuts a save: while training the first one stops the
+    // run (wait_with_interrupt), afterwards they wait for the final save and the exit
+    // (cli_signals.hpp).
+    set_signal_mode(SignalMode::defer);
     TrainingSession session(&progress);
     auto t0 = std::chrono::steady_clock::now();
     if (ckpt) session.start_from(ckpt, corpus, t);
     else session.start(corpus, m, t);
-    StopReason reason = wait_with_interrupt(session);
+    PeriodicSave periodic(session, progress, o.save, t.checkpoint_every_minutes);
+    StopReason reason = wait_with_interrupt(session, [&periodic] { periodic.tick(); });
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+    // What was trained is saved even when training failed afterwards (e.g. in an
+    // epoch's evaluation): the weights of every batch done are valid weights.
+    const int64_t steps_before = ckpt ? ckpt->model->history().global_step : 0;
+    const bool trained = session.history().global_step > steps_before;
     std::string saved;
-    if (!o.save.empty() && reason != StopReason::error && session.has_model()) {
+    if (!o.save.empty() && session.has_model() && (reason != StopReason::error || trained)) {
+        if (!o.quiet) std::cerr << "saving " << o.save << " ...\n";
         session.save(o.save);
         saved = o.save;
-        if (!o.quiet) std::cerr << "saved " << o.save << "\n";
+        if (!o.quiet)
+            std::cerr << "saved " << o.save
+                      << (reason == StopReason::error ? " (the model as it was when training failed)" : "") << "\n";
     }
     if (reason == StopReason::diverged || reason == StopReason::error)
         std::cerr << "attnviz-cli: error: " << session.message() << "\n";
@@ -173,7 +185,7 @@ int run_train(TrainOptions& o) {
         std::cout << j.dump() << std::endl;
     }
     if (reason == StopReason::diverged || reason == StopReason::error) return exit_runtime;
-    if (reason == StopReason::stopped && interrupted()) return exit_interrupted;
+    if (interrupted()) return interrupt_exit_code();  // 130 Ctrl+C, 143 SIGTERM
     return exit_ok;
 }
 
@@ -184,11 +196,15 @@ Command add_train_command(CLI::App& parent) {
     CLI::App* app = parent.add_subcommand("train", "Train a model on a built-in task or a TSV corpus");
     app->footer(
         "Progress goes to stderr: one line per epoch, updated in place when stderr is a terminal.\n"
-        "Ctrl+C stops after the current batch, still saves (--save) and prints --json; exit code 130.\n"
+        "Ctrl+C stops after the current batch, still saves (--save) and prints --json; exit code 130\n"
+        "(SIGTERM: the same, 143). Another one while training aborts (no temporary file is left); while\n"
+        "the final checkpoint is written they wait for it. --checkpoint-every-minutes M also saves every\n"
+        "M minutes while training, so a crash or a kill loses little.\n"
         "Example: attnviz-cli train --task reverse --epochs 10 --save reverse.ckpt");
     o->corpus.add_to(*app, true);
     o->settings.add_to(*app, ModelConfig{}, TrainConfig{}, "");
-    app->add_option("--save", o->save, "write a checkpoint here when training ends (atomically)")
+    app->add_option("--save", o->save,
+                    "write a checkpoint here when training ends (atomically; see --checkpoint-every-minutes)")
         ->type_name("FILE")
         ->group("output");
     app->add_option("--resume", o->resume,

@@ -171,6 +171,7 @@ int run_translate(TranslateOptions& o) {
         throw UsageError("--attention-out " + o.attention_out +
                          ": the model has no attention (scoring none), so there is no CSV table; use .json");
     o.alignment.check(*model);
+    if (!o.attention_out.empty()) check_writable("--attention-out", o.attention_out);
 
     std::vector<std::string> sentences = o.sentences;
     if (sentences.empty()) {

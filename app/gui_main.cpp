@@ -1,5 +1,7 @@
 // attnviz: the desktop app. With --screenshot DIR it runs a short scripted
-// session offscreen and writes PNGs of the main views (for the README).
+// session offscreen and writes PNGs of the main views (for the README); the
+// hidden --soak SECONDS --soak-log FILE CORPUS trains that long while logging
+// the GUI thread's timer lateness (tools/soak.sh).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -13,11 +15,13 @@
 
 #include "ui/MainWindow.hpp"
 #include "ui/Screenshots.hpp"
+#include "ui/Soak.hpp"
 
 int main(int argc, char* argv[]) {
     // Screenshots need no display: choose the offscreen platform before Qt starts.
     for (int i = 1; i < argc; ++i)
-        if (qstrcmp(argv[i], "--screenshot") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        if ((qstrcmp(argv[i], "--screenshot") == 0 || qstrcmp(argv[i], "--soak") == 0) &&
+            qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
             qputenv("QT_QPA_PLATFORM", "offscreen");
 
     // Leave one core to the GUI thread: intra-op threads that outnumber the free
@@ -43,10 +47,37 @@ int main(int argc, char* argv[]) {
     QCommandLineOption seconds(QStringLiteral("screenshot-seconds"),
                                QStringLiteral("Longest training time of each screenshot run (default 120)."), QStringLiteral("S"),
                                QStringLiteral("120"));
+    QCommandLineOption soak(QStringLiteral("soak"), QStringLiteral("Soak test: train on the corpus for S seconds."),
+                            QStringLiteral("S"));
+    QCommandLineOption soakLog(QStringLiteral("soak-log"), QStringLiteral("Soak test: JSON lines of timer lateness."),
+                               QStringLiteral("FILE"));
+    soak.setFlags(QCommandLineOption::HiddenFromHelp);
+    soakLog.setFlags(QCommandLineOption::HiddenFromHelp);
     parser.addOption(screenshot);
     parser.addOption(seconds);
+    parser.addOption(soak);
+    parser.addOption(soakLog);
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A checkpoint or a TSV corpus to open."), QStringLiteral("[file]"));
     parser.process(app);
+
+    if (parser.isSet(soak)) {
+        if (parser.positionalArguments().size() != 1 || !parser.isSet(soakLog)) {
+            std::fprintf(stderr, "attnviz: --soak SECONDS needs --soak-log FILE and one corpus file\n");
+            return 2;
+        }
+        QSettings::setDefaultFormat(QSettings::IniFormat);  // a clean slate, as for screenshots
+        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, QDir::tempPath() + QStringLiteral("/attnviz-soak"));
+        QSettings().clear();
+        attnviz::ui::MainWindow window;
+        attnviz::ui::SoakOptions options;
+        options.corpus = parser.positionalArguments().front();
+        options.log = parser.value(soakLog);
+        options.seconds = parser.value(soak).toInt();
+        const int rc = attnviz::ui::runSoak(window, options);
+        window.close();
+        std::fflush(nullptr);
+        std::_Exit(rc);  // no static destructors racing a worker that did not stop in time
+    }
 
     if (parser.isSet(screenshot)) {
         // A clean slate: no remembered settings, window layout or recent files.

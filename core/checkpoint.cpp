@@ -294,13 +294,26 @@ ModelFileKind detect_model_file(const std::string& path) {
     }
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-    const std::string head = read_file_head(path, 16, "checkpoint");
-    if (is_legacy_checkpoint(head)) throw FileError(legacy_checkpoint_message(path));
+namespace {
+
+/// The checks on a file's first bytes shared by load_checkpoint and parse_checkpoint.
+void check_checkpoint_head(const std::string& head, const std::string& name) {
+    if (is_legacy_checkpoint(head)) throw FileError(legacy_checkpoint_message(name));
     if (!st::looks_like_safetensors(head))
-        throw FileError("'" + path + "' is not an attnviz checkpoint: " + looks_like(head) + ". attnviz reads " +
+        throw FileError("'" + name + "' is not an attnviz checkpoint: " + looks_like(head) + ". attnviz reads " +
                         readable_model_formats());
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path) {
+    check_checkpoint_head(read_file_head(path, 16, "checkpoint"), path);
     return checkpoint_from_file(st::read_file(path));
+}
+
+Checkpoint parse_checkpoint(std::string bytes, const std::string& name) {
+    check_checkpoint_head(bytes.substr(0, 16), name);
+    return checkpoint_from_file(st::parse(std::move(bytes), name));
 }
 
 void upgrade_checkpoint(const std::string& from, const std::string& to) {

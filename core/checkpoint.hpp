@@ -48,6 +48,10 @@ void save_checkpoint(const Checkpoint& c, const std::string& path);
 /// file: the formats attnviz reads).
 Checkpoint load_checkpoint(const std::string& path);
 
+/// load_checkpoint on bytes already in memory (`name` for messages): the same checks
+/// and errors. The checkpoint fuzz harness (tests/fuzz) feeds it.
+Checkpoint parse_checkpoint(std::string bytes, const std::string& name);
+
 /// A checkpoint file's bytes from its tensors and metadata, with the checksum added
 /// (save_checkpoint's last step; tests craft files with it).
 std::string serialize_checkpoint(const std::vector<safetensors::TensorToWrite>& tensors,

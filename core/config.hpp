@@ -104,6 +104,9 @@ struct TrainConfig {
     double val_fraction = 0.1;        ///< share of pairs held out for validation
     int64_t max_batches = 0;          ///< stop after this many batches in total; 0 = no limit (tests)
     int snapshot_every = 0;           ///< also publish weights every N batches (0 = once per epoch)
+    double checkpoint_every_minutes = 0;  ///< attnviz-cli train/bench: also write the --save checkpoint
+                                          ///< every this many minutes while training, between two batches
+                                          ///< (0 = only at the end; the GUI leaves it off)
     int min_freq = 1;                 ///< vocabulary: tokens seen fewer times map to <unk>
     int64_t max_vocab = 0;            ///< vocabulary: keep at most this many tokens per side besides the
                                       ///< 4 special ones, the most frequent (0 = no cap)

@@ -22,7 +22,8 @@ nlohmann::json DecodeOptions::to_json() const {
 }
 
 void validate_decode_options(const DecodeOptions& o) {
-    if (o.max_length < 1 || o.max_length > 1000) throw ConfigError("decode: max length must be in 1..1000");
+    if (o.max_length < 1 || o.max_length > max_decode_length)
+        throw ConfigError("decode: max length must be in 1.." + std::to_string(max_decode_length));
     if (o.beam_size < 1 || o.beam_size > 100) throw ConfigError("decode: beam size must be in 1..100");
     if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size)
         throw ConfigError("decode: number of hypotheses must be in 1..beam size");

@@ -14,9 +14,12 @@
 
 namespace attnviz {
 
+/// The longest output decoding produces (DecodeOptions::max_length's upper bound).
+constexpr int64_t max_decode_length = 1000;
+
 /// Options for decoding (CTranslate2's TranslationOptions in spirit).
 struct DecodeOptions {
-    int64_t max_length = 30;      ///< maximum output tokens per sentence, <eos> included
+    int64_t max_length = 30;      ///< maximum output tokens per sentence, <eos> included (1..max_decode_length)
     int64_t beam_size = 1;        ///< 1 = greedy; > 1 = beam search
     int64_t num_hypotheses = 1;   ///< N-best: how many hypotheses to return (<= beam_size)
     double length_penalty = 1.0;  ///< beam: score = log P / length^length_penalty (0 = no normalisation)

@@ -1,13 +1,7 @@
-// Attention export (CSV, JSON) and atomic file writes.
+// Attention export (CSV, JSON) and the CSV reader.
 #include "core/export.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
-#include <cstdio>
-#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -226,29 +220,6 @@ AttentionTable parse_attention_csv(const std::string& csv) {
             table.coverage.push_back(number(where, "coverage " + std::to_string(k), last[k]));
     }
     return table;
-}
-
-void write_file_atomic(const std::string& path, const std::string& contents) {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw FileError("cannot write '" + path + "': " + std::strerror(errno));
-    auto fail = [&](int err, bool close_fd) {
-        if (close_fd) ::close(fd);
-        ::unlink(tmp.c_str());
-        throw FileError("cannot write '" + path + "': " + std::strerror(err));
-    };
-    size_t done = 0;
-    while (done < contents.size()) {
-        const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            fail(errno, true);
-        }
-        done += static_cast<size_t>(n);
-    }
-    if (::fsync(fd) != 0) fail(errno, true);
-    if (::close(fd) != 0) fail(errno, false);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno, false);
 }
 
 }  // namespace attnviz

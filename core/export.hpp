@@ -1,10 +1,12 @@
 #pragma once
 // Attention export: CSV (one row per output token, one column per source token)
-// and JSON (tokens, weights, raw scores, model and decode settings).
+// and JSON (tokens, weights, raw scores, model and decode settings). Files are
+// written with write_file_atomic (core/atomic_file.hpp).
 #include <string>
 
 #include <nlohmann/json.hpp>  // complete type: the default arguments below need it
 
+#include "core/atomic_file.hpp"  // write_file_atomic, which writes every export
 #include "core/decode.hpp"
 
 namespace attnviz {
@@ -49,9 +51,5 @@ struct AttentionTable {
     std::string merged;                      ///< how tokens were merged (a "merged: ..." top-left cell), else empty
 };
 AttentionTable parse_attention_csv(const std::string& csv);
-
-/// Writes text to a file atomically: to path + ".tmp.<pid>", fsync, then rename over path.
-/// On failure the temporary file is removed and FileError names the path and the reason.
-void write_file_atomic(const std::string& path, const std::string& contents);
 
 }  // namespace attnviz

@@ -1,6 +1,9 @@
 // The parameter table: every hyperparameter of ModelConfig and TrainConfig,
 // declared once. core/registry.cpp turns it into validation, JSON and parsing.
 #include <cctype>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
 
 #include "core/registry.hpp"
 
@@ -22,6 +25,7 @@ public:
     /// A plain number, bool or string member of ModelConfig or TrainConfig.
     template <class S, class F>
     Decl& field(S H::*part, F S::*member) {
+        if constexpr (std::is_integral_v<F> && !std::is_same_v<F, bool>) fits<F>();
         m_p.get = [part, member](const H& h) { return json((h.*part).*member); };
         m_p.put = [part, member](H& h, const json& v) { (h.*part).*member = v.get<F>(); };
         return *this;
@@ -42,6 +46,15 @@ public:
     }
 
 private:
+    /// An integer parameter's declared range must fit its member's type, so that a
+    /// value the registry accepts (from a flag, a form or a file) is never narrowed.
+    template <class F>
+    void fits() const {
+        if (m_p.type != ParamType::integer || !m_p.min || !m_p.max ||
+            *m_p.min < static_cast<double>(std::numeric_limits<F>::lowest()) ||
+            *m_p.max > static_cast<double>(std::numeric_limits<F>::max()))
+            throw std::logic_error("parameter registry: the range of --" + m_p.flag + " does not fit its field");
+    }
     ParamSpec& m_p;
 };
 
@@ -192,6 +205,10 @@ std::vector<ParamSpec> declare_parameters() {
     add.integer("snapshot_every", "snapshot-every", "Snapshot every", 0, 1000000,
                 "also publish the weights every this many batches; 0 = once per epoch")
         .zero("once per epoch").advanced().field(&H::train, &T::snapshot_every);
+    add.real("checkpoint_every_minutes", "checkpoint-every-minutes", "Checkpoint every (minutes)", 0, 1e6,
+             "CLI: also write the --save checkpoint every this many minutes while training (atomically), "
+             "so that a crash loses little; 0 = only at the end")
+        .zero("only at the end").advanced().field(&H::train, &T::checkpoint_every_minutes);
 
     add.group = ParamGroup::data;
     add.integer("max_length", "max-length", "Max length", 0, 100000,

@@ -224,7 +224,9 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     DecodeOptions dopts;
     dopts.max_length = 0;
     for (const auto& r_ : refs) dopts.max_length = std::max<int64_t>(dopts.max_length, static_cast<int64_t>(r_.size()));
-    dopts.max_length = dopts.max_length * 2 + 2;
+    // Twice the longest reference, within what decoding allows: a corpus with longer
+    // targets still trains (their exact match and BLEU count the truncated output).
+    dopts.max_length = std::min<int64_t>(dopts.max_length * 2 + 2, max_decode_length);
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
     // A view of the live network (no copy); it switches the network to eval mode, restored below.
     const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.tokenizer);

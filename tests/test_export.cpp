@@ -14,6 +14,7 @@
 #include "core/alignment.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
+#include "file_limits.hpp"
 
 using namespace attnviz;
 
@@ -187,11 +188,10 @@ TEST_CASE("write_file_atomic replaces files and cleans up on failure", "[export]
     const auto dir = std::filesystem::temp_directory_path() / ("attnviz_export_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const std::string path = (dir / "attention.csv").string();
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     write_file_atomic(path, "first");
     write_file_atomic(path, attention_csv(sample()));
     CHECK(parse_attention_csv(read_all(path)).output.size() == 5);
-    CHECK_FALSE(std::filesystem::exists(tmp));
+    CHECK(attnviz::testing::names_in(dir.string()) == std::vector<std::string>{"attention.csv"});
 
     const std::string missing_dir = (dir / "no" / "such" / "out.csv").string();
     CHECK_THROWS_AS(write_file_atomic(missing_dir, "x"), FileError);
@@ -202,7 +202,7 @@ TEST_CASE("write_file_atomic replaces files and cleans up on failure", "[export]
     const auto target_dir = dir / "is_a_dir";
     std::filesystem::create_directories(target_dir / "child");
     CHECK_THROWS_AS(write_file_atomic(target_dir.string(), "x"), FileError);
-    CHECK_FALSE(std::filesystem::exists(target_dir.string() + ".tmp." + std::to_string(::getpid())));
+    CHECK(attnviz::testing::names_in(dir.string()) == std::vector<std::string>{"attention.csv", "is_a_dir"});
 
     // Not remove_all: libtorch.so exports its own std::filesystem::remove_all, which crashes.
     std::filesystem::remove(target_dir / "child");

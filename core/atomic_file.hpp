@@ -1,0 +1,53 @@
+#pragma once
+// Atomic file writes: the one way attnviz writes a file (checkpoints, exports,
+// vocabularies), so that a crash, a kill, a full disk or a planted symlink never
+// leaves a half-written file in place of a good one.
+//
+//   1. the contents go to a temporary file next to the target, named
+//      TARGET.tmp-<pid>-<12 random characters> and created with
+//      O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC (a name planted in advance, or a
+//      symlink, is never written through: another random name is tried);
+//   2. the file is fsync'ed and closed, renamed over the target, and the
+//      directory is fsync'ed so that the rename itself survives a power cut;
+//   3. on any failure the temporary file is removed and FileError says why.
+//
+// Stale temporaries: a process killed by SIGKILL (or a power cut) in the middle
+// of a write leaves its temporary file behind. They are never read (loaders open
+// only the target) and the next write to the same target removes the ones whose
+// process no longer runs (the pid is in the name; temporaries of the old form
+// TARGET.tmp.<pid> are recognised too). A process that dies of SIGINT/SIGTERM in
+// attnviz-cli removes its own first (remove_temporaries_in_progress).
+//
+// Torch-free and Qt-free.
+#include <cstddef>
+#include <string>
+
+namespace attnviz {
+
+/// Writes contents to path atomically (see above). Throws FileError naming the
+/// path and the reason ("No space left on device", "File too large", ...); the
+/// previous file at path, if any, is then unchanged and no temporary file is left.
+void write_file_atomic(const std::string& path, const std::string& contents);
+
+/// Throws FileError when write_file_atomic(path, ...) could not succeed as far as
+/// can be told without writing it: path is a directory, its directory is missing,
+/// or a file cannot be created there (checked by creating and removing a
+/// temporary file, so read-only file systems and permissions are both seen).
+/// For output flags, checked before hours of work rather than after.
+void check_writable_path(const std::string& path);
+
+/// Whether `name` (a file name without directory) is a temporary file of an atomic
+/// write to target_name: "T.tmp-<pid>-<random>" or the old "T.tmp.<pid>".
+/// Sets *pid to the writer's process id when given.
+bool is_temporary_name(const std::string& name, const std::string& target_name, long* pid = nullptr);
+
+/// Removes the stale temporary files next to path: those of writes to path whose
+/// process no longer runs (and this process's own that no write is using). Returns
+/// how many were removed; errors are ignored (a stale file is harmless).
+size_t remove_stale_temporaries(const std::string& path);
+
+/// Removes the temporary files of the writes this process has in progress.
+/// Async-signal-safe: for a signal handler that is about to end the process.
+void remove_temporaries_in_progress() noexcept;
+
+}  // namespace attnviz

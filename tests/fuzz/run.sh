@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the `fuzz` preset (clang, libFuzzer + ASan + UBSan) and runs every
+# harness for SECONDS each (default 30), one after the other.
+#
+#   tests/fuzz/run.sh [SECONDS] [HARNESS...]        e.g. tests/fuzz/run.sh 3600 tsv
+#
+# Each harness starts from its committed seeds (tests/fuzz/corpus/NAME) and
+# regression inputs (tests/fuzz/regressions/NAME); inputs it finds go to
+# build/fuzz/work/NAME (not committed). A crash, a sanitizer report, a broken
+# invariant, a leak or a timeout stops the run: the input is saved as
+# build/fuzz/artifacts/NAME/crash-*, the script prints how to replay it and
+# exits 1. Fixed bugs keep their input in tests/fuzz/regressions/NAME, which
+# ctest replays in every build (fuzz_replay_NAME).
+# Environment: ATTNVIZ_PYTHON (python with torch), ATTNVIZ_JOBS (build jobs),
+# FUZZ_TIMEOUT (seconds one input may take, default 30: a slower one is a hang),
+# FUZZ_FLAGS (more libFuzzer flags, e.g. "-jobs=4 -workers=4").
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+SECONDS_EACH="${1:-30}"
+shift || true
+PY="${ATTNVIZ_PYTHON:-$ROOT/.venv/bin/python}"
+JOBS="${ATTNVIZ_JOBS:-$(nproc)}"
+BUILD="$ROOT/build/fuzz"
+say() { printf '[fuzz] %s\n' "$*"; }
+
+t0=$(date +%s)
+cmake --preset fuzz -DATTNVIZ_PYTHON="$PY" >/dev/null
+cmake --build --preset fuzz -j "$JOBS" --target fuzz_all
+t1=$(date +%s)
+say "build: $((t1 - t0)) s"
+
+IFS=';' read -r -a ALL < "$BUILD/fuzz_harnesses.txt"
+HARNESSES=("$@")
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=("${ALL[@]}")
+
+status=0
+summary=()
+for h in "${HARNESSES[@]}"; do
+  exe="$BUILD/tests/fuzz/fuzz_$h"
+  [ -x "$exe" ] || { echo "fuzz: no harness '$h' (have: ${ALL[*]})" >&2; exit 2; }
+  work="$BUILD/work/$h" art="$BUILD/artifacts/$h"
+  mkdir -p "$work" "$art"
+  inputs=("tests/fuzz/corpus/$h")
+  [ -d "tests/fuzz/regressions/$h" ] && inputs+=("tests/fuzz/regressions/$h")
+  log="$BUILD/$h.log"
+  say "$h: ${SECONDS_EACH} s"
+  # -timeout: one input taking this long is a hang (inputs take milliseconds; the margin is for
+  # busy machines); -rss_limit_mb: a runaway allocation.
+  set +e
+  # shellcheck disable=SC2086
+  "$exe" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=4096 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="$art/" ${FUZZ_FLAGS:-} \
+    "$work" "${inputs[@]}" >"$log" 2>&1
+  rc=$?
+  set -e
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
+  summary+=("$h: ${runs:-?} executions, ${rate:-?} exec/s, coverage ${cov:-?}, exit $rc")
+  if [ $rc -ne 0 ]; then
+    status=1
+    echo "---- $h failed (exit $rc); the end of $log:" >&2
+    tail -n 60 "$log" >&2
+    for a in "$art"/*; do
+      [ -e "$a" ] || continue
+      echo "input: $a  (replay: $exe $a; once fixed, keep it: mkdir -p tests/fuzz/regressions/$h && cp $a tests/fuzz/regressions/$h/)" >&2
+    done
+  fi
+done
+say "runs: $(( $(date +%s) - t1 )) s; total with the build: $(( $(date +%s) - t0 )) s"
+for s in "${summary[@]}"; do say "$s"; done
+exit $status

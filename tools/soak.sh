@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Soak test: trains for MINUTES (default 30) in the CLI and then in the GUI
+# (offscreen) on a large generated corpus, sampling the resident memory every
+# 10 s, and in the GUI the event loop's lateness (a 5 ms timer; the app's hidden
+# --soak mode logs it, ui/Soak.cpp). Prints one JSON object: per run the RSS
+# samples, RSS growth after warm-up (the first 20% of the run, at least 60 s),
+# and for the GUI the worst and 99th-percentile timer lateness ("stall").
+#
+#   tools/soak.sh [MINUTES] [cli|gui|both]
+#
+# Environment: ATTNVIZ_BUILD (default build/release: needs attnviz and attnviz-cli),
+# SOAK_PAIRS (corpus size, default 200000), SOAK_DIR (work directory, default a temporary one).
+# Goal (issue 11): RSS growth < 1% after warm-up, no stall > 16 ms.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MINUTES="${1:-30}"
+WHICH="${2:-both}"
+BUILD="${ATTNVIZ_BUILD:-$ROOT/build/release}"
+CLI="$BUILD/app/attnviz-cli"
+GUI="$BUILD/app/attnviz"
+PAIRS="${SOAK_PAIRS:-200000}"
+WORK="${SOAK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/attnviz-soak-XXXXXX")}"
+SECS=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 }')
+mkdir -p "$WORK"
+say() { printf '[soak] %s\n' "$*" >&2; }
+
+# A large corpus: source sentences of 4..14 words from a 4000-word vocabulary; the
+# target is the source reversed with every word suffixed, so the task is learnable.
+corpus="$WORK/corpus.tsv"
+if [ ! -s "$corpus" ]; then
+  say "generating $PAIRS pairs into $corpus"
+  awk -v n="$PAIRS" 'BEGIN {
+    srand(11);
+    for (i = 0; i < n; i++) {
+      len = 4 + int(rand() * 11); s = ""; t = "";
+      for (k = 0; k < len; k++) { w[k] = "w" int(rand() * rand() * 4000); s = s (k ? " " : "") w[k] }
+      for (k = len - 1; k >= 0; k--) t = t w[k] "x" (k ? " " : "");
+      print s "\t" t
+    }
+  }' >"$corpus"
+fi
+
+# Samples VmRSS (MB) of $1 every 10 s until it exits, into $2 (one "seconds mb" per line).
+sample_rss() {
+  local pid=$1 out=$2 t=0
+  : >"$out"
+  while kill -0 "$pid" 2>/dev/null; do
+    rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status" 2>/dev/null || true)
+    [ -n "$rss" ] && echo "$t $rss" >>"$out"
+    sleep 10
+    t=$((t + 10))
+  done
+}
+
+if [ "$WHICH" = cli ] || [ "$WHICH" = both ]; then
+  say "CLI: training for $MINUTES min"
+  "$CLI" train --data "$corpus" --epochs 100000 --device cpu -q --max-length 20 \
+    --save "$WORK/cli.ckpt" --checkpoint-every-minutes 5 >"$WORK/cli.out" 2>"$WORK/cli.err" &
+  pid=$!
+  sample_rss "$pid" "$WORK/cli.rss" &
+  sampler=$!
+  sleep "$SECS"
+  kill -INT "$pid" 2>/dev/null || true  # stops after the batch, saves, exits 130
+  wait "$pid" || true
+  wait "$sampler" || true
+fi
+
+if [ "$WHICH" = gui ] || [ "$WHICH" = both ]; then
+  say "GUI (offscreen): training for $MINUTES min"
+  QT_QPA_PLATFORM=offscreen "$GUI" --soak "$SECS" --soak-log "$WORK/gui.jsonl" "$corpus" \
+    >"$WORK/gui.out" 2>"$WORK/gui.err" &
+  pid=$!
+  sample_rss "$pid" "$WORK/gui.rss" &
+  sampler=$!
+  wait "$pid" || say "the GUI exited with $? (see $WORK/gui.err)"
+  wait "$sampler" || true
+fi
+
+python3 - "$WORK" "$MINUTES" <<'PY'
+import json, os, sys
+work, minutes = sys.argv[1], float(sys.argv[2])
+def rss(name):
+    path = os.path.join(work, name + ".rss")
+    if not os.path.exists(path):
+        return None
+    samples = [tuple(map(float, l.split())) for l in open(path) if l.strip()]
+    if not samples:
+        return None
+    warm = max(60.0, 0.2 * samples[-1][0])
+    after = [mb for t, mb in samples if t >= warm]
+    out = {"samples": len(samples), "rss_mb": [mb for _, mb in samples], "warmup_s": warm,
+           "rss_peak_mb": max(mb for _, mb in samples)}
+    if len(after) >= 2:
+        first = sorted(after[:3])[len(after[:3]) // 2]  # medians of three: one GC-like blip is not growth
+        last = sorted(after[-3:])[len(after[-3:]) // 2]
+        out.update(rss_after_warmup_mb=first, rss_end_mb=last, growth_after_warmup_pct=round(100 * (last - first) / first, 3))
+    return out
+result = {"minutes": minutes, "work": work}
+for run in ("cli", "gui"):
+    r = rss(run)
+    if r is not None:
+        result[run] = r
+log = os.path.join(work, "gui.jsonl")
+if os.path.exists(log) and "gui" in result:
+    rows = [json.loads(l) for l in open(log) if l.strip()]
+    ticks = [r for r in rows if r.get("kind") == "window"]
+    final = [r for r in rows if r.get("kind") == "summary"]
+    if ticks:
+        result["gui"]["max_stall_ms"] = max(r["max_ms"] for r in ticks)
+        result["gui"]["p99_lateness_ms_worst_window"] = max(r["p99_ms"] for r in ticks)
+        result["gui"]["windows_over_16ms"] = sum(1 for r in ticks if r["max_ms"] > 16)
+        result["gui"]["windows"] = len(ticks)
+    if final:
+        result["gui"]["summary"] = final[-1]
+print(json.dumps(result))
+PY

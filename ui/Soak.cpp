@@ -1,0 +1,107 @@
+#include "ui/Soak.hpp"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTabWidget>
+#include <QTimer>
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "ui/CorpusPanel.hpp"
+#include "ui/MainWindow.hpp"
+#include "ui/ProbePanel.hpp"
+#include "ui/Screenshots.hpp"
+#include "ui/SettingsPanel.hpp"
+#include "ui/TrainingController.hpp"
+
+namespace attnviz::ui {
+
+int runSoak(MainWindow& w, const SoakOptions& options) {
+    QFile log(options.log);
+    if (!log.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+        std::fprintf(stderr, "attnviz: --soak-log: cannot write %s\n", qPrintable(options.log));
+        return 1;
+    }
+    auto write = [&](const QJsonObject& o) {
+        log.write(QJsonDocument(o).toJson(QJsonDocument::Compact) + "\n");
+        log.flush();
+    };
+    w.setErrorDialogsEnabled(false);
+    w.setUnsavedPrompt([] { return QMessageBox::Discard; });
+    w.resize(1400, 900);
+    w.show();
+    if (!w.openCorpusFile(options.corpus) ||
+        !waitUntil([&] { return !w.corpusPanel()->busy(); }, 600000) || !w.corpusPanel()->corpus()) {
+        std::fprintf(stderr, "attnviz: --soak: cannot read %s: %s\n", qPrintable(options.corpus),
+                     qPrintable(w.lastError()));
+        return 1;
+    }
+    TrainConfig t = w.settingsPanel()->trainConfig();
+    t.epochs = 100000;  // the clock ends the run, not the epochs
+    w.settingsPanel()->setTrainConfig(t);
+    w.probePanel()->setRefreshEvery(3);  // the probe heatmap repaints often, as a user watching it sees
+    w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
+    TrainingController* c = w.controller();
+    qint64 batches = 0;
+    QObject::connect(c, &TrainingController::progress, [&](const BatchReport& r) { batches = r.global_step; });
+    w.startTraining();
+    if (!c->isActive()) {
+        std::fprintf(stderr, "attnviz: --soak: training did not start: %s\n", qPrintable(w.lastError()));
+        return 1;
+    }
+
+    // The measurement: a precise 5 ms timer; lateness = time between ticks - 5 ms.
+    QElapsedTimer clock;
+    clock.start();
+    std::vector<double> window, all;
+    qint64 last = -1, windowStart = 0;
+    int windows = 0;
+    QTimer ticker;
+    ticker.setTimerType(Qt::PreciseTimer);
+    ticker.setInterval(5);
+    QObject::connect(&ticker, &QTimer::timeout, [&] {
+        const qint64 now = clock.nsecsElapsed();
+        if (last >= 0) window.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
+        last = now;
+        if (now - windowStart < qint64(options.windowSeconds) * 1000000000 || window.empty()) return;
+        std::sort(window.begin(), window.end());
+        write(QJsonObject{{QStringLiteral("kind"), QStringLiteral("window")},
+                          {QStringLiteral("t"), double(now) / 1e9},
+                          {QStringLiteral("ticks"), double(window.size())},
+                          {QStringLiteral("median_ms"), window[window.size() / 2]},
+                          {QStringLiteral("p99_ms"), window[window.size() * 99 / 100]},
+                          {QStringLiteral("max_ms"), window.back()},
+                          {QStringLiteral("batches"), double(batches)}});
+        all.insert(all.end(), window.begin(), window.end());
+        window.clear();
+        windowStart = now;
+        ++windows;
+    });
+    ticker.start();
+    const bool ended = waitUntil([&] { return !c->isActive(); }, options.seconds * 1000);
+    ticker.stop();
+    c->stop();
+    waitUntil([&] { return !c->isActive(); }, 60000);
+    std::sort(all.begin(), all.end());
+    QJsonObject summary{{QStringLiteral("kind"), QStringLiteral("summary")},
+                        {QStringLiteral("seconds"), clock.elapsed() / 1000.0},
+                        {QStringLiteral("windows"), windows},
+                        {QStringLiteral("batches"), double(batches)},
+                        {QStringLiteral("ended_early"), ended},
+                        {QStringLiteral("last_error"), w.lastError()}};
+    if (!all.empty()) {
+        summary[QStringLiteral("ticks")] = double(all.size());
+        summary[QStringLiteral("median_ms")] = all[all.size() / 2];
+        summary[QStringLiteral("p99_ms")] = all[all.size() * 99 / 100];
+        summary[QStringLiteral("max_ms")] = all.back();
+        summary[QStringLiteral("over_16ms")] =
+            double(all.end() - std::upper_bound(all.begin(), all.end(), 16.0));
+    }
+    write(summary);
+    return ended ? 1 : 0;  // training must run the whole time
+}
+
+}  // namespace attnviz::ui
