@@ -235,6 +235,10 @@ TranslationModelPtr import_file(const safetensors::File& file) {
 
 TranslationModelPtr import_d2l(const std::string& path) { return import_file(safetensors::read_file(path)); }
 
+TranslationModelPtr parse_d2l(std::string bytes, const std::string& name) {
+    return import_file(safetensors::parse(std::move(bytes), name));
+}
+
 std::string export_d2l(const TranslationModel& model, const std::string& path) {
     const ModelConfig& c = model.config();
     safetensors::TensorWriter writer;

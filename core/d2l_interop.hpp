@@ -58,6 +58,8 @@ std::string d2l_variant(const ModelConfig& config);
 /// Reads a d2l file (tensors and metadata) as a model; `name` labels messages and becomes
 /// the corpus name. Throws FileError naming the file and what is wrong.
 TranslationModelPtr import_d2l(const std::string& path);
+/// import_d2l on bytes already in memory (`name` for messages); the fuzz harness feeds it.
+TranslationModelPtr parse_d2l(std::string bytes, const std::string& name);
 
 /// Writes the model in the layout above, atomically; returns d2l_variant(model.config()),
 /// empty when d2l's classes can load the file. Throws FileError.

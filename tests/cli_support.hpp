@@ -69,20 +69,27 @@ struct Result {
     std::string out, err;
 };
 
-/// Runs attnviz-cli with the given arguments (and stdin text), in dir.
-inline Result cli(const TempDir& dir, const std::vector<std::string>& args, const std::string& input = "") {
-    std::string in = dir / "stdin.txt", out = dir / "stdout.txt", err = dir / "stderr.txt";
-    write_file(in, input);
-    // One LibTorch thread: the tests share the machine with each other.
-    std::string cmd = quote(ATTNVIZ_CLI_PATH) + " --threads 1";
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
-    int status = std::system(cmd.c_str());
+/// Runs `command` followed by the quoted args (stdin from stdin_path; stdout and
+/// stderr through files in dir) and collects the exit code and both outputs.
+inline Result run_command(const TempDir& dir, std::string command, const std::vector<std::string>& args,
+                          const std::string& stdin_path = "/dev/null") {
+    const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
+    for (const auto& a : args) command += " " + quote(a);
+    command += " <" + quote(stdin_path) + " >" + quote(out) + " 2>" + quote(err);
+    const int status = std::system(command.c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r.out = read_file(out);
     r.err = read_file(err);
     return r;
+}
+
+/// Runs attnviz-cli with the given arguments (and stdin text), in dir.
+inline Result cli(const TempDir& dir, const std::vector<std::string>& args, const std::string& input = "") {
+    const std::string in = dir / "stdin.txt";
+    write_file(in, input);
+    // One LibTorch thread: the tests share the machine with each other.
+    return run_command(dir, quote(ATTNVIZ_CLI_PATH) + " --threads 1", args, in);
 }
 
 /// The documented error form: exactly one line `attnviz-cli: error: ...` and nothing on stdout.

@@ -14,6 +14,8 @@
 #include "test_support.hpp"
 
 using namespace attnviz;
+using attnviz::testing::read_all;
+using attnviz::testing::write_all;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,14 +42,6 @@ std::unique_ptr<Trainer> trained(int epochs = 2) {
     return tr;
 }
 
-std::string read_all(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void write_all(const fs::path& p, const std::string& s) {
-    std::ofstream out(p, std::ios::binary);
-    out << s;
-}
 }  // namespace
 
 TEST_CASE("checkpoint round trip gives identical translations", "[checkpoint]") {

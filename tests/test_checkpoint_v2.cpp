@@ -23,6 +23,8 @@
 #include "test_support.hpp"
 
 using namespace attnviz;
+using attnviz::testing::read_all;
+using attnviz::testing::write_all;
 namespace st = attnviz::safetensors;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -71,14 +73,6 @@ std::unique_ptr<Trainer> trained(int epochs, OptimizerKind optimizer = Optimizer
     return tr;
 }
 
-std::string read_all(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void write_all(const fs::path& p, const std::string& s) {
-    std::ofstream out(p, std::ios::binary);
-    out << s;
-}
 
 /// A checkpoint file taken apart, to be changed and written back with a valid checksum.
 struct Editable {

@@ -19,16 +19,10 @@ namespace {
 /// Runs attnviz-cli in dir (relative paths resolve there), killed after limit seconds:
 /// a read that blocks fails the test instead of hanging it (exit code 124).
 Result cli_in(const TempDir& dir, const std::vector<std::string>& args, int limit = 60) {
-    std::string cmd = "cd " + quote(dir.path) + " && timeout " + std::to_string(limit) + " " +
-                      quote(ATTNVIZ_CLI_PATH) + " --threads 1";
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " </dev/null >" + quote(dir / "stdout.txt") + " 2>" + quote(dir / "stderr.txt");
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_file(dir / "stdout.txt");
-    r.err = read_file(dir / "stderr.txt");
-    return r;
+    return run_command(dir,
+                       "cd " + quote(dir.path) + " && timeout " + std::to_string(limit) + " " +
+                           quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                       args);
 }
 
 /// Training flags that stop after a couple of batches: these tests are about reading.

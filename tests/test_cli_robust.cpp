@@ -71,15 +71,7 @@ struct Background {
 
 /// attnviz-cli with exactly these arguments (cli() adds --threads 1).
 Result cli_raw(const TempDir& dir, const std::vector<std::string>& args) {
-    std::string cmd = quote(ATTNVIZ_CLI_PATH);
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " </dev/null >" + quote(dir / "stdout.txt") + " 2>" + quote(dir / "stderr.txt");
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_file(dir / "stdout.txt");
-    r.err = read_file(dir / "stderr.txt");
-    return r;
+    return run_command(dir, quote(ATTNVIZ_CLI_PATH), args);
 }
 
 /// The names in a directory, one per line (sorted, no . and ..).

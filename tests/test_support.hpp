@@ -1,6 +1,8 @@
 #pragma once
 // Small helpers shared by the core tests.
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -56,6 +58,17 @@ inline RandomBatch random_batch(const std::vector<int64_t>& src_lens, int64_t tg
 
 /// Removes a directory tree. (std::filesystem::remove_all crashes in programs
 /// linked with LibTorch 2.11's libtorch.so, which exports a broken copy of it.)
+/// A whole file's bytes ("" when it cannot be read).
+inline std::string read_all(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+/// Writes bytes to a file, replacing it.
+inline void write_all(const std::filesystem::path& p, const std::string& s) {
+    std::ofstream out(p, std::ios::binary);
+    out << s;
+}
+
 inline void remove_tree(const std::filesystem::path& p) {
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {

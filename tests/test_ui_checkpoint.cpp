@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 
 #include "core/checkpoint.hpp"
+#include "core/d2l_interop.hpp"
 
 #undef CHECK
 #include <catch2/catch.hpp>
@@ -53,4 +54,27 @@ TEST_CASE("gui: an old-format checkpoint asks before it is upgraded and opened",
     CHECK(f.legacyPrompts == 2);
     CHECK(f.w().lastError().contains(QStringLiteral("corrupt")));
     CHECK_FALSE(QFileInfo::exists(dir.filePath(QStringLiteral("damaged-v2.ckpt"))));
+}
+
+TEST_CASE("gui: a model in d2l's safetensors layout opens by its content and translates as exported",
+          "[ui][checkpoint][d2l]") {
+    QTemporaryDir dir;
+    // Saved under a name that says nothing: Open must judge the file by its bytes.
+    const QString path = dir.filePath(QStringLiteral("exported.bin"));
+    std::string expected;
+    {
+        Fixture f(/*epochs=*/1, /*maxBatches=*/3);
+        f.train();
+        REQUIRE(f.controller().latestModel());
+        export_d2l(*f.controller().latestModel(), path.toStdString());
+        f.translate(QStringLiteral("the dog sees a black cat"));
+        expected = f.w().translatePanel()->translation()->best().text;
+    }
+    REQUIRE(detect_model_file(path.toStdString()) == ModelFileKind::safetensors);
+    Fixture g;
+    REQUIRE(g.w().openFile(path));
+    REQUIRE(g.controller().latestModel());
+    g.translate(QStringLiteral("the dog sees a black cat"));
+    CHECK(g.w().translatePanel()->translation()->best().text == expected);
+    CHECK(g.legacyPrompts == 0);
 }
