@@ -96,9 +96,10 @@ void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimize
                 throw FileError(who + ": '" + slot + "' is not a slot of " + to_string(state.kind));
             check_slot(who + " (" + slot + ")", t, *p);
         }
+        const auto& slots = param.slots;  // a structured binding cannot be captured before C++20 (clang)
         auto get = [&](const char* slot, bool optional = false) -> torch::Tensor {
-            const auto it = param.slots.find(slot);
-            if (it == param.slots.end()) {
+            const auto it = slots.find(slot);
+            if (it == slots.end()) {
                 if (optional) return {};
                 throw FileError(who + " (" + slot + ") is missing");
             }
