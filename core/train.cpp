@@ -186,8 +186,7 @@ Checkpoint Trainer::checkpoint() const {
 
 double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::string* error) {
     auto batch = cpu_batch.to(m_device);
-    auto logits = m_model->forward(batch.src, batch.src_len, batch.tgt_in, m_train_config.teacher_forcing);
-    auto loss = masked_cross_entropy(logits, batch.tgt_out, Vocab::pad_id);
+    auto loss = m_model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, m_train_config.teacher_forcing);
     const double value = loss.item<double>();
     if (!std::isfinite(value)) {
         *error = "the training loss became " + std::string(std::isnan(value) ? "NaN" : "infinite") +
