@@ -275,8 +275,7 @@ StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderState& state, c
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
                                    const torch::Tensor& tgt_in, double teacher_forcing,
                                    torch::Tensor* attention_out) {
-    if (m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !attention_out)
-        return forward_fused(src, src_len, tgt_in);
+    if (takes_fused_path(teacher_forcing, attention_out)) return forward_fused(src, src_len, tgt_in);
     const int64_t T = tgt_in.size(1);
     auto enc = encode(src, src_len);
     auto state = init_state(enc);
@@ -302,13 +301,17 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
     return dense->forward(torch::stack(tops, 1));  // [B, T, V], one matmul for all steps
 }
 
-torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::Tensor& src_len,
-                                         const torch::Tensor& tgt_in) {
-    const int64_t B = tgt_in.size(0), T = tgt_in.size(1), V = m_config.tgt_vocab;
+bool Seq2SeqImpl::takes_fused_path(double teacher_forcing, const torch::Tensor* attention) const {
+    return m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !attention;
+}
+
+torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::Tensor& src_len,
+                                        const torch::Tensor& tgt_in, LengthPacking& packing) {
+    const int64_t T = tgt_in.size(1);
     const auto dev = tgt_in.device();
     // Rows sorted by target length, longest first, so that step t runs rows
     // [0, n_t). Every row has at least <bos>.
-    auto packing = pack_by_length(tgt_in.ne(Vocab::pad_id).sum(1).to(torch::kCPU, torch::kLong), T);
+    packing = pack_by_length(tgt_in.ne(Vocab::pad_id).sum(1).to(torch::kCPU, torch::kLong), T);
     auto to_dev = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(dev); };
     auto perm_dev = packing.perm.to(dev);
     auto enc = encode(src.index_select(0, perm_dev), src_len.to(dev).index_select(0, perm_dev));
@@ -327,7 +330,7 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
         in.b_hh.push_back(m_b_hh[l]);
     }
     FusedDecoderOptions opts;
-    opts.steps = std::move(packing.steps);
+    opts.steps = packing.steps;
     opts.dropout = is_training() ? m_config.dropout : 0.0;
     opts.gates = gate_arithmetic(m_generic_gates);
     switch (m_config.scoring) {
@@ -349,8 +352,16 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
         in.final_ctx = enc.final_ctx;
         break;
     }
-    auto logits = dense->forward(fused_gru_decoder(in, opts));  // [N, V]
-    return torch::zeros({B * T, V}, logits.options()).index_copy(0, to_dev(packing.caller_index), logits).view({B, T, V});
+    return fused_gru_decoder(in, opts);  // [N, H]
+}
+
+torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::Tensor& src_len,
+                                         const torch::Tensor& tgt_in) {
+    const int64_t B = tgt_in.size(0), T = tgt_in.size(1), V = m_config.tgt_vocab;
+    LengthPacking packing;
+    auto logits = dense->forward(decode_fused(src, src_len, tgt_in, packing));  // [N, V]
+    auto rows = torch::tensor(packing.caller_index, torch::kLong).to(tgt_in.device());
+    return torch::zeros({B * T, V}, logits.options()).index_copy(0, rows, logits).view({B, T, V});
 }
 
 torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {

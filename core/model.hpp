@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/config.hpp"
+#include "core/fused_gru.hpp"
 
 namespace attnviz {
 
@@ -82,6 +83,13 @@ public:
     torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len,
                           const torch::Tensor& tgt_in, double teacher_forcing = 1.0,
                           torch::Tensor* attention = nullptr);
+    /// d2l's training loss of a batch: masked_cross_entropy(forward(src, src_len,
+    /// tgt_in, teacher_forcing), tgt_out, pad), the mean over non-pad targets.
+    /// Where forward() takes the fused path, the output layer and the loss run
+    /// as one node over the real target tokens only (core/fused_output.hpp):
+    /// same value and gradients, no logits for padding.
+    torch::Tensor loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                       const torch::Tensor& tgt_out, double teacher_forcing = 1.0);
 
     /// Applies config().init to every parameter (called by the constructor).
     void reset_parameters();
@@ -114,6 +122,13 @@ private:
     RecurrentWeights encoder_layer(int64_t l, bool reverse) const;
     void encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
     void encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc);
+    /// Whether forward() takes the fused path.
+    bool takes_fused_path(double teacher_forcing, const torch::Tensor* attention) const;
+    /// The fused path up to the output layer: the top layer's outputs [N, H]
+    /// for the N real target tokens, in packing's order (packing.caller_index
+    /// says where each stands in the caller's [B*T] batch).
+    torch::Tensor decode_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                               LengthPacking& packing);
     torch::Tensor forward_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in);
     bool m_fused = true;
     bool m_generic_gates = false;

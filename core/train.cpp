@@ -12,6 +12,7 @@
 #include "core/decode.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/fused_adam.hpp"
 #include "core/metrics.hpp"
 #include "core/optimizer_state.hpp"
 
@@ -161,8 +162,7 @@ Checkpoint Trainer::checkpoint() const {
 
 double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::string* error) {
     auto batch = cpu_batch.to(m_device);
-    auto logits = m_model->forward(batch.src, batch.src_len, batch.tgt_in, m_train_config.teacher_forcing);
-    auto loss = masked_cross_entropy(logits, batch.tgt_out, Vocab::pad_id);
+    auto loss = m_model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, m_train_config.teacher_forcing);
     const double value = loss.item<double>();
     if (!std::isfinite(value)) {
         *error = "the training loss became " + std::string(std::isnan(value) ? "NaN" : "infinite") +
@@ -173,13 +173,13 @@ double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::stri
     m_optimizer->zero_grad();
     loss.backward();
     const double clip = m_train_config.grad_clip > 0 ? m_train_config.grad_clip : std::numeric_limits<double>::infinity();
-    *grad_norm = torch::nn::utils::clip_grad_norm_(m_model->parameters(), clip);
+    // Adam clips and steps in one pass (core/fused_adam.hpp); a non-finite norm changes nothing.
+    *grad_norm = clip_and_step(*m_optimizer, m_model->parameters(), clip);
     if (!std::isfinite(*grad_norm)) {
         *error = "the gradient became NaN or infinite; training stopped and the last good weights were kept "
                  "(try a lower learning rate or gradient clipping)";
         return std::nan("");
     }
-    m_optimizer->step();
     return value;
 }
 
