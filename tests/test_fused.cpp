@@ -23,23 +23,7 @@ const std::vector<Scoring> k_all = {Scoring::additive, Scoring::dot, Scoring::sc
 // the fused path has to sort, shrink the batch step by step and unsort.
 RandomBatch ragged_batch(int64_t src_vocab, int64_t tgt_vocab) {
     const std::vector<int64_t> src_lens{5, 2, 4, 1, 3}, tgt_lens{2, 5, 1, 4, 5};
-    const int64_t B = 5, S = 5, T = 5;
-    torch::manual_seed(5);
-    RandomBatch r;
-    r.src = torch::zeros({B, S}, torch::kLong);
-    r.tgt_in = torch::zeros({B, T}, torch::kLong);
-    r.tgt_out = torch::zeros({B, T}, torch::kLong);
-    for (int64_t b = 0; b < B; ++b) {
-        r.src[b].narrow(0, 0, src_lens[b]) = torch::randint(4, src_vocab, {src_lens[b]}, torch::kLong);
-        r.src[b][src_lens[b] - 1] = Vocab::eos_id;
-        auto out = torch::randint(4, tgt_vocab, {tgt_lens[b]}, torch::kLong);
-        out[tgt_lens[b] - 1] = Vocab::eos_id;
-        r.tgt_out[b].narrow(0, 0, tgt_lens[b]) = out;
-        r.tgt_in[b][0] = Vocab::bos_id;
-        if (tgt_lens[b] > 1) r.tgt_in[b].narrow(0, 1, tgt_lens[b] - 1) = out.narrow(0, 0, tgt_lens[b] - 1);
-    }
-    r.src_len = torch::tensor(src_lens, torch::kLong);
-    return r;
+    return attnviz::testing::ragged_batch(src_lens, tgt_lens, src_vocab, tgt_vocab, 5);
 }
 
 // Runs with gradients on (the fused path only serves training); backward when asked.

@@ -24,23 +24,7 @@ namespace {
 // Rows of different source and target lengths in no particular order, padded.
 attnviz::testing::RandomBatch ragged(int64_t src_vocab, int64_t tgt_vocab) {
     const std::vector<int64_t> src_lens{3, 5, 1, 4}, tgt_lens{4, 1, 5, 2};
-    const int64_t B = 4, S = 5, T = 5;
-    torch::manual_seed(21);
-    attnviz::testing::RandomBatch r;
-    r.src = torch::zeros({B, S}, torch::kLong);
-    r.tgt_in = torch::zeros({B, T}, torch::kLong);
-    r.tgt_out = torch::zeros({B, T}, torch::kLong);
-    for (int64_t b = 0; b < B; ++b) {
-        r.src[b].narrow(0, 0, src_lens[b]) = torch::randint(4, src_vocab, {src_lens[b]}, torch::kLong);
-        r.src[b][src_lens[b] - 1] = Vocab::eos_id;
-        auto out = torch::randint(4, tgt_vocab, {tgt_lens[b]}, torch::kLong);
-        out[tgt_lens[b] - 1] = Vocab::eos_id;
-        r.tgt_out[b].narrow(0, 0, tgt_lens[b]) = out;
-        r.tgt_in[b][0] = Vocab::bos_id;
-        if (tgt_lens[b] > 1) r.tgt_in[b].narrow(0, 1, tgt_lens[b] - 1) = out.narrow(0, 0, tgt_lens[b] - 1);
-    }
-    r.src_len = torch::tensor(src_lens, torch::kLong);
-    return r;
+    return attnviz::testing::ragged_batch(src_lens, tgt_lens, src_vocab, tgt_vocab, 21);
 }
 
 std::map<std::string, torch::Tensor> grads_of(Seq2Seq& model) {

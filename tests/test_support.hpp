@@ -1,5 +1,6 @@
 #pragma once
 // Small helpers shared by the core tests.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -58,6 +59,31 @@ inline RandomBatch random_batch(const std::vector<int64_t>& src_lens, int64_t tg
 
 /// Removes a directory tree. (std::filesystem::remove_all crashes in programs
 /// linked with LibTorch 2.11's libtorch.so, which exports a broken copy of it.)
+/// A batch of sentences of the given lengths (each ending in <eos>; targets start with
+/// <bos>), random tokens >= 4 from the seed, padded to the longest.
+inline RandomBatch ragged_batch(const std::vector<int64_t>& src_lens, const std::vector<int64_t>& tgt_lens,
+                                int64_t src_vocab, int64_t tgt_vocab, uint64_t seed) {
+    const auto B = static_cast<int64_t>(src_lens.size());
+    const int64_t S = *std::max_element(src_lens.begin(), src_lens.end());
+    const int64_t T = *std::max_element(tgt_lens.begin(), tgt_lens.end());
+    torch::manual_seed(seed);
+    RandomBatch r;
+    r.src = torch::zeros({B, S}, torch::kLong);
+    r.tgt_in = torch::zeros({B, T}, torch::kLong);
+    r.tgt_out = torch::zeros({B, T}, torch::kLong);
+    for (int64_t b = 0; b < B; ++b) {
+        r.src[b].narrow(0, 0, src_lens[b]) = torch::randint(4, src_vocab, {src_lens[b]}, torch::kLong);
+        r.src[b][src_lens[b] - 1] = Vocab::eos_id;
+        auto out = torch::randint(4, tgt_vocab, {tgt_lens[b]}, torch::kLong);
+        out[tgt_lens[b] - 1] = Vocab::eos_id;
+        r.tgt_out[b].narrow(0, 0, tgt_lens[b]) = out;
+        r.tgt_in[b][0] = Vocab::bos_id;
+        if (tgt_lens[b] > 1) r.tgt_in[b].narrow(0, 1, tgt_lens[b] - 1) = out.narrow(0, 0, tgt_lens[b] - 1);
+    }
+    r.src_len = torch::tensor(src_lens, torch::kLong);
+    return r;
+}
+
 /// A whole file's bytes ("" when it cannot be read).
 inline std::string read_all(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
