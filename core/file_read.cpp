@@ -30,15 +30,6 @@ private:
     int m_fd;
 };
 
-std::string kind_of(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
 /// Opens path, checks it is a regular file; returns the descriptor and its size.
 int open_regular(const std::string& path, const std::string& what, uint64_t* size) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -51,7 +42,7 @@ int open_regular(const std::string& path, const std::string& what, uint64_t* siz
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw FileError(what + " '" + path + "' is " + kind_of(st.st_mode) + ", not a regular file; refused");
+        throw FileError(what + " '" + path + "' is " + describe_file_type(st.st_mode) + ", not a regular file; refused");
     }
     // Regular files never block; clear the flag anyway so reads behave as usual.
     const int flags = ::fcntl(fd, F_GETFL);
@@ -78,6 +69,15 @@ std::string read_n(int fd, size_t n, const std::string& path, const std::string&
 }
 
 }  // namespace
+
+std::string describe_file_type(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
 
 std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& what) {
     uint64_t size = 0;

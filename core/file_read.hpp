@@ -3,10 +3,16 @@
 // writer, /dev/zero or a directory is refused at once instead of blocking or
 // eating memory), and the size is checked before a byte is read or reserved.
 // Qt-free and LibTorch-free (part of attnviz_io, which fuzzers link).
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
 namespace attnviz {
+
+/// What a file of this st_mode is, for messages: "a directory", "a FIFO (named pipe)",
+/// "a character device", "a block device", "a socket", else "not a regular file".
+std::string describe_file_type(mode_t mode);
 
 /// Reads the whole file at path. Throws FileError "cannot open WHAT 'path': ..."
 /// when it cannot be opened, "... is not a regular file" for a FIFO, device,

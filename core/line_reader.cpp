@@ -11,6 +11,7 @@
 
 #include "core/corpus_reader.hpp"
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace attnviz::detail {
 
@@ -19,14 +20,6 @@ namespace {
 constexpr size_t chunk_bytes = size_t{1} << 16;
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-std::string file_kind(mode_t mode) {
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
 
 /// "1.5 GB" style, for messages.
 std::string human_bytes(uint64_t n) {
@@ -40,7 +33,7 @@ std::string human_bytes(uint64_t n) {
 void refuse_non_regular(const std::string& path, mode_t mode) {
     if (S_ISDIR(mode)) throw FileError("cannot open " + quoted(path) + ": " + std::strerror(EISDIR));
     if (!S_ISREG(mode))
-        throw FileError(quoted(path) + " is " + file_kind(mode) +
+        throw FileError(quoted(path) + " is " + describe_file_type(mode) +
                         ", not a regular file: corpora are read from regular files only");
 }
 
