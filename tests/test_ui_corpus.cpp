@@ -1,19 +1,26 @@
 // Offscreen tests of the corpus panel: two-file parallel text, the layout
 // detected shown in the summary, and a large file read with a progress bar
-// that Cancel stops (the previous corpus stays).
+// that Cancel stops (the previous corpus stays); closing the panel mid-read
+// stops the reader and leaves no background work behind.
 // With ATTNVIZ_SCREENSHOT_DIR set, the panel is also saved as PNGs there.
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+#include <QThreadPool>
+#include <atomic>
 #include <fstream>
+#include <memory>
 
 #include "core/corpus_reader.hpp"
+#include "ui/Background.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/Screenshots.hpp"
@@ -159,4 +166,51 @@ TEST_CASE("a large corpus shows reading progress, and Cancel keeps the previous 
     CHECK(changed.count() == 0);
     CHECK(panel->corpus() == previous);
     CHECK(f.w().trainAction()->isEnabled());
+}
+
+TEST_CASE("closing the corpus panel mid-read stops the reader and leaves no work running", "[ui][corpus][shutdown]") {
+    // A job that outlived its panel kept reading after the window closed, and one
+    // still running when the process exited raced the destruction of static objects
+    // (a test that ended right after starting a load crashed now and then).
+    app();
+    QTemporaryDir dir;
+    const QString big = tempPath(dir, "eng-fra-close.txt");
+    {
+        std::ofstream c(big.toStdString());
+        for (int i = 0; i < 800000; ++i) c << "sentence " << i % 5000 << " number " << i << " .\tphrase " << i << " .\n";
+    }
+    auto* panel = new CorpusPanel;
+    REQUIRE(waitUntil([&] { return !panel->busy(); }, 30000));  // whatever it loads first
+    panel->loadFile(big);
+    REQUIRE(waitUntil([&] { return panel->progressValue() > 0; }, 30000));
+    REQUIRE(panel->loading());  // mid-read: 30 MB take several seconds
+    QElapsedTimer clock;
+    clock.start();
+    delete panel;
+    const qint64 closing = clock.elapsed();
+    CHECK(QThreadPool::globalInstance()->activeThreadCount() == 0);  // nothing left behind
+    CHECK(closing < 3000);  // the reader stopped at its next chunk instead of finishing the file
+}
+
+TEST_CASE("a background channel waits for its running work when it goes away", "[ui][shutdown]") {
+    app();
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    auto delivered = std::make_shared<std::atomic<bool>>(false);
+    {
+        LatestOnly channel;
+        std::atomic<bool> started{false};
+        channel.run<int>(
+            [&started, finished] {
+                started = true;
+                QThread::msleep(300);
+                *finished = true;
+                return 1;
+            },
+            [delivered](int) { *delivered = true; }, [](const QString&) {});
+        while (!started) QThread::msleep(1);
+    }
+    CHECK(*finished);    // the destructor waited for it
+    QTest::qWait(100);   // and its answer is never delivered to the channel that is gone
+    CHECK_FALSE(*delivered);
+    CHECK(QThreadPool::globalInstance()->activeThreadCount() == 0);
 }

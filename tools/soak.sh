@@ -3,7 +3,8 @@
 # (offscreen) on a large generated corpus, sampling the resident memory every
 # 10 s, and in the GUI the event loop's lateness (a 5 ms timer; the app's hidden
 # --soak mode logs it, ui/Soak.cpp). Prints one JSON object: per run the RSS
-# samples, RSS growth after warm-up (the first 20% of the run, at least 60 s),
+# samples, RSS growth after warm-up (the first 20% of the run, at least 60 s):
+# end against start (medians of three samples) and a fitted trend (MB/min),
 # and for the GUI the worst and 99th-percentile timer lateness ("stall").
 #
 #   tools/soak.sh [MINUTES] [cli|gui|both]
@@ -94,6 +95,17 @@ def rss(name):
         first = sorted(after[:3])[len(after[:3]) // 2]  # medians of three: one GC-like blip is not growth
         last = sorted(after[-3:])[len(after[-3:]) // 2]
         out.update(rss_after_warmup_mb=first, rss_end_mb=last, growth_after_warmup_pct=round(100 * (last - first) / first, 3))
+        # The trend, less at the mercy of single samples: a least-squares line through every
+        # sample after warm-up, as MB per minute and as % of the warm-up level over the run.
+        pts = [(t, mb) for t, mb in samples if t >= warm]
+        n = len(pts)
+        mt = sum(t for t, _ in pts) / n
+        mm = sum(mb for _, mb in pts) / n
+        var = sum((t - mt) ** 2 for t, _ in pts)
+        if var > 0:
+            slope = sum((t - mt) * (mb - mm) for t, mb in pts) / var  # MB per second
+            span = pts[-1][0] - pts[0][0]
+            out.update(trend_mb_per_min=round(slope * 60, 3), trend_growth_pct=round(100 * slope * span / first, 3))
     return out
 result = {"minutes": minutes, "work": work}
 for run in ("cli", "gui"):

@@ -6,14 +6,23 @@
 // a newer one superseded before it started is skipped, and only the newest
 // request's answer is delivered -- typing fast or turning a spin box cannot
 // queue up work or bring back a stale result.
+//
+// No job outlives the channel that started it: the destructor cancels every
+// request and waits for the ones already running. Work that can take long
+// should therefore watch a stop flag of its own (the corpus reader does), so
+// that closing a panel or quitting does not wait for it to finish. Without
+// this, a job still running when the process exits races the destruction of
+// static objects it uses (LibTorch's, ICU's, the parameter registry).
 #include <QFutureWatcher>
 #include <QObject>
 #include <QString>
 #include <QtConcurrent/QtConcurrentRun>
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 namespace attnviz::ui {
@@ -21,6 +30,11 @@ namespace attnviz::ui {
 class LatestOnly : public QObject {
 public:
     using QObject::QObject;
+    /// Cancels every request and waits for the work already running (see the top of this file).
+    ~LatestOnly() override {
+        cancel();
+        wait();
+    }
 
     /// Runs work() off the GUI thread. Then, on this object's thread and only when no
     /// newer request was made meanwhile (and this object still exists), calls done
@@ -37,6 +51,11 @@ public:
     bool busy() const { return m_answered != m_next; }
     /// The id run() gave the newest request: inside done/failed, the request being answered.
     quint64 newest() const { return m_next; }
+    /// Blocks until no work started by this channel is running or queued.
+    void wait() {
+        std::unique_lock<std::mutex> lock(m_pending->mutex);
+        m_pending->idle.wait(lock, [&] { return m_pending->jobs == 0; });
+    }
 
 private:
     template <typename T>
@@ -45,9 +64,17 @@ private:
         QString error;
     };
 
+    /// Jobs handed to the thread pool and not yet returned; the destructor waits for none.
+    struct Pending {
+        std::mutex mutex;
+        std::condition_variable idle;
+        int jobs = 0;
+    };
+
     quint64 m_next = 0;      ///< id of the newest request
     quint64 m_answered = 0;  ///< id of the newest request delivered or cancelled
     std::shared_ptr<std::atomic<quint64>> m_latest = std::make_shared<std::atomic<quint64>>(0);
+    std::shared_ptr<Pending> m_pending = std::make_shared<Pending>();
 };
 
 template <typename T>
@@ -64,11 +91,23 @@ quint64 LatestOnly::run(std::function<T()> work, std::function<void(T)> done, st
                 if (outcome.value) done(std::move(*outcome.value));
                 else failed(outcome.error);
             });
-    watcher->setFuture(QtConcurrent::run([latest = m_latest, id, work = std::move(work)]() -> Outcome<T> {
+    {
+        std::lock_guard<std::mutex> lock(m_pending->mutex);
+        ++m_pending->jobs;
+    }
+    watcher->setFuture(QtConcurrent::run([latest = m_latest, pending = m_pending, id, work = std::move(work)]() mutable -> Outcome<T> {
+        struct Done {  // counts the job out however it ends, after the work's own objects are gone
+            Pending& p;
+            ~Done() {
+                std::lock_guard<std::mutex> lock(p.mutex);
+                if (--p.jobs == 0) p.idle.notify_all();
+            }
+        } done_guard{*pending};
+        const auto job = std::move(work);  // destroyed (with what it captured) before done_guard
         Outcome<T> outcome;
         if (latest->load() != id) return outcome;  // superseded before it started: skip the work
         try {
-            outcome.value = work();
+            outcome.value = job();
         } catch (const std::exception& e) {
             QString message = QString::fromStdString(e.what());
             // LibTorch appends a C++ stack trace: the first part is the message.

@@ -292,6 +292,12 @@ void CorpusPanel::cancelLoading() {
     if (!m_corpus) selectTask(TaskKind::toy_french);  // nothing to go back to
 }
 
+CorpusPanel::~CorpusPanel() {
+    if (m_loadState) m_loadState->cancel = true;
+    m_jobs->cancel();
+    m_jobs->wait();  // here, while the members the delivery would touch still exist
+}
+
 int CorpusPanel::progressValue() const {
     if (!m_loading || !m_loadState || m_loadState->total == 0) return -1;
     return int(std::min<uint64_t>(1000, m_loadState->bytes * 1000 / m_loadState->total));

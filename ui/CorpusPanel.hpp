@@ -34,6 +34,8 @@ class CorpusPanel : public QWidget {
     Q_OBJECT
 public:
     explicit CorpusPanel(QWidget* parent = nullptr);
+    /// Stops a corpus being read (at the reader's next chunk) and waits for it.
+    ~CorpusPanel() override;
 
     /// The corpus in use (the previous one while another loads; null before the first).
     std::shared_ptr<const Corpus> corpus() const { return m_corpus; }
