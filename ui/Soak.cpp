@@ -41,6 +41,7 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
     }
     TrainConfig t = w.settingsPanel()->trainConfig();
     t.epochs = 100000;  // the clock ends the run, not the epochs
+    t.patience = 0;     // nor early stopping (the GUI's default stops after 3 epochs without progress)
     w.settingsPanel()->setTrainConfig(t);
     w.probePanel()->setRefreshEvery(3);  // the probe heatmap repaints often, as a user watching it sees
     w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
