@@ -55,7 +55,7 @@ sample_rss() {
 
 if [ "$WHICH" = cli ] || [ "$WHICH" = both ]; then
   say "CLI: training for $MINUTES min"
-  "$CLI" train --data "$corpus" --epochs 100000 --device cpu -q --max-length 20 \
+  "$CLI" train --data "$corpus" --epochs 100000 --device cpu -q --max-length 20 --patience 0 \
     --save "$WORK/cli.ckpt" --checkpoint-every-minutes 5 >"$WORK/cli.out" 2>"$WORK/cli.err" &
   pid=$!
   sample_rss "$pid" "$WORK/cli.rss" &
