@@ -64,7 +64,7 @@ private:
         QString error;
     };
 
-    /// Jobs handed to the thread pool and not yet returned; the destructor waits for none.
+    /// Jobs handed to the thread pool and not yet returned; the destructor waits until there are none.
     struct Pending {
         std::mutex mutex;
         std::condition_variable idle;

@@ -293,9 +293,8 @@ void CorpusPanel::cancelLoading() {
 }
 
 CorpusPanel::~CorpusPanel() {
+    // The reader stops at its next chunk; m_jobs, a child, then cancels and waits for it.
     if (m_loadState) m_loadState->cancel = true;
-    m_jobs->cancel();
-    m_jobs->wait();  // here, while the members the delivery would touch still exist
 }
 
 int CorpusPanel::progressValue() const {
