@@ -31,7 +31,7 @@ int main(int argc, char* argv[]) {
         const unsigned cores = std::thread::hardware_concurrency();
         at::set_num_threads(static_cast<int>(cores > 1 ? cores - 1 : 1));
     }
-    QApplication app(argc, argv);
+    attnviz::ui::TimedApplication app(argc, argv);  // a QApplication that a soak run can time
     QApplication::setOrganizationName(QStringLiteral("attnviz"));
     QApplication::setApplicationName(QStringLiteral("attnviz"));
     QApplication::setApplicationVersion(QStringLiteral(ATTNVIZ_VERSION));

@@ -108,6 +108,7 @@ void Trainer::wake() {
 void Trainer::between_batches() {
     m_wake = false;
     if (m_between) m_between();
+    m_heap_releaser.maybe_release();
 }
 
 bool Trainer::wait_if_paused() {

@@ -18,6 +18,7 @@
 #include "core/data.hpp"
 #include "core/history.hpp"
 #include "core/model.hpp"
+#include "core/process_memory.hpp"
 #include "core/tokenizer.hpp"
 #include "core/translation_model.hpp"
 
@@ -131,6 +132,9 @@ private:
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     TrainHistory m_history;
     std::function<void()> m_between;
+    /// Gives the heap's free pages back every minute between batches: batch shapes vary, and
+    /// without it the free blocks the allocator keeps grow the resident memory over hours.
+    HeapReleaser m_heap_releaser{60.0};
     std::atomic<bool> m_stop{false};
     std::atomic<bool> m_paused{false};
     std::atomic<bool> m_wake{false};

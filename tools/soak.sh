@@ -5,7 +5,8 @@
 # --soak mode logs it, ui/Soak.cpp). Prints one JSON object: per run the RSS
 # samples, RSS growth after warm-up (the first 20% of the run, at least 60 s):
 # end against start (medians of three samples) and a fitted trend (MB/min),
-# and for the GUI the worst and 99th-percentile timer lateness ("stall").
+# and for the GUI the worst and 99th-percentile timer lateness ("stall"), the GUI
+# thread's longest event-loop pass and the heap's bytes in use and held free.
 #
 #   tools/soak.sh [MINUTES] [cli|gui|both]
 #
@@ -122,6 +123,25 @@ if os.path.exists(log) and "gui" in result:
         result["gui"]["p99_lateness_ms_worst_window"] = max(r["p99_ms"] for r in ticks)
         result["gui"]["windows_over_16ms"] = sum(1 for r in ticks if r["max_ms"] > 16)
         result["gui"]["windows"] = len(ticks)
+        # The GUI thread's own longest event-loop pass: late ticks without a long pass
+        # were the scheduler's, not the app's work.
+        if "busy_max_ms" in ticks[0]:
+            result["gui"]["busy_max_ms"] = max(r["busy_max_ms"] for r in ticks)
+            result["gui"]["long_events"] = [{"t": round(r["t"]), "ms": round(r["busy_max_ms"], 1), "event": r.get("busy_event", "")}
+                                            for r in ticks if r["busy_max_ms"] > 16]
+            result["gui"]["windows_late_without_long_event"] = sum(
+                1 for r in ticks if r["max_ms"] > 16 and r["busy_max_ms"] <= 16)
+        # Where the resident memory goes (glibc's mallinfo2): in use vs held free by the heap.
+        heap = [r for r in ticks if "heap_in_use_mb" in r]
+        if heap:
+            warm = result["gui"].get("warmup_s", 0)
+            after = [r for r in heap if r["t"] >= warm] or heap
+            result["gui"]["heap_in_use_mb"] = {"after_warmup": round(after[0]["heap_in_use_mb"], 1),
+                                               "end": round(after[-1]["heap_in_use_mb"], 1),
+                                               "max": round(max(r["heap_in_use_mb"] for r in heap), 1)}
+            result["gui"]["heap_free_mb"] = {"after_warmup": round(after[0]["heap_free_mb"], 1),
+                                             "end": round(after[-1]["heap_free_mb"], 1),
+                                             "max": round(max(r["heap_free_mb"] for r in heap), 1)}
     if final:
         result["gui"]["summary"] = final[-1]
 print(json.dumps(result))

@@ -1,6 +1,8 @@
 #include "ui/Soak.hpp"
 
 #include <QElapsedTimer>
+#include <QMetaEnum>
+#include <QThread>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/process_memory.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/ProbePanel.hpp"
@@ -18,6 +21,41 @@
 #include "ui/TrainingController.hpp"
 
 namespace attnviz::ui {
+
+TimedApplication::TimedApplication(int& argc, char** argv) : QApplication(argc, argv) {}
+
+bool TimedApplication::notify(QObject* receiver, QEvent* event) {
+    // Only the GUI thread's top-level events: a nested one is part of its parent's time.
+    if (!m_timing || m_depth > 0 || QThread::currentThread() != thread()) return QApplication::notify(receiver, event);
+    const QEvent::Type type = event->type();  // the event may be gone after delivery
+    const char* className = receiver->metaObject()->className();
+    const QString objectName = receiver->objectName();
+    ++m_depth;
+    QElapsedTimer t;
+    t.start();
+    const bool handled = QApplication::notify(receiver, event);
+    const double ms = t.nsecsElapsed() / 1e6;
+    --m_depth;
+    if (ms > 16.0) ++m_over16;
+    m_longestOverall = std::max(m_longestOverall, ms);
+    if (ms > m_longest) {
+        m_longest = ms;
+        const char* typeName = QMetaEnum::fromType<QEvent::Type>().valueToKey(type);
+        m_longestWhat = QStringLiteral("%1 to %2%3")
+                            .arg(typeName ? QString::fromLatin1(typeName) : QString::number(int(type)),
+                                 QString::fromLatin1(className),
+                                 objectName.isEmpty() ? QString() : QStringLiteral(" '%1'").arg(objectName));
+    }
+    return handled;
+}
+
+double TimedApplication::takeLongest(QString* what) {
+    const double ms = m_longest;
+    if (what) *what = m_longestWhat;
+    m_longest = 0;
+    m_longestWhat.clear();
+    return ms;
+}
 
 int runSoak(MainWindow& w, const SoakOptions& options) {
     QFile log(options.log);
@@ -60,6 +98,14 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
     std::vector<double> window, all;
     qint64 last = -1, windowStart = 0;
     int windows = 0;
+    // What the GUI thread itself spends: the longest event it handled in each window.
+    // A late tick with no long event was the scheduler's (the thread was ready but not
+    // running); a late tick beside a long event was the app's own work.
+    auto* app = qobject_cast<TimedApplication*>(QCoreApplication::instance());
+    if (app) {
+        app->setTiming(true);
+        app->takeLongest(nullptr);
+    }
     QTimer ticker;
     ticker.setTimerType(Qt::PreciseTimer);
     ticker.setInterval(5);
@@ -69,13 +115,21 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
         last = now;
         if (now - windowStart < qint64(options.windowSeconds) * 1000000000 || window.empty()) return;
         std::sort(window.begin(), window.end());
+        const HeapStats heap = heap_stats();  // where the resident memory goes: in use or held free
+        QString busyWhat;
+        const double busyMax = app ? app->takeLongest(&busyWhat) : 0.0;
         write(QJsonObject{{QStringLiteral("kind"), QStringLiteral("window")},
                           {QStringLiteral("t"), double(now) / 1e9},
                           {QStringLiteral("ticks"), double(window.size())},
                           {QStringLiteral("median_ms"), window[window.size() / 2]},
                           {QStringLiteral("p99_ms"), window[window.size() * 99 / 100]},
                           {QStringLiteral("max_ms"), window.back()},
-                          {QStringLiteral("batches"), double(batches)}});
+                          {QStringLiteral("batches"), double(batches)},
+                          {QStringLiteral("heap_in_use_mb"), heap.in_use_mb},
+                          {QStringLiteral("heap_free_mb"), heap.free_mb},
+                          {QStringLiteral("heap_mapped_mb"), heap.mapped_mb},
+                          {QStringLiteral("busy_max_ms"), busyMax},
+                          {QStringLiteral("busy_event"), busyWhat}});
         all.insert(all.end(), window.begin(), window.end());
         window.clear();
         windowStart = now;
@@ -84,6 +138,7 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
     ticker.start();
     const bool ended = waitUntil([&] { return !c->isActive(); }, options.seconds * 1000);
     ticker.stop();
+    if (app) app->setTiming(false);
     c->stop();
     waitUntil([&] { return !c->isActive(); }, 60000);
     std::sort(all.begin(), all.end());
@@ -92,7 +147,9 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
                         {QStringLiteral("windows"), windows},
                         {QStringLiteral("batches"), double(batches)},
                         {QStringLiteral("ended_early"), ended},
-                        {QStringLiteral("last_error"), w.lastError()}};
+                        {QStringLiteral("last_error"), w.lastError()},
+                        {QStringLiteral("busy_max_ms"), app ? app->longestOverall() : 0.0},
+                        {QStringLiteral("busy_over_16ms"), app ? app->over16() : 0}};
     if (!all.empty()) {
         summary[QStringLiteral("ticks")] = double(all.size());
         summary[QStringLiteral("median_ms")] = all[all.size() / 2];

@@ -3,6 +3,7 @@
 // a 5 ms precise timer measures how late the GUI thread serves it, as a user
 // would feel it; one JSON line per 10 s window goes to a log. Started by the
 // hidden `attnviz --soak SECONDS --soak-log FILE CORPUS` (offscreen).
+#include <QApplication>
 #include <QString>
 
 namespace attnviz::ui {
@@ -14,6 +15,31 @@ struct SoakOptions {
     QString log;             ///< JSON lines: {"kind":"window",...} per window, {"kind":"summary",...} last
     int seconds = 1800;      ///< how long to train
     int windowSeconds = 10;  ///< one log line per this many seconds
+};
+
+/// The app's QApplication: it can time every event the GUI thread handles, so that a
+/// soak run tells a late timer caused by the app's own work (a long event) from one
+/// caused by the system (the thread was ready but not running). Timing is off unless
+/// a soak turns it on; then each top-level event costs two clock reads.
+class TimedApplication : public QApplication {
+    Q_OBJECT
+public:
+    TimedApplication(int& argc, char** argv);
+    bool notify(QObject* receiver, QEvent* event) override;
+    void setTiming(bool on) { m_timing = on; }
+    /// The longest event handled since the last call (ms, and which event to which
+    /// object), then starts over.
+    double takeLongest(QString* what);
+    /// Events that took longer than 16 ms while timing was on.
+    int over16() const { return m_over16; }
+    double longestOverall() const { return m_longestOverall; }
+
+private:
+    bool m_timing = false;
+    int m_depth = 0;
+    double m_longest = 0, m_longestOverall = 0;
+    QString m_longestWhat;
+    int m_over16 = 0;
 };
 
 /// Runs the soak on a shown window; returns the process exit code (0: trained the whole time).

@@ -1,0 +1,61 @@
+#include "core/process_memory.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace attnviz {
+
+HeapStats heap_stats() {
+    HeapStats s;
+#if defined(__GLIBC__)
+    const struct mallinfo2 m = mallinfo2();
+    constexpr double mb = 1024.0 * 1024.0;
+    s.available = true;
+    s.in_use_mb = double(m.uordblks + m.hblkhd) / mb;
+    s.free_mb = double(m.fordblks) / mb;
+    s.mapped_mb = double(m.hblkhd) / mb;
+#endif
+    return s;
+}
+
+double resident_mb() {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double kb = -1;
+    while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "VmRSS:", 6) == 0) {
+            std::sscanf(line + 6, "%lf", &kb);
+            break;
+        }
+    std::fclose(f);
+    return kb < 0 ? -1 : kb / 1024.0;
+}
+
+bool release_free_heap() {
+#if defined(__GLIBC__)
+    return malloc_trim(0) == 1;
+#else
+    return false;
+#endif
+}
+
+HeapReleaser::HeapReleaser(double interval_seconds)
+    : m_interval(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(interval_seconds > 0 ? interval_seconds : 0))),
+      m_last(std::chrono::steady_clock::now()) {}
+
+bool HeapReleaser::maybe_release() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_last < m_interval) return false;
+    m_last = now;
+    ++m_releases;
+    release_free_heap();
+    return true;
+}
+
+}  // namespace attnviz
