@@ -26,6 +26,8 @@
 #include <QTimer>
 #include <QUrl>
 #include <QXmlStreamReader>
+#include <QtCharts/QChartView>
+#include <QtCharts/QXYSeries>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -546,6 +548,36 @@ TEST_CASE("loss chart: smoothing, log scale, kept runs, CSV", "[ui][chart]") {
     CHECK(csv.contains(QStringLiteral("first,val_bleu,50,1,42")));
     chart.clearKeptRuns();
     CHECK(chart.keptRunCount() == 0);
+}
+
+TEST_CASE("loss chart: batch losses are drawn a few times a second when shown, on show when hidden", "[ui][chart]") {
+    app();
+    LossChart chart;
+    chart.resize(600, 400);
+    chart.startRun(QStringLiteral("run"));
+    auto* view = qobject_cast<QChartView*>(chart.chartView());
+    REQUIRE(view != nullptr);
+    auto drawn = [&] { return static_cast<QXYSeries*>(view->chart()->series().at(0))->count(); };  // the raw loss
+    chart.addBatchLosses({{1, 3.0}, {2, 2.0}});
+    CHECK(chart.pointCount() == 2);
+    CHECK(chart.refreshPending());  // hidden: the series wait
+    QTest::qWait(400);
+    CHECK(drawn() == 0);
+    chart.show();  // showing draws what waited
+    CHECK_FALSE(chart.refreshPending());
+    CHECK(drawn() == 2);
+    // Shown: many updates in a burst become one refresh a little later.
+    for (int i = 3; i <= 40; ++i) chart.addBatchLosses({{i, 1.0 + 1.0 / i}});
+    CHECK(drawn() == 2);
+    CHECK(QTest::qWaitFor([&] { return !chart.refreshPending(); }, 3000));
+    CHECK(drawn() == 40);
+    // Reading the axes or keeping the run sees every point at once.
+    chart.hide();
+    chart.addBatchLosses({{41, 0.01}});
+    CHECK(chart.lossAxisRange().first <= 0.01);
+    chart.addBatchLosses({{42, 0.5}});
+    chart.keepRun();
+    CHECK(drawn() == 42);
 }
 
 TEST_CASE("settings: ranges and clashing choices cannot be entered", "[ui][settings]") {

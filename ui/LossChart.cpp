@@ -10,6 +10,7 @@
 #include <QLegendMarker>
 #include <QSlider>
 #include <QTextStream>
+#include <QTimer>
 #include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -28,6 +29,11 @@ namespace {
 const QColor kRunColors[] = {QColor(0x1f77b4), QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
                              QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22), QColor(0x17becf)};
 constexpr int kMaxRawPoints = 500;   // thin the shown series beyond this: Qt Charts strokes every segment on each update
+// Batch losses arrive up to 20 times a second; each replace() of a line series makes
+// Qt Charts rebuild the line's path and its hover outline (a stroke of every segment),
+// 8-14 ms for two 500-point series on a 2-core machine, on the GUI thread. Four
+// refreshes a second look as live, and a hidden chart waits until it is shown.
+constexpr int kSeriesRefreshMs = 250;
 
 QList<QPointF> strided(const std::vector<QPointF>& points, int stride) {
     QList<QPointF> out;
@@ -53,6 +59,13 @@ LossChart::LossChart(QWidget* parent) : QWidget(parent) {
     m_metricAxis->setLabelFormat(QStringLiteral("%d"));
     m_chart->addAxis(m_metricAxis, Qt::AlignRight);
     rebuildYAxis();
+
+    m_refreshTimer = new QTimer(this);
+    m_refreshTimer->setSingleShot(true);
+    m_refreshTimer->setInterval(kSeriesRefreshMs);
+    connect(m_refreshTimer, &QTimer::timeout, this, [this] {
+        if (isVisible()) refreshNow();
+    });
 
     m_view = new QChartView(m_chart, this);
     m_view->setRenderHint(QPainter::Antialiasing);
@@ -236,26 +249,44 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
     }
     if (run.raw.size() / run.rawStride > size_t(kMaxRawPoints)) {
         run.rawStride *= 2;
-        rebuildRaw(run);
+        run.rawShown = strided(run.raw, run.rawStride);
         run.smoothShown = strided(run.smoothed, run.rawStride);
-        run.smoothSeries->replace(run.smoothShown);
     } else {
-        // One replace() per update: QXYSeries::append(list) re-lays out the series once per
-        // point, which grows quadratic as the curve gets long.
         run.rawShown.append(rawAdd);
         run.smoothShown.append(smoothAdd);
-        run.rawSeries->replace(run.rawShown);
-        run.smoothSeries->replace(run.smoothShown);
     }
-    updateRanges();
+    scheduleRefresh();
     m_keepAction->setEnabled(true);
+}
+
+void LossChart::scheduleRefresh() {
+    m_seriesStale = true;
+    if (isVisible() && !m_refreshTimer->isActive()) m_refreshTimer->start();
+}
+
+void LossChart::refreshNow() {
+    m_refreshTimer->stop();
+    if (m_seriesStale && !m_runs.empty() && !m_runs.back()->kept) {
+        // One replace() per refresh: QXYSeries::append(list) re-lays out the series once
+        // per point, which grows quadratic as the curve gets long.
+        Run& run = *m_runs.back();
+        if (run.rawSeries) run.rawSeries->replace(run.rawShown);
+        if (run.smoothSeries) run.smoothSeries->replace(run.smoothShown);
+    }
+    m_seriesStale = false;
+    updateRanges();
+}
+
+void LossChart::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_seriesStale) refreshNow();
 }
 
 void LossChart::addEpoch(const EpochReport& report, int64_t step) {
     Run& run = current();
     run.epochs.push_back({step, report});
     appendEpoch(run, report, step);
-    updateRanges();
+    refreshNow();
     m_keepAction->setEnabled(true);
 }
 
@@ -301,7 +332,7 @@ void LossChart::setSmoothing(double weight) {
     if (m_smoothSlider->value() != int(std::lround(weight * 100))) m_smoothSlider->setValue(int(std::lround(weight * 100)));
     if (!changed) return;
     for (Run* r : m_runs) rebuildSmoothed(*r);
-    updateRanges();
+    refreshNow();
     Q_EMIT smoothingChanged(weight);
 }
 
@@ -311,7 +342,7 @@ void LossChart::setLogScale(bool on) {
     if (m_logAction->isChecked() != on) m_logAction->setChecked(on);
     rebuildYAxis();
     m_forceRescale = true;
-    updateRanges();
+    refreshNow();
 }
 
 void LossChart::rebuildYAxis() {
@@ -369,7 +400,7 @@ void LossChart::updateRanges() {
         m_xAxis->applyNiceNumbers();
     }
     if (!std::isfinite(yMin)) yMin = m_logScale ? 0.1 : 0, yMax = m_logScale ? 10 : 1;
-    const auto [lo, hi] = lossAxisRange();
+    const auto [lo, hi] = drawnLossRange();
     const bool outside = yMin < lo || yMax > hi;
     const bool loose = m_logScale ? (hi / lo > 4 * (yMax / yMin)) : (hi - lo > 2.0 * (yMax - yMin) + 1e-6);
     if (outside || loose || m_forceRescale) {
@@ -385,6 +416,11 @@ void LossChart::updateRanges() {
 }
 
 std::pair<double, double> LossChart::lossAxisRange() const {
+    if (m_seriesStale) const_cast<LossChart*>(this)->refreshNow();  // what is drawn once the refresh is due
+    return drawnLossRange();
+}
+
+std::pair<double, double> LossChart::drawnLossRange() const {
     if (auto* v = qobject_cast<QValueAxis*>(m_yAxis)) return {v->min(), v->max()};
     if (auto* l = qobject_cast<QLogValueAxis*>(m_yAxis)) return {l->min(), l->max()};
     return {0, 0};
@@ -403,6 +439,7 @@ void LossChart::keepRun() {
     if (m_runs.empty() || m_runs.back()->kept) return;
     Run& run = *m_runs.back();
     if (run.raw.empty() && run.epochs.empty()) return;
+    if (m_seriesStale) refreshNow();  // the kept curve is drawn complete
     run.kept = true;  // keeps the colour it was given when it started
     restyleAll();
     updateRanges();
@@ -424,7 +461,7 @@ void LossChart::clearKeptRuns() {
     if (!m_runs.empty()) m_runs.back()->color = kRunColors[0];
     restyleAll();
     m_forceRescale = true;
-    updateRanges();
+    refreshNow();
     m_clearAction->setEnabled(false);
 }
 

@@ -16,6 +16,7 @@ QT_BEGIN_NAMESPACE
 class QAction;
 class QLabel;
 class QSlider;
+class QTimer;
 class QChart;
 class QChartView;
 class QLineSeries;
@@ -55,7 +56,14 @@ public:
     QAction* logScaleAction() const { return m_logAction; }
     QAction* keepRunAction() const { return m_keepAction; }
     QAction* clearRunsAction() const { return m_clearAction; }
+    /// The chart's view. Batch losses reach the drawn series at most every
+    /// kSeriesRefreshMs while the chart is shown, and when it is shown again
+    /// after being hidden; refreshNow() brings them up to date at once.
     QWidget* chartView() const;
+    /// Pushes pending batch losses into the drawn series and rescales the axes.
+    void refreshNow();
+    /// Whether batch losses wait to be drawn (for tests).
+    bool refreshPending() const { return m_seriesStale; }
 
     bool exportPng(const QString& path, QString* error) const;
     bool exportCsv(const QString& path, QString* error) const;
@@ -85,6 +93,11 @@ private:
     void rebuildRaw(Run& run);
     void rebuildYAxis();
     void updateRanges();
+    /// The loss axis' range as drawn (without a refresh first).
+    std::pair<double, double> drawnLossRange() const;
+    /// Marks the batch series stale: drawn by the refresh timer if shown, else on show.
+    void scheduleRefresh();
+    void showEvent(QShowEvent* event) override;
     void showHover(const QString& series, const QPointF& point, bool state);
 
     QChart* m_chart;
@@ -103,6 +116,8 @@ private:
     bool m_logScale = false;
     int m_runCounter = 0;
     bool m_forceRescale = true;  ///< next updateRanges() sets the axes even if the data still fits
+    bool m_seriesStale = false;  ///< batch losses added since the series were last drawn
+    QTimer* m_refreshTimer;      ///< single shot: draws stale series while the chart is shown
 };
 
 }  // namespace attnviz::ui

@@ -56,6 +56,7 @@ bool LossChart::exportCsv(const QString& path, QString* error) const {
 }
 
 bool LossChart::exportPng(const QString& path, QString* error) const {
+    if (m_seriesStale) const_cast<LossChart*>(this)->refreshNow();  // the image shows every batch so far
     const QPixmap pixmap = m_view->grab();
     if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
         if (error) *error = tr("Could not write %1.").arg(path);
