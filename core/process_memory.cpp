@@ -7,11 +7,26 @@
 #include <malloc.h>
 #endif
 
+// Under a sanitizer the sanitizer's allocator serves every block: glibc's heap
+// figures say nothing about it and trimming glibc's heap releases nothing.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ATTNVIZ_GLIBC_HEAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define ATTNVIZ_GLIBC_HEAP 0
+#endif
+#endif
+#if !defined(ATTNVIZ_GLIBC_HEAP) && defined(__GLIBC__)
+#define ATTNVIZ_GLIBC_HEAP 1
+#elif !defined(ATTNVIZ_GLIBC_HEAP)
+#define ATTNVIZ_GLIBC_HEAP 0
+#endif
+
 namespace attnviz {
 
 HeapStats heap_stats() {
     HeapStats s;
-#if defined(__GLIBC__)
+#if ATTNVIZ_GLIBC_HEAP
     const struct mallinfo2 m = mallinfo2();
     constexpr double mb = 1024.0 * 1024.0;
     s.available = true;
@@ -37,7 +52,7 @@ double resident_mb() {
 }
 
 bool release_free_heap() {
-#if defined(__GLIBC__)
+#if ATTNVIZ_GLIBC_HEAP
     return malloc_trim(0) == 1;
 #else
     return false;

@@ -14,7 +14,8 @@
 
 namespace attnviz {
 
-/// Heap figures from glibc's mallinfo2 (all arenas); `available` is false elsewhere.
+/// Heap figures from glibc's mallinfo2 (all arenas); `available` is false elsewhere and under a
+/// sanitizer (whose own allocator serves the blocks; release_free_heap() then does nothing).
 struct HeapStats {
     bool available = false;
     double in_use_mb = 0;  ///< bytes handed out and not yet freed (heap blocks + mapped blocks)

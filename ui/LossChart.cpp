@@ -61,6 +61,7 @@ LossChart::LossChart(QWidget* parent) : QWidget(parent) {
     rebuildYAxis();
 
     m_refreshTimer = new QTimer(this);
+    m_refreshTimer->setObjectName(QStringLiteral("chartRefresh"));
     m_refreshTimer->setSingleShot(true);
     m_refreshTimer->setInterval(kSeriesRefreshMs);
     connect(m_refreshTimer, &QTimer::timeout, this, [this] {

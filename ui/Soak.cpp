@@ -107,6 +107,7 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
         app->takeLongest(nullptr);
     }
     QTimer ticker;
+    ticker.setObjectName(QStringLiteral("soakTicker"));
     ticker.setTimerType(Qt::PreciseTimer);
     ticker.setInterval(5);
     QObject::connect(&ticker, &QTimer::timeout, [&] {

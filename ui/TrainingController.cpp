@@ -100,6 +100,7 @@ private:
 
 TrainingController::TrainingController(QObject* parent) : QObject(parent) {
     m_timer = new QTimer(this);
+    m_timer->setObjectName(QStringLiteral("trainingPoll"));  // names the poll in event timings (soak)
     m_timer->setInterval(kFlushIntervalMs);
     connect(m_timer, &QTimer::timeout, this, &TrainingController::poll);
     newSession();
