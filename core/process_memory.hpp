@@ -39,7 +39,8 @@ class HeapReleaser {
 public:
     /// interval_seconds: the least time between two releases; the first comes one interval after construction.
     explicit HeapReleaser(double interval_seconds = 60.0);
-    /// Calls release_free_heap() when the interval has passed since the last call (or construction); returns whether it did.
+    /// Calls release_free_heap() when the interval has passed since the last call (or
+    /// construction); returns whether it did.
     bool maybe_release();
     /// How many releases maybe_release() has made.
     int releases() const { return m_releases; }

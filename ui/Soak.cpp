@@ -26,7 +26,8 @@ TimedApplication::TimedApplication(int& argc, char** argv) : QApplication(argc, 
 
 bool TimedApplication::notify(QObject* receiver, QEvent* event) {
     // Only the GUI thread's top-level events: a nested one is part of its parent's time.
-    if (!m_timing || m_depth > 0 || QThread::currentThread() != thread()) return QApplication::notify(receiver, event);
+    if (!m_timing.load(std::memory_order_relaxed) || QThread::currentThread() != thread() || m_depth > 0)
+        return QApplication::notify(receiver, event);
     const QEvent::Type type = event->type();  // the event may be gone after delivery
     const char* className = receiver->metaObject()->className();
     const QString objectName = receiver->objectName();

@@ -5,6 +5,7 @@
 // hidden `attnviz --soak SECONDS --soak-log FILE CORPUS` (offscreen).
 #include <QApplication>
 #include <QString>
+#include <atomic>
 
 namespace attnviz::ui {
 
@@ -26,7 +27,7 @@ class TimedApplication : public QApplication {
 public:
     TimedApplication(int& argc, char** argv);
     bool notify(QObject* receiver, QEvent* event) override;
-    void setTiming(bool on) { m_timing = on; }
+    void setTiming(bool on) { m_timing.store(on, std::memory_order_relaxed); }
     /// The longest event handled since the last call (ms, and which event to which
     /// object), then starts over.
     double takeLongest(QString* what);
@@ -35,7 +36,7 @@ public:
     double longestOverall() const { return m_longestOverall; }
 
 private:
-    bool m_timing = false;
+    std::atomic<bool> m_timing{false};  ///< read by every thread that delivers events
     int m_depth = 0;
     double m_longest = 0, m_longestOverall = 0;
     QString m_longestWhat;
