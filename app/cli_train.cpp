@@ -1,9 +1,9 @@
 // attnviz-cli train: a corpus or built-in task, every hyperparameter, --save,
 // --resume, a live progress line and --json metrics.
-#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 
 #include "app/cli_common.hpp"
@@ -11,6 +11,7 @@
 #include "core/session.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/process_memory.hpp"
 #include "core/tasks.hpp"
 
 namespace attnviz::cli {
@@ -21,19 +22,43 @@ struct TrainOptions {
     CorpusFlags corpus;
     SettingFlags settings;
     std::string save, resume;
+    std::string memory_log;  ///< hidden --memory-log FILE: memory figures every 10 s (soak tests)
     bool json = false, quiet = false;
 };
 
 /// Heap bytes in use (glibc's count over all arenas); 0 where it cannot be known. The
 /// difference around loading is what the corpus takes (README "Corpora": bytes per pair).
 size_t heap_in_use() {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-    const struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
-#else
-    return 0;
-#endif
+    const HeapStats h = heap_stats();
+    return h.available ? static_cast<size_t>(h.in_use_mb * 1024.0 * 1024.0) : 0;
 }
+
+/// --memory-log: one JSON line every 10 s of training with the resident memory and the
+/// heap's figures (tools/soak.sh reads it), so a slow rise can be told apart: bytes in
+/// use (something kept) or held free (the allocator's pages).
+class MemoryLog {
+public:
+    explicit MemoryLog(const std::string& path) : m_start(std::chrono::steady_clock::now()), m_next(m_start) {
+        if (path.empty()) return;
+        m_out.open(path, std::ios::out | std::ios::trunc);
+        if (!m_out) throw FileError("--memory-log: cannot write '" + path + "'");
+    }
+    void tick() {
+        if (!m_out.is_open()) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now < m_next) return;
+        m_next += std::chrono::seconds(10);
+        const HeapStats h = heap_stats();
+        nlohmann::json j = {{"t", std::chrono::duration<double>(now - m_start).count()}, {"rss_mb", resident_mb()}};
+        if (h.available)
+            j.update({{"heap_in_use_mb", h.in_use_mb}, {"heap_free_mb", h.free_mb}, {"heap_mapped_mb", h.mapped_mb}});
+        m_out << j.dump() << std::endl;
+    }
+
+private:
+    std::ofstream m_out;
+    std::chrono::steady_clock::time_point m_start, m_next;
+};
 
 /// The corpus a resumed run continues on when no --task/--data is given.
 Corpus corpus_of_checkpoint(const TranslationModel& m, const CorpusFlags& flags) {
@@ -123,6 +148,7 @@ int run_train(TrainOptions& o) {
     t.validate();
     m.validate();
     if (!o.save.empty()) check_writable("--save", o.save);
+    MemoryLog memory_log(o.memory_log);
     resolve_device(t.device);  // unknown or absent device: an error now, not in the worker
 
     const auto load_start = std::chrono::steady_clock::now();
@@ -153,7 +179,10 @@ int run_train(TrainOptions& o) {
     if (ckpt) session.start_from(ckpt, corpus, t);
     else session.start(corpus, m, t);
     PeriodicSave periodic(session, progress, o.save, t.checkpoint_every_minutes);
-    StopReason reason = wait_with_interrupt(session, [&periodic] { periodic.tick(); });
+    StopReason reason = wait_with_interrupt(session, [&] {
+        periodic.tick();
+        memory_log.tick();
+    });
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     // What was trained is saved even when training failed afterwards (e.g. in an
@@ -213,6 +242,9 @@ Command add_train_command(CLI::App& parent) {
         ->group("output");
     app->add_flag("--json", o->json, "print the final metrics as one JSON object on stdout")->group("output");
     app->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->group("output");
+    app->add_option("--memory-log", o->memory_log, "soak tests: memory figures every 10 s as JSON lines")
+        ->type_name("FILE")
+        ->group("");  // hidden from --help: a measuring aid (tools/soak.sh)
     return {app, [o] { return run_train(*o); }};
 }
 

@@ -56,9 +56,39 @@ nlohmann::json TrainHistory::to_json() const {
         losses.push_back(l);
     }
     for (const auto& e : epochs) epochs_j.push_back(epoch_to_json(e));
-    return {{"batch_step", steps}, {"batch_loss", losses},       {"epochs", epochs_j},
-            {"global_step", global_step}, {"epochs_done", epochs_done}, {"best_epoch", best_epoch},
-            {"seconds", seconds}};
+    nlohmann::json j = {{"batch_step", steps}, {"batch_loss", losses},       {"epochs", epochs_j},
+                        {"global_step", global_step}, {"epochs_done", epochs_done}, {"best_epoch", best_epoch},
+                        {"seconds", seconds}};
+    if (batch_stride != 1) j["batch_stride"] = batch_stride;  // absent: 1 (every file before the bound)
+    if (pending_batches > 0) j["batch_pending"] = {pending_loss_sum, pending_batches};
+    return j;
+}
+
+void TrainHistory::record_batch(int64_t step, double loss) {
+    pending_loss_sum += loss;
+    if (++pending_batches < batch_stride) return;
+    batch_loss.emplace_back(step, pending_loss_sum / static_cast<double>(pending_batches));
+    pending_loss_sum = 0.0;
+    pending_batches = 0;
+    if (batch_loss.size() >= max_batch_points) compact_batch_loss();
+}
+
+void TrainHistory::compact_batch_loss() {
+    while (batch_loss.size() >= max_batch_points) {
+        // An odd last point goes back to the pending batches: with those already there
+        // they are fewer than the doubled stride, and every point keeps covering as many
+        // batches as every other.
+        if (batch_loss.size() % 2 == 1) {
+            pending_loss_sum += batch_loss.back().second * static_cast<double>(batch_stride);
+            pending_batches += batch_stride;
+            batch_loss.pop_back();
+        }
+        size_t out = 0;
+        for (size_t i = 0; i + 1 < batch_loss.size(); i += 2)
+            batch_loss[out++] = {batch_loss[i + 1].first, 0.5 * (batch_loss[i].second + batch_loss[i + 1].second)};
+        batch_loss.resize(out);
+        batch_stride *= 2;
+    }
 }
 
 double TrainHistory::best_val_loss() const {
@@ -126,6 +156,20 @@ TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
             fail("batch loss " + std::to_string(i) + " is " + describe_json(l) + ", expected a finite number");
         h.batch_loss.emplace_back(s.get<int64_t>(), l.get<double>());
     }
+
+    h.batch_stride = integer("batch_stride", 1, int64_t(1) << 40, 1);
+    if ((h.batch_stride & (h.batch_stride - 1)) != 0)
+        fail("\"batch_stride\" is " + std::to_string(h.batch_stride) + ", expected a power of two");
+    if (const auto pending = j.find("batch_pending"); pending != j.end()) {
+        if (!pending->is_array() || pending->size() != 2 || !(*pending)[0].is_number() ||
+            !std::isfinite((*pending)[0].get<double>()) || !(*pending)[1].is_number_integer() ||
+            (*pending)[1].get<int64_t>() < 0 || (*pending)[1].get<int64_t>() >= h.batch_stride)
+            fail("\"batch_pending\" is " + describe_json(*pending) + ", expected [loss sum, batches] with fewer batches than " +
+                 std::to_string(h.batch_stride));
+        h.pending_loss_sum = (*pending)[0].get<double>();
+        h.pending_batches = (*pending)[1].get<int64_t>();
+    }
+    h.compact_batch_loss();  // a file written before the bound (or by hand) may hold more points
 
     const auto& epochs = array("epochs");
     for (size_t i = 0; i < epochs.size(); ++i) {

@@ -311,7 +311,7 @@ StopReason Trainer::run(TrainObserver* observer) {
                 ++run_batches;
                 ++batches_done;
                 ++m_history.global_step;
-                m_history.batch_loss.emplace_back(m_history.global_step, loss);
+                m_history.record_batch(m_history.global_step, loss);
 
                 BatchReport br;
                 br.epoch = epoch;

@@ -386,6 +386,70 @@ TEST_CASE("training history from a file is validated", "[checkpoint]") {
     testing::remove_tree(dir);
 }
 
+TEST_CASE("the history keeps a bounded loss curve: averaged points, any run length", "[checkpoint]") {
+    // Loss = step: a point covering batches a..b holds their mean (a + b) / 2, exactly.
+    TrainHistory h;
+    const int64_t batches = 50001;
+    for (int64_t s = 1; s <= batches; ++s) h.record_batch(s, double(s));
+    CHECK(h.batch_loss.size() < TrainHistory::max_batch_points);
+    CHECK(h.batch_stride == 4);  // halved at 20,000 and 40,000 batches
+    CHECK(int64_t(h.batch_loss.size()) * h.batch_stride + h.pending_batches == batches);
+    CHECK(h.pending_batches == 1);
+    for (size_t i = 0; i < h.batch_loss.size(); ++i) {
+        const auto [step, mean] = h.batch_loss[i];
+        REQUIRE(step == int64_t(i + 1) * h.batch_stride);
+        REQUIRE(mean == double(step) - double(h.batch_stride - 1) / 2);
+    }
+
+    // Through JSON and back, then going on, equals going on straight (the resume test
+    // compares whole runs below the bound).
+    TrainHistory resumed = TrainHistory::from_json(h.to_json());
+    TrainHistory straight = h;
+    for (int64_t s = batches + 1; s <= batches + 7; ++s) resumed.record_batch(s, double(s)), straight.record_batch(s, double(s));
+    CHECK(resumed.batch_loss == straight.batch_loss);
+    CHECK(resumed.batch_stride == straight.batch_stride);
+    CHECK(resumed.pending_batches == straight.pending_batches);
+
+    // A file from before the bound (one point a batch) is compacted when read; an odd
+    // last point goes back to the pending batches, so every point covers as many batches.
+    json old = {{"batch_step", json::array()}, {"batch_loss", json::array()}, {"epochs", json::array()}, {"global_step", 45001}};
+    for (int s = 1; s <= 45001; ++s) old["batch_step"].push_back(s), old["batch_loss"].push_back(double(s));
+    const TrainHistory read = TrainHistory::from_json(old);
+    CHECK(read.batch_stride == 4);
+    CHECK(read.batch_loss.size() == 11250);
+    CHECK(read.pending_batches == 1);
+    CHECK(read.pending_loss_sum == 45001.0);
+    CHECK(read.batch_loss.back() == std::pair<int64_t, double>(45000, 44998.5));
+
+    // What is read is checked.
+    json bad = h.to_json();
+    bad["batch_stride"] = 3;
+    CHECK_THROWS_WITH(TrainHistory::from_json(bad), Catch::Contains("batch_stride") && Catch::Contains("power of two"));
+    bad["batch_stride"] = 4;
+    bad["batch_pending"] = {10.0, 4};
+    CHECK_THROWS_WITH(TrainHistory::from_json(bad), Catch::Contains("batch_pending"));
+    bad["batch_pending"] = {"x", 1};
+    CHECK_THROWS_WITH(TrainHistory::from_json(bad), Catch::Contains("batch_pending"));
+}
+
+TEST_CASE("a checkpoint of a very long run saves and opens (its loss curve is bounded)", "[checkpoint]") {
+    // 2.5 million batches: unbounded, the curve alone (~27 bytes a point) outgrew the
+    // 64 MiB header the reader accepts, and the checkpoint saved but did not open.
+    auto tr = trained(1);
+    TrainHistory& h = tr->history();
+    const int64_t first = h.global_step;
+    for (int64_t i = 1; i <= 2500000; ++i) h.record_batch(first + i, 2.0 + 1.0 / double(i));
+    h.global_step = first + 2500000;
+    const auto dir = temp_dir();
+    const auto path = dir / "long.ckpt";
+    save_checkpoint(tr->checkpoint(), path.string());
+    CHECK(fs::file_size(path) < (uintmax_t(4) << 20));
+    const Checkpoint c = load_checkpoint(path.string());
+    CHECK(c.model->history().to_json() == h.to_json());
+    CHECK(c.model->history().batch_loss.size() < TrainHistory::max_batch_points);
+    testing::remove_tree(dir);
+}
+
 TEST_CASE("foreign files are refused naming the formats attnviz reads", "[checkpoint]") {
     const auto dir = temp_dir();
     const std::string formats = readable_model_formats();

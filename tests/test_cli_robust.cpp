@@ -310,7 +310,7 @@ TEST_CASE("cli: --checkpoint-every-minutes saves while training", "[cli][robust]
     const std::string ckpt = dir / "periodic.ckpt";
     Background p(dir, {"train", "--task", "reverse", "--pairs", "300", "--epochs", "100000", "--save", ckpt,
                        "--checkpoint-every-minutes", "0.005", "--embed", "16", "--hidden", "24", "--device", "cpu",
-                       "-q"});
+                       "-q", "--memory-log", dir / "memory.jsonl"});
     REQUIRE(p.wait_for([&] { return exists(ckpt); }, 60));
     // It keeps training (and saving) meanwhile; the file on disk always loads.
     for (int i = 0; i < 3; ++i) {
@@ -323,4 +323,12 @@ TEST_CASE("cli: --checkpoint-every-minutes saves while training", "[cli][robust]
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 130);
     CHECK(files_starting(dir, "periodic.ckpt.tmp").empty());
+    // --memory-log (tools/soak.sh): a line at the start and every 10 s.
+    const std::string log = read_file(dir / "memory.jsonl");
+    REQUIRE_FALSE(log.empty());
+    const auto first = nlohmann::json::parse(log.substr(0, log.find('\n')));
+    CHECK(first.at("rss_mb").get<double>() > 1.0);
+    CHECK(first.at("t").get<double>() >= 0.0);
+    CHECK(cli(dir, {"train", "--task", "reverse", "--epochs", "1", "--memory-log", dir / "no/such/m.jsonl"})
+              .err.find("--memory-log: cannot write") != std::string::npos);
 }

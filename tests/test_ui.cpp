@@ -580,6 +580,49 @@ TEST_CASE("loss chart: batch losses are drawn a few times a second when shown, o
     CHECK(drawn() == 42);
 }
 
+TEST_CASE("loss chart: a long run keeps a bounded number of points, the averages of the batches", "[ui][chart]") {
+    app();
+    LossChart chart;
+    chart.resize(600, 400);
+    chart.startRun(QStringLiteral("long"));
+    chart.setSmoothing(0.99);
+    const int64_t batches = 100000;
+    auto loss = [](int64_t step) { return 5.0 - 2e-5 * double(step); };  // 5 -> 3, no noise
+    for (int64_t b = 0; b < batches; b += 1000) {
+        std::vector<std::pair<int64_t, double>> chunk;
+        for (int64_t s = b + 1; s <= b + 1000; ++s) chunk.emplace_back(s, loss(s));
+        chart.addBatchLosses(chunk);
+    }
+    // 20,000 points at most: halved at 20,000 batches, 40,000, 80,000; a point is 8 batches now.
+    CHECK(chart.pointCount() < int(TrainHistory::max_batch_points));
+    CHECK(chart.pointStride() == 8);
+    CHECK(chart.pointCount() * chart.pointStride() == batches);
+    chart.refreshNow();
+    const auto [lo, hi] = chart.lossAxisRange();
+    CHECK(lo <= 3.0 + 1e-3);
+    CHECK(hi >= 5.0 - 1e-3);
+    // Live, the moving average saw every batch: it lags the line by ~99 batches.
+    const double live = chart.lastSmoothed();
+    CHECK(live == Approx(loss(batches) + 99 * 2e-5).margin(2e-4));
+    // Recomputed from 8-batch points (another smoothing, then back): each point moves the
+    // average as 8 batches would, so the curve ends where it did (a point-by-point average
+    // would lag 8 times as far: 0.016).
+    chart.setSmoothing(0.5);
+    chart.setSmoothing(0.99);
+    CHECK(chart.lastSmoothed() == Approx(live).margin(2e-4));
+    const QString csv = chart.toCsv();
+    CHECK(csv.count(QStringLiteral("long,batch_loss,")) == chart.pointCount());
+    CHECK(csv.contains(QStringLiteral("long,batch_loss,8,,4.99991")));  // batches 1..8 averaged: 5 - 4.5 * 2e-5
+
+    // A history already at a stride is drawn as it is.
+    TrainHistory h;
+    for (int64_t s = 1; s <= 30003; ++s) h.record_batch(s, loss(s));  // halved once at 20,000
+    REQUIRE(h.batch_stride == 2);
+    chart.setHistory(h, QStringLiteral("opened"));
+    CHECK(chart.pointCount() == int(h.batch_loss.size()));
+    CHECK(chart.pointStride() == 2);
+}
+
 TEST_CASE("settings: ranges and clashing choices cannot be entered", "[ui][settings]") {
     app();
     SettingsPanel panel;

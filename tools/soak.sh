@@ -6,7 +6,7 @@
 # samples, RSS growth after warm-up (the first 20% of the run, at least 60 s):
 # end against start (medians of three samples) and a fitted trend (MB/min),
 # and for the GUI the worst and 99th-percentile timer lateness ("stall"), the GUI
-# thread's longest event-loop pass and the heap's bytes in use and held free.
+# thread's longest event-loop pass, and for both the heap's bytes in use and held free.
 #
 #   tools/soak.sh [MINUTES] [cli|gui|both]
 #
@@ -57,7 +57,8 @@ sample_rss() {
 if [ "$WHICH" = cli ] || [ "$WHICH" = both ]; then
   say "CLI: training for $MINUTES min"
   "$CLI" train --data "$corpus" --epochs 100000 --device cpu -q --max-length 20 --patience 0 \
-    --save "$WORK/cli.ckpt" --checkpoint-every-minutes 5 >"$WORK/cli.out" 2>"$WORK/cli.err" &
+    --save "$WORK/cli.ckpt" --checkpoint-every-minutes 5 --memory-log "$WORK/cli.mem.jsonl" \
+    >"$WORK/cli.out" 2>"$WORK/cli.err" &
   pid=$!
   sample_rss "$pid" "$WORK/cli.rss" &
   sampler=$!
@@ -108,11 +109,24 @@ def rss(name):
             span = pts[-1][0] - pts[0][0]
             out.update(trend_mb_per_min=round(slope * 60, 3), trend_growth_pct=round(100 * slope * span / first, 3))
     return out
+def heap(out, rows):
+    """Where the resident memory goes (glibc's mallinfo2): in use vs held free by the heap."""
+    rows = [r for r in rows if "heap_in_use_mb" in r]
+    if not rows:
+        return
+    warm = out.get("warmup_s", 0)
+    after = [r for r in rows if r["t"] >= warm] or rows
+    for key in ("heap_in_use_mb", "heap_free_mb"):
+        out[key] = {"after_warmup": round(after[0][key], 1), "end": round(after[-1][key], 1),
+                    "max": round(max(r[key] for r in rows), 1)}
 result = {"minutes": minutes, "work": work}
 for run in ("cli", "gui"):
     r = rss(run)
     if r is not None:
         result[run] = r
+mem = os.path.join(work, "cli.mem.jsonl")  # attnviz-cli train --memory-log
+if os.path.exists(mem) and "cli" in result:
+    heap(result["cli"], [json.loads(l) for l in open(mem) if l.strip()])
 log = os.path.join(work, "gui.jsonl")
 if os.path.exists(log) and "gui" in result:
     rows = [json.loads(l) for l in open(log) if l.strip()]
@@ -131,17 +145,7 @@ if os.path.exists(log) and "gui" in result:
                                             for r in ticks if r["busy_max_ms"] > 16]
             result["gui"]["windows_late_without_long_event"] = sum(
                 1 for r in ticks if r["max_ms"] > 16 and r["busy_max_ms"] <= 16)
-        # Where the resident memory goes (glibc's mallinfo2): in use vs held free by the heap.
-        heap = [r for r in ticks if "heap_in_use_mb" in r]
-        if heap:
-            warm = result["gui"].get("warmup_s", 0)
-            after = [r for r in heap if r["t"] >= warm] or heap
-            result["gui"]["heap_in_use_mb"] = {"after_warmup": round(after[0]["heap_in_use_mb"], 1),
-                                               "end": round(after[-1]["heap_in_use_mb"], 1),
-                                               "max": round(max(r["heap_in_use_mb"] for r in heap), 1)}
-            result["gui"]["heap_free_mb"] = {"after_warmup": round(after[0]["heap_free_mb"], 1),
-                                             "end": round(after[-1]["heap_free_mb"], 1),
-                                             "max": round(max(r["heap_free_mb"] for r in heap), 1)}
+        heap(result["gui"], ticks)
     if final:
         result["gui"]["summary"] = final[-1]
 print(json.dumps(result))

@@ -29,6 +29,9 @@ namespace {
 const QColor kRunColors[] = {QColor(0x1f77b4), QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
                              QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22), QColor(0x17becf)};
 constexpr int kMaxRawPoints = 500;   // thin the shown series beyond this: Qt Charts strokes every segment on each update
+// Points a run keeps (raw and smoothed each): beyond it neighbours are averaged, so a
+// day of training costs the same memory, and the same time per refresh, as an hour.
+constexpr size_t kMaxKeptPoints = TrainHistory::max_batch_points;
 // Batch losses arrive up to 20 times a second; each replace() of a line series makes
 // Qt Charts rebuild the line's path and its hover outline (a stroke of every segment),
 // 8-14 ms for two 500-point series on a 2-core machine, on the GUI thread. Four
@@ -40,6 +43,13 @@ QList<QPointF> strided(const std::vector<QPointF>& points, int stride) {
     out.reserve(int(points.size() / stride + 1));
     for (size_t i = 0; i < points.size(); i += stride) out << points[i];
     return out;
+}
+
+// The shown series' stride: the smallest power of two that keeps them within kMaxRawPoints.
+int shownStride(size_t points) {
+    int stride = 1;
+    while (points / size_t(stride) > size_t(kMaxRawPoints)) stride *= 2;
+    return stride;
 }
 
 }  // namespace
@@ -236,20 +246,26 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
     if (points.empty()) return;
     Run& run = current();
     QList<QPointF> rawAdd, smoothAdd;
+    bool halved = false;
     const double w = m_smoothing;
     for (const auto& [step, loss] : points) {
         if (!std::isfinite(loss)) continue;
-        const QPointF raw(double(step), loss);
-        run.raw.push_back(raw);
-        run.emaLast = run.emaLast * w + (1 - w) * loss;
+        run.emaLast = run.emaLast * w + (1 - w) * loss;  // the moving average sees every batch
         ++run.emaCount;
-        const double debias = 1 - std::pow(w, run.emaCount);
+        run.bucketSum += loss;
+        if (++run.bucketCount < run.keepStride) continue;
+        const QPointF raw(double(step), run.bucketSum / double(run.bucketCount));
+        run.bucketSum = 0;
+        run.bucketCount = 0;
+        run.raw.push_back(raw);
+        const double debias = 1 - std::pow(w, double(run.emaCount));
         const QPointF s(double(step), debias > 0 ? run.emaLast / debias : loss);
         run.smoothed.push_back(s);
         if ((run.raw.size() - 1) % run.rawStride == 0) rawAdd << raw, smoothAdd << s;
+        if (run.raw.size() >= kMaxKeptPoints) halvePoints(run), halved = true;
     }
-    if (run.raw.size() / run.rawStride > size_t(kMaxRawPoints)) {
-        run.rawStride *= 2;
+    if (halved || run.raw.size() / run.rawStride > size_t(kMaxRawPoints)) {
+        run.rawStride = shownStride(run.raw.size());
         run.rawShown = strided(run.raw, run.rawStride);
         run.smoothShown = strided(run.smoothed, run.rawStride);
     } else {
@@ -258,6 +274,25 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
     }
     scheduleRefresh();
     m_keepAction->setEnabled(true);
+}
+
+void LossChart::halvePoints(Run& run) {
+    // As TrainHistory::compact_batch_loss: an odd last point goes back to the bucket,
+    // neighbours are averaged (the smoothed curve keeps the later value), and every
+    // point then covers twice the batches.
+    if (run.raw.size() % 2 == 1) {
+        run.bucketSum += run.raw.back().y() * double(run.keepStride);
+        run.bucketCount += run.keepStride;
+        run.raw.pop_back();
+        run.smoothed.pop_back();
+    }
+    for (size_t i = 0; i + 1 < run.raw.size(); i += 2) {
+        run.raw[i / 2] = QPointF(run.raw[i + 1].x(), 0.5 * (run.raw[i].y() + run.raw[i + 1].y()));
+        run.smoothed[i / 2] = run.smoothed[i + 1];
+    }
+    run.raw.resize(run.raw.size() / 2);
+    run.smoothed.resize(run.smoothed.size() / 2);
+    run.keepStride *= 2;
 }
 
 void LossChart::scheduleRefresh() {
@@ -293,10 +328,24 @@ void LossChart::addEpoch(const EpochReport& report, int64_t step) {
 
 void LossChart::setHistory(const TrainHistory& history, const QString& label) {
     startRun(label);
-    std::vector<std::pair<int64_t, double>> points(history.batch_loss.begin(), history.batch_loss.end());
-    addBatchLosses(points);
+    // The history's points cover history.batch_stride batches each: taken as they are.
+    Run& run = current();
+    run.keepStride = std::max<int64_t>(1, history.batch_stride);
+    run.bucketSum = history.pending_loss_sum;
+    run.bucketCount = history.pending_batches;
+    for (const auto& [step, loss] : history.batch_loss)
+        if (std::isfinite(loss)) run.raw.emplace_back(double(step), loss);
+    while (run.raw.size() >= kMaxKeptPoints) {  // a history of a larger bound
+        run.smoothed.assign(run.raw.size(), QPointF());
+        halvePoints(run);
+    }
+    run.rawStride = shownStride(run.raw.size());
+    rebuildRaw(run);
+    rebuildSmoothed(run);
+    if (!run.raw.empty()) m_keepAction->setEnabled(true);
+    scheduleRefresh();
     // Epoch e ends at the e-th equal share of the steps when the history does not say.
-    const int64_t steps = history.global_step > 0 ? history.global_step : int64_t(points.size());
+    const int64_t steps = history.global_step > 0 ? history.global_step : int64_t(history.batch_loss.size());
     const int n = int(history.epochs.size());
     for (int i = 0; i < n; ++i) {
         const int epoch = history.epochs[i].epoch > 0 ? history.epochs[i].epoch : i + 1;
@@ -314,11 +363,13 @@ void LossChart::rebuildSmoothed(Run& run) {
     run.smoothed.clear();
     run.emaLast = 0;
     run.emaCount = 0;
-    const double w = m_smoothing;
+    // Each point stands for keepStride batches of (about) its mean loss: the average
+    // moves as it would over that many batches of that loss.
+    const double w = std::pow(m_smoothing, double(run.keepStride));
     for (const QPointF& p : run.raw) {
         run.emaLast = run.emaLast * w + (1 - w) * p.y();
-        ++run.emaCount;
-        const double debias = 1 - std::pow(w, run.emaCount);
+        run.emaCount += run.keepStride;
+        const double debias = 1 - std::pow(m_smoothing, double(run.emaCount));
         run.smoothed.emplace_back(p.x(), debias > 0 ? run.emaLast / debias : p.y());
     }
     run.smoothShown = strided(run.smoothed, run.rawStride);
@@ -470,6 +521,7 @@ QString LossChart::currentRunLabel() const {
     return (!m_runs.empty() && !m_runs.back()->kept) ? m_runs.back()->label : QString();
 }
 int LossChart::pointCount() const { return (!m_runs.empty() && !m_runs.back()->kept) ? int(m_runs.back()->raw.size()) : 0; }
+int64_t LossChart::pointStride() const { return (!m_runs.empty() && !m_runs.back()->kept) ? m_runs.back()->keepStride : 1; }
 int LossChart::epochCount() const {
     return (!m_runs.empty() && !m_runs.back()->kept) ? int(m_runs.back()->epochs.size()) : 0;
 }

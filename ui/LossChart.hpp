@@ -43,7 +43,8 @@ public:
     void setHistory(const TrainHistory& history, const QString& label);
 
     QString currentRunLabel() const;
-    int pointCount() const;       ///< batch-loss points in the current run
+    int pointCount() const;       ///< batch-loss points in the current run (each pointStride() batches)
+    int64_t pointStride() const;  ///< batches per batch-loss point in the current run (1 until the bound is reached)
     int epochCount() const;       ///< epoch points in the current run
     int keptRunCount() const;
     double smoothing() const { return m_smoothing; }
@@ -90,6 +91,8 @@ private:
     void styleRun(Run& run, bool kept);
     void restyleAll();
     void rebuildSmoothed(Run& run);
+    /// Averages neighbouring points and doubles the batches each covers (the bound on kept points).
+    void halvePoints(Run& run);
     void rebuildRaw(Run& run);
     void rebuildYAxis();
     void updateRanges();

@@ -13,11 +13,17 @@ struct LossChart::Run {
     QString label;
     QColor color;
     bool kept = false;
+    /// Batch losses, each point the mean of keepStride batches (the last one's step), and
+    /// the smoothed loss at those steps; at most kMaxKeptPoints (LossChart.cpp), halved and
+    /// keepStride doubled when reached, as TrainHistory does for the checkpoint's curve.
     std::vector<QPointF> raw, smoothed;
     QList<QPointF> rawShown, smoothShown;  // what the series hold (every rawStride-th point)
     double emaLast = 0;
-    int emaCount = 0;
+    int64_t emaCount = 0;   ///< batches the moving average has seen
     int rawStride = 1;
+    int64_t keepStride = 1;  ///< batches per raw point
+    double bucketSum = 0;    ///< losses of the batches not yet in a point
+    int64_t bucketCount = 0; ///< how many (fewer than keepStride)
     struct Epoch {
         int64_t step;
         EpochReport report;
