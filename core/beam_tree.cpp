@@ -2,6 +2,10 @@
 #include "core/beam_tree.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -17,15 +21,39 @@ constexpr int k_version = 1;
 
 std::string level_name(TokenLevel l) { return to_string(l); }
 
+/// Whether v holds a value of type E without conversion out of range: nlohmann's get<>()
+/// converts numbers with static_cast, so an integer field given 1e69, or a float field
+/// given 1e300, is undefined behaviour (found by fuzz_beam_tree), and 1.5 as an integer
+/// is silently truncated. Integers must be JSON integers in E's range, floats in float's.
+template <typename E>
+bool holds(const nlohmann::json& v) {
+    if constexpr (std::is_same_v<E, int64_t> || std::is_same_v<E, int>) {
+        if (!v.is_number_integer()) return false;
+        if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<E>::max());
+        const int64_t x = v.get<int64_t>();
+        return x >= std::numeric_limits<E>::min() && x <= std::numeric_limits<E>::max();
+    } else if constexpr (std::is_same_v<E, float>) {
+        return v.is_number() && std::abs(v.get<double>()) <= double(std::numeric_limits<float>::max());
+    } else {
+        return true;  // strings, booleans, doubles: get<>() checks the type itself
+    }
+}
+
 /// Reads j[key] as T, or throws FileError naming where and what was expected.
 template <typename T>
 T field(const nlohmann::json& j, const char* key, const std::string& where, const char* expected) {
     auto it = j.find(key);
     if (it == j.end()) throw FileError(where + ": missing \"" + key + "\" (" + expected + ")");
+    auto wrong = [&] { return FileError(where + ": \"" + key + "\" is " + describe_json(*it) + ", expected " + expected); };
+    if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<float>>) {
+        if (!it->is_array() || !std::all_of(it->begin(), it->end(), holds<typename T::value_type>)) throw wrong();
+    } else if (!holds<T>(*it)) {
+        throw wrong();
+    }
     try {
         return it->get<T>();
     } catch (const nlohmann::json::exception&) {
-        throw FileError(where + ": \"" + key + "\" is " + describe_json(*it) + ", expected " + expected);
+        throw wrong();
     }
 }
 

@@ -68,7 +68,7 @@ json checked(const ParamSpec& p, const json& v, const std::string& who, const st
         case ParamType::integer: {
             if (!v.is_number()) break;
             const double x = v.get<double>();
-            if (v.is_number_float() && x != std::floor(x)) break;
+            if (v.is_number_float() && (x != std::floor(x) || !(std::abs(x) < 9.0e18))) break;  // int64_t's range
             if (!in_range(p, x)) break;
             if (v.is_number_unsigned()) return json(v.get<uint64_t>());
             return v.is_number_integer() ? json(v.get<int64_t>()) : json(static_cast<int64_t>(x));

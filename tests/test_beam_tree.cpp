@@ -295,6 +295,15 @@ TEST_CASE("beam tree files parse back, and malformed ones are refused with the r
     refused([](nlohmann::json& j) { j["nodes"][2]["attention"] = {0.5}; }, "node 2: 1 attention weights");
     refused([](nlohmann::json& j) { j["finished"].push_back(0); }, "are finished but");
     refused([](nlohmann::json& j) { j["nodes"][0]["token_log_prob"] = "high"; }, "\"token_log_prob\" is \"high\"");
+    // Numbers out of their field's range (fuzz_beam_tree: "rank": 1e69 was converted to an
+    // integer, undefined behaviour) or not whole are refused, not converted.
+    refused([](nlohmann::json& j) { j["nodes"][0]["rank"] = 1.11e69; }, "node 0: \"rank\" is 1.11e+69, expected an integer");
+    refused([](nlohmann::json& j) { j["nodes"][0]["rank"] = 1.5; }, "\"rank\" is 1.5");
+    refused([](nlohmann::json& j) { j["nodes"][0]["token_id"] = UINT64_MAX; }, "\"token_id\" is 18446744073709551615");
+    refused([](nlohmann::json& j) { j["nodes"][0]["token_log_prob"] = -1e300; }, "\"token_log_prob\" is -1e+300");
+    refused([](nlohmann::json& j) { j["nodes"][1]["attention"][0] = 1e300; }, "node 1: \"attention\"");
+    refused([](nlohmann::json& j) { j["version"] = 4294967297LL; }, "\"version\" is 4294967297");
+    refused([](nlohmann::json& j) { j["finished"][0] = 2e19; }, "\"finished\"");
     CHECK_THROWS_AS(parse_beam_trees("[{"), FileError);
     CHECK_THROWS_WITH(BeamTree{}.node(0), Catch::Matchers::Contains("no node 0"));
 }
