@@ -170,6 +170,8 @@ TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
         h.pending_batches = (*pending)[1].get<int64_t>();
     }
     h.compact_batch_loss();  // a file written before the bound (or by hand) may hold more points
+    if (h.batch_stride > (int64_t(1) << 40))  // what it read back would be refused: refuse it now
+        fail("batch loss: " + std::to_string(steps.size()) + " points at a stride of \"batch_stride\" are too many");
 
     const auto& epochs = array("epochs");
     for (size_t i = 0; i < epochs.size(); ++i) {

@@ -430,6 +430,12 @@ TEST_CASE("the history keeps a bounded loss curve: averaged points, any run leng
     CHECK_THROWS_WITH(TrainHistory::from_json(bad), Catch::Contains("batch_pending"));
     bad["batch_pending"] = {"x", 1};
     CHECK_THROWS_WITH(TrainHistory::from_json(bad), Catch::Contains("batch_pending"));
+    json huge = read.to_json();  // 11,250 points
+    huge["batch_stride"] = int64_t(1) << 40;
+    huge.erase("batch_pending");
+    CHECK(TrainHistory::from_json(huge).batch_stride == int64_t(1) << 40);
+    for (int s = 45001; s <= 45000 + 2 * 9000; ++s) huge["batch_step"].push_back(s), huge["batch_loss"].push_back(1.0);
+    CHECK_THROWS_WITH(TrainHistory::from_json(huge), Catch::Contains("too many"));  // compacting would pass the bound
 }
 
 TEST_CASE("a checkpoint of a very long run saves and opens (its loss curve is bounded)", "[checkpoint]") {
