@@ -578,6 +578,19 @@ TEST_CASE("loss chart: batch losses are drawn a few times a second when shown, o
     chart.addBatchLosses({{42, 0.5}});
     chart.keepRun();
     CHECK(drawn() == 42);
+    // An epoch's end while hidden waits for the show too; shown, it is drawn at once.
+    chart.startRun(QStringLiteral("next"));
+    chart.addBatchLosses({{1, 2.0}, {2, 1.0}});
+    EpochReport e;
+    e.epoch = 1;
+    e.val_loss = 0.5;
+    chart.addEpoch(e, 2);
+    CHECK(chart.refreshPending());
+    chart.show();
+    CHECK_FALSE(chart.refreshPending());
+    e.epoch = 2;
+    chart.addEpoch(e, 4);
+    CHECK_FALSE(chart.refreshPending());
 }
 
 TEST_CASE("loss chart: a long run keeps a bounded number of points, the averages of the batches", "[ui][chart]") {

@@ -322,7 +322,11 @@ void LossChart::addEpoch(const EpochReport& report, int64_t step) {
     Run& run = current();
     run.epochs.push_back({step, report});
     appendEpoch(run, report, step);
-    refreshNow();
+    // Shown, the epoch's points and the axes are drawn at once. Hidden, they wait for the
+    // show like the batch losses: a refresh re-lays out the whole chart, and at an epoch's
+    // end that made the training poll the GUI thread's longest work (16-24 ms in a soak).
+    if (isVisible()) refreshNow();
+    else scheduleRefresh();
     m_keepAction->setEnabled(true);
 }
 
