@@ -34,6 +34,9 @@ public:
     /// Events that took longer than 16 ms while timing was on.
     int over16() const { return m_over16; }
     double longestOverall() const { return m_longestOverall; }
+    /// The event being handled now is the soak's own measuring (its heap figures): not
+    /// counted among the app's events.
+    void discardCurrentEvent() { m_discard = true; }
 
 private:
     std::atomic<bool> m_timing{false};  ///< read by every thread that delivers events
@@ -41,6 +44,7 @@ private:
     double m_longest = 0, m_longestOverall = 0;
     QString m_longestWhat;
     int m_over16 = 0;
+    bool m_discard = false;  ///< GUI thread only
 };
 
 /// Runs the soak on a shown window; returns the process exit code (0: trained the whole time).
