@@ -23,6 +23,7 @@
 #include <QSvgRenderer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 #include <QUrl>
 #include <QXmlStreamReader>
@@ -1062,4 +1063,46 @@ TEST_CASE("a save asked for while paused is written by the worker, the state fol
     CHECK(states.at(1).at(0).value<TrainingController::State>() == TrainingController::State::Running);
     f.w().stopAction()->trigger();
     REQUIRE(f.waitIdle());
+}
+
+TEST_CASE("the soak's event timing tells the GUI thread's work from its waiting", "[ui][soak]") {
+    auto* timed = qobject_cast<TimedApplication*>(&app());
+    REQUIRE(timed != nullptr);
+    timed->setTiming(true);
+    timed->takeLongest(nullptr);
+    timed->takeLongestCpu();
+    const int over16 = timed->over16(), cpuOver16 = timed->cpuOver16();
+    bool done = false;
+    // Waiting: 40 ms asleep inside one event (the thread holds no core).
+    QTimer::singleShot(0, [&] {
+        QThread::msleep(40);
+        done = true;
+    });
+    REQUIRE(waitUntil([&] { return done; }, 5000));
+    QString what;
+    TimedApplication::EventCost slept = timed->takeLongest(&what);
+    CHECK(slept.wallMs >= 39.0);
+    CHECK(slept.cpuMs < 15.0);  // sleeping costs next to nothing
+    CHECK(slept.blocked >= 1);  // and the thread gave its core up
+    CHECK(!what.isEmpty());     // which event, to which object
+    CHECK(timed->takeLongestCpu() < 15.0);
+    CHECK(timed->over16() == over16 + 1);
+    CHECK(timed->cpuOver16() == cpuOver16);
+
+    // Working: 40 ms of the thread's own CPU time inside one event.
+    done = false;
+    QTimer::singleShot(0, [&] {
+        const double start = threadUsage().cpuMs;
+        volatile double x = 0;
+        while (threadUsage().cpuMs - start < 40.0) x = x + 1;
+        done = true;
+    });
+    REQUIRE(waitUntil([&] { return done; }, 5000));
+    const TimedApplication::EventCost worked = timed->takeLongest(nullptr);
+    CHECK(worked.wallMs >= 39.0);
+    CHECK(worked.cpuMs >= 39.0);
+    CHECK(timed->takeLongestCpu() >= 39.0);
+    CHECK(timed->cpuOver16() == cpuOver16 + 1);
+    CHECK(timed->longestCpuOverall() >= 39.0);
+    timed->setTiming(false);
 }

@@ -19,6 +19,7 @@
 #include "ui/MainWindow.hpp"
 #include "ui/ProbePanel.hpp"
 #include "ui/Screenshots.hpp"
+#include "ui/Soak.hpp"
 #include "ui/SettingsPanel.hpp"
 #include "ui/TrainingController.hpp"
 #include "ui/TranslatePanel.hpp"
@@ -29,7 +30,8 @@ using namespace attnviz::ui;
 
 
 /// One QApplication per process (ctest runs each test case in its own process),
-/// offscreen, with settings in a private temporary directory.
+/// offscreen, with settings in a private temporary directory: the app's own
+/// TimedApplication, as attnviz runs it.
 inline QApplication& app() {
     static QTemporaryDir settingsDir;
     static int argc = 1;
@@ -39,7 +41,7 @@ inline QApplication& app() {
         if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
         QSettings::setDefaultFormat(QSettings::IniFormat);
         QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settingsDir.path());
-        auto* a = new QApplication(argc, argv);
+        auto* a = new TimedApplication(argc, argv);
         QApplication::setOrganizationName(QStringLiteral("attnviz-tests"));
         QApplication::setApplicationName(QStringLiteral("attnviz-tests"));
         return a;

@@ -42,13 +42,24 @@ if [ ! -s "$corpus" ]; then
   }' >"$corpus"
 fi
 
-# Samples VmRSS (MB) of $1 every 10 s until it exits, into $2 (one "seconds mb" per line).
+# Samples VmRSS (MB) of $1 every 10 s until it exits, into $2 (one "seconds mb" per line),
+# and every minute where the resident memory lies, into $2.maps ("seconds heap anon file
+# other" in MB: the main heap [heap], anonymous mappings (other malloc arenas, large
+# blocks, thread stacks), mapped files (libraries, fonts), the rest).
 sample_rss() {
   local pid=$1 out=$2 t=0
   : >"$out"
+  : >"$out.maps"
   while kill -0 "$pid" 2>/dev/null; do
     rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status" 2>/dev/null || true)
     [ -n "$rss" ] && echo "$t $rss" >>"$out"
+    if [ $((t % 60)) -eq 0 ]; then
+      awk -v t="$t" '
+        /^[0-9a-f]+-[0-9a-f]+ / { kind = NF < 6 ? "anon" : $6 == "[heap]" ? "heap" : $6 ~ /^\[/ ? "other" : "file"; next }
+        /^Rss:/ { kb[kind] += $2 }
+        END { printf "%d %.1f %.1f %.1f %.1f\n", t, kb["heap"] / 1024, kb["anon"] / 1024, kb["file"] / 1024, kb["other"] / 1024 }
+      ' "/proc/$pid/smaps" >>"$out.maps" 2>/dev/null || true
+    fi
     sleep 10
     t=$((t + 10))
   done
@@ -108,6 +119,15 @@ def rss(name):
             slope = sum((t - mt) * (mb - mm) for t, mb in pts) / var  # MB per second
             span = pts[-1][0] - pts[0][0]
             out.update(trend_mb_per_min=round(slope * 60, 3), trend_growth_pct=round(100 * slope * span / first, 3))
+    # Where the resident memory lies (sample_rss's minute samples): at the first sample
+    # after warm-up and at the end, MB per kind of mapping.
+    maps = path + ".maps"
+    if os.path.exists(maps):
+        rows = [list(map(float, l.split())) for l in open(maps) if len(l.split()) == 5]
+        after = [r for r in rows if r[0] >= warm]
+        if len(after) >= 2:
+            kinds = ("heap", "anon", "file", "other")
+            out["resident_by_mapping_mb"] = {k: [after[0][i + 1], after[-1][i + 1]] for i, k in enumerate(kinds)}
     return out
 def heap(out, rows):
     """Where the resident memory goes (glibc's mallinfo2): in use vs held free by the heap."""
@@ -145,6 +165,18 @@ if os.path.exists(log) and "gui" in result:
                                             for r in ticks if r["busy_max_ms"] > 16]
             result["gui"]["windows_late_without_long_event"] = sum(
                 1 for r in ticks if r["max_ms"] > 16 and r["busy_max_ms"] <= 16)
+        if "late_app" in ticks[0]:
+            # Whose the late ticks were: the GUI thread working > 16 ms between two ticks (the
+            # app's) or waiting for a core (other threads, processes, the hypervisor's steal).
+            result["gui"]["late_ticks_app"] = sum(r["late_app"] for r in ticks)
+            result["gui"]["late_ticks_waiting"] = sum(r["late_waiting"] for r in ticks)
+            result["gui"]["late_ticks_preempted"] = sum(r.get("late_preempted", 0) for r in ticks)
+            result["gui"]["event_cpu_max_ms"] = round(max(r["event_cpu_max_ms"] for r in ticks), 1)
+            result["gui"]["work_between_ticks_max_ms"] = round(max(r["work_between_ticks_max_ms"] for r in ticks), 1)
+            result["gui"]["steal_ms"] = round(sum(r["steal_ms"] for r in ticks))
+            result["gui"]["long_events"] = [
+                dict(e, cpu_ms=round(r["busy_cpu_ms"], 1), blocked=r.get("busy_blocked"), preempted=r.get("busy_preempted"))
+                for e, r in zip(result["gui"].get("long_events", []), [r for r in ticks if r["busy_max_ms"] > 16])]
         if "soak_ms" in ticks[0]:  # the soak's own heap sampling, counted in neither figure above
             result["gui"]["soak_sampling_max_ms"] = round(max(r["soak_ms"] for r in ticks), 1)
         heap(result["gui"], ticks)

@@ -10,6 +10,8 @@
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <vector>
 
 #include "core/process_memory.hpp"
@@ -34,17 +36,23 @@ bool TimedApplication::notify(QObject* receiver, QEvent* event) {
     ++m_depth;
     QElapsedTimer t;
     t.start();
+    const EventCost before = threadUsage();
     const bool handled = QApplication::notify(receiver, event);
-    const double ms = t.nsecsElapsed() / 1e6;
+    const EventCost after = threadUsage();
+    EventCost cost{t.nsecsElapsed() / 1e6, after.cpuMs - before.cpuMs, after.blocked - before.blocked,
+                   after.preempted - before.preempted};
     --m_depth;
     if (m_discard) {
         m_discard = false;
         return handled;
     }
-    if (ms > 16.0) ++m_over16;
-    m_longestOverall = std::max(m_longestOverall, ms);
-    if (ms > m_longest) {
-        m_longest = ms;
+    if (cost.wallMs > 16.0) ++m_over16;
+    if (cost.cpuMs > 16.0) ++m_cpuOver16;
+    m_longestOverall = std::max(m_longestOverall, cost.wallMs);
+    m_longestCpuOverall = std::max(m_longestCpuOverall, cost.cpuMs);
+    m_longestCpu = std::max(m_longestCpu, cost.cpuMs);
+    if (cost.wallMs > m_longest.wallMs) {
+        m_longest = cost;
         const char* typeName = QMetaEnum::fromType<QEvent::Type>().valueToKey(type);
         m_longestWhat = QStringLiteral("%1 to %2%3")
                             .arg(typeName ? QString::fromLatin1(typeName) : QString::number(int(type)),
@@ -54,12 +62,41 @@ bool TimedApplication::notify(QObject* receiver, QEvent* event) {
     return handled;
 }
 
-double TimedApplication::takeLongest(QString* what) {
-    const double ms = m_longest;
-    if (what) *what = m_longestWhat;
-    m_longest = 0;
-    m_longestWhat.clear();
+double TimedApplication::takeLongestCpu() {
+    const double ms = m_longestCpu;
+    m_longestCpu = 0;
     return ms;
+}
+
+namespace {
+/// Time the hypervisor ran something else on this machine's CPUs, summed over them
+/// (ms, /proc/stat's "steal"; 0 where it is not reported).
+double stealMs() {
+    QFile f(QStringLiteral("/proc/stat"));
+    if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return 0;
+    const QList<QByteArray> fields = f.readLine().simplified().split(' ');
+    if (fields.size() < 9 || fields[0] != "cpu") return 0;
+    const long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? fields[8].toDouble() * 1000.0 / double(hz) : 0.0;
+}
+}  // namespace
+
+TimedApplication::EventCost threadUsage() {
+    TimedApplication::EventCost u;
+    rusage r{};
+    if (getrusage(RUSAGE_THREAD, &r) != 0) return u;
+    u.cpuMs = (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e3 + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e3;
+    u.blocked = r.ru_nvcsw;
+    u.preempted = r.ru_nivcsw;
+    return u;
+}
+
+TimedApplication::EventCost TimedApplication::takeLongest(QString* what) {
+    const EventCost longest = m_longest;
+    if (what) *what = m_longestWhat;
+    m_longest = EventCost();
+    m_longestWhat.clear();
+    return longest;
 }
 
 int runSoak(MainWindow& w, const SoakOptions& options) {
@@ -115,14 +152,35 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
     ticker.setObjectName(QStringLiteral("soakTicker"));
     ticker.setTimerType(Qt::PreciseTimer);
     ticker.setInterval(5);
+    // Whose a late tick is: the GUI thread's CPU time between two ticks says whether it was
+    // working (more than a frame's 16 ms of work: the app's) or waiting for a core while
+    // other threads, processes or the hypervisor had it (steal: the hypervisor's share).
+    TimedApplication::EventCost usageLast = threadUsage();
+    int lateApp = 0, lateWaiting = 0, latePreempted = 0, lateAppAll = 0, lateWaitingAll = 0, latePreemptedAll = 0;
+    double workMax = 0;  // the most CPU time between two ticks in the window (ms)
+    const double steal0 = stealMs();
+    double stealLast = steal0;
     QObject::connect(&ticker, &QTimer::timeout, [&] {
         const qint64 now = clock.nsecsElapsed();
-        if (last >= 0) window.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
+        const TimedApplication::EventCost usage = threadUsage();
+        if (last >= 0) {
+            const double late = std::max(0.0, (now - last) / 1e6 - 5.0);
+            const double work = usage.cpuMs - usageLast.cpuMs;
+            workMax = std::max(workMax, work);
+            window.push_back(late);
+            if (late > 16.0) {
+                ++(work > 16.0 ? lateApp : lateWaiting);
+                if (work <= 16.0 && usage.preempted > usageLast.preempted) ++latePreempted;
+            }
+        }
         last = now;
+        usageLast = usage;
         if (now - windowStart < qint64(options.windowSeconds) * 1000000000 || window.empty()) return;
         std::sort(window.begin(), window.end());
         QString busyWhat;
-        const double busyMax = app ? app->takeLongest(&busyWhat) : 0.0;
+        const TimedApplication::EventCost busy = app ? app->takeLongest(&busyWhat) : TimedApplication::EventCost();
+        const double cpuMax = app ? app->takeLongestCpu() : 0.0;
+        const double steal = stealMs();
         // Where the resident memory goes: in use or held free. glibc walks every free
         // block for it, 10-16 ms with a fragmented heap: the soak's own work, so neither
         // the next tick's lateness nor the app's longest event counts it (soak_ms says it).
@@ -139,14 +197,30 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
                           {QStringLiteral("heap_in_use_mb"), heap.in_use_mb},
                           {QStringLiteral("heap_free_mb"), heap.free_mb},
                           {QStringLiteral("heap_mapped_mb"), heap.mapped_mb},
-                          {QStringLiteral("busy_max_ms"), busyMax},
+                          {QStringLiteral("busy_max_ms"), busy.wallMs},
                           {QStringLiteral("busy_event"), busyWhat},
+                          {QStringLiteral("busy_cpu_ms"), busy.cpuMs},
+                          {QStringLiteral("busy_blocked"), double(busy.blocked)},
+                          {QStringLiteral("busy_preempted"), double(busy.preempted)},
+                          {QStringLiteral("event_cpu_max_ms"), cpuMax},
+                          {QStringLiteral("work_between_ticks_max_ms"), workMax},
+                          {QStringLiteral("late_app"), lateApp},
+                          {QStringLiteral("late_waiting"), lateWaiting},
+                          {QStringLiteral("late_preempted"), latePreempted},
+                          {QStringLiteral("steal_ms"), steal - stealLast},
                           {QStringLiteral("soak_ms"), soakMs}});
         all.insert(all.end(), window.begin(), window.end());
         window.clear();
+        lateAppAll += lateApp;
+        lateWaitingAll += lateWaiting;
+        latePreemptedAll += latePreempted;
+        lateApp = lateWaiting = latePreempted = 0;
+        workMax = 0;
+        stealLast = steal;
         windowStart = now;
         ++windows;
         last = clock.nsecsElapsed();  // the next tick's lateness starts after the measuring
+        usageLast = threadUsage();
     });
     ticker.start();
     const bool ended = waitUntil([&] { return !c->isActive(); }, options.seconds * 1000);
@@ -162,7 +236,13 @@ int runSoak(MainWindow& w, const SoakOptions& options) {
                         {QStringLiteral("ended_early"), ended},
                         {QStringLiteral("last_error"), w.lastError()},
                         {QStringLiteral("busy_max_ms"), app ? app->longestOverall() : 0.0},
-                        {QStringLiteral("busy_over_16ms"), app ? app->over16() : 0}};
+                        {QStringLiteral("busy_over_16ms"), app ? app->over16() : 0},
+                        {QStringLiteral("event_cpu_max_ms"), app ? app->longestCpuOverall() : 0.0},
+                        {QStringLiteral("event_cpu_over_16ms"), app ? app->cpuOver16() : 0},
+                        {QStringLiteral("over_16ms_app"), lateAppAll},
+                        {QStringLiteral("over_16ms_waiting"), lateWaitingAll},
+                        {QStringLiteral("over_16ms_preempted"), latePreemptedAll},
+                        {QStringLiteral("steal_ms"), stealMs() - steal0}};
     if (!all.empty()) {
         summary[QStringLiteral("ticks")] = double(all.size());
         summary[QStringLiteral("median_ms")] = all[all.size() / 2];

@@ -28,12 +28,26 @@ public:
     TimedApplication(int& argc, char** argv);
     bool notify(QObject* receiver, QEvent* event) override;
     void setTiming(bool on) { m_timing.store(on, std::memory_order_relaxed); }
-    /// The longest event handled since the last call (ms, and which event to which
-    /// object), then starts over.
-    double takeLongest(QString* what);
-    /// Events that took longer than 16 ms while timing was on.
+    /// What one event cost the GUI thread.
+    struct EventCost {
+        double wallMs = 0;    ///< by the clock
+        double cpuMs = 0;     ///< the thread's CPU time (user + system)
+        long blocked = 0;     ///< times it went to sleep (a lock, a page being mapped, I/O)
+        long preempted = 0;   ///< times the scheduler gave its core to another thread
+    };
+    /// The longest event handled since the last call (which event to which object in
+    /// `what`), then starts over.
+    EventCost takeLongest(QString* what);
+    /// The most CPU time the GUI thread spent on one event since the last call (ms), then
+    /// starts over. Wall time well above CPU time means the thread was waiting for a core
+    /// (other threads, other processes, the hypervisor), not working.
+    double takeLongestCpu();
+    /// Events that took longer than 16 ms while timing was on: by the wall clock, and by
+    /// the GUI thread's CPU time (the app's own work).
     int over16() const { return m_over16; }
+    int cpuOver16() const { return m_cpuOver16; }
     double longestOverall() const { return m_longestOverall; }
+    double longestCpuOverall() const { return m_longestCpuOverall; }
     /// The event being handled now is the soak's own measuring (its heap figures): not
     /// counted among the app's events.
     void discardCurrentEvent() { m_discard = true; }
@@ -41,13 +55,19 @@ public:
 private:
     std::atomic<bool> m_timing{false};  ///< read by every thread that delivers events
     int m_depth = 0;
-    double m_longest = 0, m_longestOverall = 0;
+    EventCost m_longest;
+    double m_longestOverall = 0;
+    double m_longestCpu = 0, m_longestCpuOverall = 0;
     QString m_longestWhat;
-    int m_over16 = 0;
+    int m_over16 = 0, m_cpuOver16 = 0;
     bool m_discard = false;  ///< GUI thread only
 };
 
 /// Runs the soak on a shown window; returns the process exit code (0: trained the whole time).
 int runSoak(MainWindow& window, const SoakOptions& options);
+
+/// The calling thread's CPU time and how often it slept or was preempted so far (getrusage):
+/// with the wall clock, it tells work from waiting.
+TimedApplication::EventCost threadUsage();
 
 }  // namespace attnviz::ui
