@@ -1,6 +1,7 @@
 #include "core/process_memory.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__GLIBC__)
@@ -56,6 +57,35 @@ bool release_free_heap() {
     return malloc_trim(0) == 1;
 #else
     return false;
+#endif
+}
+
+bool limit_heap_arenas(int arenas) {
+#if ATTNVIZ_GLIBC_HEAP
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (arenas < 1 || (tunables && std::strstr(tunables, "glibc.malloc.arena_max"))) return false;
+    return mallopt(M_ARENA_MAX, arenas) == 1;
+#else
+    (void)arenas;
+    return false;
+#endif
+}
+
+int heap_arena_count() {
+#if ATTNVIZ_GLIBC_HEAP
+    // malloc_info writes one <heap nr="N"> element per arena.
+    char* text = nullptr;
+    size_t size = 0;
+    std::FILE* f = open_memstream(&text, &size);
+    if (!f) return 0;
+    const bool ok = malloc_info(0, f) == 0;
+    std::fclose(f);
+    int count = 0;
+    for (const char* p = text; ok && p && (p = std::strstr(p, "<heap nr=")); ++p) ++count;
+    std::free(text);
+    return count;
+#else
+    return 0;
 #endif
 }
 

@@ -2,7 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "core/process_memory.hpp"
@@ -85,4 +89,53 @@ TEST_CASE("the heap releaser waits its interval between releases", "[memory]") {
     CHECK(always.maybe_release());
     CHECK(always.maybe_release());
     CHECK(always.releases() == 2);
+}
+
+TEST_CASE("a cap on the heap's arenas holds while many threads allocate", "[memory]") {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (!heap_stats().available || heap_arena_count() == 0 ||
+        (tunables && std::strstr(tunables, "glibc.malloc.arena_max"))) {
+        WARN("glibc's heap is not in use here (sanitizer, other C library, or the cap set by GLIBC_TUNABLES)");
+        return;
+    }
+    CHECK_FALSE(limit_heap_arenas(0));
+    REQUIRE(limit_heap_arenas(2));
+    // Eight threads holding a block each at the same time: without the cap, glibc gives
+    // each its own arena (up to 8 per core).
+    constexpr int threads = 8;
+    std::mutex mutex;
+    std::condition_variable cv;
+    int holding = 0;
+    bool release = false;
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i)
+        pool.emplace_back([&] {
+            std::vector<char*> blocks;  // no Catch2 assertion off the test's thread
+            for (int k = 0; k < 4; ++k)
+                if (auto* p = static_cast<char*>(std::malloc(block_bytes))) blocks.push_back(static_cast<char*>(std::memset(p, 1, block_bytes)));
+            std::unique_lock<std::mutex> lock(mutex);
+            ++holding;
+            cv.notify_all();
+            cv.wait(lock, [&] { return release; });
+            lock.unlock();
+            for (char* b : blocks) std::free(b);
+        });
+    {
+        std::unique_lock<std::mutex> lock(mutex);
+        cv.wait(lock, [&] { return holding == threads; });
+        CHECK(heap_arena_count() <= 2);
+        release = true;
+        cv.notify_all();
+    }
+    for (auto& t : pool) t.join();
+    CHECK(heap_arena_count() >= 1);
+}
+
+TEST_CASE("the user's GLIBC_TUNABLES arena setting wins over the app's cap", "[memory]") {
+    const char* old = std::getenv("GLIBC_TUNABLES");
+    const std::string saved = old ? old : "";
+    setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=4", 1);
+    CHECK_FALSE(limit_heap_arenas(2));
+    if (old) setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+    else unsetenv("GLIBC_TUNABLES");
 }
