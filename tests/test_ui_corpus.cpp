@@ -7,6 +7,8 @@
 #include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QImage>
+#include <QPainter>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
@@ -190,7 +192,7 @@ TEST_CASE("closing the corpus panel mid-read stops the reader and leaves no work
     const qint64 closing = clock.elapsed();
     // Nothing left behind: the pool thread only returns the finished job (microseconds), where
     // a reader left running would still have most of the 30 MB to tokenise.
-    CHECK(QThreadPool::globalInstance()->waitForDone(200));
+    CHECK(backgroundPool()->waitForDone(200));
     CHECK(closing < 3000);  // the reader stopped at its next chunk instead of finishing the file
 }
 
@@ -214,5 +216,41 @@ TEST_CASE("a background channel waits for its running work when it goes away", "
     CHECK(*finished);    // the destructor waited for it
     QTest::qWait(100);   // and its answer is never delivered to the channel that is gone
     CHECK_FALSE(*delivered);
-    CHECK(QThreadPool::globalInstance()->waitForDone(200));
+    CHECK(backgroundPool()->waitForDone(200));
+}
+
+TEST_CASE("painting never waits behind background work", "[ui][stall]") {
+    app();
+    // Qt 6.4 splits the GUI thread's larger raster fills (>= 96 rows: a window-high line, a
+    // big translucent rectangle) across its global thread pool and waits for them; work
+    // of ours queued on that pool would hold every such paint until it finished.
+    const int threads = std::max(QThreadPool::globalInstance()->maxThreadCount(), 2);
+    std::vector<std::unique_ptr<LatestOnly>> channels;
+    std::atomic<int> started{0};
+    std::atomic<bool> release{false};
+    for (int i = 0; i < threads + 1; ++i) {
+        channels.push_back(std::make_unique<LatestOnly>());
+        channels.back()->run<int>(
+            [&] {
+                ++started;
+                for (int k = 0; k < 400 && !release; ++k) QThread::msleep(5);  // a long job: 2 s at most
+                return 0;
+            },
+            [](int) {}, [](const QString&) {});
+    }
+    REQUIRE(waitUntil([&] { return started >= std::min(threads, 2); }, 5000));
+    QImage image(900, 900, QImage::Format_ARGB32_Premultiplied);
+    QElapsedTimer clock;
+    clock.start();
+    {
+        QPainter p(&image);
+        p.fillRect(image.rect(), QColor(255, 0, 0, 128));
+        p.setPen(QPen(Qt::black, 1));
+        p.drawLine(10, 0, 10, 899);
+    }
+    const qint64 paintMs = clock.elapsed();
+    release = true;
+    channels.clear();  // each waits for its job
+    CHECK(paintMs < 1000);  // not the 2 s the jobs hold their threads
+    CHECK(image.pixelColor(10, 450) == QColor(Qt::black));
 }

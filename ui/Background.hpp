@@ -1,7 +1,7 @@
 #pragma once
-// Background work in ui/, done one way: QtConcurrent::run on Qt's global
-// thread pool, and a QFutureWatcher that hands the result back on the GUI
-// thread. (Training is the exception: its thread belongs to the core's
+// Background work in ui/, done one way: QtConcurrent::run on the app's own
+// thread pool (backgroundPool()), and a QFutureWatcher that hands the result
+// back on the GUI thread. (Training is the exception: its thread belongs to the core's
 // TrainingSession.) A LatestOnly channel numbers its requests: a request that
 // a newer one superseded before it started is skipped, and only the newest
 // request's answer is delivered -- typing fast or turning a spin box cannot
@@ -16,7 +16,10 @@
 #include <QFutureWatcher>
 #include <QObject>
 #include <QString>
+#include <QThread>
+#include <QThreadPool>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
@@ -26,6 +29,21 @@
 #include <optional>
 
 namespace attnviz::ui {
+
+/// The pool background work runs on: not Qt's global one. Qt 6.4 splits the GUI
+/// thread's larger raster fills (>= 96 rows: a window-high line, a large
+/// translucent rectangle) across QThreadPool::globalInstance() and waits for them,
+/// so a long job of ours there (a corpus being read, a beam search) held every such
+/// paint until it finished: a frozen window.
+inline QThreadPool* backgroundPool() {
+    static QThreadPool* pool = [] {
+        auto* p = new QThreadPool();  // kept to the end of the process, never destroyed during exit
+        p->setObjectName(QStringLiteral("attnvizBackground"));
+        p->setMaxThreadCount(std::max(2, QThread::idealThreadCount()));
+        return p;
+    }();
+    return pool;
+}
 
 class LatestOnly : public QObject {
 public:
@@ -95,7 +113,7 @@ quint64 LatestOnly::run(std::function<T()> work, std::function<void(T)> done, st
         std::lock_guard<std::mutex> lock(m_pending->mutex);
         ++m_pending->jobs;
     }
-    watcher->setFuture(QtConcurrent::run([latest = m_latest, pending = m_pending, id, work = std::move(work)]() mutable -> Outcome<T> {
+    watcher->setFuture(QtConcurrent::run(backgroundPool(), [latest = m_latest, pending = m_pending, id, work = std::move(work)]() mutable -> Outcome<T> {
         struct Done {  // counts the job out however it ends, after the work's own objects are gone
             Pending& p;
             ~Done() {
