@@ -221,9 +221,9 @@ TEST_CASE("a background channel waits for its running work when it goes away", "
 
 TEST_CASE("painting never waits behind background work", "[ui][stall]") {
     app();
-    // Qt 6.4 splits the GUI thread's larger raster fills (>= 96 rows: a window-high line, a
-    // big translucent rectangle) across its global thread pool and waits for them; work
-    // of ours queued on that pool would hold every such paint until it finished.
+    // Qt 6.4 splits the GUI thread's larger blended fills (96 rows or more of a translucent
+    // colour or a gradient) across its global thread pool and waits for them; work of ours
+    // queued on that pool would hold every such paint until it finished.
     const int threads = std::max(QThreadPool::globalInstance()->maxThreadCount(), 2);
     std::vector<std::unique_ptr<LatestOnly>> channels;
     std::atomic<int> started{0};

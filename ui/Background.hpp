@@ -31,8 +31,9 @@
 namespace attnviz::ui {
 
 /// The pool background work runs on: not Qt's global one. Qt 6.4 splits the GUI
-/// thread's larger raster fills (>= 96 rows: a window-high line, a large
-/// translucent rectangle) across QThreadPool::globalInstance() and waits for them,
+/// thread's larger blended fills (96 rows or more of a translucent colour or a
+/// gradient, as Fusion's scroll bars draw) across QThreadPool::globalInstance()
+/// and waits for them,
 /// so a long job of ours there (a corpus being read, a beam search) held every such
 /// paint until it finished: a frozen window.
 inline QThreadPool* backgroundPool() {
