@@ -1106,3 +1106,41 @@ TEST_CASE("the soak's event timing tells the GUI thread's work from its waiting"
     CHECK(timed->longestCpuOverall() >= 39.0);
     timed->setTiming(false);
 }
+
+TEST_CASE("training's changing texts leave the window's layout alone", "[ui][stall]") {
+    // A widget whose size follows its text makes Qt re-lay out (and repaint) its parents:
+    // for the status bar's rate and clock that was the whole main window, for the probe's
+    // heatmap title the whole panel, several times a second during training.
+    Fixture f(6);
+    f.w().tabs()->setCurrentIndex(MainWindow::ProbeTab);
+    struct Counter : QObject {
+        int layouts = 0;
+        bool eventFilter(QObject*, QEvent* e) override {
+            if (e->type() == QEvent::LayoutRequest) ++layouts;
+            return false;
+        }
+    } mainWindow, probe;
+    f.w().installEventFilter(&mainWindow);
+    f.w().probePanel()->installEventFilter(&probe);
+    QSignalSpy progress(&f.controller(), &TrainingController::progress);
+    QSignalSpy snapshots(&f.controller(), &TrainingController::probeReady);
+    f.train();
+    INFO("progress reports " << progress.count() << ", probe snapshots " << snapshots.count());
+    REQUIRE(progress.count() >= 20);
+    REQUIRE(snapshots.count() >= 10);
+    // The state label (Idle / Training / Finished) may move the layout a few times; the rate,
+    // the clock and the probe's batch counter must not.
+    CHECK(mainWindow.layouts <= 10);  // 44 before the rate and clock had fixed sizes
+    CHECK(probe.layouts <= 6);        // 19 before
+
+    // The heatmap's geometry follows the picture's shape, not its title.
+    HeatmapWidget* heatmap = f.w().probePanel()->heatmap();
+    REQUIRE(!heatmap->heatmapData().empty());
+    HeatmapData data = heatmap->heatmapData();
+    const QSize minimum = heatmap->minimumSize(), hint = heatmap->sizeHint();
+    data.title = QStringLiteral("batch 123456789: a much longer title than the one before it, as a probe's can be");
+    heatmap->setHeatmapData(data);
+    CHECK(heatmap->minimumSize() == minimum);
+    CHECK(heatmap->sizeHint() == hint);
+    CHECK(heatmap->contentSize().width() >= QFontMetrics(heatmap->font()).horizontalAdvance(data.title));  // exports keep it whole
+}

@@ -1,5 +1,7 @@
 #include "ui/Format.hpp"
 
+#include <QFontMetrics>
+#include <QLabel>
 #include <QObject>
 
 #include <cmath>
@@ -39,6 +41,12 @@ QString formatLoss(double value) {
 
 QString checkpointFileFilter() {
     return QObject::tr("attnviz checkpoint (*.attnviz *.pt *.ckpt);;All files (*)");
+}
+
+void fixLabelSize(QLabel* label, const QString& widest) {
+    const QMargins m = label->contentsMargins();
+    const int width = label->fontMetrics().horizontalAdvance(widest) + m.left() + m.right() + 2 * label->margin() + 4;
+    label->setFixedSize(width, label->sizeHint().height());
 }
 
 }  // namespace attnviz::ui

@@ -1,9 +1,14 @@
 #pragma once
-// Small conversions between core types and Qt strings.
+// Small conversions between core types and Qt strings, and how text that
+// changes all the time is shown.
 #include <QString>
 #include <QStringList>
 #include <string>
 #include <vector>
+
+QT_BEGIN_NAMESPACE
+class QLabel;
+QT_END_NAMESPACE
 
 namespace attnviz::ui {
 
@@ -22,5 +27,11 @@ QString formatRate(double perSecond);
 QString formatLoss(double value);
 /// The file-dialog filter for checkpoints.
 QString checkpointFileFilter();
+
+/// Gives a label whose text changes many times a second (a rate, a clock, a batch
+/// counter) a fixed size that fits `widest`, its widest expected text. Qt re-lays out
+/// the parents of any widget whose size may change when its text does: for the status
+/// bar that is the whole main window, repainted a few times a second during training.
+void fixLabelSize(QLabel* label, const QString& widest);
 
 }  // namespace attnviz::ui

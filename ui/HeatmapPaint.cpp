@@ -67,7 +67,8 @@ HeatmapWidget::Layout HeatmapWidget::layout(double zoom) const {
     l.colorBar = QRect(right + 18, l.grid.top(), 14, barHeight);
     const int tickWidth = fm.horizontalAdvance(QStringLiteral("0.001")) + 8;
     const int titleWidth = m_data.title.isEmpty() ? 0 : QFontMetrics(l.titleFont).horizontalAdvance(m_data.title) + 2 * kMargin;
-    l.size = QSize(std::max(l.colorBar.right() + 1 + tickWidth + kMargin, titleWidth),
+    l.bodyWidth = l.colorBar.right() + 1 + tickWidth + kMargin;
+    l.size = QSize(std::max(l.bodyWidth, titleWidth),
                    std::max(bottom - 1, l.colorBar.bottom()) + 1 + kMargin + fm.height() / 2);
     return l;
 }
@@ -77,7 +78,10 @@ QSize HeatmapWidget::contentSize() const {
     return layout().size;
 }
 
-QSize HeatmapWidget::sizeHint() const { return contentSize(); }
+QSize HeatmapWidget::sizeHint() const {
+    // Fitting to the space it is given, it asks for the least it can be read at.
+    return m_autoFit && !m_data.empty() ? smallestSize() : contentSize();
+}
 QSize HeatmapWidget::minimumSizeHint() const { return QSize(200, 120); }
 
 QRect HeatmapWidget::cellRect(int row, int column) const {

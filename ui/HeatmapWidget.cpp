@@ -229,15 +229,28 @@ void HeatmapWidget::setSelectedRow(int row) {
 }
 
 void HeatmapWidget::contentChanged() {
+    // The geometry the layouts see changes only when the picture's shape does: a minimum or a
+    // size hint that followed the title ("batch N: ...") or the fitted zoom would re-lay out and
+    // repaint the whole panel around the heatmap at every probe refresh.
     if (m_autoFit && !m_data.empty()) {
-        // The scroll area may shrink the widget down to the smallest readable zoom; beyond that it scrolls.
-        setMinimumSize(layout(kMinFit).size);
+        // The scroll area may shrink the widget down to the smallest readable zoom; beyond that it
+        // scrolls. Not the title's width: a long title is cut on screen (never in an export).
+        setMinimumSize(smallestSize());
         fitToSize(size());
     } else {
         setMinimumSize(contentSize());
     }
-    updateGeometry();
+    const QSize hint = sizeHint();
+    if (hint != m_geometryHint) {
+        m_geometryHint = hint;
+        updateGeometry();
+    }
     update();
+}
+
+QSize HeatmapWidget::smallestSize() const {
+    const Layout l = layout(kMinFit);
+    return QSize(l.bodyWidth, l.size.height());
 }
 
 }  // namespace attnviz::ui

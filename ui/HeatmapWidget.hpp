@@ -145,11 +145,14 @@ private:
         int strip = 0;       // thickness of one strip
         QRect colorBar;      // the colour bar
         QSize size;          // the whole picture
+        int bodyWidth = 0;   // its width without the title's (a long title may be cut on screen)
     };
     Layout layout() const;
     Layout layout(double zoom) const;
     void fitToSize(const QSize& available);
     void contentChanged();
+    /// The picture at the smallest fitted zoom, without the title's width.
+    QSize smallestSize() const;
     QPoint contentOffset(const Layout& l) const;
     void paintStrips(QPainter& p, const Layout& l) const;
     void paintColorBar(QPainter& p, const Layout& l) const;
@@ -163,6 +166,7 @@ private:
     int m_selectedRow = -1;
     QPoint m_hoverCell{-1, -1};
     QString m_placeholder;
+    QSize m_geometryHint;  ///< the size hint the layouts were last told about
 };
 
 }  // namespace attnviz::ui

@@ -308,6 +308,10 @@ void MainWindow::createStatusBar() {
     m_deviceLabel = new QLabel(cuda_available() ? tr("device: auto (CUDA available)") : tr("device: auto (CPU)"));
     m_rateLabel = new QLabel(tr("– tok/s"));
     m_elapsedLabel = new QLabel(tr("elapsed –"));
+    // The rate and the clock change with every progress report: fixed sizes keep the window's layout still.
+    fixLabelSize(m_rateLabel, tr("%1 target tok/s").arg(QStringLiteral("999.9k")));
+    fixLabelSize(m_elapsedLabel, tr("elapsed %1").arg(QStringLiteral("99:59:59")));
+    m_rateLabel->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     for (QLabel* l : {m_stateLabel, m_deviceLabel, m_rateLabel, m_elapsedLabel}) statusBar()->addPermanentWidget(l);
     statusBar()->showMessage(tr("Ready: press Train (F5) to train on the built-in task."), 10000);
 }

@@ -49,6 +49,8 @@ ProbePanel::ProbePanel(QWidget* parent) : QWidget(parent) {
     m_slider->setEnabled(false);
     m_slider->setToolTip(tr("Replay the snapshots: watch the alignment emerge"));
     m_position = new QLabel(tr("no snapshot yet"), this);
+    fixLabelSize(m_position, tr("epoch %1 · batch %2 · %3/%4").arg(99999).arg(99999999).arg(600).arg(600));
+    m_position->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     m_follow = new QCheckBox(tr("Follow latest"), this);
     m_follow->setChecked(true);
     auto* bottom = new QHBoxLayout();
