@@ -13,16 +13,11 @@
 
 #include <ATen/Parallel.h>
 
-#include "core/process_memory.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/Screenshots.hpp"
 #include "ui/Soak.hpp"
 
 int main(int argc, char* argv[]) {
-    // Two malloc arenas, set before any thread starts: the GUI's threads (training worker,
-    // translators, file readers) each took an arena of their own, whose free blocks
-    // stayed resident (core/process_memory.hpp).
-    attnviz::limit_heap_arenas(2);
     // Screenshots need no display: choose the offscreen platform before Qt starts.
     for (int i = 1; i < argc; ++i)
         if ((qstrcmp(argv[i], "--screenshot") == 0 || qstrcmp(argv[i], "--soak") == 0) &&
