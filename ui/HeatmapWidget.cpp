@@ -232,15 +232,18 @@ void HeatmapWidget::contentChanged() {
     // The geometry the layouts see changes only when the picture's shape does: a minimum or a
     // size hint that followed the title ("batch N: ...") or the fitted zoom would re-lay out and
     // repaint the whole panel around the heatmap at every probe refresh.
+    // The hint is also the minimum (what sizeHint() returns), computed once.
+    QSize hint;
     if (m_autoFit && !m_data.empty()) {
         // The scroll area may shrink the widget down to the smallest readable zoom; beyond that it
         // scrolls. Not the title's width: a long title is cut on screen (never in an export).
-        setMinimumSize(smallestSize());
+        hint = smallestSize();
+        setMinimumSize(hint);
         fitToSize(size());
     } else {
-        setMinimumSize(contentSize());
+        hint = contentSize();
+        setMinimumSize(hint);
     }
-    const QSize hint = sizeHint();
     if (hint != m_geometryHint) {
         m_geometryHint = hint;
         updateGeometry();
