@@ -68,6 +68,7 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         const auto opt = embedding.options();
         const bool drop = opts.dropout > 0;
         const double keep = 1.0 - opts.dropout;
+        const std::optional<at::Generator> mask_generator = dropout_generator();
 
         AttentionBuffers ab;
         LayerBuffers lb(L);
@@ -78,11 +79,11 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
             HP[l] = at::empty({N, H}, opt);
             G[l] = at::empty({N, 3 * H}, opt);
             GH[l] = at::empty({N, 3 * H}, opt);
-            if (drop && l + 1 < L) M[l] = at::empty({N, H}, opt).bernoulli_(keep).div_(keep);
+            if (drop && l + 1 < L) M[l] = at::empty({N, H}, opt).bernoulli_(keep, mask_generator).div_(keep);
         }
         if (opts.scoring != FusedScoring::none) {
             ab.weights = at::empty({N, S}, opt);
-            if (drop) ab.weights_mask = at::empty({N, S}, opt).bernoulli_(keep).div_(keep);
+            if (drop) ab.weights_mask = at::empty({N, S}, opt).bernoulli_(keep, mask_generator).div_(keep);
             if (opts.scoring == FusedScoring::additive) ab.features = at::empty({N, S, PK.size(2)}, opt);
         }
         Tensor out = at::empty({N, H}, opt);

@@ -35,6 +35,7 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
         const auto opt = embedding.options();
         const bool drop = opts.dropout > 0;
         const double keep = 1.0 - opts.dropout;
+        const std::optional<at::Generator> mask_generator = dropout_generator();
         // Packed row holding each (sorted) row's last state.
         const std::vector<int64_t> offset = step_offsets(steps);
         std::vector<int64_t> last(B);
@@ -49,7 +50,7 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
             if (l == 0) {
                 // set below with the input gates (undefined when the embedding is folded)
             } else if (drop) {
-                M[l - 1] = at::empty({N, H}, opt).bernoulli_(keep).div_(keep);
+                M[l - 1] = at::empty({N, H}, opt).bernoulli_(keep, mask_generator).div_(keep);
                 X[l] = OUT[l - 1] * M[l - 1];
             } else {
                 X[l] = OUT[l - 1];

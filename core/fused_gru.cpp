@@ -155,4 +155,16 @@ LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T) {
     return p;
 }
 
+namespace {
+thread_local std::optional<at::Generator> t_dropout_generator;
+}  // namespace
+
+std::optional<at::Generator> dropout_generator() { return t_dropout_generator; }
+
+DropoutGeneratorScope::DropoutGeneratorScope(at::Generator generator) : m_previous(t_dropout_generator) {
+    t_dropout_generator = std::move(generator);
+}
+
+DropoutGeneratorScope::~DropoutGeneratorScope() { t_dropout_generator = std::move(m_previous); }
+
 }  // namespace attnviz

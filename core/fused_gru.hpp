@@ -19,6 +19,7 @@
 // outputs and every gradient against the step-by-step autograd versions, and
 // against finite differences with dropout.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <torch/torch.h>
@@ -103,5 +104,25 @@ struct LengthPacking {
 
 /// lengths: [B] long on the CPU, each >= 1; T: the padded length.
 LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T);
+
+/// The generator the fused nodes draw their dropout masks from on the calling
+/// thread: the one a DropoutGeneratorScope set there, else none (ATen's
+/// default generator). Threads that train parts of one batch at once
+/// (core/split_step.hpp) each draw from their own, so a seed gives the same
+/// masks whatever the threads' timing.
+std::optional<at::Generator> dropout_generator();
+
+/// Makes the calling thread's fused nodes draw dropout masks from a generator
+/// until the scope ends (the previous choice is restored then).
+class DropoutGeneratorScope {
+public:
+    explicit DropoutGeneratorScope(at::Generator generator);
+    ~DropoutGeneratorScope();
+    DropoutGeneratorScope(const DropoutGeneratorScope&) = delete;
+    DropoutGeneratorScope& operator=(const DropoutGeneratorScope&) = delete;
+
+private:
+    std::optional<at::Generator> m_previous;
+};
 
 }  // namespace attnviz

@@ -162,7 +162,7 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src_in, const torch::Tenso
         flip = torch::where(pos < len, len - 1 - pos, pos);
     }
     auto tokens = flip.defined() ? src.gather(1, flip) : src;
-    if (m_fused && enc_gru && !m_config.bidirectional)
+    if (encodes_fused())
         encode_fused(tokens, lengths_cpu, enc);
     else
         encode_packed(enc_embedding->forward(tokens), lengths_cpu, enc);  // embeddings [B, S, E]

@@ -102,6 +102,11 @@ public:
     /// Decoding (step()) is not affected.
     void set_fused_decoder(bool on) { m_fused = on; }
     bool fused_decoder() const { return m_fused; }
+    /// Whether loss() runs as fused nodes only, encoder and decoder (a GRU,
+    /// unidirectional, fused, full teacher forcing): then all its randomness
+    /// is the dropout masks of dropout_generator(), which is what lets
+    /// core/split_step.hpp train parts of a batch on several threads at once.
+    bool trains_fused(double teacher_forcing) const;
     /// true runs the fused nodes' backward gate arithmetic with ATen ops on
     /// the CPU too (GateArithmetic::generic, the code CUDA runs), so that CPU
     /// tests check it; false (default) takes the faster CPU loop there.
@@ -122,6 +127,8 @@ private:
     RecurrentWeights encoder_layer(int64_t l, bool reverse) const;
     void encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
     void encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc);
+    /// Whether encode() runs the encoder as one fused node.
+    bool encodes_fused() const { return m_fused && enc_gru && !m_config.bidirectional; }
     /// Whether forward() takes the fused path.
     bool takes_fused_path(double teacher_forcing, const torch::Tensor* attention) const;
     /// The fused path up to the output layer: the top layer's outputs [N, H]

@@ -17,4 +17,8 @@ torch::Tensor Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& s
     return fused_output_cross_entropy(top, dense->weight, dense->bias, targets, Vocab::pad_id);
 }
 
+bool Seq2SeqImpl::trains_fused(double teacher_forcing) const {
+    return takes_fused_path(teacher_forcing, nullptr) && encodes_fused();
+}
+
 }  // namespace attnviz

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
 #include "core/alignment.hpp"
@@ -15,6 +16,7 @@
 #include "core/fused_adam.hpp"
 #include "core/metrics.hpp"
 #include "core/optimizer_state.hpp"
+#include "core/split_step.hpp"
 
 namespace attnviz {
 
@@ -163,16 +165,17 @@ Checkpoint Trainer::checkpoint() const {
 
 double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::string* error) {
     auto batch = cpu_batch.to(m_device);
-    auto loss = m_model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, m_train_config.teacher_forcing);
-    const double value = loss.item<double>();
+    const double tf = m_train_config.teacher_forcing;
+    // On several CPU threads, parts of the batch train at once (core/split_step.hpp).
+    const int parts = split_step_parts(m_model, m_device, batch.src.size(0), tf, at::get_num_threads());
+    m_optimizer->zero_grad();
+    const double value = split_loss_backward(m_model, batch, tf, parts);
     if (!std::isfinite(value)) {
         *error = "the training loss became " + std::string(std::isnan(value) ? "NaN" : "infinite") +
                  "; training stopped and the last good weights were kept (try a lower learning rate "
                  "or gradient clipping)";
         return value;
     }
-    m_optimizer->zero_grad();
-    loss.backward();
     const double clip = m_train_config.grad_clip > 0 ? m_train_config.grad_clip : std::numeric_limits<double>::infinity();
     // Adam clips and steps in one pass (core/fused_adam.hpp); a non-finite norm changes nothing.
     *grad_norm = clip_and_step(*m_optimizer, m_model->parameters(), clip);

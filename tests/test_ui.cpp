@@ -1107,6 +1107,23 @@ TEST_CASE("the soak's event timing tells the GUI thread's work from its waiting"
     timed->setTiming(false);
 }
 
+TEST_CASE("the soak's lateness record: quantiles to 10 us in fixed memory", "[ui][soak]") {
+    LatenessHistogram h;
+    CHECK(h.count() == 0);
+    CHECK(h.quantile(0.5) == 0.0);
+    // 1,000 ticks: 0.00, 0.01, ..., 9.99 ms; then three late ones.
+    for (int i = 0; i < 1000; ++i) h.add(i / 100.0);
+    for (double late : {17.5, 300.0, 16.0}) h.add(late);
+    CHECK(h.count() == 1003);
+    CHECK(h.over16() == 2);  // 16.0 itself is not over
+    CHECK(h.max() == 300.0);  // exact, beyond the last bin
+    CHECK(h.quantile(0.5) == Approx(5.015).margin(0.011));
+    CHECK(h.quantile(0.99) == Approx(9.925).margin(0.011));
+    CHECK(h.quantile(1.0) == 300.0);  // the last bin's tick is the maximum
+    h.add(-1.0);  // a clock step backwards counts as on time
+    CHECK(h.quantile(0.0) == Approx(0.005));
+}
+
 TEST_CASE("training's changing texts leave the window's layout alone", "[ui][stall]") {
     // A widget whose size follows its text makes Qt re-lay out (and repaint) its parents:
     // for the status bar's rate and clock that was the whole main window, for the probe's

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QString>
 #include <atomic>
+#include <vector>
 
 namespace attnviz::ui {
 
@@ -16,6 +17,28 @@ struct SoakOptions {
     QString log;             ///< JSON lines: {"kind":"window",...} per window, {"kind":"summary",...} last
     int seconds = 1800;      ///< how long to train
     int windowSeconds = 10;  ///< one log line per this many seconds
+};
+
+/// Every tick's lateness of a soak in 10 µs bins up to 250 ms (the last bin
+/// holds all beyond), with the exact maximum and count over 16 ms. Its memory
+/// is fixed when made (100 KB), so the soak's own record does not grow the
+/// resident memory it measures (a vector of every tick's lateness grew by ~3 MB
+/// in 30 minutes, 0.4% of the GUI's RSS).
+class LatenessHistogram {
+public:
+    LatenessHistogram();
+    void add(double ms);
+    quint64 count() const { return m_count; }
+    quint64 over16() const { return m_over16; }
+    double max() const { return m_max; }
+    /// The lateness below which a fraction q of the ticks lie, to 10 µs (a bin's
+    /// middle, at most the maximum); 0 without ticks.
+    double quantile(double q) const;
+
+private:
+    std::vector<quint32> m_bins;
+    quint64 m_count = 0, m_over16 = 0;
+    double m_max = 0;
 };
 
 /// The app's QApplication: it can time every event the GUI thread handles, so that a
