@@ -19,7 +19,6 @@
 // outputs and every gradient against the step-by-step autograd versions, and
 // against finite differences with dropout.
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include <torch/torch.h>
@@ -58,6 +57,7 @@ struct FusedDecoderOptions {
     double dropout = 0.0;         ///< dropout on attention weights and between layers (training only)
     std::vector<int64_t> steps;   ///< rows running at each step, non-increasing, steps[0] <= B
     GateArithmetic gates = GateArithmetic::automatic;  ///< backward's gate arithmetic
+    std::vector<uint64_t> dropout_keys;  ///< per packed token (dropout_keys()): hashed masks; empty: ATen's generator
 };
 
 /// Runs every step; returns the top layer's outputs packed like `tokens`: [N, H]
@@ -86,6 +86,7 @@ struct FusedEncoderOptions {
     std::vector<int64_t> steps;  ///< rows running at each step, non-increasing
     double dropout = 0.0;        ///< dropout between layers (training only)
     GateArithmetic gates = GateArithmetic::automatic;  ///< backward's gate arithmetic
+    std::vector<uint64_t> dropout_keys;  ///< per packed token (dropout_keys()): hashed masks; empty: ATen's generator
 };
 
 /// A multi-layer unidirectional GRU from a zero state over packed rows
@@ -105,24 +106,49 @@ struct LengthPacking {
 /// lengths: [B] long on the CPU, each >= 1; T: the padded length.
 LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T);
 
-/// The generator the fused nodes draw their dropout masks from on the calling
-/// thread: the one a DropoutGeneratorScope set there, else none (ATen's
-/// default generator). Threads that train parts of one batch at once
-/// (core/split_step.hpp) each draw from their own, so a seed gives the same
-/// masks whatever the threads' timing.
-std::optional<at::Generator> dropout_generator();
+/// Where the fused nodes' dropout masks come from during a training step
+/// (core/split_step.hpp sets it): element u of packed token i is kept when a
+/// hash of (seed, which mask, the token's batch row and step, u) falls below
+/// the keep probability. So a mask depends on the step's seed and on each
+/// token's place in the whole batch, not on how the batch was split into
+/// parts, nor on threads or their timing. Without a stream (outside training
+/// steps, e.g. the tests' direct calls) masks come from ATen's generator.
+struct DropoutStream {
+    uint64_t seed = 0;          ///< this step's seed
+    std::vector<int64_t> rows;  ///< the batch row of each row the model is given; empty: the same row
+    /// The batch row of the model's row r.
+    int64_t batch_row(int64_t r) const { return rows.empty() ? r : rows[static_cast<size_t>(r)]; }
+};
 
-/// Makes the calling thread's fused nodes draw dropout masks from a generator
-/// until the scope ends (the previous choice is restored then).
-class DropoutGeneratorScope {
+/// The calling thread's stream, or null.
+const DropoutStream* dropout_stream();
+
+/// Makes `stream` the calling thread's until the scope ends (the previous one
+/// comes back then). The stream must outlive the scope.
+class DropoutStreamScope {
 public:
-    explicit DropoutGeneratorScope(at::Generator generator);
-    ~DropoutGeneratorScope();
-    DropoutGeneratorScope(const DropoutGeneratorScope&) = delete;
-    DropoutGeneratorScope& operator=(const DropoutGeneratorScope&) = delete;
+    explicit DropoutStreamScope(const DropoutStream& stream);
+    ~DropoutStreamScope();
+    DropoutStreamScope(const DropoutStreamScope&) = delete;
+    DropoutStreamScope& operator=(const DropoutStreamScope&) = delete;
 
 private:
-    std::optional<at::Generator> m_previous;
+    const DropoutStream* m_previous;
 };
+
+/// A packed token's key for hashed masks: its batch row and step.
+inline uint64_t dropout_key(int64_t batch_row, int64_t step) {
+    return (static_cast<uint64_t>(batch_row) << 32) | static_cast<uint64_t>(step);
+}
+
+/// Keys of the packed tokens of a LengthPacking (T: the padded length), under
+/// the calling thread's stream; empty without one.
+std::vector<uint64_t> dropout_keys(const LengthPacking& packing, int64_t T);
+
+/// A dropout mask [keys.size(), units] of 1/keep (kept) and 0, hashed from the
+/// stream's seed, `which` (one id per mask of a step) and the keys, with
+/// `options`' dtype and device.
+torch::Tensor hashed_dropout_mask(const DropoutStream& stream, uint64_t which, const std::vector<uint64_t>& keys,
+                                  int64_t units, double keep, const torch::TensorOptions& options);
 
 }  // namespace attnviz

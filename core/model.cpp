@@ -3,6 +3,8 @@
 // A attention size, L layers, V vocabulary.
 #include "core/model.hpp"
 
+#include <optional>
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -222,6 +224,7 @@ void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor&
     opts.steps = packing.steps;
     opts.dropout = is_training() ? m_config.dropout : 0.0;
     opts.gates = gate_arithmetic(m_generic_gates);
+    if (opts.dropout > 0) opts.dropout_keys = dropout_keys(packing, S);
     auto out = fused_gru_encoder(in, opts);
     enc.outputs = torch::zeros({B * S, H}, out.outputs.options()).index_copy(0, pos, out.outputs).view({B, S, H});
     // h_n rows are in sorted order; put them back in the caller's.
@@ -314,7 +317,18 @@ torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::T
     packing = pack_by_length(tgt_in.ne(Vocab::pad_id).sum(1).to(torch::kCPU, torch::kLong), T);
     auto to_dev = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(dev); };
     auto perm_dev = packing.perm.to(dev);
+    // The encoder sees the rows in this order: its dropout masks must know each row's place in the batch.
+    const DropoutStream* stream = is_training() && m_config.dropout > 0 ? dropout_stream() : nullptr;
+    DropoutStream sorted_stream;
+    if (stream) {
+        sorted_stream.seed = stream->seed;
+        const int64_t* perm = packing.perm.data_ptr<int64_t>();
+        for (int64_t r = 0; r < packing.perm.size(0); ++r) sorted_stream.rows.push_back(stream->batch_row(perm[r]));
+    }
+    std::optional<DropoutStreamScope> sorted_scope;
+    if (stream) sorted_scope.emplace(sorted_stream);
     auto enc = encode(src.index_select(0, perm_dev), src_len.to(dev).index_select(0, perm_dev));
+    sorted_scope.reset();
     auto tokens = tgt_in.index_select(0, perm_dev).reshape(-1).index_select(0, to_dev(packing.sorted_index));
 
     FusedDecoderInputs in;
@@ -333,6 +347,7 @@ torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::T
     opts.steps = packing.steps;
     opts.dropout = is_training() ? m_config.dropout : 0.0;
     opts.gates = gate_arithmetic(m_generic_gates);
+    if (opts.dropout > 0) opts.dropout_keys = dropout_keys(packing, T);
     switch (m_config.scoring) {
     case Scoring::additive:
         opts.scoring = FusedScoring::additive;

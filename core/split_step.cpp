@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -22,52 +24,57 @@ int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t 
 }
 
 double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_forcing, int parts) {
-    if (parts <= 1) {
+    const bool fused = model->trains_fused(teacher_forcing);
+    if (parts > 1 && !fused)
+        throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
+    const int64_t rows = batch.src.size(0);
+    if (parts > rows) throw std::logic_error("split_loss_backward: fewer rows than parts");
+    parts = std::max(parts, 1);
+    // The step's seed from ATen's default generator (under its lock): the masks
+    // depend on it and on each token's batch row and step, not on the parts.
+    uint64_t seed = 0;
+    if (fused) {
+        auto global = at::detail::getDefaultCPUGenerator();
+        std::lock_guard<std::mutex> lock(global.mutex());
+        seed = global.get<at::CPUGeneratorImpl>()->random64();
+    }
+    if (parts == 1) {
+        DropoutStream stream{seed, {}};
+        std::optional<DropoutStreamScope> scope;
+        if (fused) scope.emplace(stream);
         auto loss = model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, teacher_forcing);
         const double value = loss.item<double>();
         if (std::isfinite(value)) loss.backward();
         return value;
     }
-    if (!model->trains_fused(teacher_forcing))
-        throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
-    const int64_t rows = batch.src.size(0);
-    if (rows < parts) throw std::logic_error("split_loss_backward: fewer rows than parts");
 
     struct Part {
         torch::Tensor src, src_len, tgt_in, tgt_out;
         double tokens = 0;
-        at::Generator generator;
+        DropoutStream stream;
         double loss = 0;
     };
     std::vector<Part> part(static_cast<size_t>(parts));
     double total_tokens = 0;
-    {
-        // Seeds in part order from the default generator (under its lock), so the
-        // masks depend on the seed and the step only.
-        auto global = at::detail::getDefaultCPUGenerator();
-        std::vector<uint64_t> seeds(part.size());
-        {
-            std::lock_guard<std::mutex> lock(global.mutex());
-            for (auto& s : seeds) s = global.get<at::CPUGeneratorImpl>()->random64();
-        }
-        for (int p = 0; p < parts; ++p) {
-            auto& pt = part[static_cast<size_t>(p)];
-            const auto idx = torch::arange(p, rows, parts, torch::TensorOptions().dtype(torch::kLong)).to(batch.src.device());
-            pt.src = batch.src.index_select(0, idx);
-            pt.src_len = batch.src_len.index_select(0, idx);
-            pt.tgt_in = batch.tgt_in.index_select(0, idx);
-            pt.tgt_out = batch.tgt_out.index_select(0, idx);
-            pt.tokens = pt.tgt_out.ne(Vocab::pad_id).sum().item<double>();
-            pt.generator = at::make_generator<at::CPUGeneratorImpl>(seeds[static_cast<size_t>(p)]);
-            total_tokens += pt.tokens;
-        }
+    for (int p = 0; p < parts; ++p) {
+        auto& pt = part[static_cast<size_t>(p)];
+        const auto idx_cpu = torch::arange(p, rows, parts, torch::TensorOptions().dtype(torch::kLong));
+        const auto idx = idx_cpu.to(batch.src.device());
+        pt.src = batch.src.index_select(0, idx);
+        pt.src_len = batch.src_len.index_select(0, idx);
+        pt.tgt_in = batch.tgt_in.index_select(0, idx);
+        pt.tgt_out = batch.tgt_out.index_select(0, idx);
+        pt.tokens = pt.tgt_out.ne(Vocab::pad_id).sum().item<double>();
+        pt.stream.seed = seed;
+        pt.stream.rows.assign(idx_cpu.data_ptr<int64_t>(), idx_cpu.data_ptr<int64_t>() + idx_cpu.numel());
+        total_tokens += pt.tokens;
     }
     // One part per thread; ATen runs operations inside a parallel region on the
     // calling thread only, and autograd's CPU backward runs on the thread that asks.
     at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
         for (int64_t p = begin; p < end; ++p) {
             auto& pt = part[static_cast<size_t>(p)];
-            DropoutGeneratorScope scope(pt.generator);
+            DropoutStreamScope scope(pt.stream);
             auto loss = model->loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, teacher_forcing);
             pt.loss = loss.item<double>();
             if (std::isfinite(pt.loss) && pt.tokens > 0)

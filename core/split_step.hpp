@@ -14,10 +14,11 @@
 // tokens) and accumulated into the parameters' gradients by autograd, the
 // gradients add up to those of the batch's mean loss. Each parameter gets one
 // gradient per part, and a sum of two numbers does not depend on their order,
-// so the result does not depend on which part finishes first. Dropout masks
-// come from one generator per part, seeded from ATen's default generator in
-// part order: a seed gives the same run whatever the threads' timing (not the
-// same masks as an unsplit step, which draws them all from the default one).
+// so the result does not depend on which part finishes first. Dropout masks are
+// hashed from a seed per step (drawn from ATen's default generator) and each
+// token's row and step in the whole batch (DropoutStream, core/fused_gru.hpp),
+// split or not: a seed gives the same masks whatever the number of threads and
+// parts, and the same run up to floating-point rounding.
 #include <cstdint>
 
 #include <torch/torch.h>
@@ -41,8 +42,10 @@ int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t 
 
 /// Computes the batch's training loss (Seq2SeqImpl::loss: the mean over its
 /// real target tokens) and, when it is finite, accumulates its gradient into
-/// every parameter's .grad. parts <= 1: model->loss(...) and backward() on the
-/// calling thread, as ever. parts > 1: the rows (every parts-th row to each
+/// every parameter's .grad. Where the model trains through its fused nodes,
+/// its dropout masks come from a DropoutStream seeded from ATen's default
+/// generator. parts <= 1: model->loss(...) and backward() on the calling
+/// thread. parts > 1: the rows (every parts-th row to each
 /// part, so that lengths stay balanced) run as `parts` losses and backward
 /// passes at once (at::parallel_for, single-threaded operations inside); the
 /// model must train through its fused nodes then (throws std::logic_error

@@ -8,6 +8,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/fused_gru.hpp"
 #include "core/split_step.hpp"
 #include "core/text.hpp"
 #include "test_support.hpp"
@@ -80,7 +81,7 @@ TEST_CASE("a batch split into parts gives the whole batch's loss and every gradi
     }
 }
 
-TEST_CASE("a split step's dropout masks follow the seed, not the threads' timing", "[split][train]") {
+TEST_CASE("a split step's dropout masks follow the seed and each token's place in the batch", "[split][train]") {
     ThreadCount threads(2);
     auto m = double_model(0.3);
     const Batch b = ragged_rows(12, 11);
@@ -89,9 +90,21 @@ TEST_CASE("a split step's dropout masks follow the seed, not the threads' timing
         double loss = 0;
         return std::make_pair(step_grads(m, b, parts, &loss), loss);
     };
+    const auto [whole, whole_loss] = run(21, 1);
+    // Split into 2 or 3 parts, on two threads in whatever order: the masks are the
+    // whole batch's, so the loss and gradients are too (to rounding).
+    for (int parts : {2, 3}) {
+        INFO(parts << " parts");
+        const auto [split, split_loss] = run(21, parts);
+        CHECK(split_loss == Approx(whole_loss).epsilon(1e-12));
+        for (const auto& [name, g] : whole) {
+            INFO(name);
+            CHECK(torch::allclose(split.at(name), g, 1e-10, 1e-12));
+        }
+    }
+    // The same seed gives bitwise the same split step every time.
     const auto [first, first_loss] = run(21, 2);
-    // The same seed gives bitwise the same step, however the two threads interleave.
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 4; ++i) {
         const auto [again, again_loss] = run(21, 2);
         CHECK(again_loss == first_loss);
         for (const auto& [name, g] : first) CHECK(torch::equal(again.at(name), g));
@@ -102,6 +115,32 @@ TEST_CASE("a split step's dropout masks follow the seed, not the threads' timing
     double plain_loss = 0;
     step_grads(plain, b, 2, &plain_loss);
     CHECK(plain_loss != first_loss);
+}
+
+TEST_CASE("hashed dropout masks keep the asked share, scaled, and differ by seed, mask and token", "[split][train]") {
+    DropoutStream stream{12345, {}};
+    std::vector<uint64_t> keys;
+    for (int64_t row = 0; row < 40; ++row)
+        for (int64_t t = 0; t < 10; ++t) keys.push_back(dropout_key(row, t));
+    const double keep = 0.7;
+    const auto mask = hashed_dropout_mask(stream, 1, keys, 256, keep, torch::TensorOptions().dtype(torch::kDouble));
+    REQUIRE(mask.sizes() == torch::IntArrayRef({400, 256}));
+    const auto kept = mask.ne(0);
+    CHECK(kept.to(torch::kDouble).mean().item<double>() == Approx(keep).margin(0.01));  // 102,400 draws
+    CHECK(torch::allclose(mask.masked_select(kept), torch::full({1}, 1.0 / keep, torch::kDouble), 1e-6, 0));
+    // Same inputs, same mask; another seed, mask id or token: about as many
+    // agreements as independent draws give (keep^2 + (1-keep)^2 = 0.58).
+    CHECK(torch::equal(mask, hashed_dropout_mask(stream, 1, keys, 256, keep, torch::TensorOptions().dtype(torch::kDouble))));
+    auto agreement = [&](const torch::Tensor& other) { return mask.ne(0).eq(other.ne(0)).to(torch::kDouble).mean().item<double>(); };
+    const DropoutStream other_seed{12346, {}};
+    const auto opt = torch::TensorOptions().dtype(torch::kDouble);
+    CHECK(agreement(hashed_dropout_mask(other_seed, 1, keys, 256, keep, opt)) == Approx(0.58).margin(0.01));
+    CHECK(agreement(hashed_dropout_mask(stream, 2, keys, 256, keep, opt)) == Approx(0.58).margin(0.01));
+    std::vector<uint64_t> shifted(keys.begin() + 1, keys.end());
+    shifted.push_back(dropout_key(40, 0));
+    const auto next = hashed_dropout_mask(stream, 1, shifted, 256, keep, opt);
+    CHECK(mask.narrow(0, 1, 399).ne(0).eq(next.narrow(0, 0, 399).ne(0)).all().item<bool>());  // a token's mask is its own
+    CHECK(agreement(next) == Approx(0.58).margin(0.01));
 }
 
 TEST_CASE("a training step is split only on the CPU, with threads, rows and fused nodes enough", "[split][train]") {
