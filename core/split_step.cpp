@@ -29,11 +29,14 @@ double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_fo
         throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
     const int64_t rows = batch.src.size(0);
     if (parts > rows) throw std::logic_error("split_loss_backward: fewer rows than parts");
+    if (parts > 1 && !batch.src.device().is_cpu()) throw std::logic_error("split_loss_backward: splits run on the CPU only");
     parts = std::max(parts, 1);
     // The step's seed from ATen's default generator (under its lock): the masks
-    // depend on it and on each token's batch row and step, not on the parts.
+    // depend on it and on each token's batch row and step, not on the parts. Hashed
+    // on the CPU, so only there: a GPU draws its masks with its own generator.
+    const bool hashed = fused && batch.src.device().is_cpu();
     uint64_t seed = 0;
-    if (fused) {
+    if (hashed) {
         auto global = at::detail::getDefaultCPUGenerator();
         std::lock_guard<std::mutex> lock(global.mutex());
         seed = global.get<at::CPUGeneratorImpl>()->random64();
@@ -41,7 +44,7 @@ double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_fo
     if (parts == 1) {
         DropoutStream stream{seed, {}};
         std::optional<DropoutStreamScope> scope;
-        if (fused) scope.emplace(stream);
+        if (hashed) scope.emplace(stream);
         auto loss = model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, teacher_forcing);
         const double value = loss.item<double>();
         if (std::isfinite(value)) loss.backward();

@@ -42,14 +42,14 @@ int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t 
 
 /// Computes the batch's training loss (Seq2SeqImpl::loss: the mean over its
 /// real target tokens) and, when it is finite, accumulates its gradient into
-/// every parameter's .grad. Where the model trains through its fused nodes,
-/// its dropout masks come from a DropoutStream seeded from ATen's default
-/// generator. parts <= 1: model->loss(...) and backward() on the calling
+/// every parameter's .grad. Where the model trains through its fused nodes on
+/// the CPU, its dropout masks come from a DropoutStream seeded from ATen's
+/// default generator (on a GPU, from the GPU's generator as before). parts <= 1: model->loss(...) and backward() on the calling
 /// thread. parts > 1: the rows (every parts-th row to each
 /// part, so that lengths stay balanced) run as `parts` losses and backward
 /// passes at once (at::parallel_for, single-threaded operations inside); the
-/// model must train through its fused nodes then (throws std::logic_error
-/// otherwise), and the batch must have at least `parts` rows. Returns the
+/// model must train through its fused nodes then, the batch be on the CPU and
+/// have at least `parts` rows (std::logic_error otherwise). Returns the
 /// loss; when it is not finite no gradient is guaranteed (the caller must not
 /// step). The batch must be on the model's device.
 double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_forcing, int parts);
