@@ -12,7 +12,8 @@ CliApp::CliApp()
     app.fallthrough();
     app.set_version_flag("--version", std::string("attnviz-cli ") + ATTNVIZ_VERSION);
     app.add_option("--threads", threads,
-                   "CPU threads for LibTorch, 1.." + std::to_string(max_threads) + " (default: LibTorch's choice)")
+                   "CPU threads for LibTorch, 1.." + std::to_string(max_threads) +
+                       " (default: LibTorch's choice); GRU training splits batches of 64+ rows across them")
         ->type_name("INT")
         ->check(int_in_range(0, max_threads));
     app.footer(
