@@ -68,12 +68,6 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
         const auto opt = embedding.options();
         const bool drop = opts.dropout > 0;
         const double keep = 1.0 - opts.dropout;
-        // Masks hashed from the step's stream (core/fused_gru.hpp), else drawn from ATen's generator.
-        const DropoutStream* stream = opts.dropout_keys.empty() ? nullptr : dropout_stream();
-        auto dropout_mask = [&](uint64_t which, int64_t units) {
-            if (stream) return hashed_dropout_mask(*stream, which, opts.dropout_keys, units, keep, opt);
-            return at::empty({N, units}, opt).bernoulli_(keep).div_(keep);
-        };
 
         AttentionBuffers ab;
         LayerBuffers lb(L);
@@ -84,11 +78,11 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
             HP[l] = at::empty({N, H}, opt);
             G[l] = at::empty({N, 3 * H}, opt);
             GH[l] = at::empty({N, 3 * H}, opt);
-            if (drop && l + 1 < L) M[l] = dropout_mask(200 + static_cast<uint64_t>(l), H);
+            if (drop && l + 1 < L) M[l] = dropout_mask(opts.dropout_keys, 200 + static_cast<uint64_t>(l), N, H, keep, opt);
         }
         if (opts.scoring != FusedScoring::none) {
             ab.weights = at::empty({N, S}, opt);
-            if (drop) ab.weights_mask = dropout_mask(300, S);
+            if (drop) ab.weights_mask = dropout_mask(opts.dropout_keys, 300, N, S, keep, opt);
             if (opts.scoring == FusedScoring::additive) ab.features = at::empty({N, S, PK.size(2)}, opt);
         }
         Tensor out = at::empty({N, H}, opt);

@@ -35,12 +35,6 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
         const auto opt = embedding.options();
         const bool drop = opts.dropout > 0;
         const double keep = 1.0 - opts.dropout;
-        // Masks hashed from the step's stream (core/fused_gru.hpp), else drawn from ATen's generator.
-        const DropoutStream* stream = opts.dropout_keys.empty() ? nullptr : dropout_stream();
-        auto dropout_mask = [&](uint64_t which, int64_t units) {
-            if (stream) return hashed_dropout_mask(*stream, which, opts.dropout_keys, units, keep, opt);
-            return at::empty({N, units}, opt).bernoulli_(keep).div_(keep);
-        };
         // Packed row holding each (sorted) row's last state.
         const std::vector<int64_t> offset = step_offsets(steps);
         std::vector<int64_t> last(B);
@@ -55,7 +49,7 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
             if (l == 0) {
                 // set below with the input gates (undefined when the embedding is folded)
             } else if (drop) {
-                M[l - 1] = dropout_mask(100 + static_cast<uint64_t>(l), H);
+                M[l - 1] = dropout_mask(opts.dropout_keys, 100 + static_cast<uint64_t>(l), N, H, keep, opt);
                 X[l] = OUT[l - 1] * M[l - 1];
             } else {
                 X[l] = OUT[l - 1];

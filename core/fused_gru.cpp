@@ -135,6 +135,13 @@ void append_layer_weights(std::vector<Tensor>& t, const char* what, const std::v
     }
 }
 
+Tensor dropout_mask(const std::vector<uint64_t>& keys, uint64_t which, int64_t n, int64_t units, double keep,
+                    const torch::TensorOptions& options) {
+    const DropoutStream* stream = keys.empty() ? nullptr : dropout_stream();
+    if (stream) return hashed_dropout_mask(*stream, which, keys, units, keep, options);
+    return at::empty({n, units}, options).bernoulli_(keep).div_(keep);
+}
+
 }  // namespace fused_internal
 
 LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T) {

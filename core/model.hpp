@@ -104,7 +104,7 @@ public:
     bool fused_decoder() const { return m_fused; }
     /// Whether loss() runs as fused nodes only, encoder and decoder (a GRU,
     /// unidirectional, fused, full teacher forcing): then all its randomness
-    /// is the dropout masks of dropout_generator(), which is what lets
+    /// is the fused nodes' dropout masks (DropoutStream), which is what lets
     /// core/split_step.hpp train parts of a batch on several threads at once.
     bool trains_fused(double teacher_forcing) const;
     /// true runs the fused nodes' backward gate arithmetic with ATen ops on
