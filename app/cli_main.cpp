@@ -15,6 +15,7 @@
 #include "app/cli_common.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/process_memory.hpp"
 
 namespace {
 
@@ -34,6 +35,7 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
     using namespace attnviz::cli;
+    attnviz::tune_heap_for_training();  // before any thread allocates (process_memory.hpp)
     install_signal_handlers();
     const auto cli = make_cli_app();
     CLI::App& app = cli->app;

@@ -71,6 +71,22 @@ bool limit_heap_arenas(int arenas) {
 #endif
 }
 
+bool tune_heap_for_training() {
+#if ATTNVIZ_GLIBC_HEAP
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (tunables && (std::strstr(tunables, "glibc.malloc.mmap_threshold") ||
+                     std::strstr(tunables, "glibc.malloc.trim_threshold")))
+        return false;
+    // 32 MiB is the most glibc takes for the mmap threshold on 64-bit systems (half its
+    // heap size); setting either value also turns its dynamic adjustment off.
+    const bool mmap_set = mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1;
+    const bool trim_set = mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024) == 1;
+    return mmap_set && trim_set;
+#else
+    return false;
+#endif
+}
+
 int heap_arena_count() {
 #if ATTNVIZ_GLIBC_HEAP
     // malloc_info writes one <heap nr="N"> element per arena.

@@ -139,3 +139,27 @@ TEST_CASE("the user's GLIBC_TUNABLES arena setting wins over the app's cap", "[m
     if (old) setenv("GLIBC_TUNABLES", saved.c_str(), 1);
     else unsetenv("GLIBC_TUNABLES");
 }
+
+TEST_CASE("after tuning, a training step's large blocks are reused from the heap, not mapped afresh", "[memory]") {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (!heap_stats().available ||
+        (tunables && (std::strstr(tunables, "glibc.malloc.mmap_threshold") ||
+                      std::strstr(tunables, "glibc.malloc.trim_threshold")))) {
+        WARN("glibc's heap is not in use here, or GLIBC_TUNABLES sets its thresholds; skipping");
+        return;
+    }
+    REQUIRE(tune_heap_for_training());
+    constexpr size_t size = 8u << 20;  // a [2048, 1024] float tensor
+    const double mapped_before = heap_stats().mapped_mb;
+    char* volatile block = static_cast<char*>(std::malloc(size));  // volatile: the allocation stays
+    REQUIRE(block != nullptr);
+    std::memset(block, 1, size);
+    const double mapped_during = heap_stats().mapped_mb;
+    CHECK(block[size - 1] == 1);
+    std::free(block);
+    const HeapStats after = heap_stats();
+    INFO("mapped " << mapped_before << " -> " << mapped_during << " MB; free in the heap after: " << after.free_mb);
+    CHECK(mapped_during - mapped_before < 1.0);  // glibc's default would map 8 MB of its own
+    CHECK(after.free_mb >= 8.0);                 // and the heap keeps the freed block for the next step
+    CHECK(tune_heap_for_training());             // calling it again is harmless
+}
