@@ -13,14 +13,11 @@
 
 #include <ATen/Parallel.h>
 
-#include "core/process_memory.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/Screenshots.hpp"
 #include "ui/Soak.hpp"
 
 int main(int argc, char* argv[]) {
-    attnviz::tune_heap_for_training();  // training's large blocks stay in the heap (process_memory.hpp)
-
     // Screenshots need no display: choose the offscreen platform before Qt starts.
     for (int i = 1; i < argc; ++i)
         if ((qstrcmp(argv[i], "--screenshot") == 0 || qstrcmp(argv[i], "--soak") == 0) &&

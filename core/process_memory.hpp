@@ -52,8 +52,13 @@ bool limit_heap_arenas(int arenas);
 /// shrunk and grown again, each page faulted in and zeroed anew: d2l's configuration took
 /// 280,000-430,000 page faults in 30 epochs, ~80,000 with these settings, 10% less CPU time
 /// and 12% more tokens/s (4 interleaved pairs, 2026-11-25). HeapReleaser's periodic
-/// malloc_trim still hands the free pages back during long runs. Returns whether both were
-/// set (false: set by the user, under a sanitizer, or not glibc).
+/// malloc_trim still hands the free pages back during long runs. The command-line tool
+/// calls it; the GUI does not: in a 30-minute GUI soak with it (bfc9c19) training ran 21%
+/// more batches and the memory held (+0.79% after warm-up), but 15 timer ticks of 357,438
+/// came 16-40 ms late while the GUI thread waited (0 in the run before; not investigated
+/// further: a likely cause is the GUI thread's large blocks, mapped afresh by default, then
+/// sharing the main arena that the trainer's minute-by-minute malloc_trim locks). Returns whether both were set (false: set by the user, under a sanitizer, or not
+/// glibc).
 bool tune_heap_for_training();
 
 /// How many arenas glibc's malloc has now (from malloc_info); 0 where unknown.
