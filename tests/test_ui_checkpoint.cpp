@@ -5,6 +5,7 @@
 // that pulls in LibTorch first, then let Catch2 define CHECK last.
 #include <QFile>
 #include <QFileInfo>
+#include <QStatusBar>
 #include <QTemporaryDir>
 
 #include "core/checkpoint.hpp"
@@ -77,4 +78,46 @@ TEST_CASE("gui: a model in d2l's safetensors layout opens by its content and tra
     g.translate(QStringLiteral("the dog sees a black cat"));
     CHECK(g.w().translatePanel()->translation()->best().text == expected);
     CHECK(g.legacyPrompts == 0);
+}
+
+TEST_CASE("gui: opening a model trained on a file says when the corpus panel holds another corpus",
+          "[ui][checkpoint]") {
+    QTemporaryDir dir;
+    const QString tsv = dir.filePath(QStringLiteral("pairs.tsv"));
+    {
+        QFile file(tsv);
+        REQUIRE(file.open(QIODevice::WriteOnly));
+        const char* words[] = {"red", "blue", "green", "small", "big", "old"};
+        const char* mots[] = {"rouge", "bleu", "vert", "petit", "grand", "vieux"};
+        for (int i = 0; i < 120; ++i)
+            file.write(QStringLiteral("the %1 %2 .\tle %3 %4 .\n")
+                           .arg(QLatin1String(words[i % 6]), QLatin1String(words[(i / 6) % 6]),
+                                QLatin1String(mots[(i / 6) % 6]), QLatin1String(mots[i % 6]))
+                           .toUtf8());
+    }
+    const QString model = dir.filePath(QStringLiteral("on-file.ckpt"));
+    {
+        Fixture f(/*epochs=*/1, /*maxBatches=*/2);
+        f.w().corpusPanel()->loadFile(tsv);
+        REQUIRE(f.waitCorpus());
+        REQUIRE(f.w().corpusPanel()->filePath() == tsv);
+        f.train();
+        REQUIRE(f.w().saveCheckpointTo(model));
+    }
+    Fixture g;  // its corpus panel holds the built-in task
+    REQUIRE(g.w().openFile(model));
+    const QString other = g.w().statusBar()->currentMessage();
+    INFO(other.toStdString());
+    CHECK(other.contains(QStringLiteral("Continue trains on the corpus panel's")));
+    CHECK(other.contains(QStringLiteral("open pairs.tsv there")));
+    CHECK(g.w().corpusPanel()->isTask());  // nothing is loaded behind the user's back
+
+    // With the same file in the panel there is nothing to say.
+    g.w().corpusPanel()->loadFile(tsv);
+    REQUIRE(g.waitCorpus());
+    REQUIRE(g.w().openFile(model));
+    const QString same = g.w().statusBar()->currentMessage();
+    INFO(same.toStdString());
+    CHECK(same.contains(QStringLiteral("on pairs.tsv")));
+    CHECK_FALSE(same.contains(QStringLiteral("Continue trains")));
 }

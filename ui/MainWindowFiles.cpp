@@ -93,17 +93,24 @@ bool MainWindow::openCheckpoint(const QString& requested) {
     const TranslationModelPtr model = m_controller->latestModel();
     m_settings->setModelConfig(model->config());
     m_settings->setTrainConfig(model->trained_with());  // Continue adds this many epochs; Train starts afresh
-    // Put the corpus it was trained on back when it is a built-in task.
+    // Put the corpus it was trained on back when it is a built-in task. A file's
+    // name is all the checkpoint knows of it: when the panel holds another corpus,
+    // say that Continue would train on that one.
+    QString message =
+        tr("Opened %1: %2 epochs on %3").arg(path).arg(model->history().epochs_done).arg(qs(model->corpus_name()));
     try {
         m_corpus->selectTask(task_from_name(model->corpus_name()));
     } catch (const std::exception&) {
+        const auto shown = m_corpus->corpus();
+        if (!shown || shown->name != model->corpus_name())
+            message += tr(". Continue trains on the corpus panel's %1: open %2 there to continue on it")
+                           .arg(shown ? qs(shown->name) : tr("corpus"), qs(model->corpus_name()));
     }
     m_chart->setHistory(model->history(), QFileInfo(path).fileName());
     setModel(model);
     m_probe->clearSnapshots();
     addRecentFile(path);
-    statusBar()->showMessage(
-        tr("Opened %1: %2 epochs on %3").arg(path).arg(model->history().epochs_done).arg(qs(model->corpus_name())), 10000);
+    statusBar()->showMessage(message, 30000);
     m_tabs->setCurrentIndex(TranslateTab);
     if (!m_translate->lineEdit()->text().isEmpty()) m_translate->translateInput();
     updateActions();
