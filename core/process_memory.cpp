@@ -60,10 +60,14 @@ bool release_free_heap() {
 #endif
 }
 
+bool glibc_tunable_set(const char* tunable) {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    return tunables && tunable && std::strstr(tunables, tunable) != nullptr;
+}
+
 bool limit_heap_arenas(int arenas) {
 #if ATTNVIZ_GLIBC_HEAP
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (arenas < 1 || (tunables && std::strstr(tunables, "glibc.malloc.arena_max"))) return false;
+    if (arenas < 1 || glibc_tunable_set("glibc.malloc.arena_max")) return false;
     return mallopt(M_ARENA_MAX, arenas) == 1;
 #else
     (void)arenas;
@@ -73,9 +77,7 @@ bool limit_heap_arenas(int arenas) {
 
 bool tune_heap_for_training() {
 #if ATTNVIZ_GLIBC_HEAP
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (tunables && (std::strstr(tunables, "glibc.malloc.mmap_threshold") ||
-                     std::strstr(tunables, "glibc.malloc.trim_threshold")))
+    if (glibc_tunable_set("glibc.malloc.mmap_threshold") || glibc_tunable_set("glibc.malloc.trim_threshold"))
         return false;
     // 32 MiB is the most glibc takes for the mmap threshold on 64-bit systems (half its
     // heap size); setting either value also turns its dynamic adjustment off.

@@ -34,6 +34,10 @@ double resident_mb();
 /// the pages cost a page fault each when reused. Returns true when memory was released.
 bool release_free_heap();
 
+/// Whether the user's GLIBC_TUNABLES names `tunable` (e.g. "glibc.malloc.arena_max"):
+/// then the user's value rules and the functions below leave that setting alone.
+bool glibc_tunable_set(const char* tunable);
+
 /// Caps how many malloc arenas glibc creates (mallopt M_ARENA_MAX), unless the user's
 /// GLIBC_TUNABLES already sets glibc.malloc.arena_max; call first thing in main, before
 /// other threads start. Every thread that allocates gets an arena of its own (up to 8 per
@@ -57,8 +61,8 @@ bool limit_heap_arenas(int arenas);
 /// more batches and the memory held (+0.79% after warm-up), but 15 timer ticks of 357,438
 /// came 16-40 ms late while the GUI thread waited (0 in the run before; not investigated
 /// further: a likely cause is the GUI thread's large blocks, mapped afresh by default, then
-/// sharing the main arena that the trainer's minute-by-minute malloc_trim locks). Returns whether both were set (false: set by the user, under a sanitizer, or not
-/// glibc).
+/// sharing the main arena that the trainer's minute-by-minute malloc_trim locks).
+/// Returns whether both were set (false: set by the user, under a sanitizer, or not glibc).
 bool tune_heap_for_training();
 
 /// How many arenas glibc's malloc has now (from malloc_info); 0 where unknown.

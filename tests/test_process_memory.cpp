@@ -92,9 +92,7 @@ TEST_CASE("the heap releaser waits its interval between releases", "[memory]") {
 }
 
 TEST_CASE("a cap on the heap's arenas holds while many threads allocate", "[memory]") {
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (!heap_stats().available || heap_arena_count() == 0 ||
-        (tunables && std::strstr(tunables, "glibc.malloc.arena_max"))) {
+    if (!heap_stats().available || heap_arena_count() == 0 || glibc_tunable_set("glibc.malloc.arena_max")) {
         WARN("glibc's heap is not in use here (sanitizer, other C library, or the cap set by GLIBC_TUNABLES)");
         return;
     }
@@ -141,10 +139,8 @@ TEST_CASE("the user's GLIBC_TUNABLES arena setting wins over the app's cap", "[m
 }
 
 TEST_CASE("after tuning, a training step's large blocks are reused from the heap, not mapped afresh", "[memory]") {
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (!heap_stats().available ||
-        (tunables && (std::strstr(tunables, "glibc.malloc.mmap_threshold") ||
-                      std::strstr(tunables, "glibc.malloc.trim_threshold")))) {
+    if (!heap_stats().available || glibc_tunable_set("glibc.malloc.mmap_threshold") ||
+        glibc_tunable_set("glibc.malloc.trim_threshold")) {
         WARN("glibc's heap is not in use here, or GLIBC_TUNABLES sets its thresholds; skipping");
         return;
     }
