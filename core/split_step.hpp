@@ -54,4 +54,21 @@ int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t 
 /// step). The batch must be on the model's device.
 double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_forcing, int parts);
 
+/// What validation adds up over a batch's real target tokens (teacher forced).
+struct ValidationSums {
+    double loss = 0;     ///< sum of the tokens' cross-entropies (nats)
+    double tokens = 0;   ///< real (non-pad) target tokens
+    double correct = 0;  ///< tokens whose most likely prediction is the target
+};
+
+/// Validation's sums over one batch, without gradients, with the model in
+/// whatever mode it is in (Trainer::evaluate puts it in eval mode). parts <= 1:
+/// one teacher-forced forward pass on the calling thread. parts > 1: every
+/// parts-th row to each part, the parts' forward passes at once (one CPU thread
+/// each, as in split_loss_backward, whose conditions apply: split_step_parts
+/// with teacher forcing 1 says when), their sums added in part order, so the
+/// result does not depend on the threads' timing; it equals the whole batch's
+/// up to floating-point rounding.
+ValidationSums split_validation_sums(Seq2Seq& model, const Batch& batch, int parts);
+
 }  // namespace attnviz

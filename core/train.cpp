@@ -203,12 +203,12 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
         double loss_sum = 0, tokens = 0, correct = 0;
         for (const auto& cpu : make_epoch_batches(pairs, m_data.src_vocab, m_data.tgt_vocab, opts, 0, 0)) {
             auto b = cpu.to(m_device);
-            auto logits = m_model->forward(b.src, b.src_len, b.tgt_in);
-            const double n = static_cast<double>(cpu.target_tokens());
-            loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * n;
-            auto mask = b.tgt_out.ne(Vocab::pad_id);
-            correct += logits.argmax(-1).eq(b.tgt_out).logical_and(mask).sum().item<double>();
-            tokens += n;
+            // On several CPU threads, parts of the batch run at once, as in training.
+            const int parts = split_step_parts(m_model, m_device, b.src.size(0), 1.0, at::get_num_threads());
+            const ValidationSums sums = split_validation_sums(m_model, b, parts);
+            loss_sum += sums.loss;
+            correct += sums.correct;
+            tokens += sums.tokens;
         }
         r.val_loss = tokens > 0 ? loss_sum / tokens : std::nan("");
         r.val_token_accuracy = tokens > 0 ? correct / tokens : 0.0;

@@ -117,6 +117,33 @@ TEST_CASE("a split step's dropout masks follow the seed and each token's place i
     CHECK(plain_loss != first_loss);
 }
 
+TEST_CASE("validation split into parts adds up to the whole batch's loss, tokens and correct predictions",
+          "[split][train]") {
+    ThreadCount threads(2);
+    auto m = double_model(0.3);  // eval mode below: no dropout, whatever the config says
+    m->eval();
+    const Batch b = ragged_rows(12, 11);
+    const ValidationSums whole = split_validation_sums(m, b, 1);
+    // The plain computation, written out: mean cross-entropy over real tokens.
+    torch::NoGradGuard no_grad;
+    const auto logits = m->forward(b.src, b.src_len, b.tgt_in);
+    const auto mask = b.tgt_out.ne(Vocab::pad_id);
+    const double tokens = mask.sum().item<double>();
+    CHECK(whole.tokens == tokens);
+    CHECK(whole.loss == Approx(masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * tokens));
+    CHECK(whole.correct == logits.argmax(-1).eq(b.tgt_out).logical_and(mask).sum().item<double>());
+    for (int parts : {2, 3}) {
+        INFO(parts << " parts");
+        const ValidationSums split = split_validation_sums(m, b, parts);
+        CHECK(split.tokens == whole.tokens);
+        CHECK(split.correct == whole.correct);
+        CHECK(split.loss == Approx(whole.loss).epsilon(1e-12));
+    }
+    Seq2Seq unfused(tiny_config(Scoring::additive));
+    unfused->set_fused_decoder(false);
+    CHECK_THROWS_AS(split_validation_sums(unfused, b, 2), std::logic_error);
+}
+
 TEST_CASE("hashed dropout masks keep the asked share, scaled, and differ by seed, mask and token", "[split][train]") {
     DropoutStream stream{12345, {}};
     std::vector<uint64_t> keys;
