@@ -30,7 +30,10 @@ torch::Device resolve_device(const std::string& name) {
 }
 
 std::string describe_device(const torch::Device& device) {
-    if (device.is_cpu()) return "cpu (" + std::to_string(at::get_num_threads()) + " threads)";
+    if (device.is_cpu()) {
+        const int threads = at::get_num_threads();
+        return "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+    }
     return device.str();
 }
 

@@ -11,6 +11,9 @@
 #include <mutex>
 #include <thread>
 
+#include <ATen/Parallel.h>
+
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/session.hpp"
 #include "core/tasks.hpp"
@@ -373,4 +376,13 @@ TEST_CASE("learning-rate schedules: step decay and reduce on plateau", "[session
         REQUIRE(s.wait() == StopReason::finished);
         for (const auto& e : s.history().epochs) CHECK(e.lr == Approx(TrainConfig{}.lr));
     }
+}
+
+TEST_CASE("a CPU device is described with its threads, one in the singular", "[session]") {
+    const int previous = at::get_num_threads();
+    at::set_num_threads(1);
+    CHECK(describe_device(torch::kCPU) == "cpu (1 thread)");
+    at::set_num_threads(2);
+    CHECK(describe_device(torch::kCPU) == "cpu (2 threads)");
+    at::set_num_threads(previous);
 }
