@@ -11,8 +11,6 @@
 #include <mutex>
 #include <thread>
 
-#include <ATen/Parallel.h>
-
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/session.hpp"
@@ -379,10 +377,10 @@ TEST_CASE("learning-rate schedules: step decay and reduce on plateau", "[session
 }
 
 TEST_CASE("a CPU device is described with its threads, one in the singular", "[session]") {
-    const int previous = at::get_num_threads();
-    at::set_num_threads(1);
-    CHECK(describe_device(torch::kCPU) == "cpu (1 thread)");
-    at::set_num_threads(2);
+    {
+        attnviz::testing::ThreadCount one(1);
+        CHECK(describe_device(torch::kCPU) == "cpu (1 thread)");
+    }
+    attnviz::testing::ThreadCount two(2);
     CHECK(describe_device(torch::kCPU) == "cpu (2 threads)");
-    at::set_num_threads(previous);
 }

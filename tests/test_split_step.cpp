@@ -14,6 +14,7 @@
 #include "test_support.hpp"
 
 using namespace attnviz;
+using attnviz::testing::ThreadCount;
 using attnviz::testing::tiny_config;
 
 namespace {
@@ -52,13 +53,6 @@ std::map<std::string, torch::Tensor> step_grads(Seq2Seq& m, const Batch& b, int 
     for (const auto& p : m->named_parameters()) out[p.key()] = p.value().grad().clone();
     return out;
 }
-
-// Runs with `threads` intra-op threads, then puts the previous count back.
-struct ThreadCount {
-    int previous = at::get_num_threads();
-    explicit ThreadCount(int threads) { at::set_num_threads(threads); }
-    ~ThreadCount() { at::set_num_threads(previous); }
-};
 
 }  // namespace
 

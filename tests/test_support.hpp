@@ -8,11 +8,22 @@
 #include <system_error>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
 #include "core/model.hpp"
 #include "core/train.hpp"
 #include "core/translation_model.hpp"
 
 namespace attnviz::testing {
+
+/// Runs a scope with `threads` intra-op threads, then puts the previous count back.
+struct ThreadCount {
+    int previous = at::get_num_threads();
+    explicit ThreadCount(int threads) { at::set_num_threads(threads); }
+    ~ThreadCount() { at::set_num_threads(previous); }
+    ThreadCount(const ThreadCount&) = delete;
+    ThreadCount& operator=(const ThreadCount&) = delete;
+};
 
 /// A tiny model config over the given vocabulary sizes.
 inline ModelConfig tiny_config(Scoring scoring, int64_t src_vocab = 12, int64_t tgt_vocab = 11) {
