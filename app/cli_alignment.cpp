@@ -2,8 +2,9 @@
 #include "app/cli_alignment.hpp"
 
 #include "app/cli_common.hpp"
-#include "core/error.hpp"
-#include "core/export.hpp"
+#include "core/analysis/alignment_eval.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
 
 namespace attnviz::cli {
 

@@ -8,10 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/alignment.hpp"
-#include "core/data.hpp"
-#include "core/decode.hpp"
-#include "core/translation_model.hpp"
+#include "core/analysis/alignment.hpp"
+#include "core/data/data.hpp"
+#include "core/decode/translation.hpp"
+#include "core/decode/translation_model.hpp"
 
 namespace attnviz::cli {
 

@@ -7,10 +7,10 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/session.hpp"
-#include "core/device.hpp"
-#include "core/error.hpp"
-#include "core/metrics.hpp"
+#include "core/session/session.hpp"
+#include "core/model/device.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/metrics.hpp"
 
 namespace attnviz::cli {
 

@@ -8,10 +8,11 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/beam_tree.hpp"
-#include "core/device.hpp"
-#include "core/error.hpp"
-#include "core/translation_model.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/decode/beam_tree.hpp"
+#include "core/model/device.hpp"
+#include "core/io/error.hpp"
+#include "core/decode/translation_model.hpp"
 
 namespace attnviz::cli {
 
@@ -37,7 +38,7 @@ double median(std::vector<double> v) {
 }
 
 int run_bench_decode(BenchDecodeOptions& o) {
-    TranslationModelPtr model = TranslationModel::load(o.model)->on_device(resolve_device(o.device));
+    TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
     Corpus corpus = o.corpus.load(false);
     if (corpus.level != model->level())
         throw UsageError("the model works on " + level_noun(model->level()) +

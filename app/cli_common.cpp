@@ -14,9 +14,9 @@
 #include <sstream>
 #include <thread>
 
-#include "core/atomic_file.hpp"
-#include "core/error.hpp"
-#include "core/tasks.hpp"
+#include "core/io/atomic_file.hpp"
+#include "core/io/error.hpp"
+#include "core/data/tasks.hpp"
 
 namespace attnviz::cli {
 

@@ -17,9 +17,9 @@
 #include "app/cli_corpus.hpp"    // the corpus flags (CorpusFlags)
 #include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
 #include "app/cli_signals.hpp"   // Ctrl+C and SIGTERM (interrupted(), SignalScope)
-#include "core/data.hpp"
-#include "core/model.hpp"
-#include "core/session.hpp"
+#include "core/data/data.hpp"
+#include "core/model/model.hpp"
+#include "core/session/session.hpp"
 
 namespace attnviz::cli {
 

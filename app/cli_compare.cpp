@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/error.hpp"
-#include "core/export.hpp"
-#include "core/tasks.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
+#include "core/data/tasks.hpp"
 
 namespace attnviz::cli {
 

@@ -1,16 +1,17 @@
 // attnviz-cli compare-attention: two models on the same sentences -- each one's
 // translation, and how differently they attend while reading model A's output
-// (core/attention_compare.hpp). One line per sentence:
+// (core/analysis/attention_compare.hpp). One line per sentence:
 //   A_TEXT ||| B_TEXT ||| MEAN_ABS_DIFF ||| MAX_ABS_DIFF   ("-" when not comparable)
 // and with --out, the matrices and their difference as JSON.
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/attention_compare.hpp"
-#include "core/device.hpp"
-#include "core/error.hpp"
-#include "core/export.hpp"
-#include "core/text.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/analysis/attention_compare.hpp"
+#include "core/model/device.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
+#include "core/text/text.hpp"
 
 namespace attnviz::cli {
 
@@ -23,8 +24,8 @@ struct CompareAttentionOptions {
 
 int run_compare_attention(const CompareAttentionOptions& o) {
     if (!o.out.empty()) check_writable("--out", o.out);
-    const auto a = TranslationModel::load(o.model)->on_device(resolve_device(o.device));
-    const auto b = TranslationModel::load(o.with)->on_device(resolve_device(o.device));
+    const auto a = load_model(o.model)->on_device(resolve_device(o.device));
+    const auto b = load_model(o.with)->on_device(resolve_device(o.device));
     std::vector<std::string> sentences = o.sentences;
     if (sentences.empty())
         for (std::string line; std::getline(std::cin, line);) {

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "app/cli_common.hpp"
-#include "core/error.hpp"
-#include "core/tasks.hpp"
+#include "core/io/error.hpp"
+#include "core/data/tasks.hpp"
 
 namespace attnviz::cli {
 

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/corpus_reader.hpp"
+#include "core/data/corpus_reader.hpp"
 
 namespace attnviz::cli {
 

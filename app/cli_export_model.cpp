@@ -2,8 +2,9 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/d2l_interop.hpp"
-#include "core/translation_model.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/persist/d2l_interop.hpp"
+#include "core/decode/translation_model.hpp"
 
 namespace attnviz::cli {
 
@@ -14,7 +15,7 @@ struct ExportOptions {
 };
 
 int run_export(const ExportOptions& o) {
-    const auto model = TranslationModel::load(o.model);
+    const auto model = load_model(o.model);
     const std::string variant = export_d2l(*model, o.out);
     const auto& c = model->config();
     std::cout << "wrote " << o.out << ": " << model->src_vocab().size() << " + " << model->tgt_vocab().size()

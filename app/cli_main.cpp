@@ -13,9 +13,9 @@
 
 #include "app/cli_app.hpp"
 #include "app/cli_common.hpp"
-#include "core/device.hpp"
-#include "core/error.hpp"
-#include "core/process_memory.hpp"
+#include "core/model/device.hpp"
+#include "core/io/error.hpp"
+#include "core/io/process_memory.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/registry.hpp"
+#include "core/config/registry.hpp"
 
 namespace attnviz::cli {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "app/cli_common.hpp"
-#include "core/error.hpp"
+#include "core/io/error.hpp"
 
 namespace attnviz::cli {
 

@@ -1,14 +1,14 @@
 #pragma once
 // The hyperparameter flags of attnviz-cli (train, bench, compare's --vary),
-// one per parameter of the registry (core/registry.hpp).
+// one per parameter of the registry (core/config/registry.hpp).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "core/config.hpp"
-#include "core/registry.hpp"
+#include "core/config/config.hpp"
+#include "core/config/registry.hpp"
 
 namespace attnviz::cli {
 

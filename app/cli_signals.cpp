@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/atomic_file.hpp"
+#include "core/io/atomic_file.hpp"
 
 namespace attnviz::cli {
 

@@ -9,7 +9,7 @@
 //             the save finishes and the command exits with 130 (SIGINT) or
 //             143 (SIGTERM) afterwards, so no save is ever cut in half.
 // A SIGKILL cannot be handled: its temporary file stays until the next save to
-// the same path removes it (core/atomic_file.hpp).
+// the same path removes it (core/io/atomic_file.hpp).
 namespace attnviz::cli {
 
 enum class SignalMode { abort, graceful, defer };

@@ -7,12 +7,12 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/checkpoint.hpp"
-#include "core/session.hpp"
-#include "core/device.hpp"
-#include "core/error.hpp"
-#include "core/process_memory.hpp"
-#include "core/tasks.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/session/session.hpp"
+#include "core/model/device.hpp"
+#include "core/io/error.hpp"
+#include "core/io/process_memory.hpp"
+#include "core/data/tasks.hpp"
 
 namespace attnviz::cli {
 

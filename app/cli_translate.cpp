@@ -4,14 +4,15 @@
 
 #include "app/cli_alignment.hpp"
 #include "app/cli_common.hpp"
-#include "core/beam_tree.hpp"
-#include "core/checkpoint.hpp"
-#include "core/decode.hpp"
-#include "core/device.hpp"
-#include "core/error.hpp"
-#include "core/export.hpp"
-#include "core/subword_merge.hpp"
-#include "core/metrics.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/decode/beam_tree.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/decode/translation.hpp"
+#include "core/model/device.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
+#include "core/analysis/subword_merge.hpp"
+#include "core/analysis/metrics.hpp"
 
 namespace attnviz::cli {
 
@@ -61,8 +62,8 @@ struct DecodeFlags {
 };
 
 /// Loads a checkpoint's model onto the requested device.
-TranslationModelPtr load_model(const std::string& path, const std::string& device) {
-    return TranslationModel::load(path)->on_device(resolve_device(device));
+TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {
+    return load_model(path)->on_device(resolve_device(device));
 }
 
 std::vector<std::string> without_eos(const std::vector<std::string>& tokens) {
@@ -163,7 +164,7 @@ std::string beam_tree_file(const std::vector<Translation>& ts, const Translation
 int run_translate(TranslateOptions& o) {
     DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
-    TranslationModelPtr model = load_model(o.model, o.decode.device);
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
     if (o.merge_subwords && model->level() != TokenLevel::subword)
         throw UsageError("--merge-subwords: the model works on " + level_noun(model->level()) +
                          ", not subwords: there are no pieces to merge");
@@ -252,7 +253,7 @@ struct EvalOptions {
 int run_eval(EvalOptions& o) {
     DecodeOptions d = o.decode.options();
     d.num_hypotheses = 1;
-    TranslationModelPtr model = load_model(o.model, o.decode.device);
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
     Corpus corpus = o.corpus.load();
     o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
     if (corpus.level != model->level())

@@ -4,8 +4,9 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
-#include "core/checkpoint.hpp"
-#include "core/error.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/persist/checkpoint_legacy.hpp"
+#include "core/io/error.hpp"
 
 namespace attnviz::cli {
 

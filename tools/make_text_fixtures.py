@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/text_fixtures.json: what Python says about attnviz's text inputs.
 
-attnviz lower-cases and normalises with ICU (core/unicode.cpp, core/text.cpp); the C++
-tests (tests/test_unicode.cpp) compare it with every entry written here:
+attnviz lower-cases and normalises with ICU (core/text/unicode.cpp, core/text/text.cpp); the C++
+tests (tests/base/test_unicode.cpp) compare it with every entry written here:
 
   lower               sample sentences in many scripts and Python's str.lower()
   lower_single        every code point that str.lower() changes, with its lower case

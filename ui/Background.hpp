@@ -28,6 +28,8 @@
 #include <mutex>
 #include <optional>
 
+#include "core/io/message.hpp"
+
 namespace attnviz::ui {
 
 /// The pool background work runs on: not Qt's global one. Qt 6.4 splits the GUI
@@ -128,10 +130,8 @@ quint64 LatestOnly::run(std::function<T()> work, std::function<void(T)> done, st
         try {
             outcome.value = job();
         } catch (const std::exception& e) {
-            QString message = QString::fromStdString(e.what());
             // LibTorch appends a C++ stack trace: the first part is the message.
-            const auto trace = message.indexOf(QLatin1String("\nException raised from"));
-            outcome.error = trace >= 0 ? message.left(trace) : message;
+            outcome.error = QString::fromStdString(without_stack_trace(e.what()));
         }
         return outcome;
     }));

@@ -1,5 +1,5 @@
 #pragma once
-// The beam search as a tree (core/beam_tree.hpp): one column per decoding step,
+// The beam search as a tree (core/decode/beam_tree.hpp): one column per decoding step,
 // every candidate the search looked at as a box with its token and score,
 // marked kept (blue), pruned (grey) or finished (green); the best hypothesis'
 // path in orange. Clicking a node selects it (nodeSelected): the panel then
@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/beam_tree.hpp"
+#include "core/decode/beam_tree.hpp"
 
 namespace attnviz::ui {
 

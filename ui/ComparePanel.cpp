@@ -1,5 +1,7 @@
 #include "ui/ComparePanel.hpp"
 
+#include "core/persist/model_file.hpp"
+
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -197,7 +199,7 @@ void ComparePanel::addCheckpoint(const QString& path) {
     const std::string file = ss(path);
     m_summary->setText(tr("Reading %1…").arg(QFileInfo(path).fileName().toHtmlEscaped()));
     m_loads->run<TranslationModelPtr>(
-        [file] { return TranslationModel::load(file); },
+        [file] { return load_model(file); },
         [this, path](TranslationModelPtr model) {
             const int index = addModel(QFileInfo(path).fileName(), std::move(model));
             m_b->setCurrentIndex(index);

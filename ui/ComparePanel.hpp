@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/attention_compare.hpp"
-#include "core/translation_model.hpp"
+#include "core/analysis/attention_compare.hpp"
+#include "core/decode/translation_model.hpp"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;

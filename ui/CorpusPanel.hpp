@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 
-#include "core/corpus_info.hpp"
-#include "core/tasks.hpp"
+#include "core/data/corpus_info.hpp"
+#include "core/data/tasks.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/alignment.hpp"
-#include "core/decode.hpp"
+#include "core/analysis/alignment.hpp"
+#include "core/decode/translation.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 

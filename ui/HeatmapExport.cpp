@@ -7,8 +7,8 @@
 #include <QSvgGenerator>
 #include <cmath>
 
-#include "core/error.hpp"
-#include "core/export.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 

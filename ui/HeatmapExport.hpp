@@ -5,7 +5,7 @@
 #include <QString>
 #include <nlohmann/json.hpp>
 
-#include "core/decode.hpp"
+#include "core/decode/translation.hpp"
 
 namespace attnviz::ui {
 

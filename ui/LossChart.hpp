@@ -10,7 +10,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/train.hpp"
+#include "core/train/train.hpp"
 
 QT_BEGIN_NAMESPACE
 class QAction;

@@ -1,6 +1,6 @@
 // LossChart: the curves as CSV and PNG.
-#include "core/error.hpp"
-#include "core/export.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
 #include <QPixmap>
 #include <QTextStream>
 #include <QtCharts/QChartView>

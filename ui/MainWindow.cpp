@@ -19,7 +19,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
-#include "core/device.hpp"
+#include "core/model/device.hpp"
 #include "ui/ComparePanel.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"

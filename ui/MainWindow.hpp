@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/translation_model.hpp"
+#include "core/decode/translation_model.hpp"
 #include "ui/ColorMap.hpp"
 #include "ui/TrainingController.hpp"
 

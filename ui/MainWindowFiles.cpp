@@ -17,8 +17,8 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "core/checkpoint.hpp"
-#include "core/checkpoint_legacy.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/persist/checkpoint_legacy.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapExport.hpp"

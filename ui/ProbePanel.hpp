@@ -5,7 +5,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/session.hpp"
+#include "core/session/session.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;

@@ -15,8 +15,8 @@
 #include "ui/ProbePanel.hpp"
 #include "ui/SettingsPanel.hpp"
 #include "ui/TranslatePanel.hpp"
-#include "core/model.hpp"
-#include "core/train.hpp"
+#include "core/model/model.hpp"
+#include "core/train/train.hpp"
 
 namespace attnviz::ui {
 

@@ -14,8 +14,8 @@
 #include <climits>
 #include <cmath>
 
-#include "core/device.hpp"
-#include "core/json_bounded.hpp"
+#include "core/model/device.hpp"
+#include "core/io/json_bounded.hpp"
 #include "ui/Format.hpp"
 
 namespace attnviz::ui {

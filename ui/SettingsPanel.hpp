@@ -1,6 +1,6 @@
 #pragma once
 // Model and training settings as form widgets generated from the parameter
-// registry (core/registry.hpp): each editor has the registry's range, so
+// registry (core/config/registry.hpp): each editor has the registry's range, so
 // out-of-range values cannot be typed; combinations the core rejects are
 // explained inline (the registry's validate).
 #include <QWidget>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/registry.hpp"
+#include "core/config/registry.hpp"
 
 QT_BEGIN_NAMESPACE
 class QFormLayout;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "core/process_memory.hpp"
+#include "core/io/process_memory.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/ProbePanel.hpp"

@@ -10,9 +10,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/checkpoint.hpp"
-#include "core/d2l_interop.hpp"
-#include "core/error.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/persist/d2l_interop.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/io/error.hpp"
 #include "ui/Format.hpp"
 
 namespace attnviz::ui {

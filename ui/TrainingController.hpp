@@ -1,5 +1,5 @@
 #pragma once
-// The Qt adapter over attnviz::TrainingSession (core/session.hpp), which owns
+// The Qt adapter over attnviz::TrainingSession (core/session/session.hpp), which owns
 // the training lifecycle and its worker thread. The session's observer only
 // appends to a mutex-protected buffer on the worker; a 50 ms timer on the GUI
 // thread drains it and emits signals, so however fast training goes the GUI
@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/session.hpp"
+#include "core/session/session.hpp"
 
 QT_BEGIN_NAMESPACE
 class QTimer;

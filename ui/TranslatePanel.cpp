@@ -17,8 +17,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include "core/beam_tree.hpp"
-#include "core/subword_merge.hpp"
+#include "core/decode/beam_tree.hpp"
+#include "core/analysis/subword_merge.hpp"
 #include "ui/BeamTreeView.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"

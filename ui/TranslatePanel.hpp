@@ -12,8 +12,8 @@
 #include <QWidget>
 #include <memory>
 
-#include "core/decode.hpp"
-#include "core/translation_model.hpp"
+#include "core/decode/translation.hpp"
+#include "core/decode/translation_model.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -48,7 +48,7 @@ public:
 
     std::shared_ptr<const Translation> translation() const { return m_translation; }
     /// What the heatmap shows: translation(), or its subword pieces merged into words
-    /// (core/subword_merge.hpp) when mergeSubwords() is on. Exports take this one.
+    /// (core/analysis/subword_merge.hpp) when mergeSubwords() is on. Exports take this one.
     std::shared_ptr<const Translation> shownTranslation() const;
     /// Subword models: show words (a word's columns summed, its rows averaged) instead of pieces.
     bool mergeSubwords() const;

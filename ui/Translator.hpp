@@ -8,7 +8,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/translation_model.hpp"
+#include "core/decode/translation_model.hpp"
 
 namespace attnviz::ui {
 

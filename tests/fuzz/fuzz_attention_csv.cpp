@@ -1,7 +1,7 @@
-// Fuzzes parse_attention_csv (core/export.cpp): the attention CSV a user opens
+// Fuzzes parse_attention_csv (core/analysis/export.cpp): the attention CSV a user opens
 // in the GUI or hands back to attnviz, written by anything.
-#include "core/error.hpp"
-#include "core/export.hpp"
+#include "core/io/error.hpp"
+#include "core/analysis/export.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

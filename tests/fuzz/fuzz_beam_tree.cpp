@@ -1,10 +1,10 @@
-// Fuzzes parse_beam_trees (core/beam_tree.cpp): the beam-tree JSON that
+// Fuzzes parse_beam_trees (core/decode/beam_tree.cpp): the beam-tree JSON that
 // `translate --beam-tree` writes and the GUI reads back, then walks every tree
 // the way the view does (children, paths, partial hypotheses) and writes it again.
 #include <nlohmann/json.hpp>
 
-#include "core/beam_tree.hpp"
-#include "core/error.hpp"
+#include "core/decode/beam_tree.hpp"
+#include "core/io/error.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,9 +3,9 @@
 // container, the depth-bounded metadata JSON, the configuration, the vocabularies,
 // the history and every tensor's dtype and shape are checked before a model is
 // built. An accepted file must give a model that translates.
-#include "core/checkpoint.hpp"
-#include "core/d2l_interop.hpp"
-#include "core/error.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/persist/d2l_interop.hpp"
+#include "core/io/error.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

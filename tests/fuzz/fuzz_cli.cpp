@@ -1,14 +1,14 @@
 // Fuzzes attnviz-cli's command line: the full option tree of every subcommand
 // (app/cli_app.cpp, the same one main() builds) parses argv without running a
 // command, then every "--flag value" that names a registry parameter goes
-// through the registry's parser (core/registry.cpp), where train, bench and
+// through the registry's parser (core/config/registry.cpp), where train, bench and
 // compare turn flag text into numbers. Input: one argument per line.
 #include <string>
 #include <vector>
 
 #include "app/cli_app.hpp"
-#include "core/error.hpp"
-#include "core/registry.hpp"
+#include "core/io/error.hpp"
+#include "core/config/registry.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

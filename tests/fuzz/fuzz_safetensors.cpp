@@ -1,8 +1,8 @@
-// Fuzzes safetensors::parse (core/safetensors.cpp, no LibTorch): the container of
+// Fuzzes safetensors::parse (core/io/safetensors.cpp, no LibTorch): the container of
 // checkpoints and of models from PyTorch. Whatever it accepts must describe
 // tensors that lie inside the file, in order, with sizes that match their shapes.
-#include "core/error.hpp"
-#include "core/safetensors.hpp"
+#include "core/io/error.hpp"
+#include "core/io/safetensors.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

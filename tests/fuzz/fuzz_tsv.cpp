@@ -1,8 +1,8 @@
 // Fuzzes parse_tsv (core/corpus_reader, no LibTorch): Tatoeba-style TSV from anywhere. The
 // first byte picks the options (word/char level, --reverse, a pair limit, a
 // line-length limit) so that every path of the reader is reached.
-#include "core/corpus_reader.hpp"
-#include "core/error.hpp"
+#include "core/data/corpus_reader.hpp"
+#include "core/io/error.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,0 +1,125 @@
+// Subword pieces merged into words: grouping, attention, the merged translation.
+#include "core/analysis/subword_merge.hpp"
+
+#include "core/io/error.hpp"
+#include "core/text/text.hpp"
+#include "core/text/vocab.hpp"
+
+namespace attnviz {
+
+const char* const merged_words_note = "words (columns summed, rows averaged)";
+
+namespace {
+
+const std::string k_boundary = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's space
+
+bool starts_word(const std::string& piece) { return piece.compare(0, k_boundary.size(), k_boundary) == 0; }
+
+bool is_special(const std::string& t) {
+    return t == Vocab::pad_token || t == Vocab::bos_token || t == Vocab::eos_token || t == Vocab::unk_token;
+}
+
+}  // namespace
+
+WordGroups group_subwords(const std::vector<std::string>& pieces, const std::vector<std::string>& unknown) {
+    WordGroups g;
+    size_t next_unknown = 0;
+    bool open = false;  // the last group is a word that may go on
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const std::string& p = pieces[i];
+        bool begins = true, can_continue = true;
+        std::string text = p;
+        if (p == Vocab::unk_token && next_unknown < unknown.size()) {
+            begins = starts_word(unknown[next_unknown++]);  // what the <unk> stood for
+        } else if (is_special(p)) {
+            can_continue = false;  // a group of its own
+        } else {
+            begins = starts_word(p);
+            if (begins) text = p.substr(k_boundary.size());
+        }
+        if (!begins && can_continue && open) {
+            g.words.back() += text;
+            g.members.back().push_back(i);
+            continue;
+        }
+        g.words.push_back(text);
+        g.members.push_back({i});
+        open = can_continue;
+    }
+    for (auto& w : g.words)
+        if (w.empty()) w = k_boundary;  // a lone "▁" nothing followed: keep it visible
+    return g;
+}
+
+std::vector<std::vector<float>> merge_attention(const std::vector<std::vector<float>>& attention,
+                                                const WordGroups& target, const WordGroups& source) {
+    size_t rows = 0, cols = 0;
+    for (const auto& m : target.members) rows += m.size();
+    for (const auto& m : source.members) cols += m.size();
+    if (rows != attention.size())
+        throw Error("merging attention: " + std::to_string(attention.size()) + " rows but the target groups cover " +
+                    std::to_string(rows) + " pieces");
+    std::vector<std::vector<float>> merged;
+    merged.reserve(target.members.size());
+    for (const auto& row_group : target.members) {
+        std::vector<double> acc(source.members.size(), 0.0);
+        for (const size_t r : row_group) {
+            if (attention[r].size() != cols)
+                throw Error("merging attention: row " + std::to_string(r) + " has " + std::to_string(attention[r].size()) +
+                            " weights but the source groups cover " + std::to_string(cols) + " pieces");
+            for (size_t c = 0; c < source.members.size(); ++c)
+                for (const size_t s : source.members[c]) acc[c] += attention[r][s];
+        }
+        std::vector<float> row(acc.size());
+        for (size_t c = 0; c < acc.size(); ++c) row[c] = static_cast<float>(acc[c] / static_cast<double>(row_group.size()));
+        merged.push_back(std::move(row));
+    }
+    return merged;
+}
+
+namespace {
+
+Hypothesis merge_hypothesis(const Hypothesis& h, const WordGroups& source) {
+    const WordGroups target = group_subwords(h.tokens);
+    Hypothesis m;
+    m.tokens = target.words;
+    m.log_prob = h.log_prob;
+    m.score = h.score;
+    m.text = h.text;
+    if (!h.attention.empty()) m.attention = merge_attention(h.attention, target, source);
+    auto per_word = [&](const std::vector<float>& v, bool mean) {
+        std::vector<float> out;
+        if (v.size() != h.tokens.size()) return out;  // not recorded
+        for (const auto& group : target.members) {
+            double sum = 0;
+            for (const size_t r : group) sum += v[r];
+            out.push_back(static_cast<float>(mean ? sum / static_cast<double>(group.size()) : sum));
+        }
+        return out;
+    };
+    m.context_norm = per_word(h.context_norm, true);
+    m.step_log_prob = per_word(h.step_log_prob, false);
+    for (size_t w = 0; w < target.members.size(); ++w) {
+        const auto last_piece = static_cast<int64_t>(target.members[w].back());
+        if (last_piece < h.forced_steps) m.forced_steps = static_cast<int64_t>(w) + 1;
+        if (h.first_divergence >= 0 && m.first_divergence < 0 && last_piece >= h.first_divergence)
+            m.first_divergence = static_cast<int64_t>(w);
+    }
+    return m;
+}
+
+}  // namespace
+
+Translation merge_subwords(const Translation& t) {
+    const WordGroups source = group_subwords(t.src_tokens, t.unknown);
+    Translation out;
+    out.input = t.input;
+    out.src_tokens = source.words;
+    out.unknown = t.unknown;
+    out.attention_available = t.attention_available;
+    out.merged = merged_words_note;
+    for (const Hypothesis& h : t.hypotheses) out.hypotheses.push_back(merge_hypothesis(h, source));
+    return out;
+}
+
+}  // namespace attnviz

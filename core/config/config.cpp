@@ -1,0 +1,62 @@
+// The names of the configuration's enums. ModelConfig's and TrainConfig's
+// validation and JSON are generated from the parameter registry, where every
+// field is declared: they are defined in core/config/registry.cpp.
+#include "core/config/config.hpp"
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/error.hpp"
+#include "core/io/json_bounded.hpp"
+
+namespace attnviz {
+
+// --- names -------------------------------------------------------------------
+
+namespace {
+template <typename E>
+E from_table(const std::string& s, const std::vector<std::pair<std::string, E>>& table,
+             const char* what) {
+    std::string valid;
+    for (const auto& [name, value] : table) {
+        if (name == s) return value;
+        valid += (valid.empty() ? "" : ", ") + name;
+    }
+    throw ConfigError("unknown " + std::string(what) + " '" + s + "' (expected one of: " + valid + ")");
+}
+template <typename E>
+std::string to_table(E e, const std::vector<std::pair<std::string, E>>& table) {
+    for (const auto& [name, value] : table)
+        if (value == e) return name;
+    return "?";
+}
+const std::vector<std::pair<std::string, Scoring>> k_scorings = {
+    {"additive", Scoring::additive}, {"dot", Scoring::dot}, {"scaled-dot", Scoring::scaled_dot},
+    {"general", Scoring::general},   {"none", Scoring::none}};
+const std::vector<std::pair<std::string, CellType>> k_cells = {{"gru", CellType::gru},
+                                                               {"lstm", CellType::lstm}};
+const std::vector<std::pair<std::string, InitScheme>> k_inits = {
+    {"xavier", InitScheme::xavier}, {"uniform", InitScheme::uniform}, {"orthogonal", InitScheme::orthogonal}};
+const std::vector<std::pair<std::string, OptimizerKind>> k_optimizers = {
+    {"adam", OptimizerKind::adam}, {"sgd", OptimizerKind::sgd}, {"adadelta", OptimizerKind::adadelta}};
+const std::vector<std::pair<std::string, LrSchedule>> k_schedules = {
+    {"none", LrSchedule::none}, {"plateau", LrSchedule::plateau}, {"step", LrSchedule::step}};
+const std::vector<std::pair<std::string, SubwordModel>> k_subword_models = {{"unigram", SubwordModel::unigram},
+                                                                            {"bpe", SubwordModel::bpe}};
+}  // namespace
+
+std::string to_string(Scoring s) { return to_table(s, k_scorings); }
+std::string to_string(CellType c) { return to_table(c, k_cells); }
+std::string to_string(InitScheme i) { return to_table(i, k_inits); }
+Scoring scoring_from_string(const std::string& s) { return from_table(s, k_scorings, "scoring function"); }
+CellType cell_from_string(const std::string& s) { return from_table(s, k_cells, "cell type"); }
+InitScheme init_from_string(const std::string& s) { return from_table(s, k_inits, "initialisation"); }
+std::string to_string(OptimizerKind o) { return to_table(o, k_optimizers); }
+OptimizerKind optimizer_from_string(const std::string& s) { return from_table(s, k_optimizers, "optimizer"); }
+std::string to_string(LrSchedule s) { return to_table(s, k_schedules); }
+LrSchedule lr_schedule_from_string(const std::string& s) { return from_table(s, k_schedules, "learning-rate schedule"); }
+std::string to_string(SubwordModel m) { return to_table(m, k_subword_models); }
+SubwordModel subword_model_from_string(const std::string& s) { return from_table(s, k_subword_models, "subword model"); }
+
+}  // namespace attnviz

@@ -1,0 +1,136 @@
+#pragma once
+// The hyperparameters: the model's shape (ModelConfig) and how it is trained
+// (TrainConfig). Every field is declared once more, with its flag, range,
+// default and help, in the parameter registry (core/config/registry.hpp), which
+// generates validation, JSON, the CLI flags and the GUI form from it: the
+// validate(), to_json() and from_json() members below are defined there
+// (core/config/registry.cpp), the enums' names in core/config/config.cpp.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace attnviz {
+
+/// Attention scoring function a(q, k).
+enum class Scoring {
+    additive,     ///< Bahdanau: w_v^T tanh(W_q q + W_k k)
+    dot,          ///< Luong dot: q^T k (needs key size == hidden size)
+    scaled_dot,   ///< q^T k / sqrt(d)
+    general,      ///< Luong bilinear: q^T W k
+    none          ///< no attention: the context is the encoder's final state (seed 002 Q27 baseline)
+};
+
+enum class CellType { gru, lstm };
+
+/// Weight initialisation schemes.
+enum class InitScheme {
+    xavier,      ///< d2l: Xavier-uniform recurrent weights; other layers keep PyTorch's defaults
+    uniform,     ///< Sutskever et al.: every parameter uniform in [-0.08, 0.08]
+    orthogonal   ///< Bahdanau et al.: orthogonal recurrent matrices, Xavier elsewhere, zero biases
+};
+
+std::string to_string(Scoring s);      ///< "additive", "dot", "scaled-dot", "general", "none"
+std::string to_string(CellType c);     ///< "gru", "lstm"
+std::string to_string(InitScheme i);   ///< "xavier", "uniform", "orthogonal"
+Scoring scoring_from_string(const std::string& s);       ///< throws ConfigError listing valid names
+CellType cell_from_string(const std::string& s);         ///< throws ConfigError
+InitScheme init_from_string(const std::string& s);       ///< throws ConfigError
+
+/// Shape of the model. Defaults are d2l's Bahdanau configuration, made smaller.
+struct ModelConfig {
+    int64_t src_vocab = 0;         ///< source vocabulary size (set from the data)
+    int64_t tgt_vocab = 0;         ///< target vocabulary size (set from the data)
+    int64_t embed_size = 64;       ///< embedding width of both sides (d2l: 256)
+    int64_t hidden_size = 128;     ///< RNN hidden width (d2l: 256)
+    int64_t num_layers = 1;        ///< RNN layers in encoder and decoder (d2l: 2)
+    int64_t attention_size = 0;    ///< additive attention's hidden width; 0 = hidden_size (d2l)
+    CellType cell = CellType::gru; ///< recurrent cell of both sides
+    bool bidirectional = false;    ///< bidirectional encoder (keys have 2*hidden_size features)
+    bool reverse_source = false;   ///< (unidirectional) encoder reads the source right to left, as
+                                   ///< Sutskever et al. reversed their inputs; attention positions
+                                   ///< still refer to the source in its original order
+    Scoring scoring = Scoring::additive;  ///< attention scoring function
+    double dropout = 0.0;          ///< dropout between RNN layers and on attention weights (d2l: 0.2)
+    int64_t source_steps = 0;      ///< > 0: every source is pad_or_trim(ids + <eos>, N) and the encoder runs
+                                   ///< over the padding, its final state taken after the pads, while
+                                   ///< attention stays masked to the valid length (d2l's num_steps; a
+                                   ///< d2l model imported with num_steps needs it). 0 = natural lengths
+    InitScheme init = InitScheme::xavier; ///< weight initialisation
+    uint64_t seed = 0;             ///< seed for the initial weights
+
+    /// Throws attnviz::ConfigError when a hyperparameter is out of range or
+    /// combinations clash (the registry's rules; the vocabulary sizes are not checked).
+    void validate() const;
+    /// validate() plus the vocabulary sizes a model is built with (Seq2Seq's constructor).
+    void validate_for_build() const;
+    nlohmann::json to_json() const;
+    static ModelConfig from_json(const nlohmann::json& j);
+};
+
+enum class OptimizerKind { adam, sgd, adadelta };
+std::string to_string(OptimizerKind o);                  ///< "adam", "sgd", "adadelta"
+OptimizerKind optimizer_from_string(const std::string& s);  ///< throws ConfigError
+
+/// Learning-rate schedule, applied after each epoch.
+enum class LrSchedule {
+    none,     ///< constant learning rate
+    plateau,  ///< reduce on plateau: times lr_factor after lr_patience epochs without a lower validation loss
+    step      ///< step decay: times lr_factor every lr_step epochs
+};
+std::string to_string(LrSchedule s);                     ///< "none", "plateau", "step"
+LrSchedule lr_schedule_from_string(const std::string& s);  ///< throws ConfigError
+
+/// SentencePiece algorithm of a subword model (core/text/tokenizer.hpp).
+enum class SubwordModel {
+    unigram,  ///< unigram language model (Kudo 2018), SentencePiece's default
+    bpe       ///< byte-pair encoding (Sennrich et al. 2016): merges of frequent pairs
+};
+std::string to_string(SubwordModel m);                       ///< "unigram", "bpe"
+SubwordModel subword_model_from_string(const std::string& s);  ///< throws ConfigError
+
+/// Training settings. Defaults train the built-in tasks well on a CPU.
+struct TrainConfig {
+    int epochs = 20;                  ///< passes over the training pairs
+    int64_t batch_size = 64;          ///< sentences per batch (d2l: 128)
+    OptimizerKind optimizer = OptimizerKind::adam;  ///< optimiser
+    double lr = 0.005;                ///< learning rate (d2l: 0.005 with Adam; Adadelta: 1.0)
+    double momentum = 0.0;            ///< SGD momentum
+    double grad_clip = 1.0;           ///< clip the global gradient norm to this; 0 = no clipping
+    double teacher_forcing = 1.0;     ///< probability of feeding the true previous token
+    uint64_t seed = 0;                ///< seeds weights, shuffling, dropout and teacher forcing
+    std::string device = "auto";      ///< "auto", "cpu", "cuda", "cuda:N"
+    int bucket_window = 20;           ///< length bucketing window in batches (0 = off)
+    int64_t fixed_steps = 0;          ///< > 0: pad/truncate to this many steps like d2l (0 = natural lengths)
+    int64_t max_length = 0;           ///< drop pairs longer than this (tokens, per side); 0 = keep all
+    double val_fraction = 0.1;        ///< share of pairs held out for validation
+    int64_t max_batches = 0;          ///< stop after this many batches in total; 0 = no limit (tests)
+    int snapshot_every = 0;           ///< also publish weights every N batches (0 = once per epoch)
+    double checkpoint_every_minutes = 0;  ///< attnviz-cli train/bench: also write the --save checkpoint
+                                          ///< every this many minutes while training, between two batches
+                                          ///< (0 = only at the end; the GUI leaves it off)
+    int min_freq = 1;                 ///< vocabulary: tokens seen fewer times map to <unk>
+    int64_t max_vocab = 0;            ///< vocabulary: keep at most this many tokens per side besides the
+                                      ///< 4 special ones, the most frequent (0 = no cap)
+    bool split_shuffle = true;        ///< false: first pairs train, last pairs validate (d2l's split)
+    bool vocab_includes_val = false;  ///< true: build vocabularies from train + validation (as d2l does)
+    int subword_vocab = 2000;         ///< subword level: pieces in the SentencePiece model (<unk> included)
+    SubwordModel subword_model = SubwordModel::unigram;  ///< subword level: SentencePiece's algorithm
+    size_t eval_sample = 200;         ///< validation pairs greedily decoded each epoch for accuracy/BLEU
+                                      ///< (0 = none: accuracy and BLEU are then NaN, i.e. not measured)
+    int patience = 0;                 ///< early stopping: stop after this many epochs without a lower
+                                      ///< validation loss (0 = off)
+    bool keep_best = false;           ///< the model kept at the end is the one of the epoch with the
+                                      ///< lowest validation loss (TrainHistory::best_epoch says which)
+    LrSchedule lr_schedule = LrSchedule::none;  ///< how the learning rate changes between epochs
+    double lr_factor = 0.5;           ///< plateau and step schedules multiply the learning rate by this
+    int lr_step = 10;                 ///< step schedule: multiply by lr_factor every this many epochs
+    int lr_patience = 2;              ///< plateau schedule: epochs without a lower validation loss
+                                      ///< before the learning rate is multiplied by lr_factor
+
+    void validate() const;            ///< throws ConfigError
+    nlohmann::json to_json() const;
+    static TrainConfig from_json(const nlohmann::json& j);
+};
+
+}  // namespace attnviz

@@ -1,0 +1,198 @@
+// Training history and reports as JSON (checkpoint metadata, --json output).
+#include "core/config/history.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/error.hpp"
+#include "core/io/json_bounded.hpp"
+
+namespace attnviz {
+
+// --- history -----------------------------------------------------------------
+
+namespace {
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+double number_or_nan(const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : std::nan("");
+}
+
+nlohmann::json epoch_to_json(const EpochReport& e) {
+    return {{"epoch", e.epoch},
+            {"train_loss", e.train_loss},
+            {"val_loss", std::isfinite(e.val_loss) ? nlohmann::json(e.val_loss) : nlohmann::json(nullptr)},
+            {"val_accuracy", finite_or_null(e.val_accuracy)},
+            {"val_token_accuracy", e.val_token_accuracy},
+            {"val_bleu", finite_or_null(e.val_bleu)},
+            {"val_align_accuracy", finite_or_null(e.val_align_accuracy)},
+            {"val_aer", finite_or_null(e.val_aer)},
+            {"tokens_per_second", e.tokens_per_second},
+            {"elapsed", e.elapsed},
+            {"lr", e.lr}};
+}
+EpochReport epoch_from_json(const nlohmann::json& j) {
+    EpochReport e;
+    e.epoch = j.at("epoch").get<int>();
+    e.train_loss = j.at("train_loss").get<double>();
+    e.val_loss = j.at("val_loss").is_null() ? std::nan("") : j.at("val_loss").get<double>();
+    e.val_accuracy = number_or_nan(j, "val_accuracy");
+    e.val_token_accuracy = j.value("val_token_accuracy", 0.0);
+    e.val_bleu = number_or_nan(j, "val_bleu");
+    e.val_align_accuracy = number_or_nan(j, "val_align_accuracy");  // absent before alignments were measured
+    e.val_aer = number_or_nan(j, "val_aer");
+    e.tokens_per_second = j.value("tokens_per_second", 0.0);
+    e.elapsed = j.value("elapsed", 0.0);
+    e.lr = j.value("lr", 0.0);
+    return e;
+}
+}  // namespace
+
+nlohmann::json TrainHistory::to_json() const {
+    nlohmann::json steps = nlohmann::json::array(), losses = nlohmann::json::array(),
+                   epochs_j = nlohmann::json::array();
+    for (const auto& [s, l] : batch_loss) {
+        steps.push_back(s);
+        losses.push_back(l);
+    }
+    for (const auto& e : epochs) epochs_j.push_back(epoch_to_json(e));
+    nlohmann::json j = {{"batch_step", steps}, {"batch_loss", losses},       {"epochs", epochs_j},
+                        {"global_step", global_step}, {"epochs_done", epochs_done}, {"best_epoch", best_epoch},
+                        {"seconds", seconds}};
+    if (batch_stride != 1) j["batch_stride"] = batch_stride;  // absent: 1 (every file before the bound)
+    if (pending_batches > 0) j["batch_pending"] = {pending_loss_sum, pending_batches};
+    return j;
+}
+
+void TrainHistory::record_batch(int64_t step, double loss) {
+    pending_loss_sum += loss;
+    if (++pending_batches < batch_stride) return;
+    batch_loss.emplace_back(step, pending_loss_sum / static_cast<double>(pending_batches));
+    pending_loss_sum = 0.0;
+    pending_batches = 0;
+    if (batch_loss.size() >= max_batch_points) compact_batch_loss();
+}
+
+void TrainHistory::compact_batch_loss() {
+    while (batch_loss.size() >= max_batch_points) {
+        // An odd last point goes back to the pending batches: with those already there
+        // they are fewer than the doubled stride, and every point keeps covering as many
+        // batches as every other.
+        if (batch_loss.size() % 2 == 1) {
+            pending_loss_sum += batch_loss.back().second * static_cast<double>(batch_stride);
+            pending_batches += batch_stride;
+            batch_loss.pop_back();
+        }
+        size_t out = 0;
+        for (size_t i = 0; i + 1 < batch_loss.size(); i += 2)
+            batch_loss[out++] = {batch_loss[i + 1].first, 0.5 * (batch_loss[i].second + batch_loss[i + 1].second)};
+        batch_loss.resize(out);
+        batch_stride *= 2;
+    }
+}
+
+double TrainHistory::best_val_loss() const {
+    for (const auto& e : epochs)
+        if (e.epoch == best_epoch) return e.val_loss;
+    return std::nan("");
+}
+
+std::string to_string(StopReason r) {
+    switch (r) {
+    case StopReason::finished: return "finished";
+    case StopReason::stopped: return "stopped";
+    case StopReason::early_stop: return "early_stop";
+    case StopReason::diverged: return "diverged";
+    case StopReason::error: return "error";
+    }
+    return "?";
+}
+
+// The history comes from files: every number is checked, so a crafted value
+// (epochs_done = INT_MAX, a negative step count) is an error, not a run of a
+// million epochs or an overflowed counter.
+TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
+    constexpr int64_t max_epochs = 1000000;
+    constexpr int64_t max_steps = int64_t(1) << 50;
+    auto fail = [](const std::string& what) { throw FileError("training history: " + what); };
+    if (!j.is_object()) fail("expected a JSON object, got " + describe_json(j));
+    auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t fallback) {
+        const auto it = j.find(key);
+        if (it == j.end()) return fallback;
+        if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi ||
+            (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)))
+            fail(std::string("\"") + key + "\" is " + describe_json(*it) + ", expected an integer in " +
+                 std::to_string(lo) + ".." + std::to_string(hi));
+        return it->get<int64_t>();
+    };
+    auto array = [&](const char* key) -> const nlohmann::json& {
+        const auto it = j.find(key);
+        if (it == j.end() || !it->is_array()) fail(std::string("\"") + key + "\" must be an array");
+        return *it;
+    };
+    TrainHistory h;
+    h.global_step = integer("global_step", 0, max_steps, 0);
+    h.epochs_done = static_cast<int>(integer("epochs_done", 0, max_epochs, 0));
+    h.best_epoch = static_cast<int>(integer("best_epoch", 0, max_epochs, 0));
+    const auto seconds = j.find("seconds");
+    if (seconds != j.end()) {
+        if (!seconds->is_number() || !std::isfinite(seconds->get<double>()) || seconds->get<double>() < 0)
+            fail("\"seconds\" is " + describe_json(*seconds) + ", expected a number >= 0");
+        h.seconds = seconds->get<double>();
+    }
+
+    const auto& steps = array("batch_step");
+    const auto& losses = array("batch_loss");
+    if (steps.size() != losses.size()) fail("batch steps and losses differ in length");
+    h.batch_loss.reserve(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const auto& s = steps[i];
+        const auto& l = losses[i];
+        const int64_t previous = h.batch_loss.empty() ? 0 : h.batch_loss.back().first;
+        if (!s.is_number_integer() || s.get<int64_t>() <= previous || s.get<int64_t>() > max_steps)
+            fail("batch step " + std::to_string(i) + " is " + describe_json(s) + ", expected an integer in " +
+                 std::to_string(previous + 1) + ".." + std::to_string(max_steps) + " (increasing)");
+        if (!l.is_number() || !std::isfinite(l.get<double>()))
+            fail("batch loss " + std::to_string(i) + " is " + describe_json(l) + ", expected a finite number");
+        h.batch_loss.emplace_back(s.get<int64_t>(), l.get<double>());
+    }
+
+    h.batch_stride = integer("batch_stride", 1, int64_t(1) << 40, 1);
+    if ((h.batch_stride & (h.batch_stride - 1)) != 0)
+        fail("\"batch_stride\" is " + std::to_string(h.batch_stride) + ", expected a power of two");
+    if (const auto pending = j.find("batch_pending"); pending != j.end()) {
+        if (!pending->is_array() || pending->size() != 2 || !(*pending)[0].is_number() ||
+            !std::isfinite((*pending)[0].get<double>()) || !(*pending)[1].is_number_integer() ||
+            (*pending)[1].get<int64_t>() < 0 || (*pending)[1].get<int64_t>() >= h.batch_stride)
+            fail("\"batch_pending\" is " + describe_json(*pending) + ", expected [loss sum, batches] with fewer batches than " +
+                 std::to_string(h.batch_stride));
+        h.pending_loss_sum = (*pending)[0].get<double>();
+        h.pending_batches = (*pending)[1].get<int64_t>();
+    }
+    h.compact_batch_loss();  // a file written before the bound (or by hand) may hold more points
+    if (h.batch_stride > (int64_t(1) << 40))  // what it read back would be refused: refuse it now
+        fail("batch loss: " + std::to_string(steps.size()) + " points at a stride of \"batch_stride\" are too many");
+
+    const auto& epochs = array("epochs");
+    for (size_t i = 0; i < epochs.size(); ++i) {
+        const auto& e = epochs[i];
+        const int previous = h.epochs.empty() ? 0 : h.epochs.back().epoch;
+        const auto epoch = e.is_object() ? e.find("epoch") : e.end();
+        if (!e.is_object() || epoch == e.end() || !epoch->is_number_integer() || epoch->get<int64_t>() <= previous ||
+            epoch->get<int64_t>() > max_epochs)
+            fail("epoch report " + std::to_string(i) + " needs an \"epoch\" in " + std::to_string(previous + 1) + ".." +
+                 std::to_string(max_epochs) + " (increasing)");
+        try {
+            h.epochs.push_back(epoch_from_json(e));
+        } catch (const nlohmann::json::exception& ex) {
+            fail("epoch report " + std::to_string(i) + ": " + ex.what());
+        }
+        const EpochReport& r = h.epochs.back();
+        for (const double v : {r.tokens_per_second, r.elapsed, r.lr})
+            if (!std::isfinite(v) || v < 0)
+                fail("epoch report " + std::to_string(i) + " has a negative or non-finite time, rate or learning rate");
+    }
+    return h;
+}
+
+}  // namespace attnviz

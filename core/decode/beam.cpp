@@ -1,0 +1,351 @@
+// Beam search, batched over sentences. Every hypothesis keeps its own
+// attention rows, raw scores, context norms, per-step log-probabilities, ranks
+// and top-k candidates, so the GUI can show the heatmap of any beam, not only
+// the best; on request the whole search is kept as a BeamTree. During the
+// search a hypothesis is a chain of links into per-step host tensors; only
+// the returned ones are built, so nothing is copied per candidate.
+//
+// Scoring: a finished hypothesis of n tokens (its <eos> included) with summed
+// log-probability log P is ranked by log P / n^alpha, alpha =
+// DecodeOptions::length_penalty (0: plain log P; 1: mean log-probability per
+// token). At each step the 2K best extensions of the K live beams are walked
+// in order: an <eos> extension is set aside as finished, the others fill the K
+// new beams (the rest are pruned). A sentence is done once K hypotheses have
+// finished; at the length limit its live beams are finished as they are
+// (without <eos>). Prefix decoding gives the prefix's tokens to the first beam,
+// one per step, before the search proper starts.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/decode/beam.hpp"
+
+#include "core/decode/beam_tree.hpp"
+
+namespace attnviz {
+
+namespace {
+constexpr float k_neg_inf = -std::numeric_limits<float>::infinity();
+
+double normalized(double log_prob, size_t length, double alpha) {
+    if (alpha == 0.0 || length == 0) return log_prob;
+    return log_prob / std::pow(static_cast<double>(length), alpha);
+}
+
+EncoderState expand(const EncoderState& enc, const torch::Tensor& idx) {
+    EncoderState e;
+    e.outputs = enc.outputs.index_select(0, idx);
+    e.src_len = enc.src_len.index_select(0, idx);
+    e.mask = enc.mask.index_select(0, idx);
+    e.proj_keys = enc.proj_keys.index_select(0, idx);
+    e.final_ctx = enc.final_ctx.index_select(0, idx);
+    e.h0 = enc.h0.index_select(1, idx);
+    if (enc.c0.defined()) e.c0 = enc.c0.index_select(1, idx);
+    return e;
+}
+
+/// One token the search took (kept or finished), linked to the token before it: a
+/// hypothesis is a chain of links, built into a Hypothesis only when it is returned.
+struct Link {
+    int64_t prev = -1;     ///< the link before it (-1: the first token)
+    int64_t step = 0, slot = 0, token = 0, rank = 0;
+    float log_prob = 0.f;  ///< of the token at its step
+    double total = 0.0;    ///< the hypothesis' log P, summed in the order append_token sums it
+    bool given = false;
+    int64_t node = -1;     ///< its tree node (-1: no tree)
+};
+
+/// A finished hypothesis: its last link and its score.
+struct Finished {
+    int64_t link = -1;
+    double score = 0.0;
+};
+
+/// One step's candidates on the host: per sentence C = min(2K, K*V) extensions,
+/// best first, as flat indices slot_in_sentence * V + token into [K, V].
+struct StepOnHost {
+    torch::Tensor total, index, step_lp, rank;  ///< [B, C]: cumulative log P, index, token log P, token rank
+    torch::Tensor context_norm;                 ///< [B*K]
+    torch::Tensor weights, scores;              ///< [B*K, S] (with attention only)
+    StepTopK top_k;                             ///< [B*K, top_k]
+};
+
+/// The beam search of one chunk of sentences.
+class BeamChunk {
+public:
+    BeamChunk(const SearchModel& tm, const DecodeOptions& o, const SourceBatch& batch,
+              std::vector<const std::vector<int64_t>*> given)
+        : m_tm(tm), m_o(o), m_model(tm.network()), m_device(tm.device()), m_K(o.beam_size),
+          m_V(m_model->config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
+          m_live(static_cast<size_t>(m_B * m_K), -1), m_finished(static_cast<size_t>(m_B)),
+          m_done(static_cast<size_t>(m_B), false) {
+        const int64_t K = m_K, B = m_B;
+        m_enc = expand(m_model->encode(batch.src, batch.src_len),
+                       torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
+        m_state = m_model->init_state(m_enc);
+        m_tokens = torch::full({B * K}, Vocab::bos_id, torch::kLong).to(m_device);
+        // Only the first beam of each sentence is live at the start.
+        m_beam_logp.assign(static_cast<size_t>(B * K), k_neg_inf);
+        for (int64_t b = 0; b < B; ++b) m_beam_logp[static_cast<size_t>(b * K)] = 0.f;
+        if (o.beam_tree) m_trees.resize(static_cast<size_t>(B));
+    }
+
+    /// Searches until every sentence is done or has reached its length limit.
+    void run() {
+        int64_t max_steps = 0;
+        for (int64_t b = 0; b < m_B; ++b) max_steps = std::max(max_steps, limit(b));
+        for (int64_t step = 0; step < max_steps; ++step)
+            if (!advance(step)) break;
+    }
+
+    /// Moves the results of sentence b into t (and its tree, when recorded).
+    void deliver(int64_t b, Translation& t) {
+        auto& fin = m_finished[static_cast<size_t>(b)];
+        std::stable_sort(fin.begin(), fin.end(), [](const Finished& x, const Finished& y) { return x.score > y.score; });
+        for (size_t i = 0; i < fin.size() && static_cast<int64_t>(i) < m_o.num_hypotheses; ++i) {
+            Hypothesis h = hypothesis(fin[i].link, b);
+            h.score = fin[i].score;
+            finish_hypothesis(h, m_tm.tgt_vocab(), m_tm.level());
+            t.hypotheses.push_back(std::move(h));
+        }
+        if (m_trees.empty()) return;
+        BeamTree& tree = m_trees[static_cast<size_t>(b)];
+        tree.source = t.src_tokens;
+        tree.level = m_tm.level();
+        tree.beam_size = m_K;
+        tree.num_hypotheses = m_o.num_hypotheses;
+        tree.length_penalty = m_o.length_penalty;
+        tree.attention_available = t.attention_available;
+        for (const auto& f : fin) tree.finished.push_back(m_links[static_cast<size_t>(f.link)].node);
+        t.beam_tree = std::make_shared<const BeamTree>(std::move(tree));
+    }
+
+private:
+    const std::vector<int64_t>* given(int64_t b) const { return m_given.empty() ? nullptr : m_given[static_cast<size_t>(b)]; }
+    bool forced_at(int64_t b, int64_t step) const {
+        return given(b) && step < static_cast<int64_t>(given(b)->size());
+    }
+    /// Output tokens sentence b may have: max_length, stretched to hold a prefix and one more token.
+    int64_t limit(int64_t b) const {
+        return given(b) ? std::max<int64_t>(m_o.max_length, static_cast<int64_t>(given(b)->size()) + 1) : m_o.max_length;
+    }
+
+    /// The hypothesis ending with `link`, as Translation returns it (its score is the caller's).
+    Hypothesis hypothesis(int64_t link, int64_t b) const {
+        std::vector<const Link*> chain;
+        for (int64_t at = link; at >= 0; at = m_links[static_cast<size_t>(at)].prev) chain.push_back(&m_links[static_cast<size_t>(at)]);
+        Hypothesis h;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            const Link& l = **it;
+            const StepOnHost& s = m_steps[static_cast<size_t>(l.step)];
+            append_token(h, l.token, l.log_prob, l.rank, l.given);
+            h.context_norm.push_back(s.context_norm.data_ptr<float>()[l.slot]);
+            if (s.weights.defined()) append_attention_row(h, s.weights, s.scores, l.slot, m_lens[static_cast<size_t>(b)]);
+            if (s.top_k.k > 0) h.top_k.push_back(s.top_k.row(l.slot, m_tm.tgt_vocab()));
+        }
+        return h;
+    }
+
+    /// The cumulative log P of the hypothesis ending with `link` (0 before the first token).
+    double total_of(int64_t link) const { return link < 0 ? 0.0 : m_links[static_cast<size_t>(link)].total; }
+
+    /// One step for every sentence; false once all are done.
+    bool advance(int64_t step) {
+        const int64_t B = m_B, K = m_K;
+        m_steps.push_back(step_on_host(step));
+        const StepOnHost& s = m_steps.back();
+        std::vector<float> next_logp(static_cast<size_t>(B * K), k_neg_inf);
+        std::vector<int64_t> parent(static_cast<size_t>(B * K), 0), next_tok(static_cast<size_t>(B * K), Vocab::eos_id);
+        std::vector<int64_t> next_live(static_cast<size_t>(B * K), -1);
+        auto total = s.total.accessor<float, 2>();
+        auto index = s.index.accessor<int64_t, 2>();
+        auto step_lp = s.step_lp.accessor<float, 2>();
+        auto rank = s.rank.accessor<int64_t, 2>();
+        for (int64_t b = 0; b < B; ++b) {
+            for (int64_t k = 0; k < K; ++k) parent[static_cast<size_t>(b * K + k)] = b * K;
+            if (m_done[static_cast<size_t>(b)]) continue;
+            const bool given_now = forced_at(b, step);
+            const int64_t candidates = given_now ? 1 : s.total.size(1);
+            int64_t filled = 0;
+            for (int64_t j = 0; j < candidates; ++j) {
+                if (total[b][j] == k_neg_inf) break;
+                const int64_t slot = b * K + index[b][j] / m_V, tok = index[b][j] % m_V;
+                const bool eos = tok == Vocab::eos_id;
+                if (filled == K) {  // the beams are full: what is left was looked at, not taken
+                    if (m_trees.empty()) break;
+                    record(b, slot, j, tok, step_lp[b][j], rank[b][j], BeamNode::Status::pruned, false, s, step);
+                    continue;
+                }
+                Link l;
+                l.prev = m_live[static_cast<size_t>(slot)];
+                l.step = step, l.slot = slot, l.token = tok, l.rank = rank[b][j], l.log_prob = step_lp[b][j];
+                l.total = total_of(l.prev) + l.log_prob;
+                l.given = given_now;
+                l.node = record(b, slot, j, tok, step_lp[b][j], rank[b][j],
+                                eos ? BeamNode::Status::finished : BeamNode::Status::kept, given_now, s, step);
+                m_links.push_back(l);
+                const auto id = static_cast<int64_t>(m_links.size()) - 1;
+                if (eos) {
+                    m_finished[static_cast<size_t>(b)].push_back({id, normalized(l.total, static_cast<size_t>(step + 1), m_o.length_penalty)});
+                    continue;
+                }
+                const auto dst = static_cast<size_t>(b * K + filled);
+                next_logp[dst] = total[b][j];
+                parent[dst] = slot;
+                next_tok[dst] = tok;
+                next_live[dst] = id;
+                ++filled;
+            }
+            if (static_cast<int64_t>(m_finished[static_cast<size_t>(b)].size()) >= K || filled == 0) {
+                m_done[static_cast<size_t>(b)] = true;
+            } else if (step + 1 >= limit(b)) {  // the length limit: the live beams finish as they are
+                for (int64_t k = 0; k < filled; ++k) {
+                    const int64_t id = next_live[static_cast<size_t>(b * K + k)];
+                    const Link& l = m_links[static_cast<size_t>(id)];
+                    if (l.node >= 0)
+                        m_trees[static_cast<size_t>(b)].nodes[static_cast<size_t>(l.node)].status = BeamNode::Status::finished;
+                    m_finished[static_cast<size_t>(b)].push_back({id, normalized(l.total, static_cast<size_t>(step + 1), m_o.length_penalty)});
+                }
+                m_done[static_cast<size_t>(b)] = true;
+            }
+        }
+        m_live = std::move(next_live);
+        m_beam_logp = std::move(next_logp);
+        if (std::all_of(m_done.begin(), m_done.end(), [](bool d) { return d; })) return false;
+        auto parent_t = torch::tensor(parent, torch::kLong).to(m_device);
+        m_state.h = m_state.h.index_select(1, parent_t);
+        if (m_state.c.defined()) m_state.c = m_state.c.index_select(1, parent_t);
+        m_tokens = torch::tensor(next_tok, torch::kLong).to(m_device);
+        return true;
+    }
+
+    /// Runs the decoder one step and brings the candidates (and what the hypotheses record) to the host.
+    StepOnHost step_on_host(int64_t step) {
+        const int64_t B = m_B, K = m_K, V = m_V;
+        auto out = m_model->step(m_tokens, m_state, m_enc);
+        auto logp = output_log_probs(out.logits);  // [B*K, V]
+        auto prev = torch::from_blob(m_beam_logp.data(), {B * K, 1}, torch::kFloat).to(m_device);
+        auto flat_logp = logp.view({B, K * V});
+        auto total = (logp + prev).view({B, K * V});
+        auto index = std::get<1>(total.topk(std::min<int64_t>(2 * K, K * V), 1));
+        // Prefix decoding: a given token is the only candidate of its sentence (the first beam's).
+        bool any_given = false;
+        for (int64_t b = 0; b < B && !any_given; ++b) any_given = forced_at(b, step) && !m_done[static_cast<size_t>(b)];
+        if (any_given) {
+            auto idx = index.to(torch::kCPU).contiguous();
+            auto ia = idx.accessor<int64_t, 2>();
+            for (int64_t b = 0; b < B; ++b)
+                if (forced_at(b, step)) ia[b][0] = (*given(b))[static_cast<size_t>(step)];
+            index = idx.to(m_device);
+        }
+        auto step_lp = flat_logp.gather(1, index);  // [B, C]
+        StepOnHost s;
+        s.total = total.gather(1, index).to(torch::kCPU).contiguous();
+        s.index = index.to(torch::kCPU).contiguous();
+        s.step_lp = step_lp.to(torch::kCPU).contiguous();
+        s.rank = ranks(s, logp, step);
+        s.context_norm = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat).contiguous();
+        if (m_tm.has_attention()) {
+            s.weights = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
+            s.scores = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
+        }
+        s.top_k = step_top_k(logp, m_o.top_k);
+        return s;
+    }
+
+    /// Each candidate's rank among all tokens of its beam: how many are more probable. A more
+    /// probable token u of the same beam has a total at least as high, so it is a candidate
+    /// too unless its total ties the last candidate's: count among the candidates, and count
+    /// over the beam's whole row only for given tokens and for totals equal to the last one.
+    torch::Tensor ranks(const StepOnHost& s, const torch::Tensor& logp, int64_t step) const {
+        const int64_t C = s.total.size(1);
+        auto rank_t = torch::zeros({m_B, C}, torch::kLong);
+        auto rank = rank_t.accessor<int64_t, 2>();
+        auto total = s.total.accessor<float, 2>();
+        auto index = s.index.accessor<int64_t, 2>();
+        auto lp = s.step_lp.accessor<float, 2>();
+        std::vector<int64_t> rows, at;  // counted on the whole row: the beam, and b * C + j
+        std::vector<float> row_lp;
+        for (int64_t b = 0; b < m_B; ++b) {
+            if (m_done[static_cast<size_t>(b)]) continue;
+            const bool given_now = forced_at(b, step);
+            for (int64_t j = 0; j < (given_now ? 1 : C); ++j) {
+                if (total[b][j] == k_neg_inf && !given_now) break;
+                const int64_t beam = index[b][j] / m_V;
+                if (given_now || total[b][j] == total[b][C - 1]) {
+                    rows.push_back(b * m_K + beam), at.push_back(b * C + j), row_lp.push_back(lp[b][j]);
+                    continue;
+                }
+                for (int64_t i = 0; i < C; ++i) rank[b][j] += index[b][i] / m_V == beam && lp[b][i] > lp[b][j];
+            }
+        }
+        if (rows.empty()) return rank_t;
+        auto rows_t = torch::tensor(rows, torch::kLong).to(m_device);
+        auto lp_t = torch::tensor(row_lp, torch::kFloat).to(m_device).unsqueeze(1);
+        auto counted = logp.index_select(0, rows_t).gt(lp_t).sum(1).to(torch::kCPU).contiguous();
+        for (size_t i = 0; i < at.size(); ++i) rank_t.data_ptr<int64_t>()[at[i]] = counted.data_ptr<int64_t>()[i];
+        return rank_t;
+    }
+
+    /// Adds candidate j of sentence b to its tree; returns the node id (-1 when no tree is recorded).
+    int64_t record(int64_t b, int64_t slot, int64_t j, int64_t tok, float lp, int64_t token_rank,
+                   BeamNode::Status status, bool forced, const StepOnHost& s, int64_t step) {
+        if (m_trees.empty()) return -1;
+        auto& nodes = m_trees[static_cast<size_t>(b)].nodes;
+        const int64_t prev = m_live[static_cast<size_t>(slot)];
+        BeamNode n;
+        n.id = static_cast<int64_t>(nodes.size());
+        n.parent = prev < 0 ? -1 : m_links[static_cast<size_t>(prev)].node;
+        n.step = step;
+        n.token_id = tok;
+        n.token = m_tm.tgt_vocab().token(tok);
+        n.token_log_prob = lp;
+        n.log_prob = total_of(prev) + lp;  // as append_token sums it
+        n.score = normalized(n.log_prob, static_cast<size_t>(step + 1), m_o.length_penalty);
+        n.status = status;
+        n.rank = j;
+        n.token_rank = token_rank;
+        n.forced = forced;
+        if (s.weights.defined()) {
+            const float* w = s.weights.data_ptr<float>() + slot * s.weights.stride(0);
+            n.attention.assign(w, w + m_lens[static_cast<size_t>(b)]);
+        }
+        nodes.push_back(std::move(n));
+        return nodes.back().id;
+    }
+
+    const SearchModel& m_tm;
+    const DecodeOptions& m_o;
+    Seq2Seq m_model;
+    torch::Device m_device;
+    const int64_t m_K, m_V, m_B;
+    std::vector<int64_t> m_lens;
+    std::vector<const std::vector<int64_t>*> m_given;  ///< per sentence; empty without prefixes
+    EncoderState m_enc;
+    DecoderState m_state;
+    torch::Tensor m_tokens;
+    std::vector<float> m_beam_logp;       ///< [B*K] cumulative log P of the live beams (-inf: none)
+    std::vector<int64_t> m_live;          ///< [B*K] the last link of each live beam (-1: none, or <bos>)
+    std::vector<Link> m_links;            ///< every token taken so far
+    std::vector<StepOnHost> m_steps;      ///< per step: what the links' hypotheses record
+    std::vector<std::vector<Finished>> m_finished;
+    std::vector<bool> m_done;
+    std::vector<BeamTree> m_trees;        ///< per sentence; empty unless recording
+};
+
+}  // namespace
+
+std::vector<Translation> beam_decode(const SearchModel& model, const std::vector<std::vector<std::string>>& sources,
+                                     const DecodeOptions& options, const std::vector<std::vector<int64_t>>* forced) {
+    auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
+        std::vector<const std::vector<int64_t>*> given;
+        if (forced)
+            for (size_t r : rows) given.push_back(&(*forced)[r]);
+        BeamChunk search(model, options, batch, std::move(given));
+        search.run();
+        for (size_t i = 0; i < rows.size(); ++i) search.deliver(static_cast<int64_t>(i), results[rows[i]]);
+    };
+    return decode_in_batches(model, sources, options, decode_chunk);
+}
+
+}  // namespace attnviz

@@ -1,0 +1,144 @@
+// What greedy and beam search share: batches of sources, the per-sentence frame,
+// and a hypothesis' bookkeeping.
+#include "core/decode/search.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/io/error.hpp"
+
+namespace attnviz {
+
+torch::Device SearchModel::device() const {
+    auto params = m_network->parameters();
+    return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
+
+SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources, const std::vector<size_t>& rows,
+                           const Vocab& src_vocab, const torch::Device& device, int64_t source_steps) {
+    SourceBatch b;
+    int64_t S = 1;
+    for (size_t r : rows) S = std::max<int64_t>(S, static_cast<int64_t>(sources[r].size()) + 1);
+    if (source_steps > 0) S = source_steps;
+    auto src = torch::full({static_cast<int64_t>(rows.size()), S}, Vocab::pad_id, torch::kLong);
+    auto len = torch::empty({static_cast<int64_t>(rows.size())}, torch::kLong);
+    auto sa = src.accessor<int64_t, 2>();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& toks = sources[rows[i]];
+        const auto n = std::min<int64_t>(S, static_cast<int64_t>(toks.size()) + 1);  // with <eos>, cut to S
+        for (int64_t j = 0; j < n; ++j)
+            sa[i][j] = j < static_cast<int64_t>(toks.size()) ? src_vocab.id(toks[static_cast<size_t>(j)]) : Vocab::eos_id;
+        len[i] = n;
+    }
+    b.src = src.to(device);
+    b.src_len = len.to(device);
+    return b;
+}
+
+Translation make_translation_shell(const std::vector<std::string>& source, const Vocab& src_vocab,
+                                   bool attention_available, int64_t source_steps) {
+    Translation t;
+    t.attention_available = attention_available;
+    if (source.empty()) return t;
+    // A model with source_steps reads only the first N tokens, <eos> included (as encode_sources cuts).
+    size_t n = source.size() + 1;
+    if (source_steps > 0) n = std::min(n, static_cast<size_t>(source_steps));
+    for (size_t i = 0; i < n && i < source.size(); ++i) {
+        const auto& tok = source[i];
+        if (src_vocab.contains(tok)) {
+            t.src_tokens.push_back(tok);
+        } else {
+            t.src_tokens.push_back(Vocab::unk_token);
+            t.unknown.push_back(tok);
+        }
+    }
+    if (n > source.size()) t.src_tokens.push_back(Vocab::eos_token);
+    return t;
+}
+
+void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level) {
+    for (auto id : h.ids) h.tokens.push_back(tgt_vocab.token(id));
+    std::vector<std::string> words;
+    for (size_t i = 0; i < h.ids.size() && h.ids[i] != Vocab::eos_id; ++i) words.push_back(h.tokens[i]);
+    h.text = detokenize(words, level);
+}
+
+std::vector<Translation> decode_in_batches(const SearchModel& model,
+                                           const std::vector<std::vector<std::string>>& sources,
+                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk) {
+    options.validate();
+    const bool has_attention = model.has_attention();
+    const Vocab& src_vocab = model.src_vocab();
+    std::vector<Translation> results;
+    results.reserve(sources.size());
+    const int64_t source_steps = model.config().source_steps;
+    for (const auto& s : sources) results.push_back(make_translation_shell(s, src_vocab, has_attention, source_steps));
+    std::vector<size_t> todo;  // empty inputs stay empty translations
+    for (size_t i = 0; i < sources.size(); ++i)
+        if (!sources[i].empty()) todo.push_back(i);
+    if (todo.empty()) return results;
+
+    torch::InferenceMode guard;
+    const auto device = model.device();
+    const auto chunk = static_cast<size_t>(options.batch_size);
+    for (size_t start = 0; start < todo.size(); start += chunk) {
+        std::vector<size_t> rows(todo.begin() + start, todo.begin() + std::min(todo.size(), start + chunk));
+        decode_chunk(rows, encode_sources(sources, rows, src_vocab, device, source_steps), results);
+    }
+    return results;
+}
+
+std::vector<int64_t> SourceBatch::lengths() const {
+    auto cpu = src_len.to(torch::kCPU).contiguous();
+    return {cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel()};
+}
+
+torch::Tensor output_log_probs(const torch::Tensor& logits) {
+    auto never = torch::tensor({Vocab::pad_id, Vocab::bos_id}, torch::kLong).to(logits.device());
+    return torch::log_softmax(logits.to(torch::kFloat), -1).index_fill_(1, never, -std::numeric_limits<float>::infinity());
+}
+
+StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k) {
+    if (std::min(k, log_probs.size(-1)) <= 0) return {};
+    auto top = log_probs.topk(std::min(k, log_probs.size(-1)), -1);
+    return step_top_k(std::get<0>(top), std::get<1>(top), k);
+}
+
+StepTopK step_top_k(const torch::Tensor& top_log_probs, const torch::Tensor& top_ids, int64_t k) {
+    StepTopK t;
+    t.k = std::min(k, top_log_probs.size(-1));
+    if (t.k <= 0) return t;
+    t.prob = top_log_probs.narrow(-1, 0, t.k).exp().to(torch::kCPU).contiguous();
+    t.ids = top_ids.narrow(-1, 0, t.k).to(torch::kCPU).contiguous();
+    return t;
+}
+
+std::vector<TokenProb> StepTopK::row(int64_t r, const Vocab& vocab) const {
+    std::vector<TokenProb> cands;
+    if (k <= 0) return cands;
+    const float* p = prob.data_ptr<float>() + r * k;
+    const int64_t* id = ids.data_ptr<int64_t>() + r * k;
+    cands.reserve(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) cands.push_back({id[i], vocab.token(id[i]), p[i]});
+    return cands;
+}
+
+void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool given) {
+    h.ids.push_back(id);
+    h.log_prob += log_prob;
+    h.step_log_prob.push_back(log_prob);
+    h.rank.push_back(rank);
+    if (!given) return;
+    ++h.forced_steps;
+    if (rank > 0 && h.first_divergence < 0) h.first_divergence = static_cast<int64_t>(h.ids.size()) - 1;
+}
+
+void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
+                          int64_t n) {
+    const float* w = weights.data_ptr<float>() + row * weights.stride(0);
+    const float* s = scores.data_ptr<float>() + row * scores.stride(0);
+    h.attention.emplace_back(w, w + n);
+    h.raw_scores.emplace_back(s, s + n);
+}
+
+}  // namespace attnviz

@@ -1,0 +1,95 @@
+#pragma once
+// What greedy and beam search share (core/decode/greedy.hpp, core/decode/beam.hpp):
+// the model as a search reads it, sources as a padded batch, the frame that
+// decodes sentences in batches, and the bookkeeping of a hypothesis step by step.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/decode/translation.hpp"
+#include "core/model/model.hpp"
+#include "core/text/text.hpp"
+#include "core/text/vocab.hpp"
+
+namespace attnviz {
+
+/// What a search reads of a model: the network and both vocabularies, borrowed
+/// (TranslationModel::search_model()) for the length of one call.
+class SearchModel {
+public:
+    SearchModel(Seq2Seq network, const Vocab& src_vocab, const Vocab& tgt_vocab, TokenLevel level)
+        : m_network(std::move(network)), m_src(src_vocab), m_tgt(tgt_vocab), m_level(level) {}
+    const Seq2Seq& network() const { return m_network; }
+    const ModelConfig& config() const { return m_network->config(); }
+    const Vocab& src_vocab() const { return m_src; }
+    const Vocab& tgt_vocab() const { return m_tgt; }
+    TokenLevel level() const { return m_level; }
+    bool has_attention() const { return config().scoring != Scoring::none; }
+    /// Where the network's weights are (the CPU for a network without parameters).
+    torch::Device device() const;
+
+private:
+    Seq2Seq m_network;
+    const Vocab& m_src;
+    const Vocab& m_tgt;
+    TokenLevel m_level;
+};
+
+/// Source sentences as padded ids + <eos>, on the model's device; with the
+/// model's source_steps N > 0, d2l's pad_or_trim(ids + <eos>, N): N wide, a
+/// longer sentence cut to its first N tokens (losing <eos>).
+struct SourceBatch {
+    torch::Tensor src;      ///< [B, S]
+    torch::Tensor src_len;  ///< [B]
+    std::vector<int64_t> lengths() const;  ///< src_len on the host
+};
+
+SourceBatch encode_sources(const std::vector<std::vector<std::string>>& sources, const std::vector<size_t>& rows,
+                           const Vocab& src_vocab, const torch::Device& device, int64_t source_steps = 0);
+/// A Translation with source tokens (unknown words as <unk>, listed) and no hypotheses yet;
+/// with source_steps N > 0 the source tokens are the N the model reads (see encode_sources).
+Translation make_translation_shell(const std::vector<std::string>& source, const Vocab& src_vocab,
+                                   bool attention_available, int64_t source_steps = 0);
+/// Fills tokens and text from ids.
+void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
+/// Appends row `row` of a step's weights and raw scores ([B, S] contiguous float CPU tensors),
+/// keeping the first n source positions.
+void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
+                          int64_t n);
+
+/// A step's log-probabilities [R, V] from its logits, in float, with <pad> and
+/// <bos> (never outputs) at -inf: what greedy and beam search both choose from.
+torch::Tensor output_log_probs(const torch::Tensor& logits);
+
+/// The k most probable tokens of each row of a step's log-probabilities, on the host.
+struct StepTopK {
+    torch::Tensor prob, ids;  ///< [R, k] float and long, contiguous CPU tensors (undefined when k == 0)
+    int64_t k = 0;
+    /// Row r's candidates, best first (empty when k == 0).
+    std::vector<TokenProb> row(int64_t r, const Vocab& vocab) const;
+};
+StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k);
+/// The same from a row-wise topk already taken (sorted, at least k columns where the row has them).
+StepTopK step_top_k(const torch::Tensor& top_log_probs, const torch::Tensor& top_ids, int64_t k);
+
+/// Appends one output token to h: its id, log-probability (added to log_prob)
+/// and rank; a given (forced) token is counted in forced_steps and, when the
+/// model ranked another token first, may set first_divergence.
+void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool given);
+
+/// Decodes one chunk: rows index the sources (all non-empty), batch holds them encoded;
+/// it appends hypotheses to results[rows[i]].
+using ChunkDecoder = std::function<void(const std::vector<size_t>& rows, const SourceBatch& batch,
+                                        std::vector<Translation>& results)>;
+
+/// The frame shared by greedy and beam search: validates the options, makes a
+/// Translation per source (empty ones stay empty), enters inference mode, and
+/// hands the non-empty sources to decode_chunk in batches.
+std::vector<Translation> decode_in_batches(const SearchModel& model,
+                                           const std::vector<std::vector<std::string>>& sources,
+                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk);
+
+}  // namespace attnviz

@@ -1,0 +1,33 @@
+// DecodeOptions: JSON and range checks.
+#include "core/decode/translation.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/error.hpp"
+
+namespace attnviz {
+
+nlohmann::json DecodeOptions::to_json() const {
+    return {{"max_length", max_length},
+            {"beam_size", beam_size},
+            {"num_hypotheses", num_hypotheses},
+            {"length_penalty", length_penalty},
+            {"batch_size", batch_size},
+            {"normalize_input", normalize_input},
+            {"top_k", top_k},
+            {"beam_tree", beam_tree}};
+}
+
+void DecodeOptions::validate() const {
+    const DecodeOptions& o = *this;
+    if (o.max_length < 1 || o.max_length > max_decode_length)
+        throw ConfigError("decode: max length must be in 1.." + std::to_string(max_decode_length));
+    if (o.beam_size < 1 || o.beam_size > 100) throw ConfigError("decode: beam size must be in 1..100");
+    if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size)
+        throw ConfigError("decode: number of hypotheses must be in 1..beam size");
+    if (o.batch_size < 1) throw ConfigError("decode: batch size must be at least 1");
+    if (o.length_penalty < 0) throw ConfigError("decode: length penalty must be >= 0");
+    if (o.top_k < 0 || o.top_k > 100) throw ConfigError("decode: top-k must be in 0..100");
+}
+
+}  // namespace attnviz

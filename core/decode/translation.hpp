@@ -1,0 +1,100 @@
+#pragma once
+// What decoding is asked and what it returns: DecodeOptions, and per input
+// sentence a Translation of hypotheses that carry, with each output token, the
+// attention row and the raw scores of the step that produced it (what the
+// heatmap and the step inspector show). Plain data, no LibTorch: exports,
+// alignments and the beam tree read it in the torch-free base library. The
+// searches that fill it are core/decode/greedy.hpp and core/decode/beam.hpp;
+// models translate through core/decode/translation_model.hpp.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+
+namespace attnviz {
+
+/// The longest output decoding produces (DecodeOptions::max_length's upper bound).
+constexpr int64_t max_decode_length = 1000;
+
+/// Options for decoding (CTranslate2's TranslationOptions in spirit).
+struct DecodeOptions {
+    int64_t max_length = 30;      ///< maximum output tokens per sentence, <eos> included (1..max_decode_length)
+    int64_t beam_size = 1;        ///< 1 = greedy; > 1 = beam search
+    int64_t num_hypotheses = 1;   ///< N-best: how many hypotheses to return (<= beam_size)
+    double length_penalty = 1.0;  ///< beam: score = log P / length^length_penalty (0 = no normalisation)
+    int64_t batch_size = 64;      ///< sentences decoded together
+    bool normalize_input = true;  ///< apply text normalisation before tokenising (word level)
+    int64_t top_k = 0;            ///< also report, per step, the K most probable next tokens
+                                  ///< (Hypothesis::top_k); 0 = off, at most 100
+    bool beam_tree = false;       ///< record every candidate the search looked at in Translation::beam_tree
+                                  ///< (core/decode/beam_tree.hpp); runs beam search, which at beam_size 1 is greedy
+    nlohmann::json to_json() const;
+    /// Throws ConfigError naming the first option out of its range.
+    void validate() const;
+};
+
+/// A candidate next token and its probability.
+struct TokenProb {
+    int64_t id = 0;
+    std::string token;
+    float prob = 0.0f;            ///< softmax probability (<pad> and <bos>, never outputs, excluded)
+};
+
+/// How a given target is used by forced decoding (TranslationModel::force).
+enum class ForceMode {
+    reference,  ///< score the whole target (and <eos>) teacher-forced: "what did the model think of it?"
+    prefix      ///< force the target's tokens, then let the model go on (greedy or beam search)
+};
+
+struct BeamTree;  // core/decode/beam_tree.hpp
+
+/// One hypothesis, with its own attention.
+struct Hypothesis {
+    std::vector<std::string> tokens;   ///< output tokens, ending with "<eos>" when one was produced
+    std::vector<int64_t> ids;          ///< their ids
+    double log_prob = 0.0;             ///< sum of the step log-probabilities
+    double score = 0.0;                ///< log_prob after length normalisation (greedy: log_prob)
+    /// attention[t][s]: weight of source token s when producing output token t (rows sum to 1).
+    std::vector<std::vector<float>> attention;
+    /// raw_scores[t][s]: the scores before the softmax at step t.
+    std::vector<std::vector<float>> raw_scores;
+    /// context_norm[t]: L2 norm of the context vector at step t.
+    std::vector<float> context_norm;
+    /// step_log_prob[t]: log-probability of output token t at its step; they sum to log_prob.
+    std::vector<float> step_log_prob;
+    /// rank[t]: 0-based rank of output token t among all tokens at its step (greedy: 0 unless forced;
+    /// beam search may keep a less probable token whose hypothesis scores better overall).
+    std::vector<int64_t> rank;
+    /// top_k[t]: the DecodeOptions::top_k most probable tokens at step t, best first (empty when off).
+    std::vector<std::vector<TokenProb>> top_k;
+    /// Forced decoding: how many leading tokens were given rather than chosen (0 otherwise).
+    int64_t forced_steps = 0;
+    /// Forced decoding: the first step whose given token was not the model's top choice (-1: none).
+    int64_t first_divergence = -1;
+    /// The output text (tokens up to <eos>, joined for the token level).
+    std::string text;
+};
+
+/// The result for one input sentence (CTranslate2's TranslationResult in spirit).
+struct Translation {
+    std::string input;                       ///< the sentence as given
+    std::vector<std::string> src_tokens;     ///< source tokens as the model saw them, "<eos>" last (a model
+                                             ///< with ModelConfig::source_steps N reads only the first N)
+    std::vector<std::string> unknown;        ///< input tokens not in the source vocabulary (shown as <unk>)
+    std::vector<Hypothesis> hypotheses;      ///< best first; empty for an empty input
+    bool attention_available = true;         ///< false for Scoring::none
+    /// Every candidate of the search (DecodeOptions::beam_tree); null when not recorded or for an empty input.
+    std::shared_ptr<const BeamTree> beam_tree;
+    /// Empty: tokens as the model saw them. Otherwise how they were merged for reading
+    /// (core/analysis/subword_merge.hpp: "words (columns summed, rows averaged)"); exports carry it.
+    std::string merged;
+    const Hypothesis& best() const { return hypotheses.at(0); }
+    bool empty() const { return hypotheses.empty(); }
+};
+
+// Translating goes through TranslationModel::translate (core/decode/translation_model.hpp).
+
+}  // namespace attnviz

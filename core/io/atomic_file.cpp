@@ -1,0 +1,236 @@
+// Atomic file writes, unpredictable temporary names, stale temporaries.
+#include "core/io/atomic_file.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <memory>
+
+#include "core/io/error.hpp"
+
+namespace attnviz {
+
+namespace {
+
+// --- writes in progress, for signal handlers -----------------------------------
+// A fixed table (no allocation, lock-free atomics) that a signal handler can walk.
+// A write that finds no free slot goes on unregistered: its temporary file is then
+// only cleaned by a later write's stale-file sweep.
+struct Slot {
+    std::atomic<int> state{0};  // 0 free, 1 being filled, 2 holds a path
+    char path[PATH_MAX];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "signal handlers need lock-free atomics");
+Slot g_slots[16];
+
+class InProgress {
+public:
+    explicit InProgress(const std::string& tmp) {
+        if (tmp.size() >= sizeof(Slot::path)) return;
+        for (auto& s : g_slots) {
+            int expected = 0;
+            if (!s.state.compare_exchange_strong(expected, 1)) continue;
+            std::memcpy(s.path, tmp.c_str(), tmp.size() + 1);
+            s.state.store(2);
+            m_slot = &s;
+            return;
+        }
+    }
+    ~InProgress() {
+        if (m_slot) m_slot->state.store(0);
+    }
+    InProgress(const InProgress&) = delete;
+    InProgress& operator=(const InProgress&) = delete;
+
+private:
+    Slot* m_slot = nullptr;
+};
+
+bool in_progress(const std::string& tmp) {
+    for (auto& s : g_slots)
+        if (s.state.load() == 2 && tmp == s.path) return true;
+    return false;
+}
+
+// --- names -------------------------------------------------------------------------
+constexpr char k_alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+constexpr size_t k_random_chars = 12;
+
+std::string random_suffix() {
+    unsigned char bytes[k_random_chars];
+    ssize_t got = ::getrandom(bytes, sizeof bytes, GRND_NONBLOCK);
+    if (got != static_cast<ssize_t>(sizeof bytes)) {
+        // No entropy yet (early boot): the name need not be secret, O_EXCL keeps it safe.
+        static std::atomic<uint64_t> counter{0};
+        uint64_t x = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                     (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+        for (auto& b : bytes) b = static_cast<unsigned char>(x >>= 5);
+    }
+    std::string s;
+    for (unsigned char b : bytes) s += k_alphabet[b % 32];
+    return s;
+}
+
+struct Split {
+    std::string dir, base;
+};
+
+Split split_path(const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    if (slash == std::string::npos) return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+    return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+std::string temporary_name(const std::string& path) {
+    return path + ".tmp-" + std::to_string(::getpid()) + "-" + random_suffix();
+}
+
+/// Creates a fresh temporary file for path; returns its fd and sets tmp, or -1 with errno set.
+int create_temporary(const std::string& path, std::string& tmp, std::unique_ptr<InProgress>& registered) {
+    for (int attempt = 0; attempt < 32; ++attempt) {
+        tmp = temporary_name(path);
+        registered = std::make_unique<InProgress>(tmp);
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) return fd;
+        const int err = errno;
+        registered.reset();
+        if (err != EEXIST && err != ELOOP) {
+            errno = err;
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+bool all_digits(const std::string& s, size_t from, size_t to) {
+    if (from >= to) return false;
+    for (size_t i = from; i < to; ++i)
+        if (s[i] < '0' || s[i] > '9') return false;
+    return true;
+}
+
+}  // namespace
+
+bool is_temporary_name(const std::string& name, const std::string& target_name, long* pid) {
+    if (target_name.empty() || name.size() <= target_name.size() + 5 || name.compare(0, target_name.size(), target_name) != 0)
+        return false;
+    const size_t at = target_name.size();
+    size_t pid_end = 0;
+    if (name.compare(at, 5, ".tmp-") == 0) {  // T.tmp-<pid>-<random>
+        pid_end = name.find('-', at + 5);
+        if (pid_end == std::string::npos || !all_digits(name, at + 5, pid_end) ||
+            name.size() - pid_end - 1 != k_random_chars)
+            return false;
+        for (size_t i = pid_end + 1; i < name.size(); ++i)
+            if (!std::strchr(k_alphabet, name[i]) || name[i] == '\0') return false;
+    } else if (name.compare(at, 5, ".tmp.") == 0) {  // the old form, T.tmp.<pid>
+        pid_end = name.size();
+        if (!all_digits(name, at + 5, pid_end)) return false;
+    } else {
+        return false;
+    }
+    if (pid_end - (at + 5) > 9) return false;  // no pid has more digits
+    if (pid) *pid = std::stol(name.substr(at + 5, pid_end - (at + 5)));
+    return true;
+}
+
+size_t remove_stale_temporaries(const std::string& path) {
+    const Split p = split_path(path);
+    DIR* d = ::opendir(p.dir.c_str());
+    if (!d) return 0;
+    size_t removed = 0;
+    const long self = static_cast<long>(::getpid());
+    while (const dirent* e = ::readdir(d)) {
+        long pid = 0;
+        const std::string name = e->d_name;
+        if (!is_temporary_name(name, p.base, &pid)) continue;
+        const std::string full = join(p.dir, name);
+        struct stat st;
+        if (::lstat(full.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;  // only files we could have made
+        bool stale;
+        if (pid == self) stale = !in_progress(full);
+        else stale = pid <= 0 || pid > INT_MAX || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+        if (stale && ::unlink(full.c_str()) == 0) ++removed;
+    }
+    ::closedir(d);
+    return removed;
+}
+
+void remove_temporaries_in_progress() noexcept {
+    for (auto& s : g_slots)
+        if (s.state.load() == 2) ::unlink(s.path);
+}
+
+void check_writable_path(const std::string& path) {
+    if (path.empty()) throw FileError("no file name given");
+    const Split p = split_path(path);
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw FileError("cannot write '" + path + "': it is a directory (give a file name)");
+    if (p.base.empty() || p.base == "." || p.base == "..")
+        throw FileError("cannot write '" + path + "': it names a directory (give a file name)");
+    if (::stat(p.dir.c_str(), &st) != 0)
+        throw FileError("cannot write '" + path + "': directory '" + p.dir + "' " +
+                        (errno == ENOENT ? std::string("does not exist") : std::strerror(errno)));
+    if (!S_ISDIR(st.st_mode)) throw FileError("cannot write '" + path + "': '" + p.dir + "' is not a directory");
+    std::string tmp;
+    std::unique_ptr<InProgress> registered;
+    const int fd = create_temporary(path, tmp, registered);
+    if (fd < 0)
+        throw FileError("cannot write '" + path + "': " + std::strerror(errno) + " (directory '" + p.dir + "')");
+    ::close(fd);
+    ::unlink(tmp.c_str());
+}
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+    remove_stale_temporaries(path);
+    std::string tmp;
+    std::unique_ptr<InProgress> registered;
+    const int fd = create_temporary(path, tmp, registered);
+    if (fd < 0) throw FileError("cannot write '" + path + "': " + std::strerror(errno));
+    auto fail = [&](int err, bool close_fd) {
+        if (close_fd) ::close(fd);
+        ::unlink(tmp.c_str());
+        throw FileError("cannot write '" + path + "': " + std::strerror(err));
+    };
+    size_t done = 0;
+    while (done < contents.size()) {
+        const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            fail(errno, true);
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0) fail(errno, true);
+    if (::close(fd) != 0) fail(errno, false);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno, false);
+    registered.reset();
+    // The rename is only durable once the directory is: sync it too. File systems
+    // that cannot sync a directory (EINVAL) are fine; an I/O error is reported.
+    const Split p = split_path(path);
+    const int dfd = ::open(p.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        const int rc = ::fsync(dfd);
+        const int err = errno;
+        ::close(dfd);
+        if (rc != 0 && err == EIO)
+            throw FileError("'" + path + "' was written, but syncing its directory failed: " + std::strerror(err));
+    }
+}
+
+}  // namespace attnviz

@@ -1,0 +1,124 @@
+#include "core/io/process_memory.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+// Under a sanitizer the sanitizer's allocator serves every block: glibc's heap
+// figures say nothing about it and trimming glibc's heap releases nothing.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ATTNVIZ_GLIBC_HEAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define ATTNVIZ_GLIBC_HEAP 0
+#endif
+#endif
+#if !defined(ATTNVIZ_GLIBC_HEAP) && defined(__GLIBC__)
+#define ATTNVIZ_GLIBC_HEAP 1
+#elif !defined(ATTNVIZ_GLIBC_HEAP)
+#define ATTNVIZ_GLIBC_HEAP 0
+#endif
+
+namespace attnviz {
+
+HeapStats heap_stats() {
+    HeapStats s;
+#if ATTNVIZ_GLIBC_HEAP
+    const struct mallinfo2 m = mallinfo2();
+    constexpr double mb = 1024.0 * 1024.0;
+    s.available = true;
+    s.in_use_mb = double(m.uordblks + m.hblkhd) / mb;
+    s.free_mb = double(m.fordblks) / mb;
+    s.mapped_mb = double(m.hblkhd) / mb;
+#endif
+    return s;
+}
+
+double resident_mb() {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double kb = -1;
+    while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "VmRSS:", 6) == 0) {
+            std::sscanf(line + 6, "%lf", &kb);
+            break;
+        }
+    std::fclose(f);
+    return kb < 0 ? -1 : kb / 1024.0;
+}
+
+bool release_free_heap() {
+#if ATTNVIZ_GLIBC_HEAP
+    return malloc_trim(0) == 1;
+#else
+    return false;
+#endif
+}
+
+bool glibc_tunable_set(const char* tunable) {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    return tunables && tunable && std::strstr(tunables, tunable) != nullptr;
+}
+
+bool limit_heap_arenas(int arenas) {
+#if ATTNVIZ_GLIBC_HEAP
+    if (arenas < 1 || glibc_tunable_set("glibc.malloc.arena_max")) return false;
+    return mallopt(M_ARENA_MAX, arenas) == 1;
+#else
+    (void)arenas;
+    return false;
+#endif
+}
+
+bool tune_heap_for_training() {
+#if ATTNVIZ_GLIBC_HEAP
+    if (glibc_tunable_set("glibc.malloc.mmap_threshold") || glibc_tunable_set("glibc.malloc.trim_threshold"))
+        return false;
+    // 32 MiB is the most glibc takes for the mmap threshold on 64-bit systems (half its
+    // heap size); setting either value also turns its dynamic adjustment off.
+    const bool mmap_set = mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1;
+    const bool trim_set = mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024) == 1;
+    return mmap_set && trim_set;
+#else
+    return false;
+#endif
+}
+
+int heap_arena_count() {
+#if ATTNVIZ_GLIBC_HEAP
+    // malloc_info writes one <heap nr="N"> element per arena.
+    char* text = nullptr;
+    size_t size = 0;
+    std::FILE* f = open_memstream(&text, &size);
+    if (!f) return 0;
+    const bool ok = malloc_info(0, f) == 0;
+    std::fclose(f);
+    int count = 0;
+    for (const char* p = text; ok && p && (p = std::strstr(p, "<heap nr=")); ++p) ++count;
+    std::free(text);
+    return count;
+#else
+    return 0;
+#endif
+}
+
+HeapReleaser::HeapReleaser(double interval_seconds)
+    : m_interval(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(interval_seconds > 0 ? interval_seconds : 0))),
+      m_last(std::chrono::steady_clock::now()) {}
+
+bool HeapReleaser::maybe_release() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_last < m_interval) return false;
+    m_last = now;
+    ++m_releases;
+    release_free_heap();
+    return true;
+}
+
+}  // namespace attnviz

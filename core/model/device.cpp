@@ -1,0 +1,42 @@
+#include "core/model/device.hpp"
+
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include "core/io/error.hpp"
+
+namespace attnviz {
+
+bool cuda_available() { return torch::cuda::is_available(); }
+
+torch::Device resolve_device(const std::string& name) {
+    if (name.empty() || name == "auto") return cuda_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
+    if (name == "cpu") return torch::kCPU;
+    if (name.rfind("cuda", 0) == 0) {
+        if (!cuda_available())
+            throw ConfigError("device '" + name + "' asked for, but LibTorch sees no CUDA GPU "
+                              "(use --device cpu or auto; is this a CUDA build of LibTorch?)");
+        try {
+            torch::Device d(name);
+            if (d.index() >= static_cast<int>(torch::cuda::device_count()))
+                throw ConfigError("device '" + name + "': only " + std::to_string(torch::cuda::device_count()) +
+                                  " CUDA device(s) present");
+            return d;
+        } catch (const c10::Error&) {
+            throw ConfigError("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");
+        }
+    }
+    throw ConfigError("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");
+}
+
+std::string describe_device(const torch::Device& device) {
+    if (device.is_cpu()) {
+        const int threads = at::get_num_threads();
+        return "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+    }
+    return device.str();
+}
+
+std::string libtorch_version() { return TORCH_VERSION; }
+
+}  // namespace attnviz

@@ -1,0 +1,168 @@
+#pragma once
+// The RNN encoder-decoder with attention (d2l's Seq2SeqEncoder +
+// Seq2SeqAttentionDecoder, seed 003), with the variants a course asks for:
+// GRU or LSTM cells, bidirectional encoder, several scoring functions and a
+// no-attention baseline. Names follow d2l so the code reads beside the book.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/config/config.hpp"
+#include "core/model/fused_gru.hpp"
+
+namespace attnviz {
+
+/// What the encoder hands to the decoder; keys are projected once per batch.
+struct EncoderState {
+    torch::Tensor outputs;    ///< [B, S, K] last layer's hidden states (keys and values), K = H or 2H
+    torch::Tensor src_len;    ///< [B] valid source lengths (at most config().source_steps when set)
+    torch::Tensor mask;       ///< [B, S] true at valid source positions
+    torch::Tensor proj_keys;  ///< [B, S, A] keys after the scorer's key projection (or the keys themselves)
+    torch::Tensor final_ctx;  ///< [B, K] the encoder's final state of the last layer (context for Scoring::none)
+    torch::Tensor h0;         ///< [L, B, H] decoder's initial hidden state
+    torch::Tensor c0;         ///< [L, B, H] decoder's initial cell state (LSTM only, else undefined)
+};
+
+/// Decoder state carried from step to step.
+struct DecoderState {
+    torch::Tensor h;  ///< [L, B, H]
+    torch::Tensor c;  ///< [L, B, H] (LSTM only)
+};
+
+/// What one decoding step produces.
+struct StepOutput {
+    torch::Tensor logits;   ///< [B, V] scores over the target vocabulary
+    torch::Tensor scores;   ///< [B, S] raw attention scores before the softmax (padding: -inf); undefined for none
+    torch::Tensor weights;  ///< [B, S] attention weights (rows sum to 1, padding 0); undefined for none
+    torch::Tensor context;  ///< [B, K] context vector fed to the RNN
+};
+
+/// Attention scoring with a padding mask (d2l's AdditiveAttention & co).
+class AttentionImpl : public torch::nn::Module {
+public:
+    AttentionImpl(Scoring scoring, int64_t query_size, int64_t key_size, int64_t attention_size);
+    /// keys [B,S,K] -> projected keys [B,S,A], computed once per batch (Joey NMT's compute_proj_keys).
+    torch::Tensor project_keys(const torch::Tensor& keys);
+    /// query [B,H], proj_keys [B,S,A], mask [B,S] -> raw scores [B,S] (padding = -inf).
+    torch::Tensor score(const torch::Tensor& query, const torch::Tensor& proj_keys,
+                        const torch::Tensor& mask);
+    Scoring scoring() const { return m_scoring; }
+    /// Additive scoring's W_q [A, H] and w_v [1, A] (undefined for the other scorings).
+    torch::Tensor query_weight() const { return W_q ? W_q->weight : torch::Tensor(); }
+    torch::Tensor score_weight() const { return w_v ? w_v->weight : torch::Tensor(); }
+    /// The scorer's Linear layers (none to three), in registration order.
+    std::vector<torch::nn::Linear> layers() const;
+
+private:
+    Scoring m_scoring;
+    int64_t m_key_size;
+    torch::nn::Linear W_q{nullptr}, W_k{nullptr}, w_v{nullptr};
+};
+TORCH_MODULE(Attention);
+
+/// The encoder-decoder. forward() runs the whole target sequence with teacher forcing.
+class Seq2SeqImpl : public torch::nn::Module {
+public:
+    explicit Seq2SeqImpl(const ModelConfig& config);
+    const ModelConfig& config() const { return m_config; }
+
+    /// src [B,S], src_len [B] -> encoder state, keys projected. With config().source_steps = N > 0
+    /// the batch is first made N wide as d2l's pad_or_trim does (src_len clamped to N) and the
+    /// RNN runs over all N steps; the state's S is then N and src_len/mask the clamped lengths.
+    EncoderState encode(const torch::Tensor& src, const torch::Tensor& src_len);
+    /// Initial decoder state from the encoder.
+    DecoderState init_state(const EncoderState& enc) const;
+    /// One step: tokens [B] (previous output ids) -> logits, scores, weights; state updated in place.
+    StepOutput step(const torch::Tensor& tokens, DecoderState& state, const EncoderState& enc);
+    /// Teacher-forced decoder over tgt_in [B,T] -> logits [B,T,V]. When
+    /// teacher_forcing < 1, each step feeds the model's own previous prediction
+    /// with probability 1 - teacher_forcing (drawn from the global generator).
+    /// attention (optional) receives [B,T,S] weights.
+    torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len,
+                          const torch::Tensor& tgt_in, double teacher_forcing = 1.0,
+                          torch::Tensor* attention = nullptr);
+    /// d2l's training loss of a batch: masked_cross_entropy(forward(src, src_len,
+    /// tgt_in, teacher_forcing), tgt_out, pad), the mean over non-pad targets.
+    /// Where forward() takes the fused path, the output layer and the loss run
+    /// as one node over the real target tokens only (core/model/fused_output.hpp):
+    /// same value and gradients, no logits for padding.
+    torch::Tensor loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                       const torch::Tensor& tgt_out, double teacher_forcing = 1.0);
+
+    /// Applies config().init to every parameter (called by the constructor).
+    void reset_parameters();
+
+    /// A GRU model's teacher-forced forward() (training and validation loss)
+    /// and a unidirectional GRU encoder run as fused autograd nodes
+    /// (core/model/fused_gru.hpp; same maths, faster). false runs them step by step
+    /// under autograd, the reference the tests compare with. In the fused
+    /// path, logits past a row's target length are 0 (the loss ignores them).
+    /// Decoding (step()) is not affected.
+    void set_fused_decoder(bool on) { m_fused = on; }
+    bool fused_decoder() const { return m_fused; }
+    /// Whether loss() runs as fused nodes only, encoder and decoder (a GRU,
+    /// unidirectional, fused, full teacher forcing): then all its randomness
+    /// is the fused nodes' dropout masks (DropoutStream), which is what lets
+    /// core/train/split_step.hpp train parts of a batch on several threads at once.
+    bool trains_fused(double teacher_forcing) const;
+    /// true runs the fused nodes' backward gate arithmetic with ATen ops on
+    /// the CPU too (GateArithmetic::generic, the code CUDA runs), so that CPU
+    /// tests check it; false (default) takes the faster CPU loop there.
+    void set_fused_generic_gates(bool on) { m_generic_gates = on; }
+
+private:
+    /// The decoder step of step() and forward(): x [B,E] embedded input ->
+    /// top layer's output [B,H] (before the output layer); read receives the
+    /// attention scores and weights [B,S] (undefined for none) and context [B,K].
+    torch::Tensor decode_step(const torch::Tensor& x, DecoderState& state, const EncoderState& enc,
+                              StepOutput& read);
+    torch::Tensor rnn_step(const torch::Tensor& x, DecoderState& state);
+    /// One recurrent layer's parameters in one direction, PyTorch's layout.
+    struct RecurrentWeights {
+        torch::Tensor w_ih, w_hh, b_ih, b_hh;  ///< [G*H, in], [G*H, H], [G*H], [G*H]; G gates (GRU 3, LSTM 4)
+    };
+    /// The encoder RNN's layer l (reverse: its backward direction).
+    RecurrentWeights encoder_layer(int64_t l, bool reverse) const;
+    void encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc);
+    void encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc);
+    /// Whether encode() runs the encoder as one fused node.
+    bool encodes_fused() const { return m_fused && enc_gru && !m_config.bidirectional; }
+    /// Whether forward() takes the fused path.
+    bool takes_fused_path(double teacher_forcing, const torch::Tensor* attention) const;
+    /// The fused path up to the output layer: the top layer's outputs [N, H]
+    /// for the N real target tokens, in packing's order (packing.caller_index
+    /// says where each stands in the caller's [B*T] batch).
+    torch::Tensor decode_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                               LengthPacking& packing);
+    torch::Tensor forward_fused(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in);
+    bool m_fused = true;
+    bool m_generic_gates = false;
+    ModelConfig m_config;
+    int64_t m_key_size;
+    torch::nn::Embedding enc_embedding{nullptr}, dec_embedding{nullptr};
+    torch::nn::GRU enc_gru{nullptr};
+    torch::nn::LSTM enc_lstm{nullptr};
+    torch::nn::Linear bridge{nullptr};   ///< bidirectional: [2H] -> [H] initial decoder state
+    Attention attention{nullptr};
+    std::vector<torch::Tensor> m_w_ih, m_w_hh, m_b_ih, m_b_hh;  ///< decoder RNN, one set per layer
+    torch::nn::Dropout dropout{nullptr};
+    torch::nn::Linear dense{nullptr};
+};
+TORCH_MODULE(Seq2Seq);
+
+/// Masked cross-entropy (d2l's Seq2Seq.loss): mean over non-pad target tokens.
+torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target,
+                                   int64_t pad_id);
+
+/// Copies every weight of src into dst (same configuration; any devices).
+void copy_weights(Seq2Seq& dst, Seq2Seq& src);
+
+/// A deep copy of a model (weights cloned), in eval mode, on the given device.
+Seq2Seq clone_model(Seq2Seq& model, const torch::Device& device);
+
+/// Number of trainable parameters.
+int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace attnviz

@@ -1,0 +1,72 @@
+// The parameter table of core/persist/parameter_names.hpp. Its test builds a Seq2Seq
+// for every variant and checks that named_parameters() matches it exactly.
+#include "core/persist/parameter_names.hpp"
+
+#include "core/io/error.hpp"
+#include "core/io/message.hpp"
+
+namespace attnviz {
+
+std::vector<ParameterName> parameter_names(const ModelConfig& c) {
+    c.validate_for_build();
+    const int64_t E = c.embed_size, H = c.hidden_size, L = c.num_layers;
+    const int64_t D = c.bidirectional ? 2 : 1, K = D * H;
+    const int64_t G = c.cell == CellType::gru ? 3 : 4;
+    const int64_t A = c.attention_size > 0 ? c.attention_size : H;
+    std::vector<ParameterName> out;
+    auto add = [&](std::string module, std::string file, std::vector<int64_t> shape) {
+        out.push_back({std::move(module), std::move(file), std::move(shape)});
+    };
+
+    add("enc_embedding.weight", "encoder.embedding.weight", {c.src_vocab, E});
+    for (int64_t l = 0; l < L; ++l)
+        for (int64_t d = 0; d < D; ++d) {
+            const std::string s = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+            const int64_t in = l == 0 ? E : K;
+            for (const auto& [what, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+                     {"weight_ih", {G * H, in}}, {"weight_hh", {G * H, H}}, {"bias_ih", {G * H}}, {"bias_hh", {G * H}}})
+                add("enc_rnn." + what + s, "encoder.rnn." + what + s, shape);
+        }
+    if (c.bidirectional) {
+        add("bridge.weight", "decoder.bridge.weight", {H, 2 * H});
+        add("bridge.bias", "decoder.bridge.bias", {H});
+    }
+    if (c.scoring == Scoring::additive) {
+        add("attention.W_k.weight", "decoder.attention.W_k.weight", {A, K});
+        add("attention.W_q.weight", "decoder.attention.W_q.weight", {A, H});
+        add("attention.w_v.weight", "decoder.attention.w_v.weight", {1, A});
+    } else if (c.scoring == Scoring::general) {
+        add("attention.W_k.weight", "decoder.attention.W_k.weight", {H, K});
+    }
+    add("dec_embedding.weight", "decoder.embedding.weight", {c.tgt_vocab, E});
+    for (int64_t l = 0; l < L; ++l) {
+        const std::string s = "_l" + std::to_string(l);
+        add("dec_rnn_weight_ih" + s, "decoder.rnn.weight_ih" + s, {G * H, l == 0 ? K + E : H});
+        add("dec_rnn_weight_hh" + s, "decoder.rnn.weight_hh" + s, {G * H, H});
+        add("dec_rnn_bias_ih" + s, "decoder.rnn.bias_ih" + s, {G * H});
+        add("dec_rnn_bias_hh" + s, "decoder.rnn.bias_hh" + s, {G * H});
+    }
+    add("dense.weight", "decoder.dense.weight", {c.tgt_vocab, H});
+    add("dense.bias", "decoder.dense.bias", {c.tgt_vocab});
+    return out;
+}
+
+uint64_t parameter_bytes(const std::vector<ParameterName>& params) {
+    uint64_t total = 0;
+    for (const auto& p : params) {
+        uint64_t n = sizeof(float);
+        for (const int64_t d : p.shape)
+            if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+                throw ConfigError("parameter '" + p.file + "' has an impossible shape " + shape_to_string(p.shape));
+        if (__builtin_add_overflow(total, n, &total)) throw ConfigError("the model's parameters do not fit in memory");
+    }
+    return total;
+}
+
+bool has_d2l_shape(const ModelConfig& c) {
+    return c.cell == CellType::gru && !c.bidirectional && !c.reverse_source && c.scoring == Scoring::additive &&
+           (c.attention_size == 0 || c.attention_size == c.hidden_size);
+}
+
+
+}  // namespace attnviz

@@ -1,0 +1,63 @@
+#pragma once
+// The names and shapes of a model's parameters in files: one table from
+// attnviz's module names (Seq2Seq::named_parameters(), core/model/model.cpp) to the
+// names of d2l's PyTorch model (Seq2SeqEncoder + Seq2SeqAttentionDecoder, as its
+// state_dict() spells them), with each tensor's shape derived from a
+// ModelConfig alone -- no model is built, so a file can be checked against its
+// configuration before any weight memory is reserved. Checkpoints (v2) and the
+// d2l safetensors import/export both use it; keep the names stable.
+//
+//   attnviz (module)                 file (d2l / PyTorch)                 shape
+//   enc_embedding.weight             encoder.embedding.weight             [Vs, E]
+//   enc_rnn.weight_ih_l{k}           encoder.rnn.weight_ih_l{k}           [G*H, k == 0 ? E : D*H]
+//   enc_rnn.weight_hh_l{k}           encoder.rnn.weight_hh_l{k}           [G*H, H]
+//   enc_rnn.bias_ih_l{k}             encoder.rnn.bias_ih_l{k}             [G*H]
+//   enc_rnn.bias_hh_l{k}             encoder.rnn.bias_hh_l{k}             [G*H]
+//   enc_rnn.*_l{k}_reverse           encoder.rnn.*_l{k}_reverse           (bidirectional: backward direction)
+//   bridge.weight, bridge.bias       decoder.bridge.weight, .bias         [H, 2H], [H]   (bidirectional only)
+//   attention.W_k.weight             decoder.attention.W_k.weight         [A, K] additive, [H, K] general
+//   attention.W_q.weight             decoder.attention.W_q.weight         [A, H] (additive only)
+//   attention.w_v.weight             decoder.attention.w_v.weight         [1, A] (additive only)
+//   dec_embedding.weight             decoder.embedding.weight             [Vt, E]
+//   dec_rnn_weight_ih_l{k}           decoder.rnn.weight_ih_l{k}           [G*H, k == 0 ? K + E : H]
+//   dec_rnn_weight_hh_l{k}           decoder.rnn.weight_hh_l{k}           [G*H, H]
+//   dec_rnn_bias_ih_l{k}             decoder.rnn.bias_ih_l{k}             [G*H]
+//   dec_rnn_bias_hh_l{k}             decoder.rnn.bias_hh_l{k}             [G*H]
+//   dense.weight, dense.bias         decoder.dense.weight, .bias          [Vt, H], [Vt]
+//
+// E embedding, H hidden, L layers, G gates (GRU 3, LSTM 4, PyTorch's gate
+// order), D directions (2 bidirectional), K = D*H key size, A attention size
+// (0 in the config: H). The decoder RNN's layer-0 input is [context; embedding]
+// (context first, as d2l concatenates it). Dot, scaled-dot and no attention have
+// no attention parameters. Parameters are listed in this table's order.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/io/message.hpp"  // shape_to_string
+
+namespace attnviz {
+
+/// One parameter of a model: its two names and its shape.
+struct ParameterName {
+    std::string module;          ///< attnviz's name, a key of Seq2Seq::named_parameters()
+    std::string file;            ///< its name in files (d2l's PyTorch state_dict() name)
+    std::vector<int64_t> shape;  ///< shape for the configuration
+};
+
+/// Every parameter of Seq2Seq(config), in the table's order. The configuration
+/// must be valid (ModelConfig::validate_for_build, ConfigError otherwise), so
+/// that no dimension can overflow.
+std::vector<ParameterName> parameter_names(const ModelConfig& config);
+
+/// Bytes of all parameters as float32; ConfigError if it would not fit in 64 bits.
+uint64_t parameter_bytes(const std::vector<ParameterName>& params);
+
+/// True when the configuration has d2l's shape exactly (GRU cells, unidirectional
+/// encoder reading left to right, additive attention with attention size ==
+/// hidden size), i.e. its tensors load into d2l's PyTorch classes.
+bool has_d2l_shape(const ModelConfig& config);
+
+
+}  // namespace attnviz

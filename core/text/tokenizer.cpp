@@ -1,0 +1,231 @@
+// Tokenizer: words, characters, or SentencePiece subwords trained in memory.
+#include "core/text/tokenizer.hpp"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+#include <unicode/utf8.h>
+
+#include "core/text/vocab.hpp"
+#include "core/io/error.hpp"
+
+namespace attnviz {
+
+namespace {
+
+// Feeds SentencePiece's trainer from memory: no temporary file.
+class SentenceList : public sentencepiece::SentenceIterator {
+public:
+    explicit SentenceList(const std::vector<std::string>& sentences) : m_sentences(sentences) { skip_empty(); }
+    bool done() const override { return m_i >= m_sentences.size(); }
+    void Next() override {
+        ++m_i;
+        skip_empty();
+    }
+    const std::string& value() const override { return m_sentences[m_i]; }
+    sentencepiece::util::Status status() const override { return {}; }
+
+private:
+    void skip_empty() {
+        while (m_i < m_sentences.size() && m_sentences[m_i].empty()) ++m_i;
+    }
+    const std::vector<std::string>& m_sentences;
+    size_t m_i = 0;
+};
+
+// Distinct code points of the text (spaces excluded: SentencePiece turns them into "▁").
+size_t distinct_characters(const std::vector<std::string>& sentences) {
+    std::set<UChar32> chars;
+    for (const auto& s : sentences) {
+        const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+        const int32_t n = static_cast<int32_t>(s.size());
+        for (int32_t i = 0; i < n;) {
+            UChar32 c = 0;
+            U8_NEXT(p, i, n, c);
+            if (c != ' ') chars.insert(c);
+        }
+    }
+    return chars.size();
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(TokenLevel level) : m_level(level) {}
+Tokenizer::~Tokenizer() = default;
+
+std::shared_ptr<const Tokenizer> Tokenizer::for_level(TokenLevel level) {
+    if (level == TokenLevel::subword)
+        throw ConfigError("a subword tokenizer needs a SentencePiece model: train one on a corpus first");
+    static const std::shared_ptr<const Tokenizer> word(new Tokenizer(TokenLevel::word));
+    static const std::shared_ptr<const Tokenizer> character(new Tokenizer(TokenLevel::character));
+    return level == TokenLevel::word ? word : character;
+}
+
+std::shared_ptr<const Tokenizer> Tokenizer::train_subword(const std::vector<std::string>& sentences,
+                                                          const SubwordOptions& options) {
+    const size_t needed = distinct_characters(sentences) + 1;  // + <unk>
+    if (needed <= 1) throw ConfigError("subword model: the training text is empty");
+    if (static_cast<size_t>(options.vocab_size) < needed)
+        throw ConfigError("subword vocabulary size " + std::to_string(options.vocab_size) + " is too small: the text has " +
+                          std::to_string(needed - 1) + " distinct characters, and each needs a piece (plus <unk>); "
+                          "choose --subword-vocab " + std::to_string(needed) + " or more");
+    // SentencePiece's trainer flags. Special pieces: only <unk> (attnviz's Vocab adds
+    // <pad>/<bos>/<eos>); hard_vocab_limit=false lets a small corpus give fewer pieces
+    // than asked instead of failing; threads fixed so the model does not depend on the machine.
+    const std::unordered_map<std::string, std::string> flags = {
+        {"vocab_size", std::to_string(options.vocab_size)},
+        {"model_type", to_string(options.algorithm)},
+        {"normalization_rule_name", "identity"},
+        {"character_coverage", "1.0"},
+        {"hard_vocab_limit", "false"},
+        {"unk_id", "0"},
+        {"bos_id", "-1"},
+        {"eos_id", "-1"},
+        {"pad_id", "-1"},
+        {"unk_piece", Vocab::unk_token},
+        {"input_sentence_size", "0"},       // every sentence: no random sample
+        {"max_sentence_length", "100000"},  // bytes; the corpus reader bounds lines already
+        {"num_threads", "2"},
+        {"minloglevel", "2"},  // no progress chatter on stderr
+    };
+    SentenceList list(sentences);
+    std::string proto;
+    const auto status = sentencepiece::SentencePieceTrainer::Train(flags, &list, &proto);
+    if (!status.ok()) throw ConfigError("training the subword model failed: " + status.ToString());
+    return from_sentencepiece(proto, options);
+}
+
+std::shared_ptr<const Tokenizer> Tokenizer::from_sentencepiece(const std::string& model_proto,
+                                                               const SubwordOptions& options) {
+    auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
+    const auto status = processor->LoadFromSerializedProto(model_proto);
+    if (!status.ok()) throw FileError("the subword model is not a SentencePiece model: " + status.ToString());
+    std::shared_ptr<Tokenizer> t(new Tokenizer(TokenLevel::subword));
+    t->m_model_proto = model_proto;
+    t->m_options = options;
+    t->m_processor = std::move(processor);
+    return t;
+}
+
+int Tokenizer::piece_count() const { return m_processor ? m_processor->GetPieceSize() : 0; }
+
+std::vector<std::string> Tokenizer::encode(const std::string& sentence, bool normalize_text) const {
+    if (m_level != TokenLevel::subword) return prepare_source(sentence, m_level, normalize_text);
+    // SentencePiece works on code points: ill-formed bytes are refused here (word level
+    // passes them through; a corpus reader skips such lines).
+    if (!is_valid_utf8(sentence)) throw Error("the sentence is not valid UTF-8: expected UTF-8 text");
+    const std::string text = normalize_text ? normalize(sentence) : sentence;
+    std::vector<std::string> pieces;
+    const auto status = m_processor->Encode(text, &pieces);
+    if (!status.ok()) throw Error("subword tokenisation failed: " + status.ToString());
+    return pieces;
+}
+
+std::vector<std::string> Tokenizer::split_words(const std::vector<std::string>& words) const {
+    if (m_level != TokenLevel::subword) return words;
+    std::string text;
+    for (const auto& w : words) {
+        if (!text.empty()) text += ' ';
+        text += w;
+    }
+    std::vector<std::string> pieces;
+    const auto status = m_processor->Encode(text, &pieces);
+    if (!status.ok()) throw Error("subword tokenisation failed: " + status.ToString());
+    return pieces;
+}
+
+nlohmann::json Tokenizer::to_json() const {
+    nlohmann::json j{{"level", to_string(m_level)}};
+    if (m_level == TokenLevel::subword) {
+        j["type"] = "sentencepiece";
+        j["algorithm"] = to_string(m_options.algorithm);
+        j["vocab_size"] = m_options.vocab_size;
+        j["pieces"] = piece_count();
+        j["model"] = base64_encode(m_model_proto);
+    }
+    return j;
+}
+
+std::shared_ptr<const Tokenizer> Tokenizer::from_json(const nlohmann::json& j) {
+    if (!j.is_object() || !j.contains("level") || !j["level"].is_string())
+        throw FileError("tokenizer: expected an object with \"level\": \"word\", \"char\" or \"subword\"");
+    const std::string level = j["level"];
+    if (level == "word") return for_level(TokenLevel::word);
+    if (level == "char") return for_level(TokenLevel::character);
+    if (level != "subword")
+        throw FileError("tokenizer: level \"" + level + "\" is not one of word, char, subword");
+    if (j.value("type", std::string()) != "sentencepiece" || !j.contains("model") || !j["model"].is_string())
+        throw FileError("tokenizer: a subword tokenizer needs \"type\": \"sentencepiece\" and the model as base64 in \"model\"");
+    SubwordOptions options;
+    try {
+        if (j.contains("algorithm")) options.algorithm = subword_model_from_string(j["algorithm"].get<std::string>());
+    } catch (const std::exception& e) {
+        throw FileError(std::string("tokenizer: \"algorithm\": ") + e.what());
+    }
+    if (j.contains("vocab_size") && j["vocab_size"].is_number_integer()) options.vocab_size = j["vocab_size"];
+    return from_sentencepiece(base64_decode(j["model"].get<std::string>()), options);
+}
+
+// ---------------------------------------------------------------------------
+// Base64
+
+namespace {
+const char* const k_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}
+
+std::string base64_encode(const std::string& bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint8_t(bytes[i + 2]);
+        for (int k = 18; k >= 0; k -= 6) out += k_alphabet[(v >> k) & 63];
+    }
+    if (i < bytes.size()) {
+        uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+        if (i + 1 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+        out += k_alphabet[(v >> 18) & 63];
+        out += k_alphabet[(v >> 12) & 63];
+        out += i + 1 < bytes.size() ? k_alphabet[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+std::string base64_decode(const std::string& text) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    if (text.size() % 4 != 0)
+        throw FileError("base64: length " + std::to_string(text.size()) + " is not a multiple of 4");
+    std::string out;
+    out.reserve(text.size() / 4 * 3);
+    for (size_t i = 0; i < text.size(); i += 4) {
+        const bool last = i + 4 == text.size();
+        int v[4];
+        int pad = 0;
+        for (int k = 0; k < 4; ++k) {
+            const char c = text[i + k];
+            if (c == '=' && last && k >= 2 && (k == 3 || text[i + 3] == '=')) {
+                v[k] = 0, ++pad;
+                continue;
+            }
+            v[k] = value(c);
+            if (v[k] < 0) throw FileError("base64: unexpected character at offset " + std::to_string(i + k));
+        }
+        const uint32_t bits = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
+        out += static_cast<char>((bits >> 16) & 0xFF);
+        if (pad < 2) out += static_cast<char>((bits >> 8) & 0xFF);
+        if (pad < 1) out += static_cast<char>(bits & 0xFF);
+    }
+    return out;
+}
+
+}  // namespace attnviz

@@ -1,0 +1,65 @@
+#pragma once
+// The vocabulary: tokens <-> ids, with the four special tokens first, and its JSON form.
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace attnviz {
+
+/// Maps tokens to ids and back. Ids 0..3 are always <pad>, <bos>, <eos>, <unk>;
+/// the other tokens follow by descending frequency, ties broken alphabetically.
+class Vocab {
+public:
+    static constexpr int64_t pad_id = 0;
+    static constexpr int64_t bos_id = 1;
+    static constexpr int64_t eos_id = 2;
+    static constexpr int64_t unk_id = 3;
+    static const char* const pad_token;  ///< "<pad>"
+    static const char* const bos_token;  ///< "<bos>"
+    static const char* const eos_token;  ///< "<eos>"
+    static const char* const unk_token;  ///< "<unk>"
+
+    /// A vocabulary with only the four special tokens.
+    Vocab();
+
+    /// Builds from tokenised sentences; tokens seen fewer than min_freq times are left out
+    /// (they will map to <unk>). max_tokens > 0 keeps only that many tokens besides the
+    /// four special ones: the first of the usual order (most frequent first, ties
+    /// alphabetically); 0 = no cap.
+    static Vocab build(const std::vector<std::vector<std::string>>& sentences, int min_freq = 1,
+                       size_t max_tokens = 0);
+
+    size_t size() const { return m_tokens.size(); }
+    /// Id of a token, unk_id when unknown.
+    int64_t id(const std::string& token) const;
+    /// True when the token has its own id.
+    bool contains(const std::string& token) const;
+    /// Token of an id; throws std::out_of_range for an unknown id.
+    const std::string& token(int64_t id) const;
+    std::vector<int64_t> encode(const std::vector<std::string>& tokens) const;
+    /// Tokens of ids; stops before the first <eos> when stop_at_eos, always skips <pad>.
+    std::vector<std::string> decode(const std::vector<int64_t>& ids, bool stop_at_eos = true) const;
+    const std::vector<std::string>& tokens() const { return m_tokens; }
+
+    nlohmann::json to_json() const;
+    /// Throws attnviz::FileError when the JSON is not a vocabulary.
+    static Vocab from_json(const nlohmann::json& j);
+    /// Saves as JSON to a file (atomically) / loads from one.
+    void save(const std::string& path) const;
+    static Vocab load(const std::string& path);
+
+    bool operator==(const Vocab& other) const { return m_tokens == other.m_tokens; }
+
+private:
+    void add(const std::string& token);
+    std::vector<std::string> m_tokens;
+    std::unordered_map<std::string, int64_t> m_index;
+};
+
+/// The tokens before the first "<eos>" (all of them when there is none): an output as text sees it.
+std::vector<std::string> until_eos(const std::vector<std::string>& tokens);
+
+}  // namespace attnviz

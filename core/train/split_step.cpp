@@ -1,0 +1,143 @@
+// Data-parallel training steps across CPU threads (core/train/split_step.hpp).
+#include "core/train/split_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+
+#include "core/model/fused_gru.hpp"
+#include "core/text/text.hpp"
+#include "core/text/vocab.hpp"
+
+namespace attnviz {
+
+namespace {
+
+// One part of a split batch: every parts-th row.
+struct Part {
+    torch::Tensor src, src_len, tgt_in, tgt_out;
+    double tokens = 0;      ///< real target tokens
+    DropoutStream stream;   ///< rows: the part's rows in the whole batch; seed set by the caller
+    double loss = 0;
+};
+
+std::vector<Part> split_rows(const Batch& batch, int parts) {
+    const int64_t rows = batch.src.size(0);
+    if (parts > rows) throw std::logic_error("split: fewer rows than parts");
+    if (!batch.src.device().is_cpu()) throw std::logic_error("split: splits run on the CPU only");
+    std::vector<Part> part(static_cast<size_t>(parts));
+    for (int p = 0; p < parts; ++p) {
+        auto& pt = part[static_cast<size_t>(p)];
+        const auto idx = torch::arange(p, rows, parts, torch::TensorOptions().dtype(torch::kLong));
+        pt.src = batch.src.index_select(0, idx);
+        pt.src_len = batch.src_len.index_select(0, idx);
+        pt.tgt_in = batch.tgt_in.index_select(0, idx);
+        pt.tgt_out = batch.tgt_out.index_select(0, idx);
+        pt.tokens = pt.tgt_out.ne(Vocab::pad_id).sum().item<double>();
+        pt.stream.rows.assign(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + idx.numel());
+    }
+    return part;
+}
+
+ValidationSums validation_sums(Seq2Seq& model, const torch::Tensor& src, const torch::Tensor& src_len,
+                               const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
+    ValidationSums v;
+    const auto logits = model->forward(src, src_len, tgt_in);
+    const auto mask = tgt_out.ne(Vocab::pad_id);
+    v.tokens = mask.sum().item<double>();
+    if (v.tokens == 0) return v;
+    v.loss = masked_cross_entropy(logits, tgt_out, Vocab::pad_id).item<double>() * v.tokens;
+    v.correct = logits.argmax(-1).eq(tgt_out).logical_and(mask).sum().item<double>();
+    return v;
+}
+
+}  // namespace
+
+int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t rows, double teacher_forcing,
+                     int threads) {
+    if (!device.is_cpu() || threads < 2 || rows < 2 * split_step_min_rows) return 1;
+    if (!model->trains_fused(teacher_forcing)) return 1;
+    return static_cast<int>(std::min<int64_t>(threads, rows / split_step_min_rows));
+}
+
+double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_forcing, int parts) {
+    const bool fused = model->trains_fused(teacher_forcing);
+    if (parts > 1 && !fused)
+        throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
+    const int64_t rows = batch.src.size(0);
+    if (parts > rows) throw std::logic_error("split_loss_backward: fewer rows than parts");
+    parts = std::max(parts, 1);
+    // The step's seed from ATen's default generator (under its lock): the masks
+    // depend on it and on each token's batch row and step, not on the parts. Hashed
+    // on the CPU, so only there: a GPU draws its masks with its own generator.
+    const bool hashed = fused && batch.src.device().is_cpu();
+    uint64_t seed = 0;
+    if (hashed) {
+        auto global = at::detail::getDefaultCPUGenerator();
+        std::lock_guard<std::mutex> lock(global.mutex());
+        seed = global.get<at::CPUGeneratorImpl>()->random64();
+    }
+    if (parts == 1) {
+        DropoutStream stream{seed, {}};
+        std::optional<DropoutStreamScope> scope;
+        if (hashed) scope.emplace(stream);
+        auto loss = model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, teacher_forcing);
+        const double value = loss.item<double>();
+        if (std::isfinite(value)) loss.backward();
+        return value;
+    }
+
+    std::vector<Part> part = split_rows(batch, parts);
+    double total_tokens = 0;
+    for (auto& pt : part) {
+        pt.stream.seed = seed;
+        total_tokens += pt.tokens;
+    }
+    // One part per thread; ATen runs operations inside a parallel region on the
+    // calling thread only, and autograd's CPU backward runs on the thread that asks.
+    at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+            auto& pt = part[static_cast<size_t>(p)];
+            DropoutStreamScope scope(pt.stream);
+            auto loss = model->loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, teacher_forcing);
+            pt.loss = loss.item<double>();
+            if (std::isfinite(pt.loss) && pt.tokens > 0)
+                loss.backward(torch::full({}, pt.tokens / total_tokens, loss.options()));
+        }
+    });
+    double value = 0;
+    for (const auto& pt : part)
+        if (pt.tokens > 0) value += pt.loss * (pt.tokens / total_tokens);
+    return total_tokens > 0 ? value : std::nan("");
+}
+
+ValidationSums split_validation_sums(Seq2Seq& model, const Batch& batch, int parts) {
+    torch::NoGradGuard no_grad;
+    if (parts <= 1) return validation_sums(model, batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
+    if (!model->trains_fused(1.0))
+        throw std::logic_error("split_validation_sums: the model does not run through its fused nodes only");
+    std::vector<Part> part = split_rows(batch, parts);
+    std::vector<ValidationSums> sums(part.size());
+    at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+        torch::NoGradGuard no_grad_here;  // grad mode is per thread
+        for (int64_t p = begin; p < end; ++p) {
+            const auto& pt = part[static_cast<size_t>(p)];
+            sums[static_cast<size_t>(p)] = validation_sums(model, pt.src, pt.src_len, pt.tgt_in, pt.tgt_out);
+        }
+    });
+    ValidationSums total;
+    for (const auto& s : sums) {
+        total.loss += s.loss;
+        total.tokens += s.tokens;
+        total.correct += s.correct;
+    }
+    return total;
+}
+
+}  // namespace attnviz

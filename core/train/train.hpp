@@ -1,0 +1,128 @@
+#pragma once
+// Training: a Trainer that the caller runs on a thread of its own. It reports
+// through an observer, checks cooperative pause/stop flags between batches,
+// and publishes a copy of the weights for translating while it trains.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/config/config.hpp"
+#include "core/data/data.hpp"
+#include "core/data/training_data.hpp"
+#include "core/config/history.hpp"
+#include "core/model/model.hpp"
+#include "core/io/process_memory.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/decode/translation_model.hpp"
+
+namespace attnviz {
+
+/// Receives progress; called on the training thread (the ui adapter queues it to the GUI).
+class TrainObserver {
+public:
+    virtual ~TrainObserver() = default;
+    virtual void on_batch(const BatchReport&) {}
+    virtual void on_epoch(const EpochReport&) {}
+    /// A fresh copy of the weights was published (see Trainer::snapshot()).
+    virtual void on_snapshot(int epoch, int64_t global_step) {}
+    virtual void on_paused(bool paused) {}
+    virtual void on_finished(StopReason reason, const std::string& message) {}
+};
+
+struct Checkpoint;
+
+/// Trains a Seq2Seq model: the training loop of a TrainingSession (core/session/session.hpp),
+/// which is what the CLI and the GUI use. Construct, then call run() on a worker
+/// thread; pause/resume/stop/wake and snapshot() are safe from any thread.
+class Trainer {
+public:
+    /// Fresh model: model_config's vocabulary sizes are filled in from data.
+    Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_config);
+    /// Continues a checkpoint's model on data, whose vocabularies are replaced by the
+    /// checkpoint's; weights, optimiser state (same optimiser only) and history are restored.
+    Trainer(const Checkpoint& checkpoint, TrainingData data, TrainConfig train_config);
+    ~Trainer();
+
+    /// Runs until the epochs are done, stop() is called, the validation loss stops
+    /// improving (TrainConfig::patience) or the loss diverges. Never throws:
+    /// failures reach observer->on_finished(error, message) and the return value.
+    /// With TrainConfig::keep_best the weights of the best epoch are put back at the end.
+    StopReason run(TrainObserver* observer = nullptr);
+
+    void pause();
+    void resume();
+    void stop();
+    bool paused() const { return m_paused.load(); }
+    /// Work run on the training thread between two batches, while paused too
+    /// (the session saves there, where the weights are consistent).
+    void set_between_batches(std::function<void()> work) { m_between = std::move(work); }
+    /// Makes a paused run do its between-batches work now.
+    void wake();
+
+    /// Latest published model, for translating during training (eval mode, CPU).
+    /// Null before the first publication.
+    TranslationModelPtr snapshot() const;
+    /// Publishes a copy of the current weights now (run() does after each epoch).
+    void publish_snapshot();
+    /// The current weights, optimiser state and history, copied (CPU). Call it on
+    /// the training thread between batches, or when no run is going on.
+    Checkpoint checkpoint() const;
+
+    Seq2Seq& model() { return m_model; }
+    const TrainingData& data() const { return m_data; }
+    const ModelConfig& model_config() const { return m_model_config; }
+    const TrainConfig& train_config() const { return m_train_config; }
+    /// Lets a continued run train for more epochs (or change the learning rate, controls, ...).
+    void set_train_config(const TrainConfig& config);
+    const TrainHistory& history() const { return m_history; }
+    TrainHistory& history() { return m_history; }
+    torch::optim::Optimizer& optimizer() { return *m_optimizer; }
+    torch::Device device() const { return m_device; }
+
+    /// Loss, accuracies and BLEU of the current weights on pairs, decoding the first
+    /// max_decode of them greedily for exact match and BLEU (0: none, both NaN), and
+    /// forcing the references of those among them with a true alignment for alignment
+    /// accuracy and AER (evaluate_alignment; NaN when none has one).
+    EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode);
+
+private:
+    void init_model();
+    bool wait_if_paused();
+    void between_batches();
+    double train_batch(const Batch& batch, double* grad_norm, std::string* error);
+    double learning_rate() const;
+    void set_learning_rate(double lr);
+    /// After an epoch: records the best weights; returns true when early stopping ends the run.
+    bool after_epoch(const EpochReport& report);
+    TrainingData m_data;
+    std::shared_ptr<const Vocab> m_src_vocab, m_tgt_vocab;  ///< shared with every snapshot
+    ModelConfig m_model_config;
+    TrainConfig m_train_config;
+    torch::Device m_device;
+    Seq2Seq m_model{nullptr};
+    Seq2Seq m_best{nullptr};     ///< keep_best: CPU copy of the best epoch's weights
+    int m_plateau = 0;           ///< lr plateau schedule: epochs since the lr last changed or the loss improved
+    std::unique_ptr<torch::optim::Optimizer> m_optimizer;
+    TrainHistory m_history;
+    std::function<void()> m_between;
+    /// Gives the heap's free pages back every minute between batches: batch shapes vary, and
+    /// without it the free blocks the allocator keeps grow the resident memory over hours.
+    HeapReleaser m_heap_releaser{60.0};
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_paused{false};
+    std::atomic<bool> m_wake{false};
+    std::mutex m_pause_mutex;
+    std::condition_variable m_pause_cv;
+    mutable std::mutex m_snapshot_mutex;
+    std::shared_ptr<TranslationModel> m_snapshot;
+};
+
+}  // namespace attnviz

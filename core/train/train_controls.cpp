@@ -1,0 +1,43 @@
+// The training controls, written once: early stopping, keep-best and the
+// learning-rate schedules (TrainConfig::patience, keep_best, lr_schedule). The
+// trainer calls after_epoch() once per completed epoch.
+#include <cmath>
+
+#include "core/train/train.hpp"
+
+namespace attnviz {
+
+double Trainer::learning_rate() const {
+    return m_optimizer->param_groups().front().options().get_lr();
+}
+
+void Trainer::set_learning_rate(double lr) {
+    for (auto& group : m_optimizer->param_groups()) group.options().set_lr(lr);
+}
+
+bool Trainer::after_epoch(const EpochReport& er) {
+    const auto& cfg = m_train_config;
+    const double best = m_history.best_val_loss();
+    const bool improved = std::isfinite(er.val_loss) && (!std::isfinite(best) || er.val_loss < best);
+    if (improved) {
+        m_history.best_epoch = er.epoch;
+        if (cfg.keep_best) {
+            if (!m_best) m_best = clone_model(m_model, torch::kCPU);
+            else copy_weights(m_best, m_model);
+        }
+    }
+    // Learning-rate schedule for the next epoch.
+    if (cfg.lr_schedule == LrSchedule::step && er.epoch % cfg.lr_step == 0) {
+        set_learning_rate(learning_rate() * cfg.lr_factor);
+    } else if (cfg.lr_schedule == LrSchedule::plateau && std::isfinite(er.val_loss)) {
+        m_plateau = improved ? 0 : m_plateau + 1;
+        if (m_plateau > cfg.lr_patience) {
+            set_learning_rate(learning_rate() * cfg.lr_factor);
+            m_plateau = 0;
+        }
+    }
+    // Early stopping: patience epochs in a row without a new best validation loss.
+    return cfg.patience > 0 && m_history.best_epoch > 0 && er.epoch - m_history.best_epoch >= cfg.patience;
+}
+
+}  // namespace attnviz

@@ -1,0 +1,256 @@
+// Offscreen tests of the corpus panel: two-file parallel text, the layout
+// detected shown in the summary, and a large file read with a progress bar
+// that Cancel stops (the previous corpus stays); closing the panel mid-read
+// stops the reader and leaves no background work behind.
+// With ATTNVIZ_SCREENSHOT_DIR set, the panel is also saved as PNGs there.
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QPainter>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+#include <QThreadPool>
+#include <atomic>
+#include <fstream>
+#include <memory>
+
+#include "core/data/corpus_reader.hpp"
+#include "ui/Background.hpp"
+#include "ui/CorpusPanel.hpp"
+#include "ui/MainWindow.hpp"
+#include "ui/Screenshots.hpp"
+
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "ui_fixture.hpp"
+
+using namespace attnviz;
+using namespace attnviz::ui;
+using namespace ui_testing;
+
+namespace {
+
+void saveScreenshot(QWidget* widget, const char* name) {
+    const QByteArray dir = qgetenv("ATTNVIZ_SCREENSHOT_DIR");
+    if (dir.isEmpty()) return;
+    QDir().mkpath(QString::fromLocal8Bit(dir));
+    widget->grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name));
+}
+
+QWidget* corpusBox(MainWindow& w) {
+    // The group box around the panel, with its title, as a user sees it.
+    QWidget* box = w.corpusPanel()->parentWidget();
+    return box ? box : w.corpusPanel();
+}
+
+}  // namespace
+
+TEST_CASE("parallel text opens from two files, and the layout detected is shown", "[ui][corpus]") {
+    Fixture f;
+    QTemporaryDir dir;
+    const QString en = tempPath(dir, "train.en"), fr = tempPath(dir, "train.fr");
+    {
+        std::ofstream a(en.toStdString()), b(fr.toStdString());
+        for (int i = 0; i < 300; ++i) {
+            a << "I see " << i % 11 << " cats .\n";
+            b << "Je vois " << i % 11 << " chats .\n";
+        }
+    }
+    QSignalSpy changed(f.w().corpusPanel(), &CorpusPanel::corpusChanged);
+    REQUIRE(f.w().openParallelFiles(en, fr));
+    REQUIRE(waitUntil([&] { return changed.count() > 0; }, 30000));
+    REQUIRE(f.waitCorpus());
+    CorpusPanel* panel = f.w().corpusPanel();
+    CHECK(panel->corpus()->layout == CorpusLayout::parallel);
+    CHECK(panel->corpus()->pairs.size() == 300);
+    CHECK(panel->filePath() == QFileInfo(en).absoluteFilePath());
+    CHECK(panel->targetFilePath() == QFileInfo(fr).absoluteFilePath());
+    CHECK(panel->sourceKey() == QStringLiteral("parallel:") + QFileInfo(en).absoluteFilePath() + QLatin1Char('\n') +
+                                    QFileInfo(fr).absoluteFilePath());
+    CHECK(panel->summaryText().contains(QStringLiteral("layout: parallel text, one sentence per line")));
+    CHECK(panel->sourceVocabSize() == 4 + 11 + 4);
+    CHECK(panel->findChild<QComboBox*>()->currentText() == QStringLiteral("Files: train.en + train.fr"));
+
+    // A Tatoeba-Challenge file: detected, and said so.
+    const QString challenge = tempPath(dir, "eng-fra.txt");
+    {
+        std::ofstream c(challenge.toStdString());
+        for (int i = 0; i < 200; ++i) c << "eng\tfra\tI see " << i % 7 << " dogs .\tJe vois " << i % 7 << " chiens .\n";
+    }
+    REQUIRE(f.w().openCorpusFile(challenge));
+    REQUIRE(waitUntil([&] { return changed.count() > 1; }, 30000));
+    REQUIRE(f.waitCorpus());
+    CHECK(panel->corpus()->layout == CorpusLayout::challenge);
+    CHECK(panel->summaryText().contains(QStringLiteral("Tatoeba-Challenge")));
+    CHECK(panel->summaryText().contains(QStringLiteral("source = column 3 (eng)")));
+    CHECK(panel->targetFilePath().isEmpty());
+    saveScreenshot(corpusBox(f.w()), "corpus-detected.png");
+
+    // The columns chosen by language swap the sides.
+    panel->setColumns(QStringLiteral("fra,eng"));
+    REQUIRE(waitUntil([&] { return changed.count() > 2; }, 30000));
+    REQUIRE(f.waitCorpus());
+    CHECK(panel->corpus()->pairs.front().src.front() == "je");
+
+    // A bad file: an error, the previous corpus stays.
+    const QString four = tempPath(dir, "four.tsv");
+    std::ofstream(four.toStdString()) << "Go.\tVa !\tx\ty\n";
+    QSignalSpy failed(panel, &CorpusPanel::loadFailed);
+    panel->setColumns(QString());
+    REQUIRE(f.waitCorpus());
+    f.w().openCorpusFile(four);
+    REQUIRE(waitUntil([&] { return failed.count() > 0; }, 30000));
+    CHECK(failed.at(0).at(0).toString().contains(QStringLiteral("line 1 has 4 columns")));
+    CHECK(panel->corpus()->layout == CorpusLayout::challenge);
+}
+
+TEST_CASE("a large corpus shows reading progress, and Cancel keeps the previous corpus", "[ui][corpus][progress]") {
+    Fixture f;
+    QTemporaryDir dir;
+    // The corpus in use: a small Tatoeba-Challenge file, so the summary shows a detected layout.
+    const QString small = tempPath(dir, "eng-fra-small.txt");
+    {
+        std::ofstream c(small.toStdString());
+        for (int i = 0; i < 500; ++i) c << "eng\tfra\tI see " << i % 7 << " dogs .\tJe vois " << i % 7 << " chiens .\n";
+    }
+    CorpusPanel* panel = f.w().corpusPanel();
+    f.w().openCorpusFile(small);
+    REQUIRE(waitUntil([&] { return !panel->busy() && panel->corpus()->layout == CorpusLayout::challenge; }, 30000));
+    const auto previous = panel->corpus();
+    const QString previousKey = panel->sourceKey();
+
+    const QString big = tempPath(dir, "eng-fra-big.txt");
+    {
+        std::ofstream c(big.toStdString());
+        for (int i = 0; i < 1500000; ++i)
+            c << "eng\tfra\tsentence " << i % 5000 << " number " << i << " .\tphrase " << i % 5000 << " numéro " << i
+              << " .\n";
+    }
+    QSignalSpy changed(panel, &CorpusPanel::corpusChanged);
+    QSignalSpy cancelled(panel, &CorpusPanel::loadCancelled);
+    REQUIRE(f.w().openCorpusFile(big));
+    CHECK(panel->loading());
+    auto* bar = panel->findChild<QProgressBar*>();
+    QPushButton* cancel = nullptr;
+    for (auto* b : panel->findChildren<QPushButton*>())
+        if (b->text() == QStringLiteral("Cancel")) cancel = b;
+    REQUIRE(bar);
+    REQUIRE(cancel);
+    // The bar fills as bytes are read (polled every 100 ms).
+    REQUIRE(waitUntil([&] { return bar->maximum() == 1000 && bar->value() > 0; }, 30000));
+    REQUIRE(panel->loading());  // still reading (or summarising): 80 MB take a while
+    CHECK(bar->isVisible());
+    CHECK(cancel->isVisible());
+    CHECK(panel->progressValue() > 0);
+    CHECK(panel->corpus() == previous);  // the previous corpus stays while the new one loads
+    if (!qEnvironmentVariableIsEmpty("ATTNVIZ_SCREENSHOT_DIR")) {  // a fuller bar for the picture
+        waitUntil([&] { return bar->value() > 300 || !panel->loading(); }, 20000);
+        saveScreenshot(corpusBox(f.w()), "corpus-loading.png");
+    }
+
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    CHECK(cancelled.count() == 1);
+    CHECK_FALSE(panel->loading());
+    CHECK_FALSE(panel->busy());
+    CHECK_FALSE(bar->isVisible());
+    CHECK(panel->corpus() == previous);
+    CHECK(panel->sourceKey() == previousKey);
+    CHECK(panel->progressValue() == -1);
+    QTest::qWait(1500);  // whatever the stopped reader returns is never delivered
+    CHECK(changed.count() == 0);
+    CHECK(panel->corpus() == previous);
+    CHECK(f.w().trainAction()->isEnabled());
+}
+
+TEST_CASE("closing the corpus panel mid-read stops the reader and leaves no work running", "[ui][corpus][shutdown]") {
+    // A job that outlived its panel kept reading after the window closed, and one
+    // still running when the process exited raced the destruction of static objects
+    // (a test that ended right after starting a load crashed now and then).
+    app();
+    QTemporaryDir dir;
+    const QString big = tempPath(dir, "eng-fra-close.txt");
+    {
+        std::ofstream c(big.toStdString());
+        for (int i = 0; i < 800000; ++i) c << "sentence " << i % 5000 << " number " << i << " .\tphrase " << i << " .\n";
+    }
+    auto* panel = new CorpusPanel;
+    REQUIRE(waitUntil([&] { return !panel->busy(); }, 30000));  // whatever it loads first
+    panel->loadFile(big);
+    REQUIRE(waitUntil([&] { return panel->progressValue() > 0; }, 30000));
+    REQUIRE(panel->loading());  // mid-read: 30 MB take several seconds
+    QElapsedTimer clock;
+    clock.start();
+    delete panel;
+    const qint64 closing = clock.elapsed();
+    // Nothing left behind: the pool thread only returns the finished job (microseconds), where
+    // a reader left running would still have most of the 30 MB to tokenise.
+    CHECK(backgroundPool()->waitForDone(200));
+    CHECK(closing < 3000);  // the reader stopped at its next chunk instead of finishing the file
+}
+
+TEST_CASE("a background channel waits for its running work when it goes away", "[ui][shutdown]") {
+    app();
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    auto delivered = std::make_shared<std::atomic<bool>>(false);
+    {
+        LatestOnly channel;
+        std::atomic<bool> started{false};
+        channel.run<int>(
+            [&started, finished] {
+                started = true;
+                QThread::msleep(300);
+                *finished = true;
+                return 1;
+            },
+            [delivered](int) { *delivered = true; }, [](const QString&) {});
+        while (!started) QThread::msleep(1);
+    }
+    CHECK(*finished);    // the destructor waited for it
+    QTest::qWait(100);   // and its answer is never delivered to the channel that is gone
+    CHECK_FALSE(*delivered);
+    CHECK(backgroundPool()->waitForDone(200));
+}
+
+TEST_CASE("painting never waits behind background work", "[ui][stall]") {
+    app();
+    // Qt 6.4 splits the GUI thread's larger blended fills (96 rows or more of a translucent
+    // colour or a gradient) across its global thread pool and waits for them; work of ours
+    // queued on that pool would hold every such paint until it finished.
+    const int threads = std::max(QThreadPool::globalInstance()->maxThreadCount(), 2);
+    std::vector<std::unique_ptr<LatestOnly>> channels;
+    std::atomic<int> started{0};
+    std::atomic<bool> release{false};
+    for (int i = 0; i < threads + 1; ++i) {
+        channels.push_back(std::make_unique<LatestOnly>());
+        channels.back()->run<int>(
+            [&] {
+                ++started;
+                for (int k = 0; k < 400 && !release; ++k) QThread::msleep(5);  // a long job: 2 s at most
+                return 0;
+            },
+            [](int) {}, [](const QString&) {});
+    }
+    REQUIRE(waitUntil([&] { return started >= std::min(threads, 2); }, 5000));
+    QImage image(900, 900, QImage::Format_ARGB32_Premultiplied);
+    QElapsedTimer clock;
+    clock.start();
+    {
+        QPainter p(&image);
+        p.fillRect(image.rect(), QColor(255, 0, 0, 128));
+        p.setPen(QPen(Qt::black, 1));
+        p.drawLine(10, 0, 10, 899);
+    }
+    const qint64 paintMs = clock.elapsed();
+    release = true;
+    channels.clear();  // each waits for its job
+    CHECK(paintMs < 1000);  // not the 2 s the jobs hold their threads
+    CHECK(image.pixelColor(10, 450) == QColor(Qt::black));
+}
