@@ -11,6 +11,7 @@
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
 #include "core/analysis/metrics.hpp"
+#include "core/config/registry.hpp"
 
 namespace attnviz::cli {
 
@@ -23,30 +24,20 @@ struct BenchOptions {
     bool quiet = false;
 };
 
-/// d2l 1.0.3's configuration (seed 003): what `bench` trains unless flags say otherwise.
+/// What `bench` trains unless flags say otherwise: d2l 1.0.3's configuration (seed 003)
+/// from the registry's d2l values (GRU, additive attention, 256 wide, 2 layers, dropout 0.2,
+/// Adam at 0.005, batch 128, 30 epochs, min_freq 2, d2l's split and vocabularies), and:
 void d2l_config(ModelConfig& m, TrainConfig& t) {
-    m.embed_size = 256;
-    m.hidden_size = 256;
-    m.num_layers = 2;
-    m.cell = CellType::gru;
-    m.scoring = Scoring::additive;
-    m.dropout = 0.2;
-    m.init = InitScheme::xavier;
-    t.optimizer = OptimizerKind::adam;
-    t.lr = 0.005;
-    t.batch_size = 128;
-    t.epochs = 30;
-    t.grad_clip = 1.0;
-    t.teacher_forcing = 1.0;
-    t.min_freq = 2;
+    const Hyperparameters d2l = d2l_hyperparameters();
+    m = d2l.model;
+    t = d2l.train;
     // d2l pads/truncates to 9 steps; none of the first 640 pairs is longer than 9
     // tokens, so natural lengths with bucketing see the same tokens, only faster.
     // --steps 9 --bucket-window 0 reproduces d2l's batches exactly.
+    m.source_steps = 0;
     t.fixed_steps = 0;
     t.bucket_window = 20;
-    t.split_shuffle = false;      // d2l: the first pairs train, the next validate
-    t.vocab_includes_val = true;  // d2l builds its vocabularies over both
-    t.eval_sample = 0;            // d2l measures only the validation loss each epoch
+    t.eval_sample = 0;  // d2l measures only the validation loss each epoch
 }
 
 const char* const d2l_sources[] = {"go .", "i lost .", "he's calm .", "i'm home ."};

@@ -18,7 +18,7 @@
 #include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
 #include "app/cli_signals.hpp"   // Ctrl+C and SIGTERM (interrupted(), SignalScope)
 #include "core/data/data.hpp"
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "core/session/session.hpp"
 
 namespace attnviz::cli {

@@ -66,15 +66,6 @@ TranslationModelPtr load_model_on(const std::string& path, const std::string& de
     return load_model(path)->on_device(resolve_device(device));
 }
 
-std::vector<std::string> without_eos(const std::vector<std::string>& tokens) {
-    std::vector<std::string> out;
-    for (const auto& t : tokens) {
-        if (t == Vocab::eos_token) break;
-        out.push_back(t);
-    }
-    return out;
-}
-
 // --- translate ----------------------------------------------------------------
 
 struct TranslateOptions {
@@ -279,7 +270,7 @@ int run_eval(EvalOptions& o) {
     // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
     // its --steps padding/truncation, so the numbers match training's validation).
     const torch::Device dev = model->device();
-    Seq2Seq network = model->network();  // teacher-forced loss: read-only use of the weights
+    const Network& network = model->network();  // teacher-forced loss: read-only use of the weights
     torch::NoGradGuard no_grad;
     double loss_sum = 0, tf_correct = 0;
     int64_t tokens = 0;
@@ -300,7 +291,7 @@ int run_eval(EvalOptions& o) {
         sources.push_back(p.src);
         refs.push_back(p.tgt);
     }
-    for (const auto& t : model->translate_tokens(sources, d)) hyps.push_back(t.empty() ? std::vector<std::string>{} : without_eos(t.best().tokens));
+    for (const auto& t : model->translate_tokens(sources, d)) hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
     BleuResult bleu = corpus_bleu(hyps, refs);
 
     nlohmann::json j;

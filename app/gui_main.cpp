@@ -1,7 +1,8 @@
-// attnviz: the desktop app. With --screenshot DIR it runs a short scripted
-// session offscreen and writes PNGs of the main views (for the README); the
-// hidden --soak SECONDS --soak-log FILE CORPUS trains that long while logging
-// the GUI thread's timer lateness (tools/soak.sh).
+// attnviz: the desktop app. Built with the developer tooling (-DATTNVIZ_APP_TOOLS=ON,
+// ui/tools): --screenshot DIR runs a short scripted session offscreen and writes
+// PNGs of the main views (for the README); the hidden --soak SECONDS --soak-log
+// FILE CORPUS trains that long while logging the GUI thread's timer lateness
+// (tools/soak.sh).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -14,8 +15,11 @@
 #include <ATen/Parallel.h>
 
 #include "ui/MainWindow.hpp"
-#include "ui/Screenshots.hpp"
-#include "ui/Soak.hpp"
+#include "ui/TrainingController.hpp"
+#ifdef ATTNVIZ_APP_TOOLS
+#include "ui/tools/Screenshots.hpp"
+#include "ui/tools/Soak.hpp"
+#endif
 
 int main(int argc, char* argv[]) {
     // Screenshots need no display: choose the offscreen platform before Qt starts.
@@ -31,7 +35,11 @@ int main(int argc, char* argv[]) {
         const unsigned cores = std::thread::hardware_concurrency();
         at::set_num_threads(static_cast<int>(cores > 1 ? cores - 1 : 1));
     }
+#ifdef ATTNVIZ_APP_TOOLS
     attnviz::ui::TimedApplication app(argc, argv);  // a QApplication that a soak run can time
+#else
+    QApplication app(argc, argv);
+#endif
     QApplication::setOrganizationName(QStringLiteral("attnviz"));
     QApplication::setApplicationName(QStringLiteral("attnviz"));
     QApplication::setApplicationVersion(QStringLiteral(ATTNVIZ_VERSION));
@@ -41,6 +49,7 @@ int main(int argc, char* argv[]) {
     parser.setApplicationDescription(QStringLiteral("Train seq2seq models with attention and inspect where they look."));
     parser.addHelpOption();
     parser.addVersionOption();
+#ifdef ATTNVIZ_APP_TOOLS
     QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                   QStringLiteral("Train briefly on the default task and write PNGs of the main views to DIR."),
                                   QStringLiteral("DIR"));
@@ -57,9 +66,11 @@ int main(int argc, char* argv[]) {
     parser.addOption(seconds);
     parser.addOption(soak);
     parser.addOption(soakLog);
+#endif
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A checkpoint or a TSV corpus to open."), QStringLiteral("[file]"));
     parser.process(app);
 
+#ifdef ATTNVIZ_APP_TOOLS
     if (parser.isSet(soak)) {
         if (parser.positionalArguments().size() != 1 || !parser.isSet(soakLog)) {
             std::fprintf(stderr, "attnviz: --soak SECONDS needs --soak-log FILE and one corpus file\n");
@@ -95,6 +106,8 @@ int main(int argc, char* argv[]) {
         window.close();
         return files.isEmpty() ? 1 : 0;
     }
+
+#endif
 
     attnviz::ui::MainWindow window;
     window.show();

@@ -2,7 +2,7 @@
 # Soak test: trains for MINUTES (default 30) in the CLI and then in the GUI
 # (offscreen) on a large generated corpus, sampling the resident memory every
 # 10 s, and in the GUI the event loop's lateness (a 5 ms timer; the app's hidden
-# --soak mode logs it, ui/Soak.cpp). Prints one JSON object: per run the RSS
+# --soak mode logs it, ui/tools/Soak.cpp). Prints one JSON object: per run the RSS
 # samples, RSS growth after warm-up (the first 20% of the run, at least 60 s):
 # end against start (medians of three samples) and a fitted trend (MB/min),
 # and for the GUI the worst and 99th-percentile timer lateness ("stall"), the GUI
@@ -10,7 +10,8 @@
 #
 #   tools/soak.sh [MINUTES] [cli|gui|both]
 #
-# Environment: ATTNVIZ_BUILD (default build/release: needs attnviz and attnviz-cli),
+# Environment: ATTNVIZ_BUILD (default build/release: needs attnviz-cli, and for the GUI an
+# attnviz built with the developer tooling: cmake --preset release -DATTNVIZ_APP_TOOLS=ON),
 # SOAK_PAIRS (corpus size, default 200000), SOAK_DIR (work directory, default a temporary one).
 # Goal (issue 11): RSS growth < 1% after warm-up, no stall > 16 ms.
 set -euo pipefail
@@ -20,6 +21,10 @@ WHICH="${2:-both}"
 BUILD="${ATTNVIZ_BUILD:-$ROOT/build/release}"
 CLI="$BUILD/app/attnviz-cli"
 GUI="$BUILD/app/attnviz"
+if [ "$WHICH" != cli ] && ! QT_QPA_PLATFORM=offscreen "$GUI" --help 2>/dev/null | grep -q -- --screenshot; then
+  echo "soak.sh: $GUI has no soak mode: configure with -DATTNVIZ_APP_TOOLS=ON and build again" >&2
+  exit 2
+fi
 PAIRS="${SOAK_PAIRS:-200000}"
 WORK="${SOAK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/attnviz-soak-XXXXXX")}"
 SECS=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 }')

@@ -15,15 +15,17 @@ HeatmapData HeatmapData::fromTranslation(const Translation& t, size_t hypothesis
     HeatmapData d;
     if (hypothesis >= t.hypotheses.size() || !t.attention_available) return d;
     const Hypothesis& h = t.hypotheses[hypothesis];
-    const size_t rows = std::min(h.tokens.size(), h.attention.size());
+    const AttentionMatrix& weights = h.attention.weights();  // the primary map (the RNN's only one)
+    const AttentionMatrix& scores = h.attention.scores();
+    const size_t rows = std::min(h.tokens.size(), weights.size());
     d.source = toQStringList(t.src_tokens);
     for (size_t r = 0; r < rows; ++r) {
         d.output << qs(h.tokens[r]);
-        std::vector<float> w = h.attention[r];
+        std::vector<float> w = weights[r];
         w.resize(t.src_tokens.size(), 0.0f);
         d.weights.push_back(std::move(w));
-        if (r < h.raw_scores.size()) {
-            std::vector<float> s = h.raw_scores[r];
+        if (r < scores.size()) {
+            std::vector<float> s = scores[r];
             s.resize(t.src_tokens.size(), -INFINITY);
             d.rawScores.push_back(std::move(s));
         }

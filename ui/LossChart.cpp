@@ -29,9 +29,6 @@ namespace {
 const QColor kRunColors[] = {QColor(0x1f77b4), QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
                              QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22), QColor(0x17becf)};
 constexpr int kMaxRawPoints = 500;   // thin the shown series beyond this: Qt Charts strokes every segment on each update
-// Points a run keeps (raw and smoothed each): beyond it neighbours are averaged, so a
-// day of training costs the same memory, and the same time per refresh, as an hour.
-constexpr size_t kMaxKeptPoints = TrainHistory::max_batch_points;
 // Batch losses arrive up to 20 times a second; each replace() of a line series makes
 // Qt Charts rebuild the line's path and its hover outline (a stroke of every segment),
 // 8-14 ms for two 500-point series on a 2-core machine, on the GUI thread. Four
@@ -42,6 +39,14 @@ QList<QPointF> strided(const std::vector<QPointF>& points, int stride) {
     QList<QPointF> out;
     out.reserve(int(points.size() / stride + 1));
     for (size_t i = 0; i < points.size(); i += stride) out << points[i];
+    return out;
+}
+
+QList<QPointF> strided(const BoundedCurve& curve, int stride) {
+    QList<QPointF> out;
+    const auto& points = curve.points();
+    out.reserve(int(points.size() / stride + 1));
+    for (size_t i = 0; i < points.size(); i += stride) out << QPointF(double(points[i].first), points[i].second);
     return out;
 }
 
@@ -252,17 +257,14 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
         if (!std::isfinite(loss)) continue;
         run.emaLast = run.emaLast * w + (1 - w) * loss;  // the moving average sees every batch
         ++run.emaCount;
-        run.bucketSum += loss;
-        if (++run.bucketCount < run.keepStride) continue;
-        const QPointF raw(double(step), run.bucketSum / double(run.bucketCount));
-        run.bucketSum = 0;
-        run.bucketCount = 0;
-        run.raw.push_back(raw);
+        if (!run.raw.add(step, loss)) continue;
+        const QPointF raw(double(step), run.raw.points().back().second);
         const double debias = 1 - std::pow(w, double(run.emaCount));
         const QPointF s(double(step), debias > 0 ? run.emaLast / debias : loss);
         run.smoothed.push_back(s);
         if ((run.raw.size() - 1) % run.rawStride == 0) rawAdd << raw, smoothAdd << s;
-        if (run.raw.size() >= kMaxKeptPoints) halvePoints(run), halved = true;
+        // A day of training costs the same memory, and the same time per refresh, as an hour.
+        for (int n = run.raw.compact(); n > 0; --n) BoundedCurve::halve_beside(run.smoothed), halved = true;
     }
     if (halved || run.raw.size() / run.rawStride > size_t(kMaxRawPoints)) {
         run.rawStride = shownStride(run.raw.size());
@@ -274,25 +276,6 @@ void LossChart::addBatchLosses(const std::vector<std::pair<int64_t, double>>& po
     }
     scheduleRefresh();
     m_keepAction->setEnabled(true);
-}
-
-void LossChart::halvePoints(Run& run) {
-    // As TrainHistory::compact_batch_loss: an odd last point goes back to the bucket,
-    // neighbours are averaged (the smoothed curve keeps the later value), and every
-    // point then covers twice the batches.
-    if (run.raw.size() % 2 == 1) {
-        run.bucketSum += run.raw.back().y() * double(run.keepStride);
-        run.bucketCount += run.keepStride;
-        run.raw.pop_back();
-        run.smoothed.pop_back();
-    }
-    for (size_t i = 0; i + 1 < run.raw.size(); i += 2) {
-        run.raw[i / 2] = QPointF(run.raw[i + 1].x(), 0.5 * (run.raw[i].y() + run.raw[i + 1].y()));
-        run.smoothed[i / 2] = run.smoothed[i + 1];
-    }
-    run.raw.resize(run.raw.size() / 2);
-    run.smoothed.resize(run.smoothed.size() / 2);
-    run.keepStride *= 2;
 }
 
 void LossChart::scheduleRefresh() {
@@ -332,17 +315,9 @@ void LossChart::addEpoch(const EpochReport& report, int64_t step) {
 
 void LossChart::setHistory(const TrainHistory& history, const QString& label) {
     startRun(label);
-    // The history's points cover history.batch_stride batches each: taken as they are.
+    // The history's points cover its stride of batches each: taken as they are.
     Run& run = current();
-    run.keepStride = std::max<int64_t>(1, history.batch_stride);
-    run.bucketSum = history.pending_loss_sum;
-    run.bucketCount = history.pending_batches;
-    for (const auto& [step, loss] : history.batch_loss)
-        if (std::isfinite(loss)) run.raw.emplace_back(double(step), loss);
-    while (run.raw.size() >= kMaxKeptPoints) {  // a history of a larger bound
-        run.smoothed.assign(run.raw.size(), QPointF());
-        halvePoints(run);
-    }
+    run.raw = history.batch_loss;
     run.rawStride = shownStride(run.raw.size());
     rebuildRaw(run);
     rebuildSmoothed(run);
@@ -367,14 +342,15 @@ void LossChart::rebuildSmoothed(Run& run) {
     run.smoothed.clear();
     run.emaLast = 0;
     run.emaCount = 0;
-    // Each point stands for keepStride batches of (about) its mean loss: the average
+    // Each point stands for raw.stride() batches of (about) its mean loss: the average
     // moves as it would over that many batches of that loss.
-    const double w = std::pow(m_smoothing, double(run.keepStride));
-    for (const QPointF& p : run.raw) {
-        run.emaLast = run.emaLast * w + (1 - w) * p.y();
-        run.emaCount += run.keepStride;
+    const int64_t stride = run.raw.stride();
+    const double w = std::pow(m_smoothing, double(stride));
+    for (const auto& [step, loss] : run.raw.points()) {
+        run.emaLast = run.emaLast * w + (1 - w) * loss;
+        run.emaCount += stride;
         const double debias = 1 - std::pow(m_smoothing, double(run.emaCount));
-        run.smoothed.emplace_back(p.x(), debias > 0 ? run.emaLast / debias : p.y());
+        run.smoothed.emplace_back(double(step), debias > 0 ? run.emaLast / debias : loss);
     }
     run.smoothShown = strided(run.smoothed, run.rawStride);
     if (run.smoothSeries) run.smoothSeries->replace(run.smoothShown);
@@ -435,13 +411,14 @@ void LossChart::updateRanges() {
     m_chart->setTitle(empty ? tr("Press Train (F5): the loss appears here, batch by batch") : QString());
     double xMax = 1, yMin = INFINITY, yMax = -INFINITY;
     for (const Run* r : m_runs) {
-        auto take = [&](const std::vector<QPointF>& pts) {
-            for (const QPointF& p : pts) {
-                xMax = std::max(xMax, p.x());
-                if (p.y() > 0 || !m_logScale) yMin = std::min(yMin, p.y()), yMax = std::max(yMax, p.y());
-            }
+        auto take = [&](double x, double y) {
+            xMax = std::max(xMax, x);
+            if (y > 0 || !m_logScale) yMin = std::min(yMin, y), yMax = std::max(yMax, y);
         };
-        take(r->kept ? r->smoothed : r->raw);
+        if (r->kept)
+            for (const QPointF& p : r->smoothed) take(p.x(), p.y());
+        else
+            for (const auto& [step, loss] : r->raw.points()) take(double(step), loss);
         for (const auto& e : r->epochs) {
             xMax = std::max(xMax, double(e.step));
             if (std::isfinite(e.report.val_loss) && (e.report.val_loss > 0 || !m_logScale))
@@ -525,7 +502,7 @@ QString LossChart::currentRunLabel() const {
     return (!m_runs.empty() && !m_runs.back()->kept) ? m_runs.back()->label : QString();
 }
 int LossChart::pointCount() const { return (!m_runs.empty() && !m_runs.back()->kept) ? int(m_runs.back()->raw.size()) : 0; }
-int64_t LossChart::pointStride() const { return (!m_runs.empty() && !m_runs.back()->kept) ? m_runs.back()->keepStride : 1; }
+int64_t LossChart::pointStride() const { return (!m_runs.empty() && !m_runs.back()->kept) ? m_runs.back()->raw.stride() : 1; }
 int LossChart::epochCount() const {
     return (!m_runs.empty() && !m_runs.back()->kept) ? int(m_runs.back()->epochs.size()) : 0;
 }

@@ -91,8 +91,6 @@ private:
     void styleRun(Run& run, bool kept);
     void restyleAll();
     void rebuildSmoothed(Run& run);
-    /// Averages neighbouring points and doubles the batches each covers (the bound on kept points).
-    void halvePoints(Run& run);
     void rebuildRaw(Run& run);
     void rebuildYAxis();
     void updateRanges();

@@ -23,8 +23,9 @@ QString LossChart::toCsv() const {
     };
     for (const Run* r : m_runs) {
         const QString run = quoted(r->label);
-        for (size_t i = 0; i < r->raw.size(); ++i) {
-            ts << run << ",batch_loss," << qint64(r->raw[i].x()) << ",," << QString::number(r->raw[i].y(), 'g', 8) << "\n";
+        const auto& raw = r->raw.points();
+        for (size_t i = 0; i < raw.size(); ++i) {
+            ts << run << ",batch_loss," << qint64(raw[i].first) << ",," << QString::number(raw[i].second, 'g', 8) << "\n";
             ts << run << ",smoothed_loss," << qint64(r->smoothed[i].x()) << ",," << QString::number(r->smoothed[i].y(), 'g', 8)
                << "\n";
         }

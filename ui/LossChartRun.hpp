@@ -5,6 +5,8 @@
 #include <QtCharts/QLineSeries>
 #include <vector>
 
+#include "core/config/bounded_curve.hpp"
+#include "core/config/history.hpp"
 #include "ui/LossChart.hpp"
 
 namespace attnviz::ui {
@@ -13,17 +15,15 @@ struct LossChart::Run {
     QString label;
     QColor color;
     bool kept = false;
-    /// Batch losses, each point the mean of keepStride batches (the last one's step), and
-    /// the smoothed loss at those steps; at most kMaxKeptPoints (LossChart.cpp), halved and
-    /// keepStride doubled when reached, as TrainHistory does for the checkpoint's curve.
-    std::vector<QPointF> raw, smoothed;
+    /// Batch losses, each point the mean of raw.stride() batches (the last one's step): the
+    /// same bounded curve as the checkpoint's (TrainHistory::batch_loss); and the smoothed
+    /// loss at those steps, halved beside it.
+    BoundedCurve raw{TrainHistory::max_batch_points};
+    std::vector<QPointF> smoothed;
     QList<QPointF> rawShown, smoothShown;  // what the series hold (every rawStride-th point)
     double emaLast = 0;
     int64_t emaCount = 0;   ///< batches the moving average has seen
     int rawStride = 1;
-    int64_t keepStride = 1;  ///< batches per raw point
-    double bucketSum = 0;    ///< losses of the batches not yet in a point
-    int64_t bucketCount = 0; ///< how many (fewer than keepStride)
     struct Epoch {
         int64_t step;
         EpochReport report;

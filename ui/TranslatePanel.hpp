@@ -93,6 +93,16 @@ Q_SIGNALS:
     void translationFailed(const QString& message);
 
 private:
+    // The constructor's steps (ui/TranslatePanelBuild.cpp).
+    QLayout* createInputRow();
+    QLayout* createReferenceRow();
+    void createResultLabels();
+    QWidget* createAttentionPane();
+    QWidget* createTreePane();
+    void connectInputs();
+    void connectViews();
+    void connectTranslators();
+
     void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
     void showHypothesis(int index);
     void requestForced(const QString& sentence);

@@ -20,7 +20,7 @@ AlignmentScore evaluate_alignment(const TranslationModel& model, const std::vect
     // attention columns are the source tokens in their original order (reverse_source too).
     const auto forced = model.force_tokens(sources, targets, ForceMode::reference, options);
     for (size_t i = 0; i < gold.size(); ++i) {
-        const auto& attention = forced[i].best().attention;
+        const auto& attention = forced[i].best().attention.weights();
         total += score_alignment(hard_alignment(attention, gold[i]->src.size(), gold[i]->tgt.size(), threshold),
                                  *gold[i]->alignment);
     }

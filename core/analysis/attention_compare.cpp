@@ -35,20 +35,21 @@ AttentionComparison compare_attention(const TranslationModel& a, const Translati
                  " has no attention (scoring none): there is nothing to compare";
         return c;
     }
-    const Hypothesis& hb = c.b_on_a.best();
-    if (c.a.src_tokens.size() != c.b_on_a.src_tokens.size() || hb.attention.size() < ha.attention.size() ||
-        (!ended && hb.attention.size() != ha.attention.size() + 1) || (ended && hb.attention.size() != ha.attention.size())) {
+    const AttentionMatrix& wa_rows = ha.attention.weights();
+    const AttentionMatrix& wb_rows = c.b_on_a.best().attention.weights();
+    if (c.a.src_tokens.size() != c.b_on_a.src_tokens.size() || wb_rows.size() < wa_rows.size() ||
+        (!ended && wb_rows.size() != wa_rows.size() + 1) || (ended && wb_rows.size() != wa_rows.size())) {
         c.note = "the models split the sentence or the output differently: their attention cannot be lined up";
         return c;
     }
     c.comparable = true;
     double sum = 0;
     size_t cells = 0;
-    for (size_t t = 0; t < ha.attention.size(); ++t) {
+    for (size_t t = 0; t < wa_rows.size(); ++t) {
         std::vector<float> row(c.a.src_tokens.size(), 0.0f);
         for (size_t s = 0; s < row.size(); ++s) {
-            const float wa = s < ha.attention[t].size() ? ha.attention[t][s] : 0.0f;
-            const float wb = s < hb.attention[t].size() ? hb.attention[t][s] : 0.0f;
+            const float wa = s < wa_rows[t].size() ? wa_rows[t][s] : 0.0f;
+            const float wb = s < wb_rows[t].size() ? wb_rows[t][s] : 0.0f;
             row[s] = wa - wb;
             sum += std::abs(row[s]);
             c.max_abs_difference = std::max(c.max_abs_difference, double(std::abs(row[s])));
@@ -68,7 +69,7 @@ nlohmann::json comparison_json(const AttentionComparison& c) {
         j["output"] = t.best().tokens;
         j["text"] = t.best().text;
         j["log_prob"] = t.best().log_prob;
-        j["weights"] = t.best().attention;
+        j["weights"] = t.best().attention.weights();
         return j;
     };
     return {{"format", "attnviz-attention-comparison"},

@@ -44,20 +44,21 @@ std::string format_float(float v) {
 
 std::string attention_csv(const Translation& t, size_t hypothesis) {
     const Hypothesis& h = pick(t, hypothesis);
-    if (!t.attention_available || h.attention.size() != h.tokens.size())
+    const AttentionMatrix& weights = h.attention.weights();
+    if (!t.attention_available || weights.size() != h.tokens.size())
         throw Error("no attention weights to export: the hypothesis has " + std::to_string(h.tokens.size()) +
-                    " tokens but " + std::to_string(h.attention.size()) + " attention rows");
+                    " tokens but " + std::to_string(weights.size()) + " attention rows");
     for (size_t r = 0; r < h.tokens.size(); ++r)
-        if (h.attention[r].size() != t.src_tokens.size())
-            throw Error("attention row " + std::to_string(r) + " has " + std::to_string(h.attention[r].size()) +
+        if (weights[r].size() != t.src_tokens.size())
+            throw Error("attention row " + std::to_string(r) + " has " + std::to_string(weights[r].size()) +
                         " weights for " + std::to_string(t.src_tokens.size()) + " source tokens");
-    const AttentionStats stats = attention_stats(h.attention);
+    const AttentionStats stats = attention_stats(weights);
     std::string out = t.merged.empty() ? std::string() : csv_field("merged: " + t.merged);
     for (const auto& s : t.src_tokens) out += "," + csv_field(s);
     out += ",entropy,max_weight\n";
     for (size_t r = 0; r < h.tokens.size(); ++r) {
         out += csv_field(h.tokens[r]);
-        for (const float w : h.attention[r]) out += "," + format_float(w);
+        for (const float w : weights[r]) out += "," + format_float(w);
         out += "," + format_float(stats.entropy[r]) + "," + format_float(stats.max_weight[r]) + "\n";
     }
     out += "coverage";
@@ -81,8 +82,8 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         {"log_prob", h.log_prob},
         {"score", h.score},
         {"attention_available", t.attention_available},
-        {"weights", h.attention},
-        {"raw_scores", h.raw_scores},
+        {"weights", h.attention.weights()},
+        {"raw_scores", h.attention.scores()},
         {"context_norm", h.context_norm},
         {"model", model_settings.is_null() ? nlohmann::json::object() : model_settings},
         {"decode", decode_settings.is_null() ? nlohmann::json::object() : decode_settings},
@@ -99,8 +100,18 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         }
         j["top_k"] = std::move(steps);
     }
-    if (t.attention_available && !h.attention.empty() && h.attention.size() == h.tokens.size()) {
-        const AttentionStats stats = attention_stats(h.attention);
+    // Every map by name: the primary one again, and any other a family records.
+    nlohmann::json maps = nlohmann::json::array();
+    for (const AttentionMap& m : h.attention.maps) {
+        nlohmann::json e = {{"kind", to_string(m.id.kind)}, {"layer", m.id.layer}, {"head", m.id.head},
+                            {"weights", m.weights}};
+        if (!m.scores.empty()) e["raw_scores"] = m.scores;
+        maps.push_back(std::move(e));
+    }
+    j["attention_maps"] = std::move(maps);
+    const AttentionMatrix& weights = h.attention.weights();
+    if (t.attention_available && !weights.empty() && weights.size() == h.tokens.size()) {
+        const AttentionStats stats = attention_stats(weights);
         j["entropy"] = stats.entropy;
         j["max_weight"] = stats.max_weight;
         j["coverage"] = stats.coverage;

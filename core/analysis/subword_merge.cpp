@@ -86,7 +86,16 @@ Hypothesis merge_hypothesis(const Hypothesis& h, const WordGroups& source) {
     m.log_prob = h.log_prob;
     m.score = h.score;
     m.text = h.text;
-    if (!h.attention.empty()) m.attention = merge_attention(h.attention, target, source);
+    for (const AttentionMap& map : h.attention.maps) {
+        // Queries and keys are pieces of the output (target) or of the source, by kind.
+        const bool queries_out = map.id.kind != AttentionKind::encoder_self;
+        const bool keys_out = map.id.kind == AttentionKind::decoder_self;
+        AttentionMatrix weights = map.weights;
+        if (keys_out)  // a causal row holds the keys up to its step: the rest are 0
+            for (auto& row : weights) row.resize(h.tokens.size(), 0.0f);
+        m.attention.maps.push_back(AttentionMap{
+            map.id, merge_attention(weights, queries_out ? target : source, keys_out ? target : source), {}});
+    }
     auto per_word = [&](const std::vector<float>& v, bool mean) {
         std::vector<float> out;
         if (v.size() != h.tokens.size()) return out;  // not recorded

@@ -51,7 +51,7 @@ EpochReport epoch_from_json(const nlohmann::json& j) {
 nlohmann::json TrainHistory::to_json() const {
     nlohmann::json steps = nlohmann::json::array(), losses = nlohmann::json::array(),
                    epochs_j = nlohmann::json::array();
-    for (const auto& [s, l] : batch_loss) {
+    for (const auto& [s, l] : batch_loss.points()) {
         steps.push_back(s);
         losses.push_back(l);
     }
@@ -59,36 +59,14 @@ nlohmann::json TrainHistory::to_json() const {
     nlohmann::json j = {{"batch_step", steps}, {"batch_loss", losses},       {"epochs", epochs_j},
                         {"global_step", global_step}, {"epochs_done", epochs_done}, {"best_epoch", best_epoch},
                         {"seconds", seconds}};
-    if (batch_stride != 1) j["batch_stride"] = batch_stride;  // absent: 1 (every file before the bound)
-    if (pending_batches > 0) j["batch_pending"] = {pending_loss_sum, pending_batches};
+    // absent: 1 (every file before the bound)
+    if (batch_loss.stride() != 1) j["batch_stride"] = batch_loss.stride();
+    if (batch_loss.pending_count() > 0) j["batch_pending"] = {batch_loss.pending_sum(), batch_loss.pending_count()};
     return j;
 }
 
 void TrainHistory::record_batch(int64_t step, double loss) {
-    pending_loss_sum += loss;
-    if (++pending_batches < batch_stride) return;
-    batch_loss.emplace_back(step, pending_loss_sum / static_cast<double>(pending_batches));
-    pending_loss_sum = 0.0;
-    pending_batches = 0;
-    if (batch_loss.size() >= max_batch_points) compact_batch_loss();
-}
-
-void TrainHistory::compact_batch_loss() {
-    while (batch_loss.size() >= max_batch_points) {
-        // An odd last point goes back to the pending batches: with those already there
-        // they are fewer than the doubled stride, and every point keeps covering as many
-        // batches as every other.
-        if (batch_loss.size() % 2 == 1) {
-            pending_loss_sum += batch_loss.back().second * static_cast<double>(batch_stride);
-            pending_batches += batch_stride;
-            batch_loss.pop_back();
-        }
-        size_t out = 0;
-        for (size_t i = 0; i + 1 < batch_loss.size(); i += 2)
-            batch_loss[out++] = {batch_loss[i + 1].first, 0.5 * (batch_loss[i].second + batch_loss[i + 1].second)};
-        batch_loss.resize(out);
-        batch_stride *= 2;
-    }
+    if (batch_loss.add(step, loss)) batch_loss.compact();
 }
 
 double TrainHistory::best_val_loss() const {
@@ -144,33 +122,37 @@ TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
     const auto& steps = array("batch_step");
     const auto& losses = array("batch_loss");
     if (steps.size() != losses.size()) fail("batch steps and losses differ in length");
-    h.batch_loss.reserve(steps.size());
+    std::vector<BoundedCurve::Point> points;
+    points.reserve(steps.size());
     for (size_t i = 0; i < steps.size(); ++i) {
         const auto& s = steps[i];
         const auto& l = losses[i];
-        const int64_t previous = h.batch_loss.empty() ? 0 : h.batch_loss.back().first;
+        const int64_t previous = points.empty() ? 0 : points.back().first;
         if (!s.is_number_integer() || s.get<int64_t>() <= previous || s.get<int64_t>() > max_steps)
             fail("batch step " + std::to_string(i) + " is " + describe_json(s) + ", expected an integer in " +
                  std::to_string(previous + 1) + ".." + std::to_string(max_steps) + " (increasing)");
         if (!l.is_number() || !std::isfinite(l.get<double>()))
             fail("batch loss " + std::to_string(i) + " is " + describe_json(l) + ", expected a finite number");
-        h.batch_loss.emplace_back(s.get<int64_t>(), l.get<double>());
+        points.emplace_back(s.get<int64_t>(), l.get<double>());
     }
 
-    h.batch_stride = integer("batch_stride", 1, int64_t(1) << 40, 1);
-    if ((h.batch_stride & (h.batch_stride - 1)) != 0)
-        fail("\"batch_stride\" is " + std::to_string(h.batch_stride) + ", expected a power of two");
+    const int64_t stride = integer("batch_stride", 1, int64_t(1) << 40, 1);
+    if ((stride & (stride - 1)) != 0)
+        fail("\"batch_stride\" is " + std::to_string(stride) + ", expected a power of two");
+    double pending_sum = 0.0;
+    int64_t pending_count = 0;
     if (const auto pending = j.find("batch_pending"); pending != j.end()) {
         if (!pending->is_array() || pending->size() != 2 || !(*pending)[0].is_number() ||
             !std::isfinite((*pending)[0].get<double>()) || !(*pending)[1].is_number_integer() ||
-            (*pending)[1].get<int64_t>() < 0 || (*pending)[1].get<int64_t>() >= h.batch_stride)
+            (*pending)[1].get<int64_t>() < 0 || (*pending)[1].get<int64_t>() >= stride)
             fail("\"batch_pending\" is " + describe_json(*pending) + ", expected [loss sum, batches] with fewer batches than " +
-                 std::to_string(h.batch_stride));
-        h.pending_loss_sum = (*pending)[0].get<double>();
-        h.pending_batches = (*pending)[1].get<int64_t>();
+                 std::to_string(stride));
+        pending_sum = (*pending)[0].get<double>();
+        pending_count = (*pending)[1].get<int64_t>();
     }
-    h.compact_batch_loss();  // a file written before the bound (or by hand) may hold more points
-    if (h.batch_stride > (int64_t(1) << 40))  // what it read back would be refused: refuse it now
+    h.batch_loss.restore(std::move(points), stride, pending_sum, pending_count);
+    h.batch_loss.compact();  // a file written before the bound (or by hand) may hold more points
+    if (h.batch_loss.stride() > (int64_t(1) << 40))  // what it read back would be refused: refuse it now
         fail("batch loss: " + std::to_string(steps.size()) + " points at a stride of \"batch_stride\" are too many");
 
     const auto& epochs = array("epochs");

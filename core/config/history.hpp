@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/config/bounded_curve.hpp"
+
 namespace attnviz {
 
 /// One batch's report.
@@ -47,18 +49,15 @@ struct EpochReport {
 /// Everything recorded while training: what a checkpoint keeps and the GUI plots.
 struct TrainHistory {
     /// At most this many per-batch loss points are kept. Reaching it halves the
-    /// points (neighbours averaged) and doubles batch_stride, so a run of any
+    /// points (neighbours averaged) and doubles the curve's stride, so a run of any
     /// length keeps a loss curve of uniform resolution in bounded memory, and its
     /// checkpoint's metadata stays far below the 64 MiB header a reader accepts
     /// (~27 bytes a point: unbounded, ~2.4 million batches — a day of training —
     /// made a checkpoint that saved but could not be opened).
     static constexpr size_t max_batch_points = 20000;
-    /// (global step, loss): each point the mean loss of batch_stride consecutive
+    /// (global step, loss): each point the mean loss of batch_loss.stride() consecutive
     /// batches ending at that step (one batch each until max_batch_points is reached).
-    std::vector<std::pair<int64_t, double>> batch_loss;
-    int64_t batch_stride = 1;    ///< batches per batch_loss point: 1, 2, 4, ...
-    double pending_loss_sum = 0.0;  ///< losses of the batches not yet in a point (fewer than batch_stride)
-    int64_t pending_batches = 0;    ///< how many batches pending_loss_sum holds
+    BoundedCurve batch_loss{max_batch_points};
     std::vector<EpochReport> epochs;
     int64_t global_step = 0;     ///< batches done so far
     int epochs_done = 0;         ///< completed epochs
@@ -66,12 +65,8 @@ struct TrainHistory {
     double seconds = 0.0;        ///< training time so far
     /// The validation loss of best_epoch (NaN when none).
     double best_val_loss() const;
-    /// Records one batch's loss at `step` (the caller advances global_step):
-    /// joins the pending batches, and becomes a point once batch_stride are pending.
+    /// Records one batch's loss at `step` (the caller advances global_step) in batch_loss.
     void record_batch(int64_t step, double loss);
-    /// Halves batch_loss (neighbouring points averaged, the later step kept) and
-    /// doubles batch_stride, until fewer than max_batch_points remain.
-    void compact_batch_loss();
     nlohmann::json to_json() const;
     static TrainHistory from_json(const nlohmann::json& j);
 };

@@ -267,6 +267,13 @@ nlohmann::json registry_json() {
     return all;
 }
 
+Hyperparameters d2l_hyperparameters() {
+    Hyperparameters h;
+    for (const ParamSpec& p : parameters())
+        if (!p.d2l_value.is_null()) p.put(h, p.d2l_value);
+    return h;
+}
+
 // --- ModelConfig and TrainConfig (core/config/config.hpp): validation and JSON from the registry
 
 void ModelConfig::validate() const { validate_model_parameters(*this); }

@@ -105,6 +105,10 @@ nlohmann::json parameters_to_json(const Hyperparameters& h, ParamGroup group);
 /// present ones are checked (ConfigError naming the key on a bad value).
 void parameters_from_json(Hyperparameters& h, ParamGroup group, const nlohmann::json& j);
 
+/// d2l 1.0.3's configuration (seed 003): every parameter that has a d2l value set to it,
+/// the others at their defaults (`attnviz-cli bench` starts from it).
+Hyperparameters d2l_hyperparameters();
+
 /// The registry itself, one object per parameter with name, flag, label, type,
 /// group, default, min/max or choices, d2l, help (`attnviz-cli params --json`).
 nlohmann::json registry_json();

@@ -32,18 +32,6 @@ double normalized(double log_prob, size_t length, double alpha) {
     return log_prob / std::pow(static_cast<double>(length), alpha);
 }
 
-EncoderState expand(const EncoderState& enc, const torch::Tensor& idx) {
-    EncoderState e;
-    e.outputs = enc.outputs.index_select(0, idx);
-    e.src_len = enc.src_len.index_select(0, idx);
-    e.mask = enc.mask.index_select(0, idx);
-    e.proj_keys = enc.proj_keys.index_select(0, idx);
-    e.final_ctx = enc.final_ctx.index_select(0, idx);
-    e.h0 = enc.h0.index_select(1, idx);
-    if (enc.c0.defined()) e.c0 = enc.c0.index_select(1, idx);
-    return e;
-}
-
 /// One token the search took (kept or finished), linked to the token before it: a
 /// hypothesis is a chain of links, built into a Hypothesis only when it is returned.
 struct Link {
@@ -66,7 +54,7 @@ struct Finished {
 struct StepOnHost {
     torch::Tensor total, index, step_lp, rank;  ///< [B, C]: cumulative log P, index, token log P, token rank
     torch::Tensor context_norm;                 ///< [B*K]
-    torch::Tensor weights, scores;              ///< [B*K, S] (with attention only)
+    HostStepMaps maps;                          ///< each [B*K, keys] (with attention only)
     StepTopK top_k;                             ///< [B*K, top_k]
 };
 
@@ -76,13 +64,14 @@ public:
     BeamChunk(const SearchModel& tm, const DecodeOptions& o, const SourceBatch& batch,
               std::vector<const std::vector<int64_t>*> given)
         : m_tm(tm), m_o(o), m_model(tm.network()), m_device(tm.device()), m_K(o.beam_size),
-          m_V(m_model->config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
+          m_V(m_model.config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
           m_live(static_cast<size_t>(m_B * m_K), -1), m_finished(static_cast<size_t>(m_B)),
           m_done(static_cast<size_t>(m_B), false) {
         const int64_t K = m_K, B = m_B;
-        m_enc = expand(m_model->encode(batch.src, batch.src_len),
-                       torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
-        m_state = m_model->init_state(m_enc);
+        // Each sentence's encoding K times, one per beam.
+        m_enc = m_model.encode(batch.src, batch.src_len)
+                    ->select(torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
+        m_cache = m_model.start(*m_enc);
         m_tokens = torch::full({B * K}, Vocab::bos_id, torch::kLong).to(m_device);
         // Only the first beam of each sentence is live at the start.
         m_beam_logp.assign(static_cast<size_t>(B * K), k_neg_inf);
@@ -105,6 +94,7 @@ public:
         for (size_t i = 0; i < fin.size() && static_cast<int64_t>(i) < m_o.num_hypotheses; ++i) {
             Hypothesis h = hypothesis(fin[i].link, b);
             h.score = fin[i].score;
+            add_source_maps(h, *m_enc, b * m_K, m_lens[static_cast<size_t>(b)]);
             finish_hypothesis(h, m_tm.tgt_vocab(), m_tm.level());
             t.hypotheses.push_back(std::move(h));
         }
@@ -116,6 +106,7 @@ public:
         tree.num_hypotheses = m_o.num_hypotheses;
         tree.length_penalty = m_o.length_penalty;
         tree.attention_available = t.attention_available;
+        if (!m_steps.empty() && !m_steps.front().maps.empty()) tree.attention_map = m_steps.front().maps.ids.front();
         for (const auto& f : fin) tree.finished.push_back(m_links[static_cast<size_t>(f.link)].node);
         t.beam_tree = std::make_shared<const BeamTree>(std::move(tree));
     }
@@ -140,7 +131,7 @@ private:
             const StepOnHost& s = m_steps[static_cast<size_t>(l.step)];
             append_token(h, l.token, l.log_prob, l.rank, l.given);
             h.context_norm.push_back(s.context_norm.data_ptr<float>()[l.slot]);
-            if (s.weights.defined()) append_attention_row(h, s.weights, s.scores, l.slot, m_lens[static_cast<size_t>(b)]);
+            append_attention_rows(h, s.maps, l.slot, m_lens[static_cast<size_t>(b)]);
             if (s.top_k.k > 0) h.top_k.push_back(s.top_k.row(l.slot, m_tm.tgt_vocab()));
         }
         return h;
@@ -212,9 +203,7 @@ private:
         m_live = std::move(next_live);
         m_beam_logp = std::move(next_logp);
         if (std::all_of(m_done.begin(), m_done.end(), [](bool d) { return d; })) return false;
-        auto parent_t = torch::tensor(parent, torch::kLong).to(m_device);
-        m_state.h = m_state.h.index_select(1, parent_t);
-        if (m_state.c.defined()) m_state.c = m_state.c.index_select(1, parent_t);
+        m_cache->select(torch::tensor(parent, torch::kLong).to(m_device));
         m_tokens = torch::tensor(next_tok, torch::kLong).to(m_device);
         return true;
     }
@@ -222,7 +211,7 @@ private:
     /// Runs the decoder one step and brings the candidates (and what the hypotheses record) to the host.
     StepOnHost step_on_host(int64_t step) {
         const int64_t B = m_B, K = m_K, V = m_V;
-        auto out = m_model->step(m_tokens, m_state, m_enc);
+        auto out = m_model.step(m_tokens, *m_cache, *m_enc);
         auto logp = output_log_probs(out.logits);  // [B*K, V]
         auto prev = torch::from_blob(m_beam_logp.data(), {B * K, 1}, torch::kFloat).to(m_device);
         auto flat_logp = logp.view({B, K * V});
@@ -245,10 +234,7 @@ private:
         s.step_lp = step_lp.to(torch::kCPU).contiguous();
         s.rank = ranks(s, logp, step);
         s.context_norm = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat).contiguous();
-        if (m_tm.has_attention()) {
-            s.weights = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
-            s.scores = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
-        }
+        s.maps = maps_to_host(out.maps);
         s.top_k = step_top_k(logp, m_o.top_k);
         return s;
     }
@@ -306,23 +292,20 @@ private:
         n.rank = j;
         n.token_rank = token_rank;
         n.forced = forced;
-        if (s.weights.defined()) {
-            const float* w = s.weights.data_ptr<float>() + slot * s.weights.stride(0);
-            n.attention.assign(w, w + m_lens[static_cast<size_t>(b)]);
-        }
+        n.attention = s.maps.primary_row(slot, m_lens[static_cast<size_t>(b)]);
         nodes.push_back(std::move(n));
         return nodes.back().id;
     }
 
     const SearchModel& m_tm;
     const DecodeOptions& m_o;
-    Seq2Seq m_model;
+    EncoderDecoder& m_model;
     torch::Device m_device;
     const int64_t m_K, m_V, m_B;
     std::vector<int64_t> m_lens;
     std::vector<const std::vector<int64_t>*> m_given;  ///< per sentence; empty without prefixes
-    EncoderState m_enc;
-    DecoderState m_state;
+    std::shared_ptr<const EncodedSource> m_enc;  ///< [B*K]: each sentence's encoding once per beam
+    std::unique_ptr<DecoderCache> m_cache;
     torch::Tensor m_tokens;
     std::vector<float> m_beam_logp;       ///< [B*K] cumulative log P of the live beams (-inf: none)
     std::vector<int64_t> m_live;          ///< [B*K] the last link of each live beam (-1: none, or <bos>)

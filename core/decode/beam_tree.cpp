@@ -133,7 +133,7 @@ Hypothesis BeamTree::partial_hypothesis(int64_t id) const {
         h.rank.push_back(n.token_rank);
         if (n.forced) ++h.forced_steps;
         if (n.forced && n.token_rank > 0 && h.first_divergence < 0) h.first_divergence = n.step;
-        if (attention_available) h.attention.push_back(n.attention);
+        if (attention_available) h.attention.at(attention_map).weights.push_back(n.attention);
     }
     h.log_prob = node(id).log_prob;
     h.score = node(id).score;

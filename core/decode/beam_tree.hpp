@@ -62,6 +62,9 @@ struct BeamTree {
     int64_t num_hypotheses = 1;       ///< how many finished leaves became Translation::hypotheses
     double length_penalty = 1.0;
     bool attention_available = true;  ///< false for Scoring::none: nodes carry no attention rows
+    /// Which map the nodes' attention rows are of: the hypotheses' primary one (not kept in files:
+    /// a tree read back has the RNN's, cross layer 0 head 0).
+    AttentionMapId attention_map;
     std::vector<BeamNode> nodes;
     std::vector<int64_t> finished;    ///< finished node ids, best first (ties: in the order they finished)
 
@@ -74,8 +77,8 @@ struct BeamTree {
     int64_t steps() const;
     /// The partial hypothesis ending at node `id`, as a Hypothesis a heatmap can
     /// show: tokens, ids, text, log_prob, score, step_log_prob, rank (token
-    /// ranks), forced_steps, and one attention row per token (no raw scores,
-    /// context norms or top-k: the tree does not keep them).
+    /// ranks), forced_steps, and one attention row per token of the attention_map
+    /// map (no other map, raw scores, context norms or top-k: the tree does not keep them).
     Hypothesis partial_hypothesis(int64_t id) const;
 
     /// {"format": "attnviz-beam-tree", "version": 1, "source", "level", "beam_size",

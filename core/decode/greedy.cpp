@@ -8,10 +8,9 @@ namespace attnviz {
 std::vector<Translation> greedy_decode(const SearchModel& translation_model,
                                        const std::vector<std::vector<std::string>>& sources,
                                        const DecodeOptions& options, const std::vector<std::vector<int64_t>>* forced) {
-    const bool has_attention = translation_model.has_attention();
     const auto device = translation_model.device();
     const Vocab& tgt_vocab = translation_model.tgt_vocab();
-    Seq2Seq model = translation_model.network();
+    EncoderDecoder& model = translation_model.network();
     auto decode_chunk = [&](const std::vector<size_t>& rows, const SourceBatch& batch, std::vector<Translation>& results) {
         const int64_t B = static_cast<int64_t>(rows.size());
         // Given tokens per row (forced decoding); a reference ends with <eos>, so its row ends there.
@@ -22,14 +21,14 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
                 given[i] = &(*forced)[rows[i]];
                 max_steps = std::max<int64_t>(max_steps, static_cast<int64_t>(given[i]->size()) + 1);
             }
-        auto enc = model->encode(batch.src, batch.src_len);
-        auto state = model->init_state(enc);
+        const auto enc = model.encode(batch.src, batch.src_len);
+        const auto cache = model.start(*enc);
         auto tokens = torch::full({B}, Vocab::bos_id, torch::TensorOptions().dtype(torch::kLong).device(device));
         std::vector<Hypothesis> hyps(rows.size());
         std::vector<bool> done(rows.size(), false);
         const auto lens = batch.lengths();
         for (int64_t step = 0; step < max_steps; ++step) {
-            auto out = model->step(tokens, state, enc);
+            auto out = model.step(tokens, *cache, *enc);
             auto logp = output_log_probs(out.logits);
             auto chosen = std::get<1>(logp.max(-1));
             bool any_given = false;
@@ -53,11 +52,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             auto lp = lp_t.accessor<float, 1>();
             auto rk = rank_t.accessor<int64_t, 1>();
             auto cn = cn_t.accessor<float, 1>();
-            torch::Tensor w_cpu, s_cpu;
-            if (has_attention) {
-                w_cpu = out.weights.to(torch::kCPU, torch::kFloat).contiguous();
-                s_cpu = out.scores.to(torch::kCPU, torch::kFloat).contiguous();
-            }
+            const HostStepMaps maps = maps_to_host(out.maps);
             const StepTopK top = step_top_k(logp, options.top_k);
             bool all_done = true;
             for (int64_t i = 0; i < B; ++i) {
@@ -65,7 +60,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
                 auto& h = hyps[i];
                 append_token(h, ids[i], lp[i], rk[i], given[i] && static_cast<size_t>(step) < given[i]->size());
                 h.context_norm.push_back(cn[i]);
-                if (has_attention) append_attention_row(h, w_cpu, s_cpu, i, lens[i]);
+                append_attention_rows(h, maps, i, lens[i]);
                 if (top.k > 0) h.top_k.push_back(top.row(i, tgt_vocab));
                 if (ids[i] == Vocab::eos_id || (given[i] && !given[i]->empty() && given[i]->back() == Vocab::eos_id &&
                                                 static_cast<size_t>(step + 1) == given[i]->size()))
@@ -81,6 +76,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         for (size_t i = 0; i < rows.size(); ++i) {
             auto& h = hyps[i];
             h.score = h.log_prob;
+            add_source_maps(h, *enc, static_cast<int64_t>(i), lens[i]);
             finish_hypothesis(h, tgt_vocab, translation_model.level());
             results[rows[i]].hypotheses.push_back(std::move(h));
         }

@@ -133,12 +133,39 @@ void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool 
     if (rank > 0 && h.first_divergence < 0) h.first_divergence = static_cast<int64_t>(h.ids.size()) - 1;
 }
 
-void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
-                          int64_t n) {
-    const float* w = weights.data_ptr<float>() + row * weights.stride(0);
-    const float* s = scores.data_ptr<float>() + row * scores.stride(0);
-    h.attention.emplace_back(w, w + n);
-    h.raw_scores.emplace_back(s, s + n);
+HostStepMaps maps_to_host(const std::vector<StepMap>& maps) {
+    HostStepMaps host;
+    for (const auto& m : maps) {
+        host.ids.push_back(m.id);
+        host.weights.push_back(m.weights.to(torch::kCPU, torch::kFloat).contiguous());
+        host.scores.push_back(m.scores.defined() ? m.scores.to(torch::kCPU, torch::kFloat).contiguous()
+                                                 : torch::Tensor());
+    }
+    return host;
+}
+
+std::vector<float> HostStepMaps::primary_row(int64_t row, int64_t n) const {
+    if (empty()) return {};
+    const float* w = weights[0].data_ptr<float>() + row * weights[0].stride(0);
+    return {w, w + std::min(n, weights[0].size(1))};
+}
+
+void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row, int64_t n) {
+    for (size_t i = 0; i < maps.ids.size(); ++i) {
+        const auto& w = maps.weights[i];
+        const int64_t keys = maps.ids[i].kind == AttentionKind::cross ? std::min(n, w.size(1)) : w.size(1);
+        AttentionMap& m = h.attention.at(maps.ids[i]);
+        const float* wp = w.data_ptr<float>() + row * w.stride(0);
+        m.weights.emplace_back(wp, wp + keys);
+        if (maps.scores[i].defined()) {
+            const float* sp = maps.scores[i].data_ptr<float>() + row * maps.scores[i].stride(0);
+            m.scores.emplace_back(sp, sp + keys);
+        }
+    }
+}
+
+void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n) {
+    for (auto& m : source.source_maps(row, n)) h.attention.maps.push_back(std::move(m));
 }
 
 }  // namespace attnviz

@@ -10,7 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/decode/translation.hpp"
-#include "core/model/model.hpp"
+#include "core/model/encoder_decoder.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 
@@ -20,9 +20,9 @@ namespace attnviz {
 /// (TranslationModel::search_model()) for the length of one call.
 class SearchModel {
 public:
-    SearchModel(Seq2Seq network, const Vocab& src_vocab, const Vocab& tgt_vocab, TokenLevel level)
+    SearchModel(Network network, const Vocab& src_vocab, const Vocab& tgt_vocab, TokenLevel level)
         : m_network(std::move(network)), m_src(src_vocab), m_tgt(tgt_vocab), m_level(level) {}
-    const Seq2Seq& network() const { return m_network; }
+    EncoderDecoder& network() const { return *m_network; }
     const ModelConfig& config() const { return m_network->config(); }
     const Vocab& src_vocab() const { return m_src; }
     const Vocab& tgt_vocab() const { return m_tgt; }
@@ -32,7 +32,7 @@ public:
     torch::Device device() const;
 
 private:
-    Seq2Seq m_network;
+    Network m_network;
     const Vocab& m_src;
     const Vocab& m_tgt;
     TokenLevel m_level;
@@ -55,10 +55,21 @@ Translation make_translation_shell(const std::vector<std::string>& source, const
                                    bool attention_available, int64_t source_steps = 0);
 /// Fills tokens and text from ids.
 void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
-/// Appends row `row` of a step's weights and raw scores ([B, S] contiguous float CPU tensors),
-/// keeping the first n source positions.
-void append_attention_row(Hypothesis& h, const torch::Tensor& weights, const torch::Tensor& scores, int64_t row,
-                          int64_t n);
+/// A step's attention maps (StepOutput::maps) on the host: float, contiguous [R, K].
+struct HostStepMaps {
+    std::vector<AttentionMapId> ids;
+    std::vector<torch::Tensor> weights, scores;  ///< per map; a score tensor is undefined when not kept
+    bool empty() const { return ids.empty(); }
+    /// Row `row` of the primary (first) map's weights, its first n keys.
+    std::vector<float> primary_row(int64_t row, int64_t n) const;
+};
+HostStepMaps maps_to_host(const std::vector<StepMap>& maps);
+/// Appends row `row` of every map to h's attention record: of a cross map the first
+/// n keys (the source's real positions), of the others every key.
+void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row, int64_t n);
+/// Adds the source-side maps of row `row` of an encoding (EncodedSource::source_maps,
+/// its first n positions) to h's record; nothing for a family without them.
+void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n);
 
 /// A step's log-probabilities [R, V] from its logits, in float, with <pad> and
 /// <bos> (never outputs) at -inf: what greedy and beam search both choose from.

@@ -1,8 +1,8 @@
 #pragma once
 // What decoding is asked and what it returns: DecodeOptions, and per input
 // sentence a Translation of hypotheses that carry, with each output token, the
-// attention row and the raw scores of the step that produced it (what the
-// heatmap and the step inspector show). Plain data, no LibTorch: exports,
+// attention rows and the raw scores of the step that produced it, every map by
+// name (what the heatmap and the step inspector show). Plain data, no LibTorch: exports,
 // alignments and the beam tree read it in the torch-free base library. The
 // searches that fill it are core/decode/greedy.hpp and core/decode/beam.hpp;
 // models translate through core/decode/translation_model.hpp.
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "core/model/attention_map.hpp"
 
 
 namespace attnviz {
@@ -57,10 +59,11 @@ struct Hypothesis {
     std::vector<int64_t> ids;          ///< their ids
     double log_prob = 0.0;             ///< sum of the step log-probabilities
     double score = 0.0;                ///< log_prob after length normalisation (greedy: log_prob)
-    /// attention[t][s]: weight of source token s when producing output token t (rows sum to 1).
-    std::vector<std::vector<float>> attention;
-    /// raw_scores[t][s]: the scores before the softmax at step t.
-    std::vector<std::vector<float>> raw_scores;
+    /// Every attention map the model recorded (core/model/attention_map.hpp), empty without
+    /// attention. The primary map (the RNN's only one) is the cross map whose
+    /// attention.weights()[t][s] is the weight of source token s when producing output token t
+    /// (rows sum to 1) and attention.scores()[t][s] the score before the softmax.
+    AttentionRecord attention;
     /// context_norm[t]: L2 norm of the context vector at step t.
     std::vector<float> context_norm;
     /// step_log_prob[t]: log-probability of output token t at its step; they sum to log_prob.

@@ -4,16 +4,17 @@
 #include "core/decode/beam.hpp"
 #include "core/decode/greedy.hpp"
 #include "core/io/error.hpp"
+#include "core/model/families.hpp"
 
 namespace attnviz {
 
-TranslationModel::TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab,
+TranslationModel::TranslationModel(Network network, std::shared_ptr<const Vocab> src_vocab,
                                    std::shared_ptr<const Vocab> tgt_vocab, TokenLevel level, TrainConfig trained_with,
                                    TrainHistory history, std::string corpus_name)
     : TranslationModel(std::move(network), std::move(src_vocab), std::move(tgt_vocab), Tokenizer::for_level(level),
                        std::move(trained_with), std::move(history), std::move(corpus_name)) {}
 
-TranslationModel::TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab,
+TranslationModel::TranslationModel(Network network, std::shared_ptr<const Vocab> src_vocab,
                                    std::shared_ptr<const Vocab> tgt_vocab, TokenizerPtr tokenizer,
                                    TrainConfig trained_with, TrainHistory history, std::string corpus_name)
     : m_network(std::move(network)),
@@ -93,9 +94,8 @@ std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::v
     return greedy_decode(search_model(), sources, greedy, &given);
 }
 
-Seq2Seq TranslationModel::clone_network(const torch::Device& device) const {
-    Seq2Seq source = m_network;
-    Seq2Seq copy = clone_model(source, device);
+Network TranslationModel::clone_network(const torch::Device& device) const {
+    Network copy = attnviz::clone_network(*m_network, device);
     copy->train();
     return copy;
 }
@@ -104,7 +104,7 @@ std::shared_ptr<const TranslationModel> TranslationModel::on_device(const torch:
     if (device == this->device()) {
         if (auto self = weak_from_this().lock()) return self;
     }
-    Seq2Seq moved = clone_network(device);
+    Network moved = clone_network(device);
     return std::make_shared<const TranslationModel>(moved, m_src_vocab, m_tgt_vocab, m_tokenizer, m_trained_with, m_history,
                                                     m_corpus_name);
 }

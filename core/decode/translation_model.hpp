@@ -19,7 +19,7 @@
 #include "core/decode/search.hpp"
 #include "core/decode/translation.hpp"
 #include "core/config/history.hpp"
-#include "core/model/model.hpp"
+#include "core/model/encoder_decoder.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 #include "core/text/tokenizer.hpp"
@@ -31,12 +31,12 @@ public:
     /// Takes the network as it is (no copy) and puts it in evaluation mode: the
     /// caller must not train or change it afterwards. Its vocabulary sizes must
     /// match the vocabularies (ConfigError otherwise).
-    TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
+    TranslationModel(Network network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
                      TokenizerPtr tokenizer, TrainConfig trained_with = {}, TrainHistory history = {},
                      std::string corpus_name = {});
     /// The same with the stateless tokenizer of word or character level
     /// (Tokenizer::for_level; ConfigError for subword, which needs its model).
-    TranslationModel(Seq2Seq network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
+    TranslationModel(Network network, std::shared_ptr<const Vocab> src_vocab, std::shared_ptr<const Vocab> tgt_vocab,
                      TokenLevel level, TrainConfig trained_with = {}, TrainHistory history = {},
                      std::string corpus_name = {});
 
@@ -89,9 +89,9 @@ public:
                                           const DecodeOptions& options = {}) const;
 
     /// The network, for read-only use (export, tests, inspection): never train or modify it.
-    Seq2Seq network() const { return m_network; }
+    const Network& network() const { return m_network; }
     /// A deep copy of the weights on `device`, in training mode (to train further).
-    Seq2Seq clone_network(const torch::Device& device) const;
+    Network clone_network(const torch::Device& device) const;
     /// The same model with its weights on `device` (this one when they are there already).
     std::shared_ptr<const TranslationModel> on_device(const torch::Device& device) const;
 
@@ -101,7 +101,7 @@ public:
     // Files: load_model and save_model (core/persist/model_file.hpp).
 
 private:
-    Seq2Seq m_network;
+    Network m_network;
     std::shared_ptr<const Vocab> m_src_vocab, m_tgt_vocab;
     TokenizerPtr m_tokenizer;
     TrainConfig m_trained_with;

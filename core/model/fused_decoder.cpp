@@ -78,11 +78,12 @@ struct DecoderFunction : public torch::autograd::Function<DecoderFunction> {
             HP[l] = at::empty({N, H}, opt);
             G[l] = at::empty({N, 3 * H}, opt);
             GH[l] = at::empty({N, 3 * H}, opt);
-            if (drop && l + 1 < L) M[l] = dropout_mask(opts.dropout_keys, 200 + static_cast<uint64_t>(l), N, H, keep, opt);
+            if (drop && l + 1 < L)
+                M[l] = dropout_mask(opts.dropout_stream, opts.dropout_keys, 200 + static_cast<uint64_t>(l), N, H, keep, opt);
         }
         if (opts.scoring != FusedScoring::none) {
             ab.weights = at::empty({N, S}, opt);
-            if (drop) ab.weights_mask = dropout_mask(opts.dropout_keys, 300, N, S, keep, opt);
+            if (drop) ab.weights_mask = dropout_mask(opts.dropout_stream, opts.dropout_keys, 300, N, S, keep, opt);
             if (opts.scoring == FusedScoring::additive) ab.features = at::empty({N, S, PK.size(2)}, opt);
         }
         Tensor out = at::empty({N, H}, opt);

@@ -49,7 +49,8 @@ struct EncoderFunction : public torch::autograd::Function<EncoderFunction> {
             if (l == 0) {
                 // set below with the input gates (undefined when the embedding is folded)
             } else if (drop) {
-                M[l - 1] = dropout_mask(opts.dropout_keys, 100 + static_cast<uint64_t>(l), N, H, keep, opt);
+                M[l - 1] = dropout_mask(opts.dropout_stream, opts.dropout_keys, 100 + static_cast<uint64_t>(l), N, H,
+                                        keep, opt);
                 X[l] = OUT[l - 1] * M[l - 1];
             } else {
                 X[l] = OUT[l - 1];

@@ -23,6 +23,8 @@
 
 #include <torch/torch.h>
 
+#include "core/model/dropout_stream.hpp"
+
 namespace attnviz {
 
 /// Everything the fused decoder reads. Rows are in the caller's sorted order
@@ -58,6 +60,7 @@ struct FusedDecoderOptions {
     std::vector<int64_t> steps;   ///< rows running at each step, non-increasing, steps[0] <= B
     GateArithmetic gates = GateArithmetic::automatic;  ///< backward's gate arithmetic
     std::vector<uint64_t> dropout_keys;  ///< per packed token (dropout_keys()): hashed masks; empty: ATen's generator
+    const DropoutStream* dropout_stream = nullptr;  ///< the stream the keys belong to (must outlive the forward pass)
 };
 
 /// Runs every step; returns the top layer's outputs packed like `tokens`: [N, H]
@@ -87,6 +90,7 @@ struct FusedEncoderOptions {
     double dropout = 0.0;        ///< dropout between layers (training only)
     GateArithmetic gates = GateArithmetic::automatic;  ///< backward's gate arithmetic
     std::vector<uint64_t> dropout_keys;  ///< per packed token (dropout_keys()): hashed masks; empty: ATen's generator
+    const DropoutStream* dropout_stream = nullptr;  ///< the stream the keys belong to (must outlive the forward pass)
 };
 
 /// A multi-layer unidirectional GRU from a zero state over packed rows
@@ -106,49 +110,9 @@ struct LengthPacking {
 /// lengths: [B] long on the CPU, each >= 1; T: the padded length.
 LengthPacking pack_by_length(const torch::Tensor& lengths, int64_t T);
 
-/// Where the fused nodes' dropout masks come from during a training step
-/// (core/train/split_step.hpp sets it): element u of packed token i is kept when a
-/// hash of (seed, which mask, the token's batch row and step, u) falls below
-/// the keep probability. So a mask depends on the step's seed and on each
-/// token's place in the whole batch, not on how the batch was split into
-/// parts, nor on threads or their timing. Without a stream (outside training
-/// steps, e.g. the tests' direct calls) masks come from ATen's generator.
-struct DropoutStream {
-    uint64_t seed = 0;          ///< this step's seed
-    std::vector<int64_t> rows;  ///< the batch row of each row the model is given; empty: the same row
-    /// The batch row of the model's row r.
-    int64_t batch_row(int64_t r) const { return rows.empty() ? r : rows[static_cast<size_t>(r)]; }
-};
-
-/// The calling thread's stream, or null.
-const DropoutStream* dropout_stream();
-
-/// Makes `stream` the calling thread's until the scope ends (the previous one
-/// comes back then). The stream must outlive the scope.
-class DropoutStreamScope {
-public:
-    explicit DropoutStreamScope(const DropoutStream& stream);
-    ~DropoutStreamScope();
-    DropoutStreamScope(const DropoutStreamScope&) = delete;
-    DropoutStreamScope& operator=(const DropoutStreamScope&) = delete;
-
-private:
-    const DropoutStream* m_previous;
-};
-
-/// A packed token's key for hashed masks: its batch row and step.
-inline uint64_t dropout_key(int64_t batch_row, int64_t step) {
-    return (static_cast<uint64_t>(batch_row) << 32) | static_cast<uint64_t>(step);
-}
-
-/// Keys of the packed tokens of a LengthPacking (T: the padded length), under
-/// the calling thread's stream; empty without one.
-std::vector<uint64_t> dropout_keys(const LengthPacking& packing, int64_t T);
-
-/// A dropout mask [keys.size(), units] of 1/keep (kept) and 0, hashed from the
-/// stream's seed, `which` (one id per mask of a step) and the keys, with
-/// `options`' dtype and device.
-torch::Tensor hashed_dropout_mask(const DropoutStream& stream, uint64_t which, const std::vector<uint64_t>& keys,
-                                  int64_t units, double keep, const torch::TensorOptions& options);
+/// Keys of the packed tokens of a LengthPacking (T: the padded length) for the
+/// hashed masks of `stream` (core/model/dropout_stream.hpp): each token's row in the
+/// whole batch and its step. Empty without a stream.
+std::vector<uint64_t> dropout_keys(const DropoutStream* stream, const LengthPacking& packing, int64_t T);
 
 }  // namespace attnviz

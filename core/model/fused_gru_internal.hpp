@@ -136,9 +136,10 @@ Buffers load_buffers(AutogradContext* ctx) {
 }
 
 /// A forward pass's dropout mask [n, units] (1/keep kept, 0 dropped): hashed
-/// from the calling thread's DropoutStream where the node was given keys
-/// (hashed_dropout_mask), else drawn from ATen's generator.
-Tensor dropout_mask(const std::vector<uint64_t>& keys, uint64_t which, int64_t n, int64_t units, double keep,
+/// from `stream` where the node was given one and keys (hashed_dropout_mask),
+/// else drawn from ATen's generator.
+Tensor dropout_mask(const DropoutStream* stream, const std::vector<uint64_t>& keys, uint64_t which, int64_t n,
+                    int64_t units, double keep,
                     const torch::TensorOptions& options);
 
 }  // namespace attnviz::fused_internal

@@ -23,8 +23,8 @@ torch::Tensor on_device_copy(const torch::Tensor& t, const torch::Tensor& param)
 }
 }  // namespace
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(Seq2Seq& model, const TrainConfig& c) {
-    auto params = model->parameters();
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(EncoderDecoder& model, const TrainConfig& c) {
+    auto params = model.parameters();
     switch (c.optimizer) {
     case OptimizerKind::sgd:
         return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(c.lr).momentum(c.momentum));
@@ -48,11 +48,11 @@ const std::vector<std::string>& optimizer_slots(OptimizerKind kind) {
     return adam;
 }
 
-OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer, Seq2Seq& model, OptimizerKind kind) {
+OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer, EncoderDecoder& model, OptimizerKind kind) {
     OptimizerState out;
     out.kind = kind;
     const auto& states = optimizer.state();
-    for (const auto& item : model->named_parameters()) {
+    for (const auto& item : model.named_parameters()) {
         const torch::Tensor& p = item.value();
         const auto it = states.find(p.unsafeGetTensorImpl());
         if (it == states.end() || !it->second) continue;
@@ -84,8 +84,8 @@ OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer,
     return out;
 }
 
-void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimizer& optimizer, Seq2Seq& model) {
-    const auto named = model->named_parameters();
+void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimizer& optimizer, EncoderDecoder& model) {
+    const auto named = model.named_parameters();
     const auto& valid = optimizer_slots(state.kind);
     for (const auto& [name, param] : state.params) {
         const torch::Tensor* p = named.find(name);

@@ -11,11 +11,11 @@
 #include <torch/torch.h>
 
 #include "core/config/config.hpp"
-#include "core/model/model.hpp"
+#include "core/model/encoder_decoder.hpp"
 
 namespace attnviz {
 
-/// Per-parameter state of an optimiser, by attnviz parameter name (Seq2Seq::named_parameters()).
+/// Per-parameter state of an optimiser, by attnviz parameter name (EncoderDecoder::named_parameters()).
 struct OptimizerState {
     OptimizerKind kind = OptimizerKind::adam;  ///< which optimiser it belongs to
     struct Param {
@@ -29,7 +29,7 @@ struct OptimizerState {
 };
 
 /// The optimiser of a TrainConfig over the model's parameters (lr, momentum from it).
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(Seq2Seq& model, const TrainConfig& config);
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(EncoderDecoder& model, const TrainConfig& config);
 
 /// Slot names an optimiser kind keeps per parameter (all of them, optional ones included).
 const std::vector<std::string>& optimizer_slots(OptimizerKind kind);
@@ -37,12 +37,12 @@ const std::vector<std::string>& optimizer_slots(OptimizerKind kind);
 /// Copies the state of `optimizer` (built by make_optimizer over model's parameters,
 /// of the given kind) to the CPU. Throws Error when a state tensor does not have its
 /// parameter's shape or is not float32 (e.g. an archive read from an old file).
-OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer, Seq2Seq& model, OptimizerKind kind);
+OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer, EncoderDecoder& model, OptimizerKind kind);
 
 /// Puts a captured state back into `optimizer` (made by make_optimizer over model's
 /// parameters, of state.kind), on each parameter's device. Throws FileError naming the
 /// parameter and slot when a parameter is unknown, a slot does not belong to the kind,
 /// or a tensor's shape or dtype differs from its parameter's.
-void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimizer& optimizer, Seq2Seq& model);
+void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimizer& optimizer, EncoderDecoder& model);
 
 }  // namespace attnviz

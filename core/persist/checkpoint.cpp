@@ -13,6 +13,7 @@
 #include "core/persist/checkpoint_meta.hpp"
 #include "core/io/checksum.hpp"
 #include "core/io/error.hpp"
+#include "core/model/families.hpp"
 #include "core/analysis/export.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
@@ -211,7 +212,7 @@ Checkpoint checkpoint_from_file(const st::File& f) {
     OptimizerState optimizer = read_optimizer(f, attnviz, expected, what);
 
     // Everything matches: now the model may be built and filled.
-    Seq2Seq network(meta.model);
+    Network network = build_network(meta.model);
     auto named = network->named_parameters();
     for (const auto& p : expected) copy_into(f, *f.find(p.file), named[p.module]);
     Checkpoint c;

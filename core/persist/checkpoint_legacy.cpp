@@ -15,6 +15,7 @@
 #include "core/persist/checkpoint_meta.hpp"
 #include "core/io/checksum.hpp"
 #include "core/io/error.hpp"
+#include "core/model/families.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
 #include "core/persist/parameter_names.hpp"
@@ -135,20 +136,20 @@ Checkpoint load_legacy_checkpoint(const std::string& path) {
     const std::string& weights = parts.weights;
     const std::string& optimizer = parts.optimizer;
     const std::string what = "checkpoint '" + path + "'";
-    Seq2Seq network(meta.model);
+    Network network = build_network(meta.model);
     OptimizerState state;
     try {
         torch::serialize::InputArchive archive;
         archive.load_from(weights.data(), weights.size());
         network->load(archive);
-        check_network_parameters(network, what);
+        check_network_parameters(*network, what);
         if (!optimizer.empty()) {
             TrainConfig train = meta.train;
-            auto opt = make_optimizer(network, train);
+            auto opt = make_optimizer(*network, train);
             torch::serialize::InputArchive opt_archive;
             opt_archive.load_from(optimizer.data(), optimizer.size());
             opt->load(opt_archive);
-            state = capture_optimizer_state(*opt, network, train.optimizer);
+            state = capture_optimizer_state(*opt, *network, train.optimizer);
         }
     } catch (const c10::Error& e) {
         throw FileError(what + ": its weights do not match its configuration (" +

@@ -8,6 +8,7 @@
 
 #include "core/persist/checkpoint_meta.hpp"
 #include "core/io/error.hpp"
+#include "core/model/families.hpp"
 #include "core/analysis/export.hpp"
 #include "core/io/json_bounded.hpp"
 #include "core/persist/parameter_names.hpp"
@@ -209,7 +210,7 @@ TranslationModelPtr import_file(const safetensors::File& file) {
         }
     }
 
-    Seq2Seq network(mc);
+    Network network = build_network(mc);
     {
         torch::NoGradGuard no_grad;
         auto params = network->named_parameters();

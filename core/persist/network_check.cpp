@@ -6,9 +6,9 @@
 
 namespace attnviz {
 
-void check_network_parameters(Seq2Seq& network, const std::string& what) {
-    const auto expected = parameter_names(network->config());
-    const auto named = network->named_parameters();
+void check_network_parameters(EncoderDecoder& network, const std::string& what) {
+    const auto expected = parameter_names(network.config());
+    const auto named = network.named_parameters();
     if (named.size() != expected.size())
         throw FileError(what + ": the network has " + std::to_string(named.size()) + " parameters, its configuration " +
                         std::to_string(expected.size()));

@@ -1,6 +1,6 @@
 #pragma once
 // The names and shapes of a model's parameters in files: one table from
-// attnviz's module names (Seq2Seq::named_parameters(), core/model/model.cpp) to the
+// attnviz's module names (Seq2Seq::named_parameters(), core/model/rnn_model.cpp) to the
 // names of d2l's PyTorch model (Seq2SeqEncoder + Seq2SeqAttentionDecoder, as its
 // state_dict() spells them), with each tensor's shape derived from a
 // ModelConfig alone -- no model is built, so a file can be checked against its

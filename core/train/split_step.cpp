@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
-#include "core/model/fused_gru.hpp"
+#include "core/model/encoder_decoder.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 
@@ -45,10 +44,10 @@ std::vector<Part> split_rows(const Batch& batch, int parts) {
     return part;
 }
 
-ValidationSums validation_sums(Seq2Seq& model, const torch::Tensor& src, const torch::Tensor& src_len,
+ValidationSums validation_sums(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
                                const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
     ValidationSums v;
-    const auto logits = model->forward(src, src_len, tgt_in);
+    const auto logits = model.forward(src, src_len, tgt_in);
     const auto mask = tgt_out.ne(Vocab::pad_id);
     v.tokens = mask.sum().item<double>();
     if (v.tokens == 0) return v;
@@ -59,15 +58,15 @@ ValidationSums validation_sums(Seq2Seq& model, const torch::Tensor& src, const t
 
 }  // namespace
 
-int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t rows, double teacher_forcing,
+int split_step_parts(const EncoderDecoder& model, const torch::Device& device, int64_t rows, double teacher_forcing,
                      int threads) {
     if (!device.is_cpu() || threads < 2 || rows < 2 * split_step_min_rows) return 1;
-    if (!model->trains_fused(teacher_forcing)) return 1;
+    if (!model.trains_in_parts(teacher_forcing)) return 1;
     return static_cast<int>(std::min<int64_t>(threads, rows / split_step_min_rows));
 }
 
-double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_forcing, int parts) {
-    const bool fused = model->trains_fused(teacher_forcing);
+double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts) {
+    const bool fused = model.trains_in_parts(teacher_forcing);
     if (parts > 1 && !fused)
         throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
     const int64_t rows = batch.src.size(0);
@@ -84,10 +83,9 @@ double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_fo
         seed = global.get<at::CPUGeneratorImpl>()->random64();
     }
     if (parts == 1) {
-        DropoutStream stream{seed, {}};
-        std::optional<DropoutStreamScope> scope;
-        if (hashed) scope.emplace(stream);
-        auto loss = model->loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out, teacher_forcing);
+        const DropoutStream stream{seed, {}};
+        auto loss = model.loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out,
+                               LossOptions{teacher_forcing, hashed ? &stream : nullptr});
         const double value = loss.item<double>();
         if (std::isfinite(value)) loss.backward();
         return value;
@@ -104,8 +102,7 @@ double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_fo
     at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
         for (int64_t p = begin; p < end; ++p) {
             auto& pt = part[static_cast<size_t>(p)];
-            DropoutStreamScope scope(pt.stream);
-            auto loss = model->loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, teacher_forcing);
+            auto loss = model.loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, LossOptions{teacher_forcing, &pt.stream});
             pt.loss = loss.item<double>();
             if (std::isfinite(pt.loss) && pt.tokens > 0)
                 loss.backward(torch::full({}, pt.tokens / total_tokens, loss.options()));
@@ -117,10 +114,10 @@ double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_fo
     return total_tokens > 0 ? value : std::nan("");
 }
 
-ValidationSums split_validation_sums(Seq2Seq& model, const Batch& batch, int parts) {
+ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, int parts) {
     torch::NoGradGuard no_grad;
     if (parts <= 1) return validation_sums(model, batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
-    if (!model->trains_fused(1.0))
+    if (!model.trains_in_parts(1.0))
         throw std::logic_error("split_validation_sums: the model does not run through its fused nodes only");
     std::vector<Part> part = split_rows(batch, parts);
     std::vector<ValidationSums> sums(part.size());

@@ -16,7 +16,7 @@
 // gradient per part, and a sum of two numbers does not depend on their order,
 // so the result does not depend on which part finishes first. Dropout masks are
 // hashed from a seed per step (drawn from ATen's default generator) and each
-// token's row and step in the whole batch (DropoutStream, core/model/fused_gru.hpp),
+// token's row and step in the whole batch (DropoutStream, core/model/dropout_stream.hpp),
 // split or not: a seed gives the same masks whatever the number of threads and
 // parts, and the same run up to floating-point rounding.
 #include <cstdint>
@@ -24,7 +24,7 @@
 #include <torch/torch.h>
 
 #include "core/data/data.hpp"
-#include "core/model/model.hpp"
+#include "core/model/encoder_decoder.hpp"
 
 namespace attnviz {
 
@@ -34,25 +34,25 @@ constexpr int64_t split_step_min_rows = 32;
 
 /// Into how many parts a training step of `rows` rows is split: 1 (no split)
 /// unless the device is the CPU, more than one intra-op thread is allowed
-/// (threads), and the model trains wholly through its fused nodes
-/// (Seq2SeqImpl::trains_fused); then one part per thread, each with at least
+/// (threads), and the model can train in parts
+/// (EncoderDecoder::trains_in_parts); then one part per thread, each with at least
 /// split_step_min_rows rows.
-int split_step_parts(const Seq2Seq& model, const torch::Device& device, int64_t rows, double teacher_forcing,
+int split_step_parts(const EncoderDecoder& model, const torch::Device& device, int64_t rows, double teacher_forcing,
                      int threads);
 
-/// Computes the batch's training loss (Seq2SeqImpl::loss: the mean over its
+/// Computes the batch's training loss (EncoderDecoder::loss: the mean over its
 /// real target tokens) and, when it is finite, accumulates its gradient into
-/// every parameter's .grad. Where the model trains through its fused nodes on
-/// the CPU, its dropout masks come from a DropoutStream seeded from ATen's
-/// default generator (on a GPU, from the GPU's generator as before). parts <= 1: model->loss(...) and backward() on the calling
+/// every parameter's .grad. Where the model trains in parts on the CPU, its
+/// dropout masks come from a DropoutStream (LossOptions::dropout) seeded from
+/// ATen's default generator (on a GPU, from the GPU's generator as before). parts <= 1: model.loss(...) and backward() on the calling
 /// thread. parts > 1: the rows (every parts-th row to each
 /// part, so that lengths stay balanced) run as `parts` losses and backward
 /// passes at once (at::parallel_for, single-threaded operations inside); the
-/// model must train through its fused nodes then, the batch be on the CPU and
+/// model must train in parts then, the batch be on the CPU and
 /// have at least `parts` rows (std::logic_error otherwise). Returns the
 /// loss; when it is not finite no gradient is guaranteed (the caller must not
 /// step). The batch must be on the model's device.
-double split_loss_backward(Seq2Seq& model, const Batch& batch, double teacher_forcing, int parts);
+double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts);
 
 /// What validation adds up over a batch's real target tokens (teacher forced).
 struct ValidationSums {
@@ -69,6 +69,6 @@ struct ValidationSums {
 /// with teacher forcing 1 says when), their sums added in part order, so the
 /// result does not depend on the threads' timing; it equals the whole batch's
 /// up to floating-point rounding.
-ValidationSums split_validation_sums(Seq2Seq& model, const Batch& batch, int parts);
+ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, int parts);
 
 }  // namespace attnviz

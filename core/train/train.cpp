@@ -1,8 +1,7 @@
-// The training loop: runs on the caller's thread, reports through an observer,
-// honours pause/stop between batches and publishes weight snapshots.
+// The trainer: its model and optimiser, pause/stop between batches, weight
+// snapshots, a batch's step and validation (the loop itself: train_run.cpp).
 #include "core/train/train.hpp"
 
-#include <chrono>
 #include <cmath>
 
 #include <ATen/Parallel.h>
@@ -16,6 +15,7 @@
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/model/families.hpp"
 #include "core/optim/fused_adam.hpp"
 #include "core/analysis/metrics.hpp"
 #include "core/optim/optimizer_state.hpp"
@@ -23,10 +23,6 @@
 
 namespace attnviz {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace
 
 // --- trainer -----------------------------------------------------------------
 
@@ -53,14 +49,14 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
     m_data.level = c.model->level();
     m_data.tokenizer = c.model->tokenizer_ptr();  // and its subword model: pass it to prepare_data too
     init_model();
-    Seq2Seq saved = c.model->network();
+    const Network& saved = c.model->network();
     // copy_ would broadcast a tensor of another shape (a scalar, [3H, 1]) without a word.
-    check_network_parameters(saved, "checkpoint");
-    copy_weights(m_model, saved);
+    check_network_parameters(*saved, "checkpoint");
+    copy_weights(*m_model, *saved);
     // The state belongs to one optimiser; another one starts afresh. Its options
     // (learning rate, momentum) are this run's TrainConfig's.
     if (!c.optimizer_state.empty() && c.optimizer_state.kind == m_train_config.optimizer)
-        restore_optimizer_state(c.optimizer_state, *m_optimizer, m_model);
+        restore_optimizer_state(c.optimizer_state, *m_optimizer, *m_model);
     m_history = c.model->history();
 }
 
@@ -69,9 +65,9 @@ void Trainer::init_model() {
     m_tgt_vocab = std::make_shared<const Vocab>(m_data.tgt_vocab);
     m_model_config.src_vocab = static_cast<int64_t>(m_data.src_vocab.size());
     m_model_config.tgt_vocab = static_cast<int64_t>(m_data.tgt_vocab.size());
-    m_model = Seq2Seq(m_model_config);
+    m_model = build_network(m_model_config);
     m_model->to(m_device);
-    m_optimizer = make_optimizer(m_model, m_train_config);
+    m_optimizer = make_optimizer(*m_model, m_train_config);
 }
 
 Trainer::~Trainer() = default;
@@ -135,22 +131,22 @@ TranslationModelPtr Trainer::snapshot() const {
 }
 
 void Trainer::publish_snapshot() {
-    Seq2Seq network{nullptr};
+    Network network;
     {
         // Nobody else holds the previous snapshot (the CLI never reads one; the
         // GUI keeps each it shows): reuse its network, which costs a copy of the
         // weights instead of building and initialising a whole model.
         std::lock_guard<std::mutex> lock(m_snapshot_mutex);
         if (m_snapshot && m_snapshot.use_count() == 1) {
-            Seq2Seq held = m_snapshot->network();
-            if (held.ptr().use_count() == 2) {  // the snapshot's and `held`
+            Network held = m_snapshot->network();
+            if (held.use_count() == 2) {  // the snapshot's and `held`
                 network = held;
                 m_snapshot.reset();
-                copy_weights(network, m_model);
+                copy_weights(*network, *m_model);
             }
         }
     }
-    if (!network) network = clone_model(m_model, torch::kCPU);
+    if (!network) network = clone_network(*m_model, torch::kCPU);
     auto copy = std::make_shared<TranslationModel>(network, m_src_vocab, m_tgt_vocab, m_data.tokenizer, m_train_config,
                                                    m_history, m_data.name);
     std::lock_guard<std::mutex> lock(m_snapshot_mutex);
@@ -159,10 +155,9 @@ void Trainer::publish_snapshot() {
 
 Checkpoint Trainer::checkpoint() const {
     Checkpoint c;
-    Seq2Seq live = m_model;  // a handle: clone_model reads through it
-    c.model = std::make_shared<TranslationModel>(clone_model(live, torch::kCPU), m_src_vocab,
+    c.model = std::make_shared<TranslationModel>(clone_network(*m_model, torch::kCPU), m_src_vocab,
                                                  m_tgt_vocab, m_data.tokenizer, m_train_config, m_history, m_data.name);
-    c.optimizer_state = capture_optimizer_state(*m_optimizer, live, m_train_config.optimizer);
+    c.optimizer_state = capture_optimizer_state(*m_optimizer, *m_model, m_train_config.optimizer);
     return c;
 }
 
@@ -170,9 +165,9 @@ double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::stri
     auto batch = cpu_batch.to(m_device);
     const double tf = m_train_config.teacher_forcing;
     // On several CPU threads, parts of the batch train at once (core/train/split_step.hpp).
-    const int parts = split_step_parts(m_model, m_device, batch.src.size(0), tf, at::get_num_threads());
+    const int parts = split_step_parts(*m_model, m_device, batch.src.size(0), tf, at::get_num_threads());
     m_optimizer->zero_grad();
-    const double value = split_loss_backward(m_model, batch, tf, parts);
+    const double value = split_loss_backward(*m_model, batch, tf, parts);
     if (!std::isfinite(value)) {
         *error = "the training loss became " + std::string(std::isnan(value) ? "NaN" : "infinite") +
                  "; training stopped and the last good weights were kept (try a lower learning rate "
@@ -207,8 +202,8 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
         for (const auto& cpu : make_epoch_batches(pairs, m_data.src_vocab, m_data.tgt_vocab, opts, 0, 0)) {
             auto b = cpu.to(m_device);
             // On several CPU threads, parts of the batch run at once, as in training.
-            const int parts = split_step_parts(m_model, m_device, b.src.size(0), 1.0, at::get_num_threads());
-            const ValidationSums sums = split_validation_sums(m_model, b, parts);
+            const int parts = split_step_parts(*m_model, m_device, b.src.size(0), 1.0, at::get_num_threads());
+            const ValidationSums sums = split_validation_sums(*m_model, b, parts);
             loss_sum += sums.loss;
             correct += sums.correct;
             tokens += sums.tokens;
@@ -237,15 +232,8 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
     // A view of the live network (no copy); it switches the network to eval mode, restored below.
     const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.tokenizer);
-    for (auto& t : view.translate_tokens(sources, dopts)) {
-        std::vector<std::string> words;
-        if (!t.empty())
-            for (const auto& tok : t.best().tokens) {
-                if (tok == Vocab::eos_token) break;
-                words.push_back(tok);
-            }
-        hyps.push_back(std::move(words));
-    }
+    for (auto& t : view.translate_tokens(sources, dopts))
+        hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
     r.val_accuracy = exact_match(hyps, refs);
     r.val_bleu = corpus_bleu(hyps, refs).score;
     // Where the pairs know their true alignment (built-in tasks): how well the attention aligns.
@@ -255,130 +243,6 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     r.val_aer = align.aer();
     if (was_training) m_model->train();
     return r;
-}
-
-StopReason Trainer::run(TrainObserver* observer) {
-    TrainObserver null_observer;
-    TrainObserver& obs = observer ? *observer : null_observer;
-    StopReason reason = StopReason::finished;
-    std::string message = "training finished";
-    try {
-        const auto& cfg = m_train_config;
-        torch::manual_seed(cfg.seed + static_cast<uint64_t>(m_history.epochs_done));
-        if (!m_history.epochs.empty() && m_history.epochs.back().lr > 0 && cfg.lr_schedule != LrSchedule::none)
-            set_learning_rate(m_history.epochs.back().lr);  // a schedule goes on where it was
-        m_plateau = 0;
-        if (cfg.keep_best && !m_best && m_history.best_epoch > 0 && m_history.best_epoch == m_history.epochs_done)
-            m_best = clone_model(m_model, torch::kCPU);  // resumed at its best: that is the one to beat
-        BatchOptions opts;
-        opts.batch_size = cfg.batch_size;
-        opts.shuffle = true;
-        opts.bucket_window = cfg.bucket_window;
-        opts.fixed_steps = cfg.fixed_steps;
-        const double base_seconds = m_history.seconds;
-        double active = 0;  // seconds of training in this run, pauses excluded
-        int64_t run_batches = 0;
-        double total_tokens = 0;
-        const int64_t batches_per_epoch =
-            (static_cast<int64_t>(m_data.train.size()) + cfg.batch_size - 1) / cfg.batch_size;
-        const int64_t planned = static_cast<int64_t>(cfg.epochs - m_history.epochs_done) * batches_per_epoch;
-
-        for (int epoch = m_history.epochs_done + 1; epoch <= cfg.epochs; ++epoch) {
-            m_model->train();
-            const double epoch_lr = learning_rate();
-            auto batches = make_epoch_batches(m_data.train, m_data.src_vocab, m_data.tgt_vocab, opts, cfg.seed, epoch);
-            double epoch_loss = 0, epoch_tokens = 0, epoch_time = 0;
-            size_t batches_done = 0;
-            for (size_t bi = 0; bi < batches.size(); ++bi) {
-                between_batches();
-                if (m_paused.load()) {
-                    obs.on_paused(true);
-                    if (!wait_if_paused()) break;
-                    obs.on_paused(false);
-                }
-                if (m_stop.load()) break;
-                const auto t0 = Clock::now();
-                double grad_norm = 0;
-                std::string error;
-                const double loss = train_batch(batches[bi], &grad_norm, &error);
-                if (!error.empty()) {
-                    m_history.seconds = base_seconds + active;
-                    reason = StopReason::diverged;
-                    message = error;
-                    break;
-                }
-                const double dt = seconds_since(t0);
-                active += dt;
-                epoch_time += dt;
-                const double tokens = static_cast<double>(batches[bi].target_tokens());
-                epoch_loss += loss * tokens;
-                epoch_tokens += tokens;
-                total_tokens += tokens;
-                ++run_batches;
-                ++batches_done;
-                ++m_history.global_step;
-                m_history.record_batch(m_history.global_step, loss);
-
-                BatchReport br;
-                br.epoch = epoch;
-                br.batch = static_cast<int>(bi + 1);
-                br.batches_per_epoch = static_cast<int>(batches.size());
-                br.global_step = m_history.global_step;
-                br.loss = loss;
-                br.grad_norm = grad_norm;
-                br.tokens_per_second = active > 0 ? total_tokens / active : 0;
-                br.elapsed = active;
-                const int64_t left = std::max<int64_t>(0, planned - run_batches);
-                br.eta = run_batches > 0 ? active / static_cast<double>(run_batches) * static_cast<double>(left) : 0;
-                obs.on_batch(br);
-                if (cfg.snapshot_every > 0 && m_history.global_step % cfg.snapshot_every == 0) {
-                    publish_snapshot();
-                    obs.on_snapshot(epoch, m_history.global_step);
-                }
-                if (cfg.max_batches > 0 && run_batches >= cfg.max_batches) m_stop = true;
-            }
-            if (reason == StopReason::diverged) break;
-            // A stopped, partial epoch is not an epoch: resuming starts it again.
-            if (batches_done != batches.size()) break;
-            EpochReport er = evaluate(m_data.val, cfg.eval_sample);
-            er.epoch = epoch;
-            er.train_loss = epoch_tokens > 0 ? epoch_loss / epoch_tokens : std::nan("");
-            er.tokens_per_second = epoch_time > 0 ? epoch_tokens / epoch_time : 0;
-            er.elapsed = base_seconds + active;
-            er.lr = epoch_lr;
-            m_history.epochs.push_back(er);
-            m_history.epochs_done = epoch;
-            m_history.seconds = base_seconds + active;
-            const bool early = after_epoch(er);
-            publish_snapshot();
-            obs.on_epoch(er);
-            obs.on_snapshot(epoch, m_history.global_step);
-            if (early && epoch < cfg.epochs) {
-                reason = StopReason::early_stop;
-                message = "early stop: the validation loss has not improved for " + std::to_string(cfg.patience) +
-                          " epochs (best: epoch " + std::to_string(m_history.best_epoch) + ")";
-                break;
-            }
-            if (m_stop.load()) break;
-        }
-        m_history.seconds = base_seconds + active;
-        if (reason == StopReason::finished && m_stop.load() && m_history.epochs_done < cfg.epochs) {
-            reason = StopReason::stopped;
-            message = "training stopped";
-        }
-        m_stop = false;
-        if (cfg.keep_best && m_best && m_history.best_epoch != m_history.epochs_done) {
-            copy_weights(m_model, m_best);  // the kept model is the best epoch's
-            message += "; kept the weights of epoch " + std::to_string(m_history.best_epoch) +
-                       " (lowest validation loss)";
-        }
-        publish_snapshot();
-    } catch (const std::exception& e) {
-        reason = StopReason::error;
-        message = "training failed: " + without_stack_trace(e.what());
-    }
-    obs.on_finished(reason, message);
-    return reason;
 }
 
 }  // namespace attnviz

@@ -18,7 +18,7 @@
 #include "core/data/data.hpp"
 #include "core/data/training_data.hpp"
 #include "core/config/history.hpp"
-#include "core/model/model.hpp"
+#include "core/model/encoder_decoder.hpp"
 #include "core/io/process_memory.hpp"
 #include "core/text/tokenizer.hpp"
 #include "core/decode/translation_model.hpp"
@@ -39,7 +39,7 @@ public:
 
 struct Checkpoint;
 
-/// Trains a Seq2Seq model: the training loop of a TrainingSession (core/session/session.hpp),
+/// Trains a network of any family (core/model/encoder_decoder.hpp): the training loop of a TrainingSession (core/session/session.hpp),
 /// which is what the CLI and the GUI use. Construct, then call run() on a worker
 /// thread; pause/resume/stop/wake and snapshot() are safe from any thread.
 class Trainer {
@@ -76,7 +76,7 @@ public:
     /// the training thread between batches, or when no run is going on.
     Checkpoint checkpoint() const;
 
-    Seq2Seq& model() { return m_model; }
+    Network& model() { return m_model; }
     const TrainingData& data() const { return m_data; }
     const ModelConfig& model_config() const { return m_model_config; }
     const TrainConfig& train_config() const { return m_train_config; }
@@ -94,6 +94,16 @@ public:
     EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode);
 
 private:
+    struct RunState;
+    struct EpochSums;
+    // The steps of run() (core/train/train_run.cpp).
+    void begin_run(RunState& run);
+    EpochSums train_epoch(RunState& run, int epoch);
+    void report_batch(const RunState& run, int epoch, int batch, int batches, double loss, double grad_norm);
+    /// Validation, history, the training controls and a snapshot; true when early stopping ends the run.
+    bool finish_epoch(RunState& run, int epoch, double epoch_lr, const EpochSums& sums);
+    void end_run(RunState& run);
+
     void init_model();
     bool wait_if_paused();
     void between_batches();
@@ -107,8 +117,8 @@ private:
     ModelConfig m_model_config;
     TrainConfig m_train_config;
     torch::Device m_device;
-    Seq2Seq m_model{nullptr};
-    Seq2Seq m_best{nullptr};     ///< keep_best: CPU copy of the best epoch's weights
+    Network m_model;
+    Network m_best;              ///< keep_best: CPU copy of the best epoch's weights
     int m_plateau = 0;           ///< lr plateau schedule: epochs since the lr last changed or the loss improved
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     TrainHistory m_history;

@@ -5,6 +5,8 @@
 
 #include "core/train/train.hpp"
 
+#include "core/model/families.hpp"
+
 namespace attnviz {
 
 double Trainer::learning_rate() const {
@@ -22,8 +24,8 @@ bool Trainer::after_epoch(const EpochReport& er) {
     if (improved) {
         m_history.best_epoch = er.epoch;
         if (cfg.keep_best) {
-            if (!m_best) m_best = clone_model(m_model, torch::kCPU);
-            else copy_weights(m_best, m_model);
+            if (!m_best) m_best = clone_network(*m_model, torch::kCPU);
+            else copy_weights(*m_best, *m_model);
         }
     }
     // Learning-rate schedule for the next epoch.

@@ -117,7 +117,7 @@ TEST_CASE("hard alignments: argmax per step, threshold, <eos> left out", "[align
     t.src_tokens = {"a", "b", "<eos>"};
     Hypothesis h;
     h.tokens = {"x", "y", "<eos>"};
-    h.attention = att;
+    h.attention.at({}).weights = att;
     t.hypotheses = {h};
     CHECK(hard_alignment(t) == links({{0, 0, true}}));
     HardAlignmentOptions with_eos;

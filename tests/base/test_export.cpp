@@ -41,8 +41,8 @@ Translation sample() {
             sum += w.back();
         }
         for (float& x : w) x /= sum;
-        h.raw_scores.push_back(raw);
-        h.attention.push_back(w);
+        h.attention.at({}).scores.push_back(raw);
+        h.attention.at({}).weights.push_back(w);
         h.context_norm.push_back(1.5f + static_cast<float>(r));
     }
     t.hypotheses = {h};
@@ -68,18 +68,18 @@ TEST_CASE("attention_csv quotes awkward tokens and parses back", "[export][csv]"
     const AttentionTable table = parse_attention_csv(csv);
     CHECK(table.source == t.src_tokens);
     CHECK(table.output == t.best().tokens);
-    REQUIRE(table.weights.size() == t.best().attention.size());
+    REQUIRE(table.weights.size() == t.best().attention.weights().size());
     for (size_t r = 0; r < table.weights.size(); ++r) {
         REQUIRE(table.weights[r].size() == t.src_tokens.size());
         double sum = 0.0;
         for (size_t s = 0; s < table.weights[r].size(); ++s) {
-            CHECK(table.weights[r][s] == t.best().attention[r][s]);  // exact float round trip
+            CHECK(table.weights[r][s] == t.best().attention.weights()[r][s]);  // exact float round trip
             sum += table.weights[r][s];
         }
         CHECK(sum == Approx(1.0).margin(1e-5));
     }
     // The statistics come back as written: a column per step, a row per source token.
-    const AttentionStats stats = attention_stats(t.best().attention);
+    const AttentionStats stats = attention_stats(t.best().attention.weights());
     CHECK(table.entropy == stats.entropy);
     CHECK(table.max_weight == stats.max_weight);
     CHECK(table.coverage == stats.coverage);
@@ -105,12 +105,12 @@ TEST_CASE("parse_attention_csv reads tables without statistics, and tokens named
     t.src_tokens = {"entropy", "<eos>"};
     Hypothesis h;
     h.tokens = {"coverage", "<eos>"};
-    h.attention = {{1.0f, 0.0f}, {0.5f, 0.5f}};
+    h.attention.at({}).weights = {{1.0f, 0.0f}, {0.5f, 0.5f}};
     t.hypotheses = {h};
     const AttentionTable back = parse_attention_csv(attention_csv(t));
     CHECK(back.source == t.src_tokens);
     CHECK(back.output == h.tokens);
-    CHECK(back.weights == h.attention);
+    CHECK(back.weights == h.attention.weights());
     CHECK(back.entropy == std::vector<float>{0.0f, static_cast<float>(std::log(2.0))});
     CHECK(back.max_weight == std::vector<float>{1.0f, 0.5f});
     CHECK(back.coverage == std::vector<float>{1.5f, 0.5f});
@@ -134,7 +134,7 @@ TEST_CASE("parse_attention_csv accepts CRLF and a BOM, rejects malformed input",
 TEST_CASE("attention_csv refuses what it cannot export", "[export][csv]") {
     Translation t = sample();
     CHECK_THROWS_AS(attention_csv(t, 1), Error);
-    t.hypotheses[0].attention.clear();
+    t.hypotheses[0].attention.maps.clear();
     t.attention_available = false;
     CHECK_THROWS_AS(attention_csv(t), Error);
     CHECK_THROWS_AS(attention_csv(Translation{}), Error);
@@ -157,7 +157,7 @@ TEST_CASE("attention_json carries every field", "[export][json]") {
     CHECK(j.at("decode") == decode);
     CHECK(j.at("hypothesis") == 0);
     CHECK(j.at("attention_available") == true);
-    const AttentionStats stats = attention_stats(t.best().attention);
+    const AttentionStats stats = attention_stats(t.best().attention.weights());
     CHECK(j.at("entropy").get<std::vector<float>>() == stats.entropy);
     CHECK(j.at("max_weight").get<std::vector<float>>() == stats.max_weight);
     CHECK(j.at("coverage").get<std::vector<float>>() == stats.coverage);
@@ -173,7 +173,7 @@ TEST_CASE("attention_json carries every field", "[export][json]") {
         double sum = 0.0;
         for (float w : row) sum += w;
         CHECK(sum == Approx(1.0).margin(1e-5));
-        CHECK(j["raw_scores"][r].get<std::vector<float>>() == t.best().raw_scores[r]);
+        CHECK(j["raw_scores"][r].get<std::vector<float>>() == t.best().attention.scores()[r]);
     }
     // Text form parses back, and missing settings become empty objects.
     const nlohmann::json back = nlohmann::json::parse(j.dump(1));

@@ -48,10 +48,10 @@ TEST_CASE("evaluate_alignment scores the forced references' attention argmax", "
         for (size_t i = 0; i < corpus.pairs.size(); ++i) {
             if (i == 3) continue;
             const auto& h = forced[i].best();
-            REQUIRE(h.attention.size() == tgt[i].size() + 1);  // the reference and <eos>
+            REQUIRE(h.attention.weights().size() == tgt[i].size() + 1);  // the reference and <eos>
             AlignmentLinks a;
             for (size_t r = 0; r < tgt[i].size(); ++r) {
-                const auto& row = h.attention[r];
+                const auto& row = h.attention.weights()[r];
                 const auto best = std::max_element(row.begin(), row.end()) - row.begin();
                 if (static_cast<size_t>(best) < src[i].size()) a.add(static_cast<int>(best), static_cast<int>(r));
             }
@@ -81,7 +81,7 @@ TEST_CASE("force_tokens is force on text already split", "[alignment][forced]") 
     REQUIRE(b.size() == 2);
     for (size_t i = 0; i < 2; ++i) {
         CHECK(a[i].best().tokens == b[i].best().tokens);
-        CHECK(a[i].best().attention == b[i].best().attention);
+        CHECK(a[i].best().attention.weights() == b[i].best().attention.weights());
     }
     CHECK_THROWS_AS(model->force_tokens({{"a"}}, {}, ForceMode::reference), ConfigError);
 }

@@ -31,7 +31,7 @@ TEST_CASE("comparing a model with itself: the same output and no difference at a
     REQUIRE(c.comparable);
     CHECK(c.note.empty());
     CHECK(c.same_output);
-    REQUIRE(c.difference.size() == c.a.best().attention.size());
+    REQUIRE(c.difference.size() == c.a.best().attention.weights().size());
     CHECK(c.max_abs_difference == 0.0);  // forcing a model's own output reproduces its attention exactly
     CHECK(c.mean_abs_difference == 0.0);
 }
@@ -45,13 +45,13 @@ TEST_CASE("comparing two models: B reads A's output, the difference is A minus B
         const Hypothesis& hb = c.b_on_a.best();
         // B was given A's tokens (without a final <eos>, reference mode adds one).
         for (size_t t = 0; t + 1 < ha.tokens.size(); ++t) CHECK(hb.tokens[t] == ha.tokens[t]);
-        REQUIRE(c.difference.size() == ha.attention.size());
+        REQUIRE(c.difference.size() == ha.attention.weights().size());
         double sum = 0;
         for (size_t t = 0; t < c.difference.size(); ++t) {
             REQUIRE(c.difference[t].size() == c.a.src_tokens.size());
             double row = 0;
             for (size_t s = 0; s < c.difference[t].size(); ++s) {
-                CHECK(c.difference[t][s] == Approx(ha.attention[t][s] - hb.attention[t][s]).margin(1e-7));
+                CHECK(c.difference[t][s] == Approx(ha.attention.weights()[t][s] - hb.attention.weights()[t][s]).margin(1e-7));
                 row += c.difference[t][s];
                 sum += std::abs(c.difference[t][s]);
             }

@@ -50,7 +50,7 @@ void check_same_translations(const TranslationModel& a, const TranslationModel& 
         REQUIRE(ta[i].hypotheses.size() == tb[i].hypotheses.size());
         if (ta[i].empty()) continue;
         CHECK(ta[i].best().tokens == tb[i].best().tokens);
-        const auto &wa = ta[i].best().attention, &wb = tb[i].best().attention;
+        const auto &wa = ta[i].best().attention.weights(), &wb = tb[i].best().attention.weights();
         REQUIRE(wa.size() == wb.size());
         for (size_t r = 0; r < wa.size(); ++r) {
             REQUIRE(wa[r].size() == wb[r].size());

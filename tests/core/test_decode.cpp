@@ -34,17 +34,17 @@ TEST_CASE("greedy decoding returns tokens with one attention row per output step
         const auto& h = t.best();
         CHECK(h.tokens.size() == h.ids.size());
         CHECK(h.tokens.size() <= 7);
-        CHECK(h.attention.size() == h.tokens.size());
-        CHECK(h.raw_scores.size() == h.tokens.size());
+        CHECK(h.attention.weights().size() == h.tokens.size());
+        CHECK(h.attention.scores().size() == h.tokens.size());
         CHECK(h.context_norm.size() == h.tokens.size());
-        for (size_t s = 0; s < h.attention.size(); ++s) {
-            REQUIRE(h.attention[s].size() == t.src_tokens.size());
+        for (size_t s = 0; s < h.attention.weights().size(); ++s) {
+            REQUIRE(h.attention.weights()[s].size() == t.src_tokens.size());
             double sum = 0, z = 0;
-            for (float w : h.attention[s]) sum += w;
+            for (float w : h.attention.weights()[s]) sum += w;
             CHECK(sum == Approx(1.0).epsilon(1e-5));
             // The weights are the softmax of the raw scores.
-            for (float r : h.raw_scores[s]) z += std::exp(r);
-            CHECK(h.attention[s][0] == Approx(std::exp(h.raw_scores[s][0]) / z).epsilon(1e-4));
+            for (float r : h.attention.scores()[s]) z += std::exp(r);
+            CHECK(h.attention.weights()[s][0] == Approx(std::exp(h.attention.scores()[s][0]) / z).epsilon(1e-4));
         }
         for (const auto& tok : h.tokens) {
             CHECK(tok != "<pad>");
@@ -89,7 +89,7 @@ TEST_CASE("without attention there are no attention rows", "[decode]") {
     Fixture f(Scoring::none);
     auto out = f.tm->translate({"a b"});
     CHECK_FALSE(out[0].attention_available);
-    CHECK(out[0].best().attention.empty());
+    CHECK(out[0].best().attention.weights().empty());
     CHECK(out[0].best().context_norm.size() == out[0].best().tokens.size());
 }
 

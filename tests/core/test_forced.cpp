@@ -85,8 +85,8 @@ TEST_CASE("forcing the model's own greedy output gives exactly its log-probabili
         const auto& h = forced[i].best();
         CHECK(h.ids == g.ids);
         CHECK(h.log_prob == g.log_prob);
-        CHECK(h.attention == g.attention);
-        CHECK(h.raw_scores == g.raw_scores);
+        CHECK(h.attention.weights() == g.attention.weights());
+        CHECK(h.attention.scores() == g.attention.scores());
         CHECK(h.forced_steps == static_cast<int64_t>(g.ids.size()));
         CHECK(h.first_divergence == -1);
         for (auto r : h.rank) CHECK(r == 0);
@@ -110,7 +110,7 @@ TEST_CASE("forcing another reference: log-probabilities, ranks and the first div
     for (size_t s = 0; s < 4; ++s) {
         sum += h.step_log_prob[s];
         CHECK(h.step_log_prob[s] <= 0);
-        CHECK(h.attention[s].size() == 4);  // a b c <eos>
+        CHECK(h.attention.weights()[s].size() == 4);  // a b c <eos>
         // The rank is the number of candidates more probable than the given token.
         int64_t more = 0;
         for (const auto& c : h.top_k[s]) more += c.prob > std::exp(h.step_log_prob[s]) + 1e-7 ? 1 : 0;

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "core/model/fused_gru.hpp"
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 #include "test_support.hpp"

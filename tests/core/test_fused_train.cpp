@@ -10,7 +10,7 @@
 #include "core/optim/adadelta.hpp"
 #include "core/optim/fused_adam.hpp"
 #include "core/model/fused_output.hpp"
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 #include "test_support.hpp"

@@ -2,7 +2,7 @@
 #include "catch_torch.hpp"
 
 #include "core/io/error.hpp"
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "test_support.hpp"
 
 using namespace attnviz;
@@ -23,7 +23,7 @@ TEST_CASE("attention rows sum to 1 and padding gets exactly 0, for every scoring
             model->eval();
             auto b = random_batch({5, 3, 1, 4}, 6, cfg.src_vocab, cfg.tgt_vocab);
             torch::Tensor attn;
-            auto logits = model->forward(b.src, b.src_len, b.tgt_in, 1.0, &attn);
+            auto logits = model->forward_with_attention(b.src, b.src_len, b.tgt_in, &attn);
             CHECK(logits.sizes() == torch::IntArrayRef({4, 6, cfg.tgt_vocab}));
             REQUIRE(attn.sizes() == torch::IntArrayRef({4, 6, 5}));
             CHECK(torch::allclose(attn.sum(-1), torch::ones({4, 6}), 1e-5, 1e-6));
@@ -42,7 +42,7 @@ TEST_CASE("a bidirectional encoder gives keys of twice the hidden size", "[model
         cfg.bidirectional = true;
         Seq2Seq model(cfg);
         auto b = random_batch({4, 2}, 3, cfg.src_vocab, cfg.tgt_vocab);
-        auto enc = model->encode(b.src, b.src_len);
+        auto enc = model->encode_states(b.src, b.src_len);
         CHECK(enc.outputs.sizes() == torch::IntArrayRef({2, 4, 32}));
         CHECK(enc.h0.sizes() == torch::IntArrayRef({2, 2, 16}));
         CHECK(enc.final_ctx.sizes() == torch::IntArrayRef({2, 32}));
@@ -86,12 +86,14 @@ TEST_CASE("step() and forward() agree under teacher forcing", "[model]") {
     auto b = random_batch({4, 3}, 5, cfg.src_vocab, cfg.tgt_vocab);
     torch::NoGradGuard ng;
     auto logits = model->forward(b.src, b.src_len, b.tgt_in);
-    auto enc = model->encode(b.src, b.src_len);
+    auto enc = model->encode_states(b.src, b.src_len);
     auto state = model->init_state(enc);
     for (int64_t t = 0; t < 5; ++t) {
         auto out = model->step(b.tgt_in.select(1, t), state, enc);
         CHECK(torch::allclose(out.logits, logits.select(1, t), 1e-5, 1e-5));
-        CHECK(torch::allclose(torch::softmax(out.scores, -1), out.weights));
+        REQUIRE(out.maps.size() == 1);  // the RNN's one cross map
+        CHECK(out.maps[0].id == AttentionMapId{AttentionKind::cross, 0, 0});
+        CHECK(torch::allclose(torch::softmax(out.maps[0].scores, -1), out.maps[0].weights));
     }
 }
 
@@ -207,4 +209,54 @@ TEST_CASE("scoring, cell and init names round-trip and reject unknown names", "[
     cfg.bidirectional = true;
     auto back = ModelConfig::from_json(cfg.to_json());
     CHECK(back.to_json() == cfg.to_json());
+}
+
+TEST_CASE("the RNN from embeddings computes what it computes from ids (attribution's path)", "[model][attribution]") {
+    for (auto variant : {0, 1, 2, 3, 4}) {
+        auto cfg = tiny_config(Scoring::additive);
+        if (variant == 1) cfg.cell = CellType::lstm;
+        if (variant == 2) cfg.bidirectional = true;
+        if (variant == 3) cfg.reverse_source = true;
+        if (variant == 4) cfg.source_steps = 7;
+        INFO("variant " << variant);
+        Seq2Seq model(cfg);
+        model->eval();
+        torch::NoGradGuard ng;
+        auto b = random_batch({5, 3, 6}, 4, cfg.src_vocab, cfg.tgt_vocab);
+        const auto ids = model->forward(b.src, b.src_len, b.tgt_in);
+        const auto from_emb =
+            model->forward_embedded(model->embed_source(b.src), b.src_len, model->embed_target(b.tgt_in));
+        CHECK(torch::allclose(ids, from_emb, 1e-5, 1e-5));
+    }
+}
+
+TEST_CASE("an intervention replaces the step's attention, and the map shows what was used", "[model][intervention]") {
+    auto cfg = tiny_config(Scoring::additive);
+    Seq2Seq model(cfg);
+    model->eval();
+    torch::NoGradGuard ng;
+    auto b = random_batch({5, 3}, 2, cfg.src_vocab, cfg.tgt_vocab);
+    const auto enc = model->encode(b.src, b.src_len);
+    const auto tokens = b.tgt_in.select(1, 0);
+    auto plain_cache = model->start(*enc);
+    const StepOutput plain = model->step(tokens, *plain_cache, *enc);
+    // The weights it would use anyway: the same step.
+    AttentionIntervention same;
+    same.cross_weights = plain.maps[0].weights;
+    auto cache = model->start(*enc);
+    const StepOutput again = model->step(tokens, *cache, *enc, &same);
+    CHECK(torch::allclose(again.logits, plain.logits, 1e-6, 1e-6));
+    // Uniform over the real positions: another context, other logits, and the map says so.
+    AttentionIntervention uniform;
+    uniform.cross_weights = enc->mask.to(torch::kFloat) / b.src_len.unsqueeze(1).to(torch::kFloat);
+    cache = model->start(*enc);
+    const StepOutput changed = model->step(tokens, *cache, *enc, &uniform);
+    CHECK(torch::allclose(changed.maps[0].weights, uniform.cross_weights));
+    CHECK_FALSE(torch::allclose(changed.logits, plain.logits, 1e-4, 1e-4));
+    // Switching the only head off: a zero context.
+    AttentionIntervention off;
+    off.heads_off.push_back(AttentionMapId{});
+    cache = model->start(*enc);
+    const StepOutput silent = model->step(tokens, *cache, *enc, &off);
+    CHECK(silent.context.abs().max().item<float>() == 0.0f);
 }

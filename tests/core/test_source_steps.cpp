@@ -7,7 +7,7 @@
 
 #include "core/decode/translation.hpp"
 #include "core/io/error.hpp"
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "test_support.hpp"
 
 using namespace attnviz;
@@ -39,16 +39,16 @@ TEST_CASE("source_steps: the encoder reads the padding, the mask keeps to the se
         natural->set_fused_decoder(fused);
         torch::NoGradGuard no_grad;
         auto b = testing::random_batch({3, 6, 2}, 4, 12, 11);  // 6 wide
-        auto enc = with_steps->encode(b.src, b.src_len);
+        auto enc = with_steps->encode_states(b.src, b.src_len);
         // Reading the pads as tokens is what source_steps does to the RNN ...
-        auto as_tokens = natural->encode(b.src, full_lengths(3, 6));
+        auto as_tokens = natural->encode_states(b.src, full_lengths(3, 6));
         CHECK(torch::allclose(enc.outputs, as_tokens.outputs, 1e-6, 1e-6));
         CHECK(torch::allclose(enc.h0, as_tokens.h0, 1e-6, 1e-6));
         // ... while attention only sees the sentence.
         CHECK(torch::equal(enc.src_len, b.src_len));
         CHECK(torch::equal(enc.mask, torch::arange(6).unsqueeze(0) < b.src_len.unsqueeze(1)));
         // A short row's final state differs from the natural-length one; the full row's does not.
-        auto nat = natural->encode(b.src, b.src_len);
+        auto nat = natural->encode_states(b.src, b.src_len);
         CHECK_FALSE(torch::allclose(enc.h0.select(1, 0), nat.h0.select(1, 0), 1e-4, 1e-4));
         CHECK(torch::allclose(enc.h0.select(1, 1), nat.h0.select(1, 1), 1e-6, 1e-6));
     }
@@ -61,13 +61,13 @@ TEST_CASE("source_steps: a batch of another width is padded or cut like pad_or_t
     // Narrower: padded to 6 columns.
     auto narrow = testing::random_batch({4, 2}, 3, 12, 11);  // 4 wide
     auto padded = torch::constant_pad_nd(narrow.src, {0, 2}, Vocab::pad_id);
-    auto a = model->encode(narrow.src, narrow.src_len), b = model->encode(padded, narrow.src_len);
+    auto a = model->encode_states(narrow.src, narrow.src_len), b = model->encode_states(padded, narrow.src_len);
     CHECK(a.outputs.size(1) == 6);
     CHECK(torch::allclose(a.outputs, b.outputs, 1e-6, 1e-6));
     CHECK(torch::allclose(a.h0, b.h0, 1e-6, 1e-6));
     // Wider: cut to 6 columns; a long row loses its <eos> and its length is 6.
     auto wide = testing::random_batch({8, 3}, 3, 12, 11);  // 8 wide
-    auto c = model->encode(wide.src, wide.src_len), d = model->encode(wide.src.narrow(1, 0, 6), wide.src_len.clamp_max(6));
+    auto c = model->encode_states(wide.src, wide.src_len), d = model->encode_states(wide.src.narrow(1, 0, 6), wide.src_len.clamp_max(6));
     CHECK(c.outputs.size(1) == 6);
     CHECK(torch::equal(c.src_len, torch::tensor({6, 3}, torch::kLong)));
     CHECK(torch::allclose(c.outputs, d.outputs, 1e-6, 1e-6));
@@ -126,10 +126,10 @@ TEST_CASE("source_steps in decoding: sources cut to N, attention rows cover what
         CHECK(out[2].unknown.empty());  // "q" lies past the 3 steps the model reads
         for (const auto& t : out)
             for (const auto& h : t.hypotheses)
-                for (const auto& row : h.attention) CHECK(row.size() == t.src_tokens.size());
+                for (const auto& row : h.attention.weights()) CHECK(row.size() == t.src_tokens.size());
         // Both long sentences are read as "a b c": the same translation.
         CHECK(out[0].best().ids == out[2].best().ids);
-        CHECK(out[0].best().attention == out[2].best().attention);
+        CHECK(out[0].best().attention.weights() == out[2].best().attention.weights());
         // One by one gives what the batch gave (every batch is N wide).
         auto alone = tm->translate({"a"}, *o);
         CHECK(alone[0].best().ids == out[1].best().ids);
@@ -143,8 +143,8 @@ TEST_CASE("source_steps in decoding: sources cut to N, attention rows cover what
 
     // Forced decoding records one row per given token over the same N positions.
     auto forced = tm->force({{"a b c d", "x y"}}, ForceMode::reference);
-    REQUIRE(forced[0].best().attention.size() == 3);  // x y <eos>
-    for (const auto& row : forced[0].best().attention) CHECK(row.size() == 3);
+    REQUIRE(forced[0].best().attention.weights().size() == 3);  // x y <eos>
+    for (const auto& row : forced[0].best().attention.weights()) CHECK(row.size() == 3);
 }
 
 TEST_CASE("source_steps round-trips through the model's JSON and is range-checked", "[model][source_steps]") {

@@ -49,7 +49,7 @@ Seq2Seq double_model(double dropout) {
 
 std::map<std::string, torch::Tensor> step_grads(Seq2Seq& m, const Batch& b, int parts, double* loss) {
     m->zero_grad();
-    *loss = split_loss_backward(m, b, 1.0, parts);
+    *loss = split_loss_backward(*m, b, 1.0, parts);
     std::map<std::string, torch::Tensor> out;
     for (const auto& p : m->named_parameters()) out[p.key()] = p.value().grad().clone();
     return out;
@@ -118,7 +118,7 @@ TEST_CASE("validation split into parts adds up to the whole batch's loss, tokens
     auto m = double_model(0.3);  // eval mode below: no dropout, whatever the config says
     m->eval();
     const Batch b = ragged_rows(12, 11);
-    const ValidationSums whole = split_validation_sums(m, b, 1);
+    const ValidationSums whole = split_validation_sums(*m, b, 1);
     // The plain computation, written out: mean cross-entropy over real tokens.
     torch::NoGradGuard no_grad;
     const auto logits = m->forward(b.src, b.src_len, b.tgt_in);
@@ -129,14 +129,14 @@ TEST_CASE("validation split into parts adds up to the whole batch's loss, tokens
     CHECK(whole.correct == logits.argmax(-1).eq(b.tgt_out).logical_and(mask).sum().item<double>());
     for (int parts : {2, 3}) {
         INFO(parts << " parts");
-        const ValidationSums split = split_validation_sums(m, b, parts);
+        const ValidationSums split = split_validation_sums(*m, b, parts);
         CHECK(split.tokens == whole.tokens);
         CHECK(split.correct == whole.correct);
         CHECK(split.loss == Approx(whole.loss).epsilon(1e-12));
     }
     Seq2Seq unfused(tiny_config(Scoring::additive));
     unfused->set_fused_decoder(false);
-    CHECK_THROWS_AS(split_validation_sums(unfused, b, 2), std::logic_error);
+    CHECK_THROWS_AS(split_validation_sums(*unfused, b, 2), std::logic_error);
 }
 
 TEST_CASE("hashed dropout masks keep the asked share, scaled, and differ by seed, mask and token", "[split][train]") {
@@ -168,22 +168,22 @@ TEST_CASE("hashed dropout masks keep the asked share, scaled, and differ by seed
 TEST_CASE("a training step is split only on the CPU, with threads, rows and fused nodes enough", "[split][train]") {
     Seq2Seq gru(tiny_config(Scoring::additive));
     const torch::Device cpu(torch::kCPU);
-    CHECK(split_step_parts(gru, cpu, 128, 1.0, 2) == 2);
-    CHECK(split_step_parts(gru, cpu, 128, 1.0, 8) == 128 / split_step_min_rows);
-    CHECK(split_step_parts(gru, cpu, 2 * split_step_min_rows - 1, 1.0, 2) == 1);
-    CHECK(split_step_parts(gru, cpu, 128, 1.0, 1) == 1);
-    CHECK(split_step_parts(gru, torch::Device(torch::kCUDA), 128, 1.0, 2) == 1);
+    CHECK(split_step_parts(*gru, cpu, 128, 1.0, 2) == 2);
+    CHECK(split_step_parts(*gru, cpu, 128, 1.0, 8) == 128 / split_step_min_rows);
+    CHECK(split_step_parts(*gru, cpu, 2 * split_step_min_rows - 1, 1.0, 2) == 1);
+    CHECK(split_step_parts(*gru, cpu, 128, 1.0, 1) == 1);
+    CHECK(split_step_parts(*gru, torch::Device(torch::kCUDA), 128, 1.0, 2) == 1);
     // Randomness outside the fused nodes' masks (scheduled sampling, nn::GRU's or
     // nn::LSTM's dropout) would depend on the threads' order: no split.
-    CHECK(split_step_parts(gru, cpu, 128, 0.5, 2) == 1);
+    CHECK(split_step_parts(*gru, cpu, 128, 0.5, 2) == 1);
     auto bi = tiny_config(Scoring::additive);
     bi.bidirectional = true;
-    CHECK(split_step_parts(Seq2Seq(bi), cpu, 128, 1.0, 2) == 1);
+    CHECK(split_step_parts(*Seq2Seq(bi), cpu, 128, 1.0, 2) == 1);
     auto lstm = tiny_config(Scoring::additive);
     lstm.cell = CellType::lstm;
-    CHECK(split_step_parts(Seq2Seq(lstm), cpu, 128, 1.0, 2) == 1);
+    CHECK(split_step_parts(*Seq2Seq(lstm), cpu, 128, 1.0, 2) == 1);
     Seq2Seq unfused(tiny_config(Scoring::additive));
     unfused->set_fused_decoder(false);
-    CHECK(split_step_parts(unfused, cpu, 128, 1.0, 2) == 1);
-    CHECK_THROWS_AS(split_loss_backward(unfused, ragged_rows(12, 11), 1.0, 2), std::logic_error);
+    CHECK(split_step_parts(*unfused, cpu, 128, 1.0, 2) == 1);
+    CHECK_THROWS_AS(split_loss_backward(*unfused, ragged_rows(12, 11), 1.0, 2), std::logic_error);
 }

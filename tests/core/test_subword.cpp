@@ -261,7 +261,7 @@ TEST_CASE("a subword model learns, and its checkpoint brings back the same Sente
         CHECK(before[i].src_tokens == after[i].src_tokens);
         CHECK(before[i].best().tokens == after[i].best().tokens);
         CHECK(before[i].best().text == after[i].best().text);
-        CHECK(before[i].best().attention == after[i].best().attention);
+        CHECK(before[i].best().attention.weights() == after[i].best().attention.weights());
         // Output text is the pieces joined: no "▁" left, words separated by spaces.
         CHECK(before[i].best().text.find(B) == std::string::npos);
     }
@@ -273,7 +273,7 @@ TEST_CASE("a subword model learns, and its checkpoint brings back the same Sente
     words.push_back("<eos>");
     CHECK(merged.src_tokens == words);
     CHECK(merged.src_tokens.size() < before[0].src_tokens.size());  // some word came in pieces
-    for (const auto& row : merged.best().attention)
+    for (const auto& row : merged.best().attention.weights())
         CHECK(std::accumulate(row.begin(), row.end(), 0.0) == Approx(1.0).epsilon(1e-5));
     CHECK(detokenize(merged.best().tokens, TokenLevel::word).find(before[0].best().text) == 0);
     // Exports say they are merged.

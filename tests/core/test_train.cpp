@@ -58,7 +58,7 @@ TEST_CASE("same seed, same loss sequence", "[train]") {
         Trainer t(reverse_data(), small_model(), c);
         Recorder r;
         REQUIRE(t.run(&r) == StopReason::finished);
-        return t.history().batch_loss;
+        return t.history().batch_loss.points();
     };
     auto a = run(5), b = run(5), other = run(6);
     const size_t per_epoch = (reverse_data().train.size() + 31) / 32;
@@ -201,7 +201,7 @@ TEST_CASE("all three optimisers train", "[train]") {
         c.lr = opt == OptimizerKind::adam ? 0.01 : opt == OptimizerKind::sgd ? 0.5 : 1.0;
         Trainer t(reverse_data(), small_model(), c);
         REQUIRE(t.run() == StopReason::finished);
-        const auto& h = t.history().batch_loss;
+        const auto& h = t.history().batch_loss.points();
         double first = 0, last = 0;
         for (size_t i = 0; i < 5; ++i) {
             first += h[i].second;

@@ -10,7 +10,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "core/train/train.hpp"
 #include "core/decode/translation_model.hpp"
 
@@ -39,10 +39,15 @@ inline ModelConfig tiny_config(Scoring scoring, int64_t src_vocab = 12, int64_t 
 }
 
 /// A network and its vocabularies as the TranslationModel every translation goes through.
-inline TranslationModelPtr as_model(Seq2Seq network, const Vocab& src, const Vocab& tgt,
+inline TranslationModelPtr as_model(Network network, const Vocab& src, const Vocab& tgt,
                                     TokenLevel level = TokenLevel::word) {
-    return std::make_shared<const TranslationModel>(network, std::make_shared<const Vocab>(src),
+    return std::make_shared<const TranslationModel>(std::move(network), std::make_shared<const Vocab>(src),
                                                     std::make_shared<const Vocab>(tgt), level);
+}
+/// The same for an RNN held as the tests build it (Seq2Seq(config)).
+inline TranslationModelPtr as_model(const Seq2Seq& network, const Vocab& src, const Vocab& tgt,
+                                    TokenLevel level = TokenLevel::word) {
+    return as_model(Network(network.ptr()), src, tgt, level);
 }
 
 /// A padded batch of random ids with the given source lengths (ids >= 4, <eos> last).

@@ -17,15 +17,18 @@
 #include <QTest>
 #include <QThread>
 #include <QThreadPool>
+#include <QTimer>
 #include <atomic>
 #include <fstream>
 #include <memory>
 
 #include "core/data/corpus_reader.hpp"
+#include "core/data/training_data.hpp"
 #include "ui/Background.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/MainWindow.hpp"
-#include "ui/Screenshots.hpp"
+#include "ui/SettingsPanel.hpp"
+#include "ui/tools/Screenshots.hpp"
 
 #undef CHECK
 #include <catch2/catch.hpp>
@@ -253,4 +256,83 @@ TEST_CASE("painting never waits behind background work", "[ui][stall]") {
     channels.clear();  // each waits for its job
     CHECK(paintMs < 1000);  // not the 2 s the jobs hold their threads
     CHECK(image.pixelColor(10, 450) == QColor(Qt::black));
+}
+
+TEST_CASE("a large corpus is read off the GUI thread and summarised as training will see it", "[ui][corpus]") {
+    Fixture f(/*epochs=*/1, /*maxBatches=*/1);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("big.tsv"));
+    {
+        std::ofstream out(path.toStdString());
+        uint64_t x = 12345;
+        auto word = [&](int vocab) {  // a skewed vocabulary: many words are rare
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            const uint64_t r = (x >> 33) % uint64_t(vocab);
+            return "w" + std::to_string(r * r / uint64_t(vocab));
+        };
+        for (int i = 0; i < 120000; ++i) {
+            for (int k = 0; k < 6; ++k) out << word(6000) << (k < 5 ? " " : "\t");
+            for (int k = 0; k < 6; ++k) out << word(6000) << (k < 5 ? " " : "\n");
+        }
+    }
+    TrainConfig t = f.w().settingsPanel()->trainConfig();
+    t.min_freq = 2;
+    f.w().settingsPanel()->setTrainConfig(t);
+    REQUIRE(f.waitCorpus());
+    const auto oldCorpus = f.w().corpusPanel()->corpus();
+
+    QSignalSpy changed(f.w().corpusPanel(), &CorpusPanel::corpusChanged);
+    int ticks = 0;
+    QTimer ticker;
+    ticker.setInterval(10);
+    QObject::connect(&ticker, &QTimer::timeout, [&] { ++ticks; });
+    ticker.start();
+    QElapsedTimer clock;
+    clock.start();
+    REQUIRE(f.w().openCorpusFile(path));
+    const qint64 callMs = clock.elapsed();
+    CHECK(callMs < 200);  // the call only starts the work
+    CHECK(f.w().corpusPanel()->loading());
+    CHECK(f.w().corpusPanel()->corpus() == oldCorpus);  // the previous corpus stays until the new one is ready
+    CHECK_FALSE(f.w().trainAction()->isEnabled());
+    REQUIRE(waitUntil([&] { return changed.count() > 0; }, 60000));
+    const qint64 loadMs = clock.elapsed();
+    const int ticksWhileLoading = ticks;
+    ticker.stop();
+    std::printf("[ui] 120000-line corpus: call %lld ms, ready after %lld ms, %d GUI timer ticks meanwhile\n",
+                static_cast<long long>(callMs), static_cast<long long>(loadMs), ticksWhileLoading);
+    CHECK(ticksWhileLoading >= loadMs / 10 / 4);  // the GUI thread kept serving its timer
+    REQUIRE(f.waitCorpus());
+
+    // The numbers shown are prepare_data's on the same corpus and settings.
+    const Corpus corpus = read_tsv(path.toStdString());
+    TrainingData expected = prepare_data(corpus, f.w().settingsPanel()->trainConfig());
+    const CorpusSummary* s = f.w().corpusPanel()->summary();
+    REQUIRE(s);
+    CHECK(s->pairs == 120000);
+    CHECK(s->train_pairs == expected.train.size());
+    CHECK(s->val_pairs == expected.val.size());
+    CHECK(f.w().corpusPanel()->sourceVocabSize() == int(expected.src_vocab.size()));
+    CHECK(f.w().corpusPanel()->targetVocabSize() == int(expected.tgt_vocab.size()));
+    CHECK(f.w().corpusPanel()->summaryText().contains(QString::number(expected.src_vocab.size())));
+
+    // A data setting changes: the summary is recomputed in the background.
+    QSignalSpy summarised(f.w().corpusPanel(), &CorpusPanel::summaryChanged);
+    t = f.w().settingsPanel()->trainConfig();
+    t.min_freq = 5;
+    f.w().settingsPanel()->setTrainConfig(t);
+    CHECK(f.w().corpusPanel()->busy());
+    REQUIRE(waitUntil([&] { return summarised.count() > 0; }, 60000));
+    expected = prepare_data(corpus, f.w().settingsPanel()->trainConfig());
+    CHECK(f.w().corpusPanel()->sourceVocabSize() == int(expected.src_vocab.size()));
+    CHECK(f.w().corpusPanel()->targetVocabSize() == int(expected.tgt_vocab.size()));
+
+    // ... and they are what training reports.
+    QSignalSpy prepared(&f.controller(), &TrainingController::prepared);
+    f.train();
+    REQUIRE(prepared.count() == 1);
+    const auto info = prepared.at(0).at(0).value<SessionInfo>();
+    CHECK(int(info.src_vocab) == f.w().corpusPanel()->sourceVocabSize());
+    CHECK(int(info.tgt_vocab) == f.w().corpusPanel()->targetVocabSize());
+    CHECK(info.train_pairs == s->train_pairs);
 }

@@ -42,8 +42,8 @@ Translation handMade() {
     Hypothesis h;
     h.tokens = {"x", "y", "<eos>"};
     h.ids = {4, 5, 3};
-    h.attention = {{0.25f, 0.25f, 0.25f, 0.25f}, {0.0f, 1.0f, 0.0f, 0.0f}, {0.1f, 0.1f, 0.1f, 0.7f}};
-    h.raw_scores = {{0, 0, 0, 0}, {-9, 9, -9, -9}, {0, 0, 0, 2}};
+    h.attention.at({}).weights = {{0.25f, 0.25f, 0.25f, 0.25f}, {0.0f, 1.0f, 0.0f, 0.0f}, {0.1f, 0.1f, 0.1f, 0.7f}};
+    h.attention.at({}).scores = {{0, 0, 0, 0}, {-9, 9, -9, -9}, {0, 0, 0, 2}};
     h.step_log_prob = {std::log(0.5f), std::log(0.25f), std::log(0.9f)};
     h.rank = {0, 2, 0};
     h.top_k = {{{4, "x", 0.5f}, {6, "z", 0.3f}}, {{6, "z", 0.4f}, {7, "w", 0.3f}, {5, "y", 0.25f}}, {{3, "<eos>", 0.9f}}};
@@ -282,7 +282,7 @@ TEST_CASE("compare tab: a kept run against the current model, side by side and t
     for (int r = 0; r < d.rows(); ++r)
         for (int s = 0; s < d.columns(); ++s)
             CHECK(d.weights[size_t(r)][size_t(s)] ==
-                  Approx(c->a.best().attention[size_t(r)][size_t(s)] - c->b_on_a.best().attention[size_t(r)][size_t(s)])
+                  Approx(c->a.best().attention.weights()[size_t(r)][size_t(s)] - c->b_on_a.best().attention.weights()[size_t(r)][size_t(s)])
                       .margin(1e-6));
     CHECK(panel->summary().contains(QStringLiteral("differs by")));
     CHECK(f.w().currentHeatmap() == panel->difference());

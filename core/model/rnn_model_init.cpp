@@ -1,6 +1,6 @@
 // Seq2SeqImpl::reset_parameters: the initial weights of each scheme, by the
 // role each parameter plays (embedding, recurrent layer, linear layer).
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 
 namespace attnviz {
 

@@ -1,4 +1,4 @@
-#include "ui/Screenshots.hpp"
+#include "ui/tools/Screenshots.hpp"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -15,7 +15,7 @@
 #include "ui/ProbePanel.hpp"
 #include "ui/SettingsPanel.hpp"
 #include "ui/TranslatePanel.hpp"
-#include "core/model/model.hpp"
+#include "core/model/rnn_model.hpp"
 #include "core/train/train.hpp"
 
 namespace attnviz::ui {

@@ -1,9 +1,7 @@
 // The encoder-decoder with attention. Shapes: B batch, S source steps, T target
 // steps, E embedding, H hidden, K key size (H, or 2H when bidirectional),
 // A attention size, L layers, V vocabulary.
-#include "core/model/model.hpp"
-
-#include <optional>
+#include "core/model/rnn_model.hpp"
 
 #include <cmath>
 
@@ -146,14 +144,33 @@ std::pair<torch::Tensor, torch::Tensor> fit_source_steps(const torch::Tensor& sr
 }
 }  // namespace
 
-EncoderState Seq2SeqImpl::encode(const torch::Tensor& src_in, const torch::Tensor& src_len_in) {
+RnnEncoding Seq2SeqImpl::encode_states(const torch::Tensor& src, const torch::Tensor& src_len,
+                                       const DropoutStream* dropout) {
+    return encode_impl(src, src_len, torch::Tensor(), dropout);
+}
+
+RnnEncoding Seq2SeqImpl::encode_embedded(const torch::Tensor& src_emb, const torch::Tensor& src_len) {
+    // Ids only set the batch's shape here: the embeddings are what the encoder reads.
+    const auto shape = torch::zeros({src_emb.size(0), src_emb.size(1)},
+                                    torch::TensorOptions().dtype(torch::kLong).device(src_emb.device()));
+    return encode_impl(shape, src_len, src_emb, nullptr);
+}
+
+RnnEncoding Seq2SeqImpl::encode_impl(const torch::Tensor& src_in, const torch::Tensor& src_len_in,
+                                     const torch::Tensor& emb_in, const DropoutStream* dropout) {
     // source_steps (d2l's num_steps): the batch is made N wide and the RNN reads
     // every position, padding included, so its final state comes after the pads;
     // only the attention mask keeps to each sentence's valid length.
     const int64_t N = m_config.source_steps;
     const auto [src, src_len] = N > 0 ? fit_source_steps(src_in, src_len_in, N) : std::make_pair(src_in, src_len_in);
+    torch::Tensor emb = emb_in;  // embeddings given: fitted to N as the ids are (padding: <pad>'s embedding)
+    if (emb.defined() && N > 0 && emb.size(1) != N)
+        emb = emb.size(1) > N ? emb.narrow(1, 0, N)
+                              : torch::cat({emb, enc_embedding->forward(torch::full({emb.size(0), N - emb.size(1)},
+                                                                                      Vocab::pad_id, src.options()))},
+                                           1);
     const int64_t B = src.size(0), S = src.size(1), H = m_config.hidden_size, L = m_config.num_layers;
-    EncoderState enc;
+    RnnEncoding enc;
     enc.src_len = src_len;
     auto lengths_cpu = N > 0 ? torch::full({B}, S, torch::kLong) : src_len.to(torch::kCPU, torch::kLong);
     // Right-to-left reading: reverse each row's valid positions (an involution,
@@ -165,8 +182,10 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src_in, const torch::Tenso
         flip = torch::where(pos < len, len - 1 - pos, pos);
     }
     auto tokens = flip.defined() ? src.gather(1, flip) : src;
-    if (encodes_fused())
-        encode_fused(tokens, lengths_cpu, enc);
+    if (emb.defined())
+        encode_packed(flip.defined() ? emb.gather(1, flip.unsqueeze(2).expand_as(emb)) : emb, lengths_cpu, enc);
+    else if (encodes_fused())
+        encode_fused(tokens, lengths_cpu, enc, dropout);
     else
         encode_packed(enc_embedding->forward(tokens), lengths_cpu, enc);  // embeddings [B, S, E]
     if (flip.defined()) enc.outputs = enc.outputs.gather(1, flip.unsqueeze(2).expand_as(enc.outputs));
@@ -185,7 +204,7 @@ EncoderState Seq2SeqImpl::encode(const torch::Tensor& src_in, const torch::Tenso
     return enc;
 }
 
-void Seq2SeqImpl::encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, EncoderState& enc) {
+void Seq2SeqImpl::encode_packed(const torch::Tensor& emb, const torch::Tensor& lengths_cpu, RnnEncoding& enc) {
     namespace rnn = torch::nn::utils::rnn;
     const int64_t S = emb.size(1);
     auto packed = rnn::pack_padded_sequence(emb, lengths_cpu, /*batch_first=*/true, /*enforce_sorted=*/false);
@@ -205,7 +224,8 @@ namespace {
 GateArithmetic gate_arithmetic(bool generic) { return generic ? GateArithmetic::generic : GateArithmetic::automatic; }
 }  // namespace
 
-void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, EncoderState& enc) {
+void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor& lengths_cpu, RnnEncoding& enc,
+                               const DropoutStream* dropout) {
     // Rows sorted by source length, longest first, packed step-major.
     const int64_t B = tokens.size(0), S = tokens.size(1), H = m_config.hidden_size, L = m_config.num_layers;
     const auto dev = tokens.device();
@@ -225,18 +245,58 @@ void Seq2SeqImpl::encode_fused(const torch::Tensor& tokens, const torch::Tensor&
     opts.steps = packing.steps;
     opts.dropout = is_training() ? m_config.dropout : 0.0;
     opts.gates = gate_arithmetic(m_generic_gates);
-    if (opts.dropout > 0) opts.dropout_keys = dropout_keys(packing, S);
+    if (opts.dropout > 0) {
+        opts.dropout_keys = dropout_keys(dropout, packing, S);
+        opts.dropout_stream = dropout;
+    }
     auto out = fused_gru_encoder(in, opts);
     enc.outputs = torch::zeros({B * S, H}, out.outputs.options()).index_copy(0, pos, out.outputs).view({B, S, H});
     // h_n rows are in sorted order; put them back in the caller's.
     enc.h0 = torch::empty_like(out.h_n).index_copy(1, packing.perm.to(dev), out.h_n);
 }
 
-DecoderState Seq2SeqImpl::init_state(const EncoderState& enc) const {
-    return DecoderState{enc.h0, enc.c0};
+RnnState Seq2SeqImpl::init_state(const RnnEncoding& enc) const {
+    RnnState state;
+    state.h = enc.h0;
+    state.c = enc.c0;
+    return state;
 }
 
-torch::Tensor Seq2SeqImpl::rnn_step(const torch::Tensor& x, DecoderState& state) {
+std::shared_ptr<const EncodedSource> RnnEncoding::select(const torch::Tensor& rows) const {
+    auto e = std::make_shared<RnnEncoding>();
+    e->src_len = src_len.index_select(0, rows);
+    e->mask = mask.index_select(0, rows);
+    e->outputs = outputs.index_select(0, rows);
+    e->proj_keys = proj_keys.index_select(0, rows);
+    e->final_ctx = final_ctx.index_select(0, rows);
+    e->h0 = h0.index_select(1, rows);
+    if (c0.defined()) e->c0 = c0.index_select(1, rows);
+    return e;
+}
+
+void RnnState::select(const torch::Tensor& rows) {
+    h = h.index_select(1, rows);
+    if (c.defined()) c = c.index_select(1, rows);
+}
+
+std::shared_ptr<const EncodedSource> Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+    return std::make_shared<RnnEncoding>(encode_states(src, src_len));
+}
+
+namespace {
+template <typename T, typename Base>
+T& as_rnn(Base& x, const char* what) {
+    auto* p = dynamic_cast<T*>(&x);
+    if (!p) throw std::logic_error(std::string("RNN decoder step: ") + what + " of another model family");
+    return *p;
+}
+}  // namespace
+
+std::unique_ptr<DecoderCache> Seq2SeqImpl::start(const EncodedSource& source) {
+    return std::make_unique<RnnState>(init_state(as_rnn<const RnnEncoding>(source, "an encoding")));
+}
+
+torch::Tensor Seq2SeqImpl::rnn_step(const torch::Tensor& x, RnnState& state) {
     // x: [B, K+E]; state.h, state.c: [L, B, H]. Returns the top layer's output [B, H].
     const int64_t L = m_config.num_layers;
     std::vector<torch::Tensor> hs, cs;
@@ -257,31 +317,65 @@ torch::Tensor Seq2SeqImpl::rnn_step(const torch::Tensor& x, DecoderState& state)
     return input;
 }
 
-torch::Tensor Seq2SeqImpl::decode_step(const torch::Tensor& x, DecoderState& state, const EncoderState& enc,
-                                       StepOutput& read) {
+torch::Tensor Seq2SeqImpl::decode_step(const torch::Tensor& x, RnnState& state, const RnnEncoding& enc,
+                                       RnnStepRead& read, const AttentionIntervention* intervention) {
     // x: [B, E]. The query is the top layer's previous state (d2l).
     if (m_config.scoring == Scoring::none) {
         read.context = enc.final_ctx;
     } else {
         read.scores = attention->score(state.h[m_config.num_layers - 1], enc.proj_keys, enc.mask);  // [B, S]
         read.weights = torch::softmax(read.scores, -1);
+        if (intervention) {  // what if it had looked elsewhere (or not at all)?
+            if (intervention->cross_weights.defined())
+                read.weights = intervention->cross_weights.to(read.weights.options());
+            for (const auto& off : intervention->heads_off)
+                if (off == AttentionMapId{}) read.weights = torch::zeros_like(read.weights);
+        }
         read.context = torch::bmm(dropout->forward(read.weights).unsqueeze(1), enc.outputs).squeeze(1);  // [B, K]
     }
     return rnn_step(torch::cat({read.context, x}, -1), state);  // [B, H]
 }
 
-StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderState& state, const EncoderState& enc) {
+StepOutput Seq2SeqImpl::step(const torch::Tensor& tokens, DecoderCache& cache, const EncodedSource& source,
+                              const AttentionIntervention* intervention) {
+    auto& state = as_rnn<RnnState>(cache, "a decoder cache");
+    const auto& enc = as_rnn<const RnnEncoding>(source, "an encoding");
+    RnnStepRead read;
     StepOutput out;
-    out.logits = dense->forward(decode_step(dec_embedding->forward(tokens), state, enc, out));  // [B, V]
+    out.logits = dense->forward(decode_step(dec_embedding->forward(tokens), state, enc, read, intervention));  // [B, V]
+    if (read.weights.defined()) out.maps.push_back(StepMap{AttentionMapId{}, read.weights, read.scores});
+    out.context = read.context;
     return out;
 }
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
-                                   const torch::Tensor& tgt_in, double teacher_forcing,
-                                   torch::Tensor* attention_out) {
-    if (takes_fused_path(teacher_forcing, attention_out)) return forward_fused(src, src_len, tgt_in);
+                                   const torch::Tensor& tgt_in, double teacher_forcing) {
+    if (takes_fused_path(teacher_forcing)) return forward_fused(src, src_len, tgt_in);
+    return forward_steps(src, src_len, tgt_in, teacher_forcing, nullptr);
+}
+
+torch::Tensor Seq2SeqImpl::forward_embedded(const torch::Tensor& src_emb, const torch::Tensor& src_len,
+                                            const torch::Tensor& tgt_emb) {
+    auto enc = encode_embedded(src_emb, src_len);
+    auto state = init_state(enc);
+    std::vector<torch::Tensor> tops;
+    for (int64_t t = 0; t < tgt_emb.size(1); ++t) {
+        RnnStepRead read;
+        tops.push_back(decode_step(tgt_emb.select(1, t), state, enc, read));
+    }
+    return dense->forward(torch::stack(tops, 1));  // [B, T, V]
+}
+
+torch::Tensor Seq2SeqImpl::forward_with_attention(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                  const torch::Tensor& tgt_in, torch::Tensor* attention) {
+    return forward_steps(src, src_len, tgt_in, 1.0, attention);
+}
+
+torch::Tensor Seq2SeqImpl::forward_steps(const torch::Tensor& src, const torch::Tensor& src_len,
+                                         const torch::Tensor& tgt_in, double teacher_forcing,
+                                         torch::Tensor* attention_out) {
     const int64_t T = tgt_in.size(1);
-    auto enc = encode(src, src_len);
+    auto enc = encode_states(src, src_len);
     auto state = init_state(enc);
     auto emb = dec_embedding->forward(tgt_in);  // [B, T, E], embedded once for all steps
     const bool sample = teacher_forcing < 1.0;
@@ -290,7 +384,7 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
     for (int64_t t = 0; t < T; ++t) {
         const bool own = t > 0 && sample && torch::rand({1}).item<double>() >= teacher_forcing;
         auto x = own ? dec_embedding->forward(prev_pred) : emb.select(1, t);  // own: the model's last prediction
-        StepOutput out;
+        RnnStepRead out;
         auto top = decode_step(x, state, enc, out);
         if (attention_out && out.weights.defined()) weights.push_back(out.weights);
         if (sample) {
@@ -305,12 +399,13 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
     return dense->forward(torch::stack(tops, 1));  // [B, T, V], one matmul for all steps
 }
 
-bool Seq2SeqImpl::takes_fused_path(double teacher_forcing, const torch::Tensor* attention) const {
-    return m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !attention;
+bool Seq2SeqImpl::takes_fused_path(double teacher_forcing) const {
+    return m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0;
 }
 
 torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::Tensor& src_len,
-                                        const torch::Tensor& tgt_in, LengthPacking& packing) {
+                                        const torch::Tensor& tgt_in, LengthPacking& packing,
+                                        const DropoutStream* dropout) {
     const int64_t T = tgt_in.size(1);
     const auto dev = tgt_in.device();
     // Rows sorted by target length, longest first, so that step t runs rows
@@ -319,17 +414,15 @@ torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::T
     auto to_dev = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(dev); };
     auto perm_dev = packing.perm.to(dev);
     // The encoder sees the rows in this order: its dropout masks must know each row's place in the batch.
-    const DropoutStream* stream = is_training() && m_config.dropout > 0 ? dropout_stream() : nullptr;
+    const DropoutStream* stream = is_training() && m_config.dropout > 0 ? dropout : nullptr;
     DropoutStream sorted_stream;
     if (stream) {
         sorted_stream.seed = stream->seed;
         const int64_t* perm = packing.perm.data_ptr<int64_t>();
         for (int64_t r = 0; r < packing.perm.size(0); ++r) sorted_stream.rows.push_back(stream->batch_row(perm[r]));
     }
-    std::optional<DropoutStreamScope> sorted_scope;
-    if (stream) sorted_scope.emplace(sorted_stream);
-    auto enc = encode(src.index_select(0, perm_dev), src_len.to(dev).index_select(0, perm_dev));
-    sorted_scope.reset();
+    auto enc = encode_states(src.index_select(0, perm_dev), src_len.to(dev).index_select(0, perm_dev),
+                             stream ? &sorted_stream : nullptr);
     auto tokens = tgt_in.index_select(0, perm_dev).reshape(-1).index_select(0, to_dev(packing.sorted_index));
 
     FusedDecoderInputs in;
@@ -348,7 +441,10 @@ torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::T
     opts.steps = packing.steps;
     opts.dropout = is_training() ? m_config.dropout : 0.0;
     opts.gates = gate_arithmetic(m_generic_gates);
-    if (opts.dropout > 0) opts.dropout_keys = dropout_keys(packing, T);
+    if (opts.dropout > 0) {
+        opts.dropout_keys = dropout_keys(stream, packing, T);
+        opts.dropout_stream = stream;
+    }
     switch (m_config.scoring) {
     case Scoring::additive:
         opts.scoring = FusedScoring::additive;
@@ -375,38 +471,9 @@ torch::Tensor Seq2SeqImpl::forward_fused(const torch::Tensor& src, const torch::
                                          const torch::Tensor& tgt_in) {
     const int64_t B = tgt_in.size(0), T = tgt_in.size(1), V = m_config.tgt_vocab;
     LengthPacking packing;
-    auto logits = dense->forward(decode_fused(src, src_len, tgt_in, packing));  // [N, V]
+    auto logits = dense->forward(decode_fused(src, src_len, tgt_in, packing, nullptr));  // [N, V]
     auto rows = torch::tensor(packing.caller_index, torch::kLong).to(tgt_in.device());
     return torch::zeros({B * T, V}, logits.options()).index_copy(0, rows, logits).view({B, T, V});
-}
-
-torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {
-    // d2l's Seq2Seq.loss: cross-entropy averaged over the non-pad target tokens.
-    return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape(-1),
-                            F::CrossEntropyFuncOptions().ignore_index(pad_id));
-}
-
-void copy_weights(Seq2Seq& dst, Seq2Seq& src) {
-    torch::NoGradGuard no_grad;
-    auto params = src->named_parameters();
-    for (auto& item : dst->named_parameters()) item.value().copy_(params[item.key()]);
-    auto buffers = src->named_buffers();
-    for (auto& item : dst->named_buffers()) item.value().copy_(buffers[item.key()]);
-}
-
-Seq2Seq clone_model(Seq2Seq& model, const torch::Device& device) {
-    Seq2Seq copy(model->config());
-    copy_weights(copy, model);
-    copy->to(device);
-    copy->eval();
-    return copy;
-}
-
-int64_t count_parameters(const torch::nn::Module& module) {
-    int64_t n = 0;
-    for (const auto& p : module.parameters())
-        if (p.requires_grad()) n += p.numel();
-    return n;
 }
 
 }  // namespace attnviz

@@ -1,4 +1,4 @@
-#include "ui/Soak.hpp"
+#include "ui/tools/Soak.hpp"
 
 #include <QElapsedTimer>
 #include <QMetaEnum>
@@ -18,7 +18,7 @@
 #include "ui/CorpusPanel.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/ProbePanel.hpp"
-#include "ui/Screenshots.hpp"
+#include "ui/tools/Screenshots.hpp"
 #include "ui/SettingsPanel.hpp"
 #include "ui/TrainingController.hpp"
 

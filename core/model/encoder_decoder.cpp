@@ -1,0 +1,29 @@
+// What every family shares: weights copied by name, parameters counted, d2l's loss.
+#include "core/model/encoder_decoder.hpp"
+
+namespace F = torch::nn::functional;
+
+namespace attnviz {
+
+void copy_weights(EncoderDecoder& dst, const EncoderDecoder& src) {
+    torch::NoGradGuard no_grad;
+    auto params = src.named_parameters();
+    for (auto& item : dst.named_parameters()) item.value().copy_(params[item.key()]);
+    auto buffers = src.named_buffers();
+    for (auto& item : dst.named_buffers()) item.value().copy_(buffers[item.key()]);
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+    int64_t n = 0;
+    for (const auto& p : module.parameters())
+        if (p.requires_grad()) n += p.numel();
+    return n;
+}
+
+torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {
+    // d2l's Seq2Seq.loss: cross-entropy averaged over the non-pad target tokens.
+    return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape(-1),
+                            F::CrossEntropyFuncOptions().ignore_index(pad_id));
+}
+
+}  // namespace attnviz

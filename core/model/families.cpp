@@ -1,0 +1,18 @@
+// Building a network of any family.
+#include "core/model/families.hpp"
+
+#include "core/model/rnn_model.hpp"
+
+namespace attnviz {
+
+Network build_network(const ModelConfig& config) { return std::make_shared<Seq2SeqImpl>(config); }
+
+Network clone_network(const EncoderDecoder& network, const torch::Device& device) {
+    Network copy = build_network(network.config());
+    copy_weights(*copy, network);
+    copy->to(device);
+    copy->eval();
+    return copy;
+}
+
+}  // namespace attnviz
