@@ -266,7 +266,7 @@ TEST_CASE("beam tree files parse back, and malformed ones are refused with the r
                 CHECK(y.token_log_prob == x.token_log_prob);  // exactly: numbers read back as written
                 CHECK(y.log_prob == x.log_prob);
                 CHECK(y.score == x.score);
-                CHECK(y.attention.weights() == x.attention.weights());
+                CHECK(y.attention == x.attention);
             }
             CHECK(b.partial_hypothesis(b.finished[0]).text == out[i].best().text);
         }
