@@ -2,6 +2,9 @@
 #include "core/decode/greedy.hpp"
 
 #include <algorithm>
+#include <memory>
+
+#include "core/decode/intervene.hpp"
 
 namespace attnviz {
 
@@ -27,8 +30,14 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         std::vector<Hypothesis> hyps(rows.size());
         std::vector<bool> done(rows.size(), false);
         const auto lens = batch.lengths();
+        // What-if: the steps attend as the intervention says (core/decode/intervene.hpp).
+        std::unique_ptr<StepIntervener> intervener;
+        if (options.intervention.active())
+            intervener = std::make_unique<StepIntervener>(model, *enc, options.intervention, lens);
         for (int64_t step = 0; step < max_steps; ++step) {
-            auto out = model.step(tokens, *cache, *enc);
+            const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens) : nullptr;
+            auto out = model.step(tokens, *cache, *enc, changed);
+            if (changed) intervener->check_step(out);
             auto logp = output_log_probs(out.logits);
             auto chosen = std::get<1>(logp.max(-1));
             bool any_given = false;
