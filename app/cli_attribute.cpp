@@ -13,6 +13,7 @@
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/corpus_agreement.hpp"
 #include "core/analysis/web_page.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
 #include "core/model/device.hpp"
 

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/corpus_agreement.hpp"
 #include "core/io/error.hpp"
@@ -207,7 +209,7 @@ TEST_CASE("attribution lines up with the heatmap and checks what it is given", "
     Tiny f;
     const Translation t = f.translate("b d f");
     const SentenceAttribution a = attribute(*f.model, t);
-    CHECK(a.methods == all_attribution_methods());
+    CHECK((a.methods == all_attribution_methods()));  // parenthesised: Catch cannot print the enum
     CHECK(a.source == t.src_tokens);
     CHECK(a.output == t.best().tokens);
     CHECK(a.attention_map == "cross, layer 0, head 0");
