@@ -234,12 +234,12 @@ Command add_attribute_command(CLI::App& parent) {
     app->add_option("sentences", o->sentences, "sentences (default: read stdin)")->type_name("SENTENCE");
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all\n"
                                             "(repeat or separate with commas; default all)")
-        ->type_name("NAME");
+        ->type_name("NAME")->allow_extra_args(false);  // one value each: the sentences follow
     app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
         ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
     app->add_option("--contrast", o->contrast,
                     "STEP:TOKEN: at that output step attribute log p(output) - log p(TOKEN) (repeatable)")
-        ->type_name("STEP:TOKEN");
+        ->type_name("STEP:TOKEN")->allow_extra_args(false);
     app->add_flag("--no-target", o->no_target, "attribute to the source only, not the target prefix");
     app->add_option("--topk", o->topk, "per step, the K most probable tokens in the file")
         ->type_name("INT")->default_str("0")->check(CLI::Range(int64_t{0}, int64_t{100}));
@@ -267,7 +267,7 @@ Command add_agreement_command(CLI::App& parent) {
     app->add_option("--max-sentences", o->max_sentences, "at most this many sentences (the first; 0: all)")
         ->type_name("INT")->default_str("0")->group("data");
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all")
-        ->type_name("NAME");
+        ->type_name("NAME")->allow_extra_args(false);
     app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
         ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
     app->add_flag("--json", o->json, "print the table as one JSON object")->group("output");

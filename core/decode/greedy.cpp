@@ -56,7 +56,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             // Rank of each chosen token: how many tokens the model found more probable (0 unless given).
             auto rank_t = any_given ? logp.gt(chosen_lp).sum(-1).to(torch::kCPU) : torch::zeros({B}, torch::kLong);
             auto ids_t = chosen.to(torch::kCPU);
-            auto cn_t = out.context.norm(2, -1).to(torch::kCPU);
+            auto cn_t = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat);  // float whatever the model computes in
             auto ids = ids_t.accessor<int64_t, 1>();
             auto lp = lp_t.accessor<float, 1>();
             auto rk = rank_t.accessor<int64_t, 1>();
