@@ -1,13 +1,13 @@
 // attnviz-cli attribute and agreement: "is attention an explanation?" -- per output
 // step, which source tokens mattered by four attribution methods beside the attention
 // (attribute), and how far they agree over a corpus (agreement, Jain & Wallace's table).
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <sstream>
 
+#include "app/cli_bench_report.hpp"
 #include "app/cli_common.hpp"
 #include "app/cli_decode.hpp"
 #include "core/analysis/attribution.hpp"
@@ -15,7 +15,6 @@
 #include "core/analysis/web_page.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
-#include "core/model/device.hpp"
 
 namespace attnviz::cli {
 
@@ -150,11 +149,6 @@ struct BenchAttributeOptions {
     int64_t repeat = 5, ig_steps = 32;
 };
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 int run_bench_attribute(BenchAttributeOptions& o) {
     TranslationModelPtr model = load_model_on(o.model, o.device);
     std::vector<std::string> source;
@@ -198,17 +192,12 @@ int run_bench_attribute(BenchAttributeOptions& o) {
                              {"median_ms", median(r.ms)},
                              {"min_ms", *std::min_element(r.ms.begin(), r.ms.end())},
                              {"ms", r.ms}});
-    nlohmann::json report{{"runs", runs_json},
-                          {"source_tokens", t.src_tokens.size()},
-                          {"output_tokens", t.best().tokens.size()},
-                          {"sentence", t.src_tokens},
-                          {"ig_steps", o.ig_steps},
-                          {"model", model->config().to_json()},
-                          {"tgt_vocab", model->tgt_vocab().size()},
-                          {"repeat", o.repeat},
-                          {"device", describe_device(model->device())},
-                          {"threads", at::get_num_threads()},
-                          {"torch", libtorch_version()}};
+    nlohmann::json report = bench_environment(*model, o.repeat);
+    report.update({{"runs", runs_json},
+                   {"source_tokens", t.src_tokens.size()},
+                   {"output_tokens", t.best().tokens.size()},
+                   {"sentence", t.src_tokens},
+                   {"ig_steps", o.ig_steps}});
     std::cout << report.dump() << std::endl;
     return exit_ok;
 }
