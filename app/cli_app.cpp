@@ -22,7 +22,8 @@ CliApp::CliApp()
     commands = {add_train_command(app),         add_translate_command(app), add_eval_command(app),
                 add_bench_command(app),         add_bench_decode_command(app), add_compare_command(app),
                 add_compare_attention_command(app), add_tasks_command(app), add_params_command(app),
-                add_upgrade_command(app),       add_export_command(app)};
+                add_upgrade_command(app),       add_export_command(app),    add_attribute_command(app),
+                add_agreement_command(app),     add_bench_attribute_command(app)};
 }
 
 CliApp::~CliApp() = default;

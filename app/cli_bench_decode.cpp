@@ -1,16 +1,15 @@
 // attnviz-cli bench-decode: what the "why this word" records cost at decoding
 // time -- greedy vs greedy with top-k, beam search vs beam search with its tree
 // or with top-k -- on a checkpoint and a corpus's source sentences. Prints JSON.
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 
+#include "app/cli_bench_report.hpp"
 #include "app/cli_common.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/decode/beam_tree.hpp"
-#include "core/model/device.hpp"
 #include "core/io/error.hpp"
 #include "core/decode/translation_model.hpp"
 
@@ -31,11 +30,6 @@ struct Run {
     std::vector<double> seconds;
     int64_t tree_nodes = 0;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 int run_bench_decode(BenchDecodeOptions& o) {
     TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
@@ -101,16 +95,11 @@ int run_bench_decode(BenchDecodeOptions& o) {
         if (r.options.beam_tree) j["tree_nodes"] = r.tree_nodes;
         out.push_back(std::move(j));
     }
-    nlohmann::json report{{"runs", out},
-                          {"sentences", sources.size()},
-                          {"corpus", corpus.name},
-                          {"model", model->config().to_json()},
-                          {"parameters", model->parameter_count()},
-                          {"tgt_vocab", model->tgt_vocab().size()},
-                          {"repeat", o.repeat},
-                          {"device", describe_device(model->device())},
-                          {"threads", at::get_num_threads()},
-                          {"torch", libtorch_version()}};
+    nlohmann::json report = bench_environment(*model, o.repeat);
+    report.update({{"runs", out},
+                   {"sentences", sources.size()},
+                   {"corpus", corpus.name},
+                   {"parameters", model->parameter_count()}});
     std::cout << report.dump() << std::endl;
     return exit_ok;
 }

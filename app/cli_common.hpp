@@ -52,6 +52,9 @@ Command add_tasks_command(CLI::App& parent);
 Command add_params_command(CLI::App& parent);  ///< `params [--json]`: the parameter registry
 Command add_upgrade_command(CLI::App& parent);  ///< `upgrade-checkpoint OLD NEW --trust`: format 1 -> current
 Command add_export_command(CLI::App& parent);  ///< a model as safetensors in d2l's PyTorch layout
+Command add_attribute_command(CLI::App& parent);  ///< attribution per output step beside the attention
+Command add_agreement_command(CLI::App& parent);  ///< attention vs attribution over a corpus
+Command add_bench_attribute_command(CLI::App& parent);  ///< attribution time per method; JSON
 
 /// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
 CLI::Validator positive_int();

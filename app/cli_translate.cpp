@@ -1,70 +1,25 @@
-// attnviz-cli translate and eval: a checkpoint applied to sentences or a corpus.
+// attnviz-cli translate: a checkpoint applied to sentences -- translations, attention
+// files, alignments, the beam tree, forced decoding, what-if interventions and the
+// shareable web page. (eval: app/cli_eval.cpp.)
 #include <cmath>
 #include <iostream>
 
 #include "app/cli_alignment.hpp"
 #include "app/cli_common.hpp"
-#include "core/persist/model_file.hpp"
-#include "core/decode/beam_tree.hpp"
-#include "core/persist/checkpoint.hpp"
-#include "core/decode/translation.hpp"
-#include "core/model/device.hpp"
-#include "core/io/error.hpp"
+#include "app/cli_decode.hpp"
+#include "core/analysis/attribution.hpp"
 #include "core/analysis/export.hpp"
+#include "core/analysis/sinks.hpp"
 #include "core/analysis/subword_merge.hpp"
-#include "core/analysis/metrics.hpp"
+#include "core/analysis/web_page.hpp"
+#include "core/decode/beam_tree.hpp"
+#include "core/decode/translation.hpp"
+#include "core/decode/what_if.hpp"
+#include "core/io/error.hpp"
 
 namespace attnviz::cli {
 
 namespace {
-
-/// Decoding flags shared by translate and eval.
-struct DecodeFlags {
-    int64_t beam = 1, nbest = 1, max_length = 30, batch = 64;
-    double length_penalty = 1.0;
-    std::string device = "cpu";
-    CLI::Option* beam_opt = nullptr;
-
-    void add_to(CLI::App& app, bool with_nbest) {
-        DecodeOptions d;
-        beam_opt = app.add_option("--beam", beam, "beam width; 1 = greedy")
-                       ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
-        if (with_nbest)
-            app.add_option("--nbest", nbest, "hypotheses per sentence (raises --beam to at least this)")
-                ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
-        app.add_option("--max-length", max_length, "maximum output tokens per sentence, <eos> included")
-            ->type_name("INT")->default_str(std::to_string(d.max_length))->check(positive_int())
-            ->group("decoding");
-        app.add_option("--length-penalty", length_penalty, "beam: score = log P / length^this (0 = none)")
-            ->type_name("FLOAT")->default_str("1")->check(non_negative_number())->group("decoding");
-        app.add_option("--decode-batch", batch, "sentences decoded together")
-            ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(positive_int())
-            ->group("decoding");
-        app.add_option("--device", device, "auto | cpu | cuda | cuda:N")
-            ->type_name("NAME")->default_str(device)->group("decoding");
-    }
-
-    DecodeOptions options() const {
-        DecodeOptions d;
-        d.max_length = max_length;
-        d.num_hypotheses = nbest;
-        d.beam_size = beam;
-        if (nbest > beam) {
-            if (beam_opt->count() > 0)
-                throw UsageError("--nbest " + std::to_string(nbest) + " needs --beam of at least " +
-                                 std::to_string(nbest));
-            d.beam_size = nbest;
-        }
-        d.length_penalty = length_penalty;
-        d.batch_size = batch;
-        return d;
-    }
-};
-
-/// Loads a checkpoint's model onto the requested device.
-TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {
-    return load_model(path)->on_device(resolve_device(device));
-}
 
 // --- translate ----------------------------------------------------------------
 
@@ -77,6 +32,11 @@ struct TranslateOptions {
     int64_t topk = 0;               ///< --topk: candidates per step in --attention-out
     bool force = false, prefix = false;  ///< input lines are `source ||| target`
     AlignmentOutFlags alignment;    ///< --alignment-out, --alignment-threshold
+    bool exclude_sinks = false;     ///< --exclude-sinks: files without <eos> and punctuation, rows renormalised
+    InterventionFlags intervene;    ///< --intervene, --intervene-seed
+    int64_t intervene_at = -1;      ///< --intervene-at: only this step, then the what-if report
+    std::string html_out;           ///< --html-out: the shareable web page
+    int64_t ig_steps = 32;          ///< --ig-steps: integrated gradients on the web page
 };
 
 /// `source ||| target` lines for --force / --prefix.
@@ -152,6 +112,38 @@ std::string beam_tree_file(const std::vector<Translation>& ts, const Translation
     return all.dump(1) + "\n";
 }
 
+/// --intervene and --intervene-at: the intervention at every step (set in d) or at one step
+/// (returned, for the what-if report). UsageError for a combination that does not apply.
+Intervention what_if_flags(const TranslateOptions& o, DecodeOptions& d) {
+    Intervention iv = o.intervene.at_every_step();
+    if (!iv.active()) {
+        if (o.intervene_at >= 0) throw UsageError("--intervene-at needs --intervene");
+        return {};
+    }
+    if (d.beam_size > 1 || !o.beam_tree.empty())
+        throw UsageError("--intervene decodes greedily: leave out --beam, --nbest and --beam-tree");
+    if (o.intervene_at < 0) {
+        d.intervention = iv;
+        return {};
+    }
+    if (o.force || o.prefix) throw UsageError("--intervene-at re-decodes the model's own output: leave out --force and --prefix");
+    iv.step = o.intervene_at;
+    return iv;
+}
+
+/// --html-out: every translation attributed by the four methods, on one self-contained page.
+void write_web_page(const TranslateOptions& o, const TranslationModel& model, const std::vector<Translation>& ts) {
+    AttributionOptions a;
+    a.ig_steps = o.ig_steps;
+    std::vector<SentenceAttribution> sentences;
+    for (const auto& t : ts) sentences.push_back(attribute(model, t, a));
+    WebPageOptions page;
+    const ModelConfig& c = model.config();
+    page.model = o.model + ": " + to_string(c.cell) + ", " + to_string(c.scoring) + " attention, hidden " +
+                 std::to_string(c.hidden_size) + ", " + std::to_string(c.num_layers) + " layers";
+    write_file_atomic(o.html_out, web_page(sentences, page));
+}
+
 int run_translate(TranslateOptions& o) {
     DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
@@ -165,27 +157,17 @@ int run_translate(TranslateOptions& o) {
     o.alignment.check(*model);
     if (!o.attention_out.empty()) check_writable("--attention-out", o.attention_out);
 
-    std::vector<std::string> sentences = o.sentences;
-    if (sentences.empty()) {
-        std::string line;
-        while (std::getline(std::cin, line)) {
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            sentences.push_back(line);
-        }
-    }
-    for (size_t i = 0; i < sentences.size(); ++i)
-        if (!is_valid_utf8(sentences[i]))
-            throw FileError((o.sentences.empty() ? "<stdin>:" + std::to_string(i + 1)
-                                                 : "sentence " + std::to_string(i + 1)) +
-                            ": invalid UTF-8");
+    const std::vector<std::string> sentences = read_sentences(o.sentences);
     if (o.force && o.prefix) throw UsageError("--force and --prefix exclude each other");
     // A reference is one given path: there is nothing to search.
     if (o.force && (d.beam_size > 1 || !o.beam_tree.empty()))
         throw UsageError(std::string(d.beam_size > 1 ? "--beam and --nbest" : "--beam-tree") +
                          " do not apply to --force, which scores the given reference as it is");
     if (!o.beam_tree.empty()) check_writable("--beam-tree", o.beam_tree);
-    d.top_k = o.topk;
+    if (!o.html_out.empty()) check_writable("--html-out", o.html_out);
+    d.top_k = o.html_out.empty() ? o.topk : std::max<int64_t>(o.topk, 5);  // the page shows the top 5
     d.beam_tree = !o.beam_tree.empty();
+    const Intervention at_step = what_if_flags(o, d);
     std::vector<Translation> ts;
     if (o.force || o.prefix)
         ts = model->force(split_pairs(sentences, o.sentences.empty(), o.force ? "--force" : "--prefix"),
@@ -203,15 +185,39 @@ int run_translate(TranslateOptions& o) {
     // --merge-subwords: the files show words (pieces' columns summed, rows averaged); the
     // printed text and the beam tree are the same either way.
     std::vector<Translation> shown;
+    // --intervene-at: the files show each sentence as the changed step left it.
+    std::vector<WhatIf> changes;
+    if (at_step.active())
+        for (auto& t : ts) {
+            if (t.empty()) continue;
+            changes.push_back(what_if(*model, t, at_step, d));
+            t.hypotheses[0] = changes.back().changed;
+        }
     if (o.merge_subwords)
         for (const auto& t : ts) shown.push_back(merge_subwords(t));
-    const std::vector<Translation>& files = o.merge_subwords ? shown : ts;
+    if (o.exclude_sinks) {
+        if (!model->has_attention()) throw UsageError("--exclude-sinks: the model has no attention");
+        if (!o.merge_subwords) shown = ts;
+        for (auto& t : shown) t = exclude_sinks(t);
+    }
+    const std::vector<Translation>& files = o.merge_subwords || o.exclude_sinks ? shown : ts;
+    if (!o.html_out.empty()) write_web_page(o, *model, ts);
     if (!format.empty()) write_file_atomic(o.attention_out, attention_file(files, format, *model, d));
     if (d.beam_tree) write_file_atomic(o.beam_tree, beam_tree_file(ts, *model, d));
     if (o.alignment.given()) o.alignment.write(files);
 
     std::string out;
+    size_t change = 0;
     for (size_t i = 0; i < ts.size(); ++i) {
+        if (at_step.active()) {  // "NEW ||| ORIGINAL ||| DELTA_LOG_P" of the step's original token
+            if (!ts[i].empty()) {
+                const WhatIf& w = changes[change++];
+                out += w.changed.text + " ||| " + detokenize(until_eos(w.original_output), model->level()) + " ||| " +
+                       fixed(w.delta_log_prob(), 6);
+            }
+            out += "\n";
+            continue;
+        }
         if (o.force) {  // the reference as the model saw it: "TEXT ||| LOG_PROB ||| FIRST_DIVERGENCE"
             const Hypothesis* h = ts[i].empty() ? nullptr : &ts[i].best();
             out += h ? h->text + " ||| " + fixed(h->log_prob, 6) + " ||| " + std::to_string(h->first_divergence) : "";
@@ -228,101 +234,6 @@ int run_translate(TranslateOptions& o) {
             out += std::to_string(i) + " ||| " + h.text + " ||| " + fixed(h.score, 6) + "\n";
     }
     std::cout << out << std::flush;
-    return exit_ok;
-}
-
-// --- eval -------------------------------------------------------------------------
-
-struct EvalOptions {
-    std::string model, split = "val";
-    CorpusFlags corpus;
-    DecodeFlags decode;
-    bool json = false;
-    GoldAlignmentFlags gold;  ///< --alignments, --alignments-one-based
-};
-
-int run_eval(EvalOptions& o) {
-    DecodeOptions d = o.decode.options();
-    d.num_hypotheses = 1;
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
-    Corpus corpus = o.corpus.load();
-    o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
-    if (corpus.level != model->level())
-        throw UsageError("the model works on " + level_noun(model->level()) +
-                         " but the corpus is tokenised differently (see --level)");
-    // The held-out pairs are re-derived exactly as training split them (subword: cut
-    // into pieces by the model's own SentencePiece model).
-    std::vector<SentencePair> pairs;
-    if (o.split == "all") {
-        pairs = corpus.pairs;
-        if (model->level() == TokenLevel::subword)
-            for (auto& p : pairs) {
-                p.src = model->tokenizer().split_words(p.src);
-                p.tgt = model->tokenizer().split_words(p.tgt);
-                p.alignment.reset();  // word alignments do not hold for pieces
-            }
-    } else {
-        TrainingData data = prepare_data(corpus, model->trained_with(), model->tokenizer_ptr());
-        pairs = data.val;
-    }
-    if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + o.split + "')");
-
-    // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
-    // its --steps padding/truncation, so the numbers match training's validation).
-    const torch::Device dev = model->device();
-    const Network& network = model->network();  // teacher-forced loss: read-only use of the weights
-    torch::NoGradGuard no_grad;
-    double loss_sum = 0, tf_correct = 0;
-    int64_t tokens = 0;
-    for (size_t start = 0; start < pairs.size(); start += size_t(d.batch_size)) {
-        std::vector<size_t> rows;
-        for (size_t i = start; i < std::min(pairs.size(), start + size_t(d.batch_size)); ++i) rows.push_back(i);
-        Batch b = make_batch(pairs, rows, model->src_vocab(), model->tgt_vocab(), model->trained_with().fixed_steps).to(dev);
-        torch::Tensor logits = network->forward(b.src, b.src_len, b.tgt_in);
-        int64_t n = b.target_tokens();
-        loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * double(n);
-        torch::Tensor mask = b.tgt_out.ne(Vocab::pad_id);
-        tf_correct += (logits.argmax(-1).eq(b.tgt_out) & mask).sum().item<double>();
-        tokens += n;
-    }
-    // Free-running decoding for exact match, token accuracy and BLEU.
-    std::vector<std::vector<std::string>> sources, refs, hyps;
-    for (const auto& p : pairs) {
-        sources.push_back(p.src);
-        refs.push_back(p.tgt);
-    }
-    for (const auto& t : model->translate_tokens(sources, d)) hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
-    BleuResult bleu = corpus_bleu(hyps, refs);
-
-    nlohmann::json j;
-    j["pairs"] = pairs.size();
-    j["split"] = o.split;
-    j["corpus"] = corpus.name;
-    j["val_loss"] = number_or_null(loss_sum / double(std::max<int64_t>(tokens, 1)));
-    j["accuracy"] = exact_match(hyps, refs);
-    j["token_accuracy"] = token_accuracy(hyps, refs);
-    j["teacher_forced_token_accuracy"] = tf_correct / double(std::max<int64_t>(tokens, 1));
-    j["bleu"] = bleu.score;
-    j["bleu_precisions"] = bleu.precisions;
-    j["brevity_penalty"] = bleu.brevity_penalty;
-    j["beam"] = d.beam_size;
-    // Where the pairs know their alignment (a task, --alignments): the attention on the forced references.
-    const AlignmentScore align = alignment_metrics(*model, pairs, d, j);
-    if (o.json) {
-        std::cout << j.dump() << std::endl;
-    } else {
-        std::cout << corpus.name << " (" << pairs.size() << " pairs, split " << o.split << ")\n"
-                  << "loss             " << fixed(loss_sum / double(std::max<int64_t>(tokens, 1)), 4) << "\n"
-                  << "exact match      " << fixed(j["accuracy"].get<double>(), 4) << "\n"
-                  << "token accuracy   " << fixed(j["token_accuracy"].get<double>(), 4) << "  (teacher-forced "
-                  << fixed(j["teacher_forced_token_accuracy"].get<double>(), 4) << ")\n"
-                  << "BLEU-4           " << fixed(bleu.score, 2) << "\n";
-        if (align.sentences > 0)
-            std::cout << "alignment acc    " << fixed(align.accuracy(), 4) << "  (" << align.sentences
-                      << " pairs, attention argmax on the forced reference)\n"
-                      << "AER              " << fixed(align.aer(), 4) << "  (precision "
-                      << fixed(align.precision(), 4) << ", recall " << fixed(align.recall(), 4) << ")\n";
-    }
     return exit_ok;
 }
 
@@ -371,25 +282,23 @@ Command add_translate_command(CLI::App& parent) {
                   "or beam search with --beam / --nbest)")
         ->group("why");
     o->alignment.add_to(*app);
+    app->add_flag("--exclude-sinks", o->exclude_sinks,
+                  "--attention-out and --alignment-out without attention sinks: weights on <eos> and\n"
+                  "punctuation set to 0 and each row renormalised (the files say so in \"merged\")")
+        ->group("output");
+    o->intervene.add_to(*app, "uniform | permute | zero=POS | weights=W1,W2,... | head-off=L:H");
+    app->add_option("--intervene-at", o->intervene_at,
+                    "change only this output step (0-based) of the model's own translation and decode on\n"
+                    "greedily; prints 'NEW ||| ORIGINAL ||| DELTA_LOG_P' (the original token's log-probability\n"
+                    "change at the step); the files show the new decoding")
+        ->type_name("STEP")->check(CLI::NonNegativeNumber)->group("what if");
+    app->add_option("--html-out", o->html_out,
+                    "write one self-contained web page (no network access): attention, attributions by\n"
+                    "four methods, top-k; hovering an output token lights up its source weights")
+        ->type_name("FILE")->group("output");
+    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points on the --html-out page")
+        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}))->group("output");
     return {app, [o] { return run_translate(*o); }};
-}
-
-Command add_eval_command(CLI::App& parent) {
-    auto o = std::make_shared<EvalOptions>();
-    CLI::App* app = parent.add_subcommand("eval", "Loss, exact match, token accuracy and BLEU of a checkpoint on a corpus");
-    app->footer(
-        "--split val re-splits the corpus as training did (the checkpoint's seed, --val-fraction and\n"
-        "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.\n"
-        "Pairs with a known alignment (built-in tasks, --alignments) also get alignment accuracy and\n"
-        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out.");
-    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
-    o->corpus.add_to(*app, true);
-    app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
-        ->check(CLI::IsMember({"val", "all"}))->group("data");
-    o->decode.add_to(*app, false);
-    app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
-    o->gold.add_to(*app);
-    return {app, [o] { return run_eval(*o); }};
 }
 
 }  // namespace attnviz::cli

@@ -2,6 +2,9 @@
 #include "core/decode/greedy.hpp"
 
 #include <algorithm>
+#include <memory>
+
+#include "core/decode/intervene.hpp"
 
 namespace attnviz {
 
@@ -27,8 +30,14 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         std::vector<Hypothesis> hyps(rows.size());
         std::vector<bool> done(rows.size(), false);
         const auto lens = batch.lengths();
+        // What-if: the steps attend as the intervention says (core/decode/intervene.hpp).
+        std::unique_ptr<StepIntervener> intervener;
+        if (options.intervention.active())
+            intervener = std::make_unique<StepIntervener>(model, *enc, options.intervention, lens);
         for (int64_t step = 0; step < max_steps; ++step) {
-            auto out = model.step(tokens, *cache, *enc);
+            const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens) : nullptr;
+            auto out = model.step(tokens, *cache, *enc, changed);
+            if (changed) intervener->check_step(out);
             auto logp = output_log_probs(out.logits);
             auto chosen = std::get<1>(logp.max(-1));
             bool any_given = false;
@@ -47,7 +56,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             // Rank of each chosen token: how many tokens the model found more probable (0 unless given).
             auto rank_t = any_given ? logp.gt(chosen_lp).sum(-1).to(torch::kCPU) : torch::zeros({B}, torch::kLong);
             auto ids_t = chosen.to(torch::kCPU);
-            auto cn_t = out.context.norm(2, -1).to(torch::kCPU);
+            auto cn_t = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat);  // float whatever the model computes in
             auto ids = ids_t.accessor<int64_t, 1>();
             auto lp = lp_t.accessor<float, 1>();
             auto rk = rank_t.accessor<int64_t, 1>();

@@ -8,7 +8,7 @@
 namespace attnviz {
 
 nlohmann::json DecodeOptions::to_json() const {
-    return {{"max_length", max_length},
+    nlohmann::json j{{"max_length", max_length},
             {"beam_size", beam_size},
             {"num_hypotheses", num_hypotheses},
             {"length_penalty", length_penalty},
@@ -16,6 +16,8 @@ nlohmann::json DecodeOptions::to_json() const {
             {"normalize_input", normalize_input},
             {"top_k", top_k},
             {"beam_tree", beam_tree}};
+    if (intervention.active()) j["intervention"] = intervention.to_json();
+    return j;
 }
 
 void DecodeOptions::validate() const {
@@ -28,6 +30,9 @@ void DecodeOptions::validate() const {
     if (o.batch_size < 1) throw ConfigError("decode: batch size must be at least 1");
     if (o.length_penalty < 0) throw ConfigError("decode: length penalty must be >= 0");
     if (o.top_k < 0 || o.top_k > 100) throw ConfigError("decode: top-k must be in 0..100");
+    o.intervention.validate();
+    if (o.intervention.active() && (o.beam_size > 1 || o.beam_tree))
+        throw ConfigError("decode: interventions on attention decode greedily (beam size 1, no beam tree)");
 }
 
 }  // namespace attnviz

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/decode/intervention.hpp"
 #include "core/model/attention_map.hpp"
 
 
@@ -33,6 +34,8 @@ struct DecodeOptions {
                                   ///< (Hypothesis::top_k); 0 = off, at most 100
     bool beam_tree = false;       ///< record every candidate the search looked at in Translation::beam_tree
                                   ///< (core/decode/beam_tree.hpp); runs beam search, which at beam_size 1 is greedy
+    Intervention intervention;    ///< what-if: change the attention of one step or of every step
+                                  ///< (core/decode/intervention.hpp); greedy decoding only; none by default
     nlohmann::json to_json() const;
     /// Throws ConfigError naming the first option out of its range.
     void validate() const;

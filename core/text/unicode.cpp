@@ -2,10 +2,12 @@
 // (UCaseMap, root locale) and grapheme clusters (BreakIterator).
 #include "core/text/unicode.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
 #include <unicode/brkiter.h>
+#include <unicode/uchar.h>
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
 #include <unicode/ucasemap.h>
@@ -168,6 +170,22 @@ std::vector<std::string> grapheme_clusters(const std::string& text) {
         pieces.emplace_back(text, static_cast<size_t>(start), static_cast<size_t>(end - start));
     utext_close(&ut);
     return pieces;
+}
+
+bool is_punctuation(const std::string& token) {
+    const auto* s = reinterpret_cast<const uint8_t*>(token.data());
+    const auto n = static_cast<int32_t>(std::min<size_t>(token.size(), INT32_MAX));
+    int32_t i = 0;
+    bool any = false;
+    while (i < n) {
+        UChar32 c = 0;
+        U8_NEXT(s, i, n, c);
+        if (c < 0) return false;
+        if (c == 0x2581 && !any && i < n) continue;  // SentencePiece's word mark before the first character
+        if (!u_ispunct(c)) return false;
+        any = true;
+    }
+    return any;
 }
 
 }  // namespace attnviz

@@ -40,4 +40,9 @@ std::string lower_like_python_of_valid(const std::string& valid);
 /// offset on invalid UTF-8.
 std::vector<std::string> grapheme_clusters(const std::string& text);
 
+/// True when `token` is one or more punctuation characters (Unicode general category P*:
+/// "." "," "!" "«" "¿" ...), a leading SentencePiece word mark "▁" (U+2581) aside; false for
+/// anything else, ill-formed UTF-8 included.
+bool is_punctuation(const std::string& token);
+
 }  // namespace attnviz

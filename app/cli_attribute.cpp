@@ -1,0 +1,288 @@
+// attnviz-cli attribute and agreement: "is attention an explanation?" -- per output
+// step, which source tokens mattered by four attribution methods beside the attention
+// (attribute), and how far they agree over a corpus (agreement, Jain & Wallace's table).
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <sstream>
+
+#include "app/cli_bench_report.hpp"
+#include "app/cli_common.hpp"
+#include "app/cli_decode.hpp"
+#include "core/analysis/attribution.hpp"
+#include "core/analysis/corpus_agreement.hpp"
+#include "core/analysis/web_page.hpp"
+#include "core/io/atomic_file.hpp"
+#include "core/io/error.hpp"
+
+namespace attnviz::cli {
+
+namespace {
+
+/// --method NAME (repeatable, or comma-separated; "all": the four) -> the methods.
+std::vector<AttributionMethod> parse_methods(const std::vector<std::string>& names,
+                                             const std::vector<AttributionMethod>& fallback) {
+    if (names.empty()) return fallback;
+    std::vector<AttributionMethod> methods;
+    for (const auto& list : names) {
+        std::stringstream in(list);
+        for (std::string name; std::getline(in, name, ',');) {
+            if (name == "all") return all_attribution_methods();
+            try {
+                methods.push_back(attribution_method_from_string(name));
+            } catch (const ConfigError& e) {
+                throw UsageError(std::string("--method: ") + e.what());
+            }
+        }
+    }
+    return methods;
+}
+
+struct AttributeOptions {
+    std::string model, out, html_out;
+    std::vector<std::string> sentences, methods, contrast;
+    int64_t ig_steps = 32, topk = 0;
+    bool no_target = false;
+    DecodeFlags decode;
+};
+
+/// --contrast STEP:TOKEN -> step -> token.
+std::map<int64_t, std::string> parse_contrast(const std::vector<std::string>& given) {
+    std::map<int64_t, std::string> out;
+    for (const auto& c : given) {
+        const auto colon = c.find(':');
+        size_t used = 0;
+        long long step = -1;
+        try {
+            step = colon == std::string::npos ? -1 : std::stoll(c.substr(0, colon), &used);
+        } catch (const std::exception&) {
+            step = -1;
+        }
+        if (colon == std::string::npos || used != colon || step < 0 || colon + 1 >= c.size())
+            throw UsageError("--contrast: expected STEP:TOKEN (a 0-based output step and a target token), got '" + c +
+                             "'");
+        out[step] = c.substr(colon + 1);
+    }
+    return out;
+}
+
+int run_attribute(AttributeOptions& o) {
+    DecodeOptions d = o.decode.options();
+    d.num_hypotheses = 1;
+    d.top_k = o.topk;
+    AttributionOptions a;
+    a.methods = parse_methods(o.methods, all_attribution_methods());
+    a.ig_steps = o.ig_steps;
+    a.target = !o.no_target;
+    a.contrast = parse_contrast(o.contrast);
+    if (!o.out.empty()) check_writable("--out", o.out);
+    if (!o.html_out.empty()) check_writable("--html-out", o.html_out);
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    const auto sentences = read_sentences(o.sentences);
+    const auto results = attribute_sentences(*model, sentences, a, d);
+    nlohmann::json all = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+        nlohmann::json j = to_json(results[i]);
+        j["sentence"] = i;
+        all.push_back(std::move(j));
+    }
+    if (!o.html_out.empty()) {
+        WebPageOptions page;
+        page.model = o.model;
+        write_file_atomic(o.html_out, web_page(results, page));
+    }
+    if (o.out.empty()) {
+        std::cout << all.dump(1) << std::endl;
+        return exit_ok;
+    }
+    write_file_atomic(o.out, all.dump(1) + "\n");
+    for (const auto& r : results) std::cout << r.text << "\n";
+    std::cout << std::flush;
+    return exit_ok;
+}
+
+struct AgreementOptions {
+    std::string model, split = "val", out;
+    std::vector<std::string> methods;
+    int64_t ig_steps = 32;
+    size_t max_sentences = 0;
+    bool json = false;
+    CorpusFlags corpus;
+    DecodeFlags decode;
+};
+
+int run_agreement(AgreementOptions& o) {
+    CorpusAgreementOptions c;
+    c.attribution.methods = parse_methods(o.methods, c.attribution.methods);
+    c.attribution.ig_steps = o.ig_steps;
+    c.decode = o.decode.options();
+    c.decode.num_hypotheses = 1;
+    c.max_sentences = o.max_sentences;
+    if (!o.out.empty()) check_writable("--out", o.out);
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    const Corpus corpus = o.corpus.load();
+    std::vector<std::vector<std::string>> sources;
+    for (const auto& p : evaluation_pairs(*model, corpus, o.split)) sources.push_back(p.src);
+    SignalScope signals(SignalMode::graceful);  // Ctrl+C: stop after the current sentence, report what was done
+    const CorpusAgreement result = corpus_agreement(*model, sources, c, [](size_t, size_t) { return !interrupted(); });
+    nlohmann::json j = result.to_json();
+    j["corpus"] = corpus.name;
+    j["split"] = o.split;
+    j["model"] = o.model;
+    if (!o.out.empty()) write_file_atomic(o.out, j.dump(1) + "\n");
+    if (o.json) {
+        j.erase("sentences");  // per sentence: --out
+        std::cout << j.dump() << std::endl;
+    } else {
+        std::cout << corpus.name << ": " << result.sentences.size() << " sentences (split " << o.split << "), "
+                  << fixed(result.seconds, 1) << " s\n"
+                  << result.table.to_text();
+    }
+    return interrupted() ? interrupt_exit_code() : exit_ok;
+}
+
+struct BenchAttributeOptions {
+    std::string model, sentence, device = "cpu";
+    CorpusFlags corpus;
+    size_t words = 10;
+    int64_t repeat = 5, ig_steps = 32;
+};
+
+int run_bench_attribute(BenchAttributeOptions& o) {
+    TranslationModelPtr model = load_model_on(o.model, o.device);
+    std::vector<std::string> source;
+    if (!o.sentence.empty()) {
+        source = model->tokenizer().encode(o.sentence, true);
+    } else {
+        if (!o.corpus.given()) throw UsageError("give a SENTENCE or a corpus (--task / --data) to pick one from");
+        for (const auto& p : o.corpus.load(false).pairs)
+            if (p.src.size() == o.words) {
+                source = model->tokenizer().split_words(p.src);
+                break;
+            }
+        if (source.empty()) throw ConfigError("the corpus has no source sentence of " + std::to_string(o.words) + " tokens");
+    }
+    DecodeOptions d;
+    const Translation t = model->translate_tokens({source}, d).at(0);
+    if (t.empty()) throw ConfigError("the sentence is empty");
+    struct Run {
+        std::string name;
+        std::vector<AttributionMethod> methods;
+        std::vector<double> ms;
+    };
+    std::vector<Run> runs{{"saliency+grad_input", {AttributionMethod::saliency, AttributionMethod::grad_input}, {}},
+                          {"integrated_gradients", {AttributionMethod::integrated_gradients}, {}},
+                          {"occlusion", {AttributionMethod::occlusion}, {}},
+                          {"all", all_attribution_methods(), {}}};
+    // One untimed round, then rounds in turn so that drifts of the machine hit every run alike.
+    for (int64_t round = 0; round <= o.repeat; ++round)
+        for (auto& r : runs) {
+            AttributionOptions a;
+            a.methods = r.methods;
+            a.ig_steps = o.ig_steps;
+            const auto t0 = std::chrono::steady_clock::now();
+            (void)attribute(*model, t, a);
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (round > 0) r.ms.push_back(ms);
+        }
+    nlohmann::json runs_json = nlohmann::json::array();
+    for (const auto& r : runs)
+        runs_json.push_back({{"name", r.name},
+                             {"median_ms", median(r.ms)},
+                             {"min_ms", *std::min_element(r.ms.begin(), r.ms.end())},
+                             {"ms", r.ms}});
+    nlohmann::json report = bench_environment(*model, o.repeat);
+    report.update({{"runs", runs_json},
+                   {"source_tokens", t.src_tokens.size()},
+                   {"output_tokens", t.best().tokens.size()},
+                   {"sentence", t.src_tokens},
+                   {"ig_steps", o.ig_steps}});
+    std::cout << report.dump() << std::endl;
+    return exit_ok;
+}
+
+}  // namespace
+
+Command add_attribute_command(CLI::App& parent) {
+    auto o = std::make_shared<AttributeOptions>();
+    CLI::App* app = parent.add_subcommand(
+        "attribute", "Which source tokens mattered to each output token: four attribution methods beside attention");
+    app->footer(
+        "Translates each sentence (greedy unless --beam) and attributes every output step's log-probability\n"
+        "to the source tokens (<eos> included) and the target prefix (<bos> and the tokens before it):\n"
+        "saliency (L2 norm of the gradient over the embedding), grad-input (gradient x embedding, summed),\n"
+        "integrated-gradients (from the zero embedding; baseline_log_prob and completeness_error per step)\n"
+        "and occlusion (log p minus log p with the token replaced by <unk>, the same target prefix).\n"
+        "Writes a JSON list, one entry per sentence: {input, source, output, text, methods, ig_steps,\n"
+        "steps: [{token, log_prob, attention, attributions: {method: [...]}, target_attributions,\n"
+        "baseline_log_prob, completeness_error, sink_share, agreement: {method: {kendall_tau, top1}}}]}\n"
+        "to --out (then stdout gets the translations) or stdout. Kendall's tau-b compares the attention\n"
+        "row with |attribution|; top1: both pick the same source token.");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    app->add_option("sentences", o->sentences, "sentences (default: read stdin)")->type_name("SENTENCE");
+    app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all\n"
+                                            "(repeat or separate with commas; default all)")
+        ->type_name("NAME")->allow_extra_args(false);  // one value each: the sentences follow
+    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
+        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+    app->add_option("--contrast", o->contrast,
+                    "STEP:TOKEN: at that output step attribute log p(output) - log p(TOKEN) (repeatable)")
+        ->type_name("STEP:TOKEN")->allow_extra_args(false);
+    app->add_flag("--no-target", o->no_target, "attribute to the source only, not the target prefix");
+    app->add_option("--topk", o->topk, "per step, the K most probable tokens in the file")
+        ->type_name("INT")->default_str("0")->check(CLI::Range(int64_t{0}, int64_t{100}));
+    app->add_option("--out", o->out, "write the JSON here (stdout: the translations)")->type_name("FILE.json");
+    app->add_option("--html-out", o->html_out, "also write the self-contained web page")->type_name("FILE");
+    o->decode.add_to(*app, false);
+    return {app, [o] { return run_attribute(*o); }};
+}
+
+Command add_agreement_command(CLI::App& parent) {
+    auto o = std::make_shared<AgreementOptions>();
+    CLI::App* app = parent.add_subcommand(
+        "agreement", "How far attention and attribution agree over a corpus (Jain & Wallace's table)");
+    app->footer(
+        "Translates each source sentence of the corpus (greedy), attributes every step and compares:\n"
+        "attention against each method and the methods against each other, by Kendall's tau-b over the\n"
+        "source tokens (of |attribution|) and by whether both pick the same top token. Prints mean +- std\n"
+        "and median tau-b, the top-1 agreement and the steps compared per pair; --json the same with\n"
+        "quartiles and histograms; --out adds every sentence's own numbers. Methods default to saliency,\n"
+        "grad-input and occlusion (integrated gradients costs --ig-steps gradient passes: ask for it).");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    o->corpus.add_to(*app, true);
+    app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
+        ->check(CLI::IsMember({"val", "all"}))->group("data");
+    app->add_option("--max-sentences", o->max_sentences, "at most this many sentences (the first; 0: all)")
+        ->type_name("INT")->default_str("0")->group("data");
+    app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all")
+        ->type_name("NAME")->allow_extra_args(false);
+    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
+        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+    app->add_flag("--json", o->json, "print the table as one JSON object")->group("output");
+    app->add_option("--out", o->out, "write the table and every sentence's numbers here (JSON)")
+        ->type_name("FILE.json")->group("output");
+    o->decode.add_to(*app, false);
+    return {app, [o] { return run_agreement(*o); }};
+}
+
+Command add_bench_attribute_command(CLI::App& parent) {
+    auto o = std::make_shared<BenchAttributeOptions>();
+    CLI::App* app = parent.add_subcommand("bench-attribute", "Time attribution of one sentence by each method; prints JSON");
+    app->footer(
+        "Translates the sentence (or the corpus's first source of --words tokens) and times attributing its\n"
+        "output: saliency with gradient x input (one gradient pass), integrated gradients, occlusion, and all\n"
+        "four; after one untimed round, --repeat rounds in turn; median and fastest milliseconds. Example:\n"
+        "  attnviz-cli --threads 2 bench-attribute --model d2l.ckpt --data ../shared/data/tatoeba-eng-fra-5000.tsv");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    app->add_option("sentence", o->sentence, "the sentence (default: one from the corpus)")->type_name("SENTENCE");
+    o->corpus.add_to(*app, false);
+    app->add_option("--words", o->words, "the corpus sentence's source tokens")->type_name("INT")->default_str("10");
+    app->add_option("--repeat", o->repeat, "timed rounds")->type_name("INT")->default_str("5")->check(positive_int());
+    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
+        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+    app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
+    return {app, [o] { return run_bench_attribute(*o); }};
+}
+
+}  // namespace attnviz::cli

@@ -1,0 +1,109 @@
+// Decoding flags, model loading, sentences and evaluation pairs for attnviz-cli's commands.
+#include "app/cli_decode.hpp"
+
+#include <iostream>
+
+#include "app/cli_common.hpp"
+#include "core/io/error.hpp"
+#include "core/model/device.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/text/unicode.hpp"
+
+namespace attnviz::cli {
+
+void DecodeFlags::add_to(CLI::App& app, bool with_nbest) {
+    DecodeOptions d;
+    beam_opt = app.add_option("--beam", beam, "beam width; 1 = greedy")
+                   ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
+    if (with_nbest)
+        app.add_option("--nbest", nbest, "hypotheses per sentence (raises --beam to at least this)")
+            ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
+    app.add_option("--max-length", max_length, "maximum output tokens per sentence, <eos> included")
+        ->type_name("INT")->default_str(std::to_string(d.max_length))->check(positive_int())
+        ->group("decoding");
+    app.add_option("--length-penalty", length_penalty, "beam: score = log P / length^this (0 = none)")
+        ->type_name("FLOAT")->default_str("1")->check(non_negative_number())->group("decoding");
+    app.add_option("--decode-batch", batch, "sentences decoded together")
+        ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(positive_int())
+        ->group("decoding");
+    app.add_option("--device", device, "auto | cpu | cuda | cuda:N")
+        ->type_name("NAME")->default_str(device)->group("decoding");
+}
+
+DecodeOptions DecodeFlags::options() const {
+    DecodeOptions d;
+    d.max_length = max_length;
+    d.num_hypotheses = nbest;
+    d.beam_size = beam;
+    if (nbest > beam) {
+        if (beam_opt->count() > 0)
+            throw UsageError("--nbest " + std::to_string(nbest) + " needs --beam of at least " +
+                             std::to_string(nbest));
+        d.beam_size = nbest;
+    }
+    d.length_penalty = length_penalty;
+    d.batch_size = batch;
+    return d;
+}
+
+void InterventionFlags::add_to(CLI::App& app, const std::string& forms) {
+    app.add_option("--intervene", kind, "change the attention at every step: " + forms)
+        ->type_name("KIND")->group("what if");
+    app.add_option("--intervene-seed", seed, "the seed of --intervene permute's permutations")
+        ->type_name("INT")->default_str("0")->group("what if");
+}
+
+Intervention InterventionFlags::at_every_step() const {
+    if (kind.empty()) return {};
+    try {
+        Intervention iv = parse_intervention(kind);
+        iv.seed = seed;
+        return iv;
+    } catch (const ConfigError& e) {
+        throw UsageError(std::string("--intervene: ") + e.what());
+    }
+}
+
+TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {
+    return load_model(path)->on_device(resolve_device(device));
+}
+
+std::vector<std::string> read_sentences(const std::vector<std::string>& given) {
+    std::vector<std::string> sentences = given;
+    if (sentences.empty()) {
+        std::string line;
+        while (std::getline(std::cin, line)) {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            sentences.push_back(line);
+        }
+    }
+    for (size_t i = 0; i < sentences.size(); ++i)
+        if (!is_valid_utf8(sentences[i]))
+            throw FileError((given.empty() ? "<stdin>:" + std::to_string(i + 1) : "sentence " + std::to_string(i + 1)) +
+                            ": invalid UTF-8");
+    return sentences;
+}
+
+std::vector<SentencePair> evaluation_pairs(const TranslationModel& model, const Corpus& corpus,
+                                           const std::string& split) {
+    if (corpus.level != model.level())
+        throw UsageError("the model works on " + level_noun(model.level()) +
+                         " but the corpus is tokenised differently (see --level)");
+    std::vector<SentencePair> pairs;
+    if (split == "all") {
+        pairs = corpus.pairs;
+        if (model.level() == TokenLevel::subword)
+            for (auto& p : pairs) {
+                p.src = model.tokenizer().split_words(p.src);
+                p.tgt = model.tokenizer().split_words(p.tgt);
+                p.alignment.reset();  // word alignments do not hold for pieces
+            }
+    } else {
+        TrainingData data = prepare_data(corpus, model.trained_with(), model.tokenizer_ptr());
+        pairs = data.val;
+    }
+    if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + split + "')");
+    return pairs;
+}
+
+}  // namespace attnviz::cli

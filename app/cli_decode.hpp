@@ -1,0 +1,54 @@
+#pragma once
+// What attnviz-cli's commands that apply a checkpoint share (translate, eval,
+// attribute, agreement): the decoding flags, loading the model onto a device,
+// the sentences to work on (arguments or stdin) and a corpus's pairs to evaluate.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "app/cli_corpus.hpp"
+#include "core/data/data.hpp"
+#include "core/decode/translation.hpp"
+#include "core/decode/translation_model.hpp"
+
+namespace attnviz::cli {
+
+/// Decoding flags shared by translate and eval.
+struct DecodeFlags {
+    int64_t beam = 1, nbest = 1, max_length = 30, batch = 64;
+    double length_penalty = 1.0;
+    std::string device = "cpu";
+    CLI::Option* beam_opt = nullptr;
+
+    void add_to(CLI::App& app, bool with_nbest);
+    /// The options the flags ask for; UsageError when --nbest exceeds an explicit --beam.
+    DecodeOptions options() const;
+};
+
+/// --intervene KIND [--intervene-seed N] (translate adds --intervene-at).
+struct InterventionFlags {
+    std::string kind;   ///< "" = none
+    uint64_t seed = 0;  ///< permute's seed
+
+    /// `forms` lists the kinds offered in --help.
+    void add_to(CLI::App& app, const std::string& forms);
+    /// The intervention, at every step (UsageError for a bad form).
+    Intervention at_every_step() const;
+};
+
+/// Loads a checkpoint's model onto the requested device.
+TranslationModelPtr load_model_on(const std::string& path, const std::string& device);
+
+/// The sentences given, or stdin's lines when none (a trailing CR dropped); FileError naming
+/// the sentence or line that is not UTF-8.
+std::vector<std::string> read_sentences(const std::vector<std::string>& given);
+
+/// The pairs eval scores: --split val re-splits the corpus as training did (the checkpoint's
+/// seed and settings); all: every pair (subword: cut by the model's own SentencePiece model).
+/// UsageError when the corpus' level is not the model's; ConfigError when there are none.
+std::vector<SentencePair> evaluation_pairs(const TranslationModel& model, const Corpus& corpus,
+                                           const std::string& split);
+
+}  // namespace attnviz::cli

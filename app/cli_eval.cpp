@@ -1,0 +1,152 @@
+// attnviz-cli eval: a checkpoint scored on a corpus -- teacher-forced loss, exact match,
+// token accuracy, BLEU, alignments -- and with --intervene, the same decoding with its
+// attention changed at every step ("does this model need its attention?").
+#include <iostream>
+
+#include "app/cli_alignment.hpp"
+#include "app/cli_common.hpp"
+#include "app/cli_decode.hpp"
+#include "core/analysis/metrics.hpp"
+#include "core/io/error.hpp"
+
+namespace attnviz::cli {
+
+namespace {
+
+struct EvalOptions {
+    std::string model, split = "val";
+    CorpusFlags corpus;
+    DecodeFlags decode;
+    InterventionFlags intervene;
+    bool json = false;
+    GoldAlignmentFlags gold;  ///< --alignments, --alignments-one-based
+};
+
+/// Free-running decoding's scores: exact match, token accuracy, BLEU.
+struct DecodeScores {
+    double accuracy = 0, token_accuracy = 0;
+    BleuResult bleu;
+};
+
+DecodeScores decode_scores(const TranslationModel& model, const std::vector<SentencePair>& pairs,
+                           const DecodeOptions& d) {
+    std::vector<std::vector<std::string>> sources, refs, hyps;
+    for (const auto& p : pairs) {
+        sources.push_back(p.src);
+        refs.push_back(p.tgt);
+    }
+    for (const auto& t : model.translate_tokens(sources, d))
+        hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
+    return {exact_match(hyps, refs), token_accuracy(hyps, refs), corpus_bleu(hyps, refs)};
+}
+
+int run_eval(EvalOptions& o) {
+    DecodeOptions d = o.decode.options();
+    d.num_hypotheses = 1;
+    const Intervention intervention = o.intervene.at_every_step();
+    if (intervention.active() && d.beam_size > 1)
+        throw UsageError("--intervene decodes greedily: leave out --beam");
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    Corpus corpus = o.corpus.load();
+    o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
+    // The held-out pairs are re-derived exactly as training split them.
+    const std::vector<SentencePair> pairs = evaluation_pairs(*model, corpus, o.split);
+
+    // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
+    // its --steps padding/truncation, so the numbers match training's validation).
+    const torch::Device dev = model->device();
+    const Network& network = model->network();  // teacher-forced loss: read-only use of the weights
+    torch::NoGradGuard no_grad;
+    double loss_sum = 0, tf_correct = 0;
+    int64_t tokens = 0;
+    for (size_t start = 0; start < pairs.size(); start += size_t(d.batch_size)) {
+        std::vector<size_t> rows;
+        for (size_t i = start; i < std::min(pairs.size(), start + size_t(d.batch_size)); ++i) rows.push_back(i);
+        Batch b = make_batch(pairs, rows, model->src_vocab(), model->tgt_vocab(), model->trained_with().fixed_steps).to(dev);
+        torch::Tensor logits = network->forward(b.src, b.src_len, b.tgt_in);
+        int64_t n = b.target_tokens();
+        loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * double(n);
+        torch::Tensor mask = b.tgt_out.ne(Vocab::pad_id);
+        tf_correct += (logits.argmax(-1).eq(b.tgt_out) & mask).sum().item<double>();
+        tokens += n;
+    }
+    // Free-running decoding for exact match, token accuracy and BLEU: with the intervention
+    // when there is one, and as usual beside it.
+    DecodeOptions changed = d;
+    changed.intervention = intervention;
+    const DecodeScores scores = decode_scores(*model, pairs, changed);
+    DecodeScores usual;
+    if (intervention.active()) usual = decode_scores(*model, pairs, d);
+
+    nlohmann::json j;
+    j["pairs"] = pairs.size();
+    j["split"] = o.split;
+    j["corpus"] = corpus.name;
+    j["val_loss"] = number_or_null(loss_sum / double(std::max<int64_t>(tokens, 1)));
+    j["accuracy"] = scores.accuracy;
+    j["token_accuracy"] = scores.token_accuracy;
+    j["teacher_forced_token_accuracy"] = tf_correct / double(std::max<int64_t>(tokens, 1));
+    j["bleu"] = scores.bleu.score;
+    j["bleu_precisions"] = scores.bleu.precisions;
+    j["brevity_penalty"] = scores.bleu.brevity_penalty;
+    j["beam"] = d.beam_size;
+    if (intervention.active()) {
+        j["intervention"] = intervention.to_json();
+        j["without_intervention"] = {{"accuracy", usual.accuracy},
+                                     {"token_accuracy", usual.token_accuracy},
+                                     {"bleu", usual.bleu.score}};
+    }
+    // Where the pairs know their alignment (a task, --alignments): the attention on the forced references.
+    const AlignmentScore align = alignment_metrics(*model, pairs, d, j);
+    if (o.json) {
+        std::cout << j.dump() << std::endl;
+        return exit_ok;
+    }
+    std::cout << corpus.name << " (" << pairs.size() << " pairs, split " << o.split << ")\n"
+              << "loss             " << fixed(loss_sum / double(std::max<int64_t>(tokens, 1)), 4) << "\n";
+    if (intervention.active())
+        std::cout << "decoding with    " << intervention.describe() << " (loss: teacher-forced, as usual)\n"
+                  << "exact match      " << fixed(scores.accuracy, 4) << "  (as usual " << fixed(usual.accuracy, 4)
+                  << ")\n"
+                  << "token accuracy   " << fixed(scores.token_accuracy, 4) << "  (as usual "
+                  << fixed(usual.token_accuracy, 4) << ")\n"
+                  << "BLEU-4           " << fixed(scores.bleu.score, 2) << "  (as usual " << fixed(usual.bleu.score, 2)
+                  << ")\n";
+    else
+        std::cout << "exact match      " << fixed(scores.accuracy, 4) << "\n"
+                  << "token accuracy   " << fixed(scores.token_accuracy, 4) << "  (teacher-forced "
+                  << fixed(j["teacher_forced_token_accuracy"].get<double>(), 4) << ")\n"
+                  << "BLEU-4           " << fixed(scores.bleu.score, 2) << "\n";
+    if (align.sentences > 0)
+        std::cout << "alignment acc    " << fixed(align.accuracy(), 4) << "  (" << align.sentences
+                  << " pairs, attention argmax on the forced reference)\n"
+                  << "AER              " << fixed(align.aer(), 4) << "  (precision " << fixed(align.precision(), 4)
+                  << ", recall " << fixed(align.recall(), 4) << ")\n";
+    return exit_ok;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& parent) {
+    auto o = std::make_shared<EvalOptions>();
+    CLI::App* app = parent.add_subcommand("eval", "Loss, exact match, token accuracy and BLEU of a checkpoint on a corpus");
+    app->footer(
+        "--split val re-splits the corpus as training did (the checkpoint's seed, --val-fraction and\n"
+        "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.\n"
+        "Pairs with a known alignment (built-in tasks, --alignments) also get alignment accuracy and\n"
+        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out.\n"
+        "--intervene uniform|permute decodes with the attention changed at every step (greedy) and\n"
+        "prints the scores beside the usual ones (JSON: \"intervention\", \"without_intervention\"):\n"
+        "does this model need its attention?");
+    app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
+    o->corpus.add_to(*app, true);
+    app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
+        ->check(CLI::IsMember({"val", "all"}))->group("data");
+    o->decode.add_to(*app, false);
+    o->intervene.add_to(*app, "uniform | permute | zero=POS | weights=W,... | head-off=L:H");
+    app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
+    o->gold.add_to(*app);
+    return {app, [o] { return run_eval(*o); }};
+}
+
+}  // namespace attnviz::cli

@@ -1,0 +1,64 @@
+#pragma once
+// Attribution per output step: which source tokens (and target-prefix tokens)
+// mattered to each output token, by gradient saliency, gradient x input,
+// integrated gradients and occlusion, computed against the very steps whose
+// attention the heatmap shows, so that a row of attribution lines up with a
+// row of attention (Inseq's per-step attribution for encoder-decoders, in
+// spirit). Everything goes through the family seam (core/model/encoder_decoder.hpp):
+// embed_source/embed_target and the teacher-forced forward_embedded for the
+// gradients, forward() for occlusion. The results are plain data
+// (core/analysis/attribution_result.hpp).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/analysis/attribution_result.hpp"
+#include "core/decode/translation_model.hpp"
+
+namespace attnviz {
+
+/// What to attribute, and how.
+struct AttributionOptions {
+    /// The methods to compute (results list them in all_attribution_methods() order); default all four.
+    std::vector<AttributionMethod> methods = all_attribution_methods();
+    /// Integrated gradients: interpolation points between the zero-embedding baseline and the
+    /// input (Gauss-Legendre nodes on [0, 1], so 32 points integrate the path far better than a
+    /// 32-point Riemann sum), 1..1024; all of them run as rows of one batched pass.
+    int64_t ig_steps = 32;
+    /// Also attribute to the target prefix (<bos> and the output tokens before each step): the
+    /// gradient methods and integrated gradients from the target embeddings, occlusion by
+    /// replacing a prefix token with <unk>.
+    bool target = true;
+    /// Contrastive attribution: at output step t (0-based), attribute log p(output token) -
+    /// log p(this token) ("why voiture rather than souris?"); a token of the target vocabulary.
+    std::map<int64_t, std::string> contrast;
+    /// The attention compared with: this map of the hypothesis (default: its primary map, for
+    /// the RNN its one cross map).
+    std::optional<AttentionMapId> attention_map;
+    /// At most this many rows in one forward/backward pass (integrated gradients has steps x
+    /// ig_steps rows); more run in chunks. Bounds memory; fewer chunks run faster.
+    int64_t max_rows = 1024;
+    /// Throws ConfigError naming the first field out of range.
+    void validate() const;
+};
+
+/// Attributes every output step of `translation`'s hypothesis `hypothesis` (made by `model`:
+/// its source tokens and output ids). Run it outside torch::InferenceMode (it turns autograd
+/// on for itself); the model's weights are only read. Throws ConfigError for a bad option or a
+/// contrast token the target vocabulary does not have, std::out_of_range for a missing hypothesis.
+SentenceAttribution attribute(const TranslationModel& model, const Translation& translation,
+                              const AttributionOptions& options = {}, size_t hypothesis = 0);
+
+/// Translates the sentences (decode's options; top-k kept when asked) and attributes each best
+/// hypothesis. An empty sentence gives an entry without steps.
+std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
+                                                     const std::vector<std::string>& sentences,
+                                                     const AttributionOptions& options = {},
+                                                     const DecodeOptions& decode = {});
+
+/// Gauss-Legendre quadrature on [0, 1] with n points: nodes ascending and weights summing to 1.
+std::pair<std::vector<double>, std::vector<double>> gauss_legendre_01(int64_t n);
+
+}  // namespace attnviz

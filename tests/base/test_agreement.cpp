@@ -1,0 +1,231 @@
+// Is attention an explanation? The torch-free parts: Kendall's tau-b against SciPy,
+// the corpus table, attention sinks, interventions as data, the attribute file and
+// the shareable web page.
+#include "catch_torch.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analysis/agreement.hpp"
+#include "core/analysis/attribution_result.hpp"
+#include "core/analysis/sinks.hpp"
+#include "core/analysis/web_page.hpp"
+#include "core/decode/intervention.hpp"
+#include "core/io/error.hpp"
+#include "core/text/unicode.hpp"
+#include "web_page_check.hpp"
+
+using namespace attnviz;
+
+namespace {
+nlohmann::json fixtures() {
+    std::ifstream in(std::string(ATTNVIZ_TEST_DATA) + "/kendall_fixtures.json");
+    REQUIRE(in.good());
+    return nlohmann::json::parse(in);
+}
+
+std::vector<float> floats(const nlohmann::json& a) {
+    std::vector<float> v;
+    for (const auto& x : a) v.push_back(x.get<float>());
+    return v;
+}
+
+// A sentence attributed by hand: three source tokens and <eos>, two output steps.
+SentenceAttribution sample() {
+    SentenceAttribution s;
+    s.input = "a cat .";
+    s.source = {"a", "cat", ".", "<eos>"};
+    s.output = {"un", "chat", "<eos>"};
+    s.text = "un chat";
+    s.attention_map = "cross, layer 0, head 0";
+    s.methods = {AttributionMethod::saliency, AttributionMethod::occlusion};
+    const std::vector<std::vector<float>> att{{0.7f, 0.1f, 0.1f, 0.1f}, {0.1f, 0.6f, 0.2f, 0.1f}, {0.05f, 0.05f, 0.3f, 0.6f}};
+    const std::vector<std::vector<float>> sal{{0.9f, 0.2f, 0.1f, 0.3f}, {0.2f, 0.1f, 0.8f, 0.4f}, {0.1f, 0.2f, 0.3f, 0.9f}};
+    const std::vector<std::vector<float>> occ{{-2.0f, 0.1f, 0.0f, 0.2f}, {0.3f, 0.1f, 1.5f, -0.2f}, {0.0f, 0.1f, 0.2f, 3.0f}};
+    for (size_t t = 0; t < 3; ++t) {
+        StepAttribution st;
+        st.token = s.output[t];
+        st.id = static_cast<int64_t>(4 + t);
+        st.log_prob = -0.5 * static_cast<double>(t + 1);
+        st.attention = att[t];
+        st.scores[AttributionMethod::saliency] = {sal[t], std::vector<float>(t + 1, 0.5f)};
+        st.scores[AttributionMethod::occlusion] = {occ[t], {}};
+        s.steps.push_back(st);
+    }
+    return s;
+}
+}  // namespace
+
+TEST_CASE("Kendall's tau-b equals SciPy's on every fixture, ties and constant rows included", "[agreement]") {
+    const auto j = fixtures();
+    REQUIRE(j["cases"].size() >= 30);
+    for (const auto& c : j["cases"]) {
+        INFO(c["name"].get<std::string>());
+        const double tau = kendall_tau_b(floats(c["x"]), floats(c["y"]));
+        if (c["tau_b"].is_null()) {
+            CHECK(std::isnan(tau));
+        } else {
+            CHECK(tau == Approx(c["tau_b"].get<double>()).margin(1e-12));
+        }
+    }
+    CHECK_THROWS_AS(kendall_tau_b({1, 2}, {1}), std::invalid_argument);
+}
+
+TEST_CASE("top-1 agreement takes the first largest entry of each", "[agreement]") {
+    CHECK(same_top({0.1f, 0.8f, 0.1f}, {0.0f, 5.0f, 1.0f}));
+    CHECK_FALSE(same_top({0.1f, 0.8f, 0.1f}, {7.0f, 5.0f, 1.0f}));
+    CHECK(same_top({0.5f, 0.5f}, {1.0f, 0.0f}));  // ties: the first
+    CHECK_FALSE(same_top({}, {}));
+}
+
+TEST_CASE("a distribution's summary follows NumPy's defaults", "[agreement]") {
+    Distribution d;
+    for (double v : {0.5, -0.25, 1.0, 0.0}) d.add(v);
+    d.add(std::nan(""));  // left out
+    CHECK(d.count() == 4);
+    CHECK(d.mean() == Approx(0.3125));
+    CHECK(d.std_dev() == Approx(std::sqrt((0.1875 * 0.1875 + 0.5625 * 0.5625 + 0.6875 * 0.6875 + 0.3125 * 0.3125) / 4)));
+    CHECK(d.quantile(0.5) == Approx(0.25));   // numpy.median([-0.25, 0, 0.5, 1])
+    CHECK(d.quantile(0.25) == Approx(-0.0625));  // numpy.quantile(..., 0.25)
+    const auto h = d.histogram(4, -1.0, 1.0);
+    CHECK(h == std::vector<size_t>{0, 1, 1, 2});  // 1.0 lands in the last bin
+    CHECK(std::isnan(Distribution{}.mean()));
+}
+
+TEST_CASE("the agreement table collects pairs per step and per sentence", "[agreement]") {
+    AgreementTable table;
+    add_to_table(table, sample());
+    REQUIRE(table.pairs() == std::vector<std::string>{"attention vs saliency", "attention vs occlusion",
+                                                      "saliency vs occlusion"});
+    const AgreementRow& sal = table.row("attention vs saliency");
+    CHECK(sal.steps == 3);
+    // Step by step, computed here from the definition.
+    const SentenceAttribution s = sample();
+    double sum = 0;
+    size_t top = 0;
+    for (const auto& st : s.steps) {
+        sum += kendall_tau_b(st.attention, st.scores.at(AttributionMethod::saliency).source);
+        top += same_top(st.attention, st.scores.at(AttributionMethod::saliency).source) ? 1 : 0;
+    }
+    CHECK(sal.step_tau.mean() == Approx(sum / 3));
+    CHECK(sal.top1 == top);
+    CHECK(sal.sentence_tau.count() == 1);
+    // Occlusion is compared by magnitude: step 0's -2.0 is its largest.
+    CHECK(attention_agreement(s.steps[0]).at(AttributionMethod::occlusion).top1);
+    const auto j = table.to_json();
+    CHECK(j["pairs"].size() == 3);
+    CHECK(j["pairs"][0]["kendall_tau"]["histogram"]["counts"].size() == 20);
+    CHECK(table.to_text().find("saliency vs occlusion") != std::string::npos);
+}
+
+TEST_CASE("the attribute file's entry carries the names the checks rely on", "[agreement][attribution]") {
+    const auto j = to_json(sample());
+    CHECK(j["output"] == nlohmann::json({"un", "chat", "<eos>"}));
+    REQUIRE(j["steps"].size() == 3);
+    const auto& step = j["steps"][1];
+    for (const char* key : {"token", "log_prob", "attention", "attributions", "target_attributions",
+                            "baseline_log_prob", "agreement", "sink_share"})
+        CHECK(step.contains(key));
+    CHECK(step["attributions"]["saliency"].size() == 4);
+    CHECK(step["attributions"]["occlusion"].size() == 4);
+    CHECK(step["target_attributions"]["saliency"].size() == 2);  // <bos> and the first output
+    CHECK_FALSE(step["target_attributions"].contains("occlusion"));
+    CHECK(step["agreement"]["saliency"].contains("kendall_tau"));
+    CHECK(step["agreement"]["saliency"].contains("top1"));
+    CHECK(step["baseline_log_prob"].is_null());  // no integrated gradients here
+    CHECK(step["sink_share"].get<double>() == Approx(0.3));  // "." and <eos>
+    CHECK(attribution_method_from_string("grad-input") == AttributionMethod::grad_input);
+    CHECK(attribution_method_from_string("integrated_gradients") == AttributionMethod::integrated_gradients);
+    CHECK_THROWS_AS(attribution_method_from_string("lime"), ConfigError);
+}
+
+TEST_CASE("attention sinks: <eos> and punctuation, their share, and rows without them", "[agreement][sinks]") {
+    CHECK(is_punctuation("."));
+    CHECK(is_punctuation("«"));
+    CHECK(is_punctuation("?!"));
+    CHECK(is_punctuation("\xE2\x96\x81,"));  // "▁," a SentencePiece piece
+    CHECK_FALSE(is_punctuation("a."));
+    CHECK_FALSE(is_punctuation(""));
+    CHECK_FALSE(is_punctuation("\xE2\x96\x81"));
+    CHECK_FALSE(is_punctuation("\xff"));
+    const std::vector<std::string> src{"the", "cat", ",", "sleeps", "<eos>"};
+    const AttentionMatrix w{{0.1f, 0.1f, 0.2f, 0.1f, 0.5f}, {0.0f, 0.8f, 0.0f, 0.2f, 0.0f}};
+    const auto share = sink_share(w, src);
+    CHECK(share[0] == Approx(0.7));
+    CHECK(share[1] == Approx(0.0));
+    CHECK(sink_flags(w, src) == std::vector<bool>{true, false});
+    const auto clean = without_sinks(w, src);
+    CHECK(clean[0][2] == 0.0f);
+    CHECK(clean[0][4] == 0.0f);
+    CHECK(clean[0][0] == Approx(1.0 / 3));
+    CHECK(clean[1] == w[1]);
+    Translation t;
+    t.src_tokens = src;
+    Hypothesis h;
+    h.attention.at(AttentionMapId{}).weights = w;
+    t.hypotheses.push_back(h);
+    const Translation e = exclude_sinks(t);
+    CHECK(e.best().attention.weights() == clean);
+    CHECK(e.merged == sinks_excluded_note);
+}
+
+TEST_CASE("interventions: the command line's forms, checks and descriptions", "[intervention]") {
+    CHECK(parse_intervention("uniform").kind == InterventionKind::uniform);
+    CHECK(parse_intervention("permute").kind == InterventionKind::permute);
+    const auto z = parse_intervention("zero=2");
+    CHECK(z.kind == InterventionKind::zero_token);
+    CHECK(z.source_token == 2);
+    const auto w = parse_intervention("weights=0.5,0.25,0.25");
+    CHECK(w.weights == std::vector<float>{0.5f, 0.25f, 0.25f});
+    const auto h = parse_intervention("head-off=1:3");
+    CHECK(h.head == AttentionMapId{AttentionKind::cross, 1, 3});
+    CHECK(parse_intervention("head-off=decoder_self:0:1").head.kind == AttentionKind::decoder_self);
+    for (const char* bad : {"", "uniformly", "uniform=1", "zero=", "zero=x", "zero=-1", "weights=1,x", "weights=0,0",
+                            "weights=-1,2", "head-off=1", "head-off=encoder_self:0:0", "head-off=a:b"})
+        CHECK_THROWS_AS(parse_intervention(bad), ConfigError);
+    Intervention at;
+    at.kind = InterventionKind::uniform;
+    at.step = 2;
+    CHECK(at.applies_at(2));
+    CHECK_FALSE(at.applies_at(1));
+    CHECK(at.describe() == "uniform attention at step 2");
+    CHECK(at.to_json()["step"] == 2);
+    DecodeOptions d;
+    d.intervention = at;
+    d.beam_size = 4;
+    CHECK_THROWS_AS(d.validate(), ConfigError);  // greedy only
+    d.beam_size = 1;
+    CHECK_NOTHROW(d.validate());
+    CHECK(d.to_json()["intervention"]["kind"] == "uniform");
+    CHECK_FALSE(DecodeOptions{}.to_json().contains("intervention"));
+}
+
+TEST_CASE("the web page is well formed, self-contained, and carries the data escaped", "[web_page]") {
+    SentenceAttribution s = sample();
+    s.input = "</script><script>alert(1)</script> http://example.org";
+    s.source[0] = "<b>&";
+    s.top_k = {{{4, "un", 0.9f}}, {{5, "chat", 0.8f}}, {{2, "<eos>", 0.99f}}};
+    WebPageOptions o;
+    o.title = "a <title> & more";
+    o.model = "m.ckpt // test";
+    const std::string page = web_page({s, sample()}, o);
+    INFO(page.substr(0, 400));
+    CHECK(testing::web_page_problem(page).empty());
+    CHECK(page.find("</script><script>alert") == std::string::npos);
+    CHECK(page.find("attnviz-data") != std::string::npos);
+    // The data reads back as JSON once the script element's text is taken out.
+    const auto open = page.find("id=\"attnviz-data\">") + std::string("id=\"attnviz-data\">").size();
+    const auto close = page.find("</script>", open);
+    const auto data = nlohmann::json::parse(page.substr(open, close - open));
+    CHECK(data["sentences"].size() == 2);
+    CHECK(data["sentences"][0]["input"] == s.input);
+    CHECK(data["sentences"][0]["source"][0] == "<b>&");
+    CHECK(data["sentences"][0]["steps"][0]["top_k"][0]["token"] == "un");
+    // The checker itself catches what it is for.
+    CHECK_FALSE(testing::web_page_problem("<!DOCTYPE html><html><script src=\"x.js\"></script></html>").empty());
+    CHECK_FALSE(testing::web_page_problem("<!DOCTYPE html><html><body></html>").empty());
+    CHECK_FALSE(testing::web_page_problem("<!DOCTYPE html><html><p>http://x</p></html>").empty());
+}

@@ -1,0 +1,130 @@
+// "Is attention an explanation?" from the command line: attribute, agreement, eval and
+// translate with --intervene, and the self-contained web page of translate --html-out.
+#include "catch_torch.hpp"
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+#include "web_page_check.hpp"
+
+using nlohmann::json;
+using namespace attnviz_cli_test;
+
+TEST_CASE("cli: attribute writes every method per step beside the attention", "[cli][attribution]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    const std::string out = dir / "attr.json";
+    Result r = cli(dir, {"attribute", "--model", ckpt, "--method", "all", "--ig-steps", "8", "--out", out,
+                         "--contrast", "0:a", "a b c", "d e"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    CHECK(lines_of(r.out).size() == 2);  // the translations
+    const json all = json::parse(read_file(out));
+    REQUIRE(all.size() == 2);
+    const json& s = all[0];
+    CHECK(s["source"] == json({"a", "b", "c", "<eos>"}));
+    REQUIRE(s["output"].size() == s["steps"].size());
+    CHECK(s["ig_steps"] == 8);
+    for (const auto& step : s["steps"]) {
+        CHECK(step["token"].is_string());
+        CHECK(step["log_prob"].is_number());
+        CHECK(step["attention"].size() == 4);
+        for (const char* m : {"saliency", "grad_input", "integrated_gradients", "occlusion"}) {
+            CHECK(step["attributions"][m].size() == 4);
+            CHECK(step["target_attributions"].contains(m));
+            CHECK(step["agreement"][m].contains("kendall_tau"));
+            CHECK(step["agreement"][m]["top1"].is_boolean());
+        }
+        CHECK(step["baseline_log_prob"].is_number());
+    }
+    CHECK(s["steps"][0]["contrast"] == "a");
+    // One method, to stdout.
+    Result one = cli(dir, {"attribute", "--model", ckpt, "--method", "grad-input", "a b"});
+    REQUIRE(one.code == 0);
+    const json j = json::parse(one.out);
+    CHECK(j[0]["methods"] == json({"grad_input"}));
+    CHECK(j[0]["steps"][0]["baseline_log_prob"].is_null());
+    require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--method", "lime", "a"}), "--method");
+    require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--contrast", "x", "a"}), "--contrast");
+    require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--contrast", "0:nope", "a"}), "nope");
+}
+
+TEST_CASE("cli: agreement prints Jain & Wallace's table; --json and --out", "[cli][attribution]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    const std::string out = dir / "agree.json";
+    Result r = cli(dir, {"agreement", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--max-sentences", "12",
+                         "--json", "--out", out});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const json j = json::parse(r.out);
+    CHECK(j["sentences_count"] == 12);
+    REQUIRE(j["table"].size() == 6);
+    CHECK(j["table"][0]["pair"] == "attention vs saliency");
+    CHECK(j["table"][0]["kendall_tau"].contains("median"));
+    CHECK(json::parse(read_file(out))["sentences"].size() == 12);
+    Result text = cli(dir, {"agreement", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--max-sentences", "3"});
+    REQUIRE(text.code == 0);
+    CHECK(text.out.find("saliency vs occlusion") != std::string::npos);
+}
+
+TEST_CASE("cli: eval and translate --intervene", "[cli][intervention]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    Result e = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--intervene", "uniform", "--json"});
+    INFO("stderr: " << e.err);
+    REQUIRE(e.code == 0);
+    const json j = json::parse(e.out);
+    CHECK(j["intervention"]["kind"] == "uniform");
+    CHECK(j["without_intervention"].contains("accuracy"));
+    CHECK(j.contains("bleu"));
+    Result p = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--intervene", "permute"});
+    REQUIRE(p.code == 0);
+    CHECK(p.out.find("permuted attention at every step") != std::string::npos);
+    // One step changed: "NEW ||| ORIGINAL ||| DELTA".
+    Result plain = cli(dir, {"translate", "--model", ckpt, "a b c d"});
+    Result w = cli(dir, {"translate", "--model", ckpt, "--intervene", "uniform", "--intervene-at", "1", "a b c d"});
+    REQUIRE(w.code == 0);
+    const auto line = lines_of(w.out).at(0);
+    const auto bar = line.find(" ||| "), last = line.rfind(" ||| ");
+    REQUIRE(bar != last);
+    CHECK(line.substr(bar + 5, last - bar - 5) == lines_of(plain.out).at(0));
+    CHECK(std::isfinite(std::stod(line.substr(last + 5))));
+    Result all = cli(dir, {"translate", "--model", ckpt, "--intervene", "weights=1,0,0,0,0", "a b c d"});
+    REQUIRE(all.code == 0);
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--intervene", "sideways", "a"}), "--intervene");
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--intervene", "uniform", "--beam", "3", "a"}),
+                           "greedily");
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--intervene-at", "0", "a"}), "--intervene");
+    // Two weights for four source tokens: a usage error (exit 2) that names them.
+    require_one_error_line(cli(dir, {"translate", "--model", ckpt, "--intervene", "weights=1,0", "a b c"}), "2 weights");
+}
+
+TEST_CASE("cli: translate --html-out writes one self-contained page", "[cli][web_page]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    const std::string page = dir / "page.html";
+    Result r = cli(dir, {"translate", "--model", ckpt, "--html-out", page, "--ig-steps", "4", "a b c", "d e f g"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const std::string html = read_file(page);
+    INFO(html.substr(0, 300));
+    CHECK(attnviz::testing::web_page_problem(html).empty());
+    CHECK(html.find("integrated_gradients") != std::string::npos);
+    // Python's html.parser reads it the same way (tests/support/check_web_page.py).
+    Result py = run_command(dir, quote(ATTNVIZ_PYTHON3) + " " + quote(ATTNVIZ_CHECK_WEB_PAGE), {page});
+    INFO("checker: " << py.out << py.err);
+    CHECK(py.code == 0);
+    // And it catches a page that reaches out.
+    write_file(dir / "bad.html", "<!DOCTYPE html><html><head><script src=\"x.js\"></script></head><body></body></html>");
+    CHECK(run_command(dir, quote(ATTNVIZ_PYTHON3) + " " + quote(ATTNVIZ_CHECK_WEB_PAGE), {dir / "bad.html"}).code == 1);
+    // Sinks left out of the attention file.
+    const std::string att = dir / "att.json";
+    REQUIRE(cli(dir, {"translate", "--model", ckpt, "--exclude-sinks", "--attention-out", att, "a b c"}).code == 0);
+    const json a = json::parse(read_file(att));
+    for (const auto& row : a[0]["weights"]) CHECK(row.back().get<double>() == 0.0);  // the <eos> column
+    CHECK(a[0]["merged"].get<std::string>().find("sinks excluded") != std::string::npos);
+}

@@ -1,0 +1,263 @@
+// Attribution per output step (core/analysis/attribution.hpp): the gradients are the
+// model's (finite differences in double precision), integrated gradients is complete,
+// occlusion is forced decoding of the occluded sentence, contrastive attribution
+// attributes a difference; and over a corpus, the agreement table.
+#include "catch_torch.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analysis/attribution.hpp"
+#include "core/analysis/corpus_agreement.hpp"
+#include "core/io/error.hpp"
+#include "test_support.hpp"
+#include "trained_reverse.hpp"
+
+using namespace attnviz;
+
+namespace {
+
+struct Tiny {
+    Vocab src = Vocab::build({{"a", "b", "c", "d", "e", "f", "g"}});
+    Vocab tgt = Vocab::build({{"x", "y", "z", "w", "v"}});
+    TranslationModelPtr model;
+    explicit Tiny(int variant = 0, bool as_double = false) {
+        auto cfg = testing::tiny_config(Scoring::additive, static_cast<int64_t>(src.size()),
+                                        static_cast<int64_t>(tgt.size()));
+        if (variant == 1) cfg.cell = CellType::lstm;
+        if (variant == 2) cfg.bidirectional = true;
+        if (variant == 3) cfg.reverse_source = true;
+        if (variant == 4) cfg.source_steps = 6;
+        if (variant == 5) cfg.scoring = Scoring::dot;
+        Seq2Seq net(cfg);
+        torch::NoGradGuard ng;
+        for (auto& p : net->named_parameters())  // sharper outputs: varied, confident choices
+            if (p.key().rfind("dense", 0) == 0) p.value().mul_(4.0);
+        if (as_double) {
+            net->set_fused_decoder(false);  // the fused nodes compute in float
+            net->to(torch::kDouble);
+        }
+        model = testing::as_model(net, src, tgt);
+    }
+    Translation translate(const std::string& sentence) const {
+        DecodeOptions o;
+        o.max_length = 6;
+        return model->translate({sentence}, o).at(0);
+    }
+};
+
+/// log p of step t's token (minus the contrast token's) from embeddings, in the network's precision.
+double value_at(EncoderDecoder& net, const torch::Tensor& src_emb, const torch::Tensor& tgt_emb, int64_t t,
+                int64_t token, int64_t contrast = -1) {
+    torch::NoGradGuard ng;
+    const auto logits = net.forward_embedded(src_emb, torch::full({1}, src_emb.size(1), torch::kLong), tgt_emb);
+    const auto lp = torch::log_softmax(logits[0][t], -1);
+    return lp[token].item<double>() - (contrast >= 0 ? lp[contrast].item<double>() : 0.0);
+}
+
+struct Embedded {
+    torch::Tensor src, tgt;
+};
+Embedded embed(const TranslationModel& m, const Translation& t) {
+    torch::NoGradGuard ng;
+    std::vector<int64_t> s, in{Vocab::bos_id};
+    for (const auto& tok : t.src_tokens) s.push_back(m.src_vocab().id(tok));
+    const auto& ids = t.best().ids;
+    in.insert(in.end(), ids.begin(), ids.end() - 1);
+    return {m.network()->embed_source(torch::tensor(s).unsqueeze(0)),
+            m.network()->embed_target(torch::tensor(in).unsqueeze(0))};
+}
+
+}  // namespace
+
+TEST_CASE("saliency and gradient x input equal finite differences in double precision", "[attribution]") {
+    for (int variant : {0, 1, 2, 3, 4, 5}) {
+        INFO("variant " << variant);
+        Tiny f(variant, /*as_double=*/true);
+        // A given output (forced decoding): an untrained model may stop at once.
+        const Translation t =
+            f.model->force_tokens({{"a", "c", "e", "b"}}, {{"x", "y", "w"}}, ForceMode::reference).at(0);
+        REQUIRE(t.best().ids.size() == 4);
+        AttributionOptions o;
+        o.methods = {AttributionMethod::saliency, AttributionMethod::grad_input};
+        o.contrast[1] = "z";  // step 1 contrastive: the gradient of a difference
+        const SentenceAttribution a = attribute(*f.model, t, o);
+        REQUIRE(a.steps.size() == t.best().ids.size());
+        const Embedded e = embed(*f.model, t);
+        EncoderDecoder& net = *f.model->network();
+        const double h = 1e-6;
+        for (size_t step = 0; step < a.steps.size(); ++step) {
+            const auto t_ = static_cast<int64_t>(step);
+            const int64_t contrast = step == 1 ? f.model->tgt_vocab().id("z") : -1;
+            CHECK(a.steps[step].log_prob ==
+                  Approx(value_at(net, e.src, e.tgt, t_, a.steps[step].id, contrast)).epsilon(1e-9));
+            // Central differences over every embedding coordinate of every source token.
+            for (int64_t s = 0; s < e.src.size(1); ++s) {
+                double norm2 = 0, dot = 0;
+                for (int64_t k = 0; k < e.src.size(2); ++k) {
+                    auto plus = e.src.clone(), minus = e.src.clone();
+                    plus[0][s][k] += h;
+                    minus[0][s][k] -= h;
+                    const double g = (value_at(net, plus, e.tgt, t_, a.steps[step].id, contrast) -
+                                      value_at(net, minus, e.tgt, t_, a.steps[step].id, contrast)) /
+                                     (2 * h);
+                    norm2 += g * g;
+                    dot += g * e.src[0][s][k].item<double>();
+                }
+                const auto& sc = a.steps[step].scores;
+                CHECK(sc.at(AttributionMethod::saliency).source[static_cast<size_t>(s)] ==
+                      Approx(std::sqrt(norm2)).epsilon(1e-5).margin(1e-7));
+                CHECK(sc.at(AttributionMethod::grad_input).source[static_cast<size_t>(s)] ==
+                      Approx(dot).epsilon(1e-5).margin(1e-7));
+            }
+            // The target prefix: <bos> and the outputs before the step; later positions have no say.
+            const auto& tgt_scores = a.steps[step].scores.at(AttributionMethod::saliency).target;
+            REQUIRE(tgt_scores.size() == step + 1);
+            for (int64_t j = 0; j <= t_; ++j) {
+                double norm2 = 0;
+                for (int64_t k = 0; k < e.tgt.size(2); ++k) {
+                    auto plus = e.tgt.clone(), minus = e.tgt.clone();
+                    plus[0][j][k] += h;
+                    minus[0][j][k] -= h;
+                    const double g = (value_at(net, e.src, plus, t_, a.steps[step].id, contrast) -
+                                      value_at(net, e.src, minus, t_, a.steps[step].id, contrast)) /
+                                     (2 * h);
+                    norm2 += g * g;
+                }
+                CHECK(tgt_scores[static_cast<size_t>(j)] == Approx(std::sqrt(norm2)).epsilon(1e-5).margin(1e-7));
+            }
+        }
+        CHECK(a.steps[1].contrast == "z");
+        CHECK(a.steps[0].contrast.empty());
+    }
+}
+
+TEST_CASE("integrated gradients is complete to 1% on every step", "[attribution]") {
+    const auto trained = testing::trained_reverse();
+    Tiny untrained;
+    for (const auto* m : {trained.get(), untrained.model.get()}) {
+        const Translation t = m == trained.get() ? m->translate({"a b c d e f"}).at(0) : untrained.translate("a c e b");
+        AttributionOptions o;
+        o.methods = {AttributionMethod::integrated_gradients};
+        o.contrast[0] = m->tgt_vocab().token(4);  // contrastive steps complete too
+        for (int64_t rows : {1024, 7}) {  // one batched pass, and chunks
+            o.max_rows = rows;
+            const SentenceAttribution a = attribute(*m, t, o);
+            REQUIRE(a.ig_steps == 32);
+            REQUIRE(!a.steps.empty());
+            for (const auto& st : a.steps) {
+                const auto& ig = st.scores.at(AttributionMethod::integrated_gradients);
+                double sum = 0;
+                for (float v : ig.source) sum += v;
+                for (float v : ig.target) sum += v;
+                const double delta = st.log_prob - st.baseline_log_prob;
+                INFO("step " << st.token << ": sum " << sum << ", delta " << delta);
+                CHECK(std::fabs(st.completeness_error) <= 0.01 * std::max(std::fabs(delta), 1e-3));
+                CHECK(sum - delta == Approx(st.completeness_error).margin(1e-4));
+            }
+        }
+    }
+    // Gauss-Legendre nodes: weights sum to 1, and x^5 integrates exactly with 3 points.
+    const auto [x, w] = gauss_legendre_01(3);
+    double sum = 0, integral = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        sum += w[i];
+        integral += w[i] * std::pow(x[i], 5);
+    }
+    CHECK(sum == Approx(1.0).epsilon(1e-14));
+    CHECK(integral == Approx(1.0 / 6).epsilon(1e-12));
+}
+
+TEST_CASE("occlusion equals forced decoding of the occluded sentence", "[attribution]") {
+    for (int variant : {0, 4}) {
+        Tiny f(variant);
+        const Translation t = f.translate("a c e b d");
+        auto output = t.best().tokens;
+        // The reference; forced decoding adds <eos> (an output cut at max_length has one step
+        // fewer than its forced decoding: the steps compared are the output's).
+        if (output.back() == "<eos>") output.pop_back();
+        AttributionOptions o;
+        o.methods = {AttributionMethod::occlusion};
+        const SentenceAttribution a = attribute(*f.model, t, o);
+        std::vector<std::string> source(t.src_tokens.begin(), t.src_tokens.end() - 1);  // no <eos>
+        const auto original = f.model->force_tokens({source}, {output}, ForceMode::reference).at(0).best();
+        for (size_t s = 0; s < t.src_tokens.size(); ++s) {
+            std::vector<std::string> occluded = t.src_tokens;
+            occluded[s] = "<unk>";
+            // Forced decoding always ends a source with <eos>: the occluded <eos> has no sentence
+            // to compare with (its column is checked by size only).
+            if (s + 1 == t.src_tokens.size()) continue;
+            occluded.pop_back();
+            const auto forced = f.model->force_tokens({occluded}, {output}, ForceMode::reference).at(0).best();
+            for (size_t step = 0; step < a.steps.size(); ++step)
+                CHECK(a.steps[step].scores.at(AttributionMethod::occlusion).source[s] ==
+                      Approx(original.step_log_prob[step] - forced.step_log_prob[step]).margin(2e-5));
+        }
+        // Target prefix: the value drop with that prefix token replaced; none from later tokens.
+        for (size_t step = 0; step < a.steps.size(); ++step) {
+            const auto& tgt = a.steps[step].scores.at(AttributionMethod::occlusion).target;
+            REQUIRE(tgt.size() == step + 1);
+        }
+        std::vector<std::string> replaced = output;
+        replaced[0] = "<unk>";
+        const auto forced = f.model->force_tokens({source}, {replaced}, ForceMode::reference).at(0).best();
+        for (size_t step = 1; step < a.steps.size(); ++step)
+            CHECK(a.steps[step].scores.at(AttributionMethod::occlusion).target[1] ==
+                  Approx(original.step_log_prob[step] - forced.step_log_prob[step]).margin(2e-5));
+    }
+}
+
+TEST_CASE("attribution lines up with the heatmap and checks what it is given", "[attribution]") {
+    Tiny f;
+    const Translation t = f.translate("b d f");
+    const SentenceAttribution a = attribute(*f.model, t);
+    CHECK((a.methods == all_attribution_methods()));  // parenthesised: Catch cannot print the enum
+    CHECK(a.source == t.src_tokens);
+    CHECK(a.output == t.best().tokens);
+    CHECK(a.attention_map == "cross, layer 0, head 0");
+    for (size_t s = 0; s < a.steps.size(); ++s) {
+        CHECK(a.steps[s].attention == t.best().attention.weights()[s]);
+        CHECK(a.steps[s].log_prob == Approx(t.best().step_log_prob[s]).margin(1e-5));
+        for (auto m : all_attribution_methods()) CHECK(a.steps[s].scores.at(m).source.size() == t.src_tokens.size());
+    }
+    AttributionOptions bad;
+    bad.contrast[0] = "not-a-token";
+    CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
+    bad = {};
+    bad.ig_steps = 0;
+    CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
+    bad = {};
+    bad.attention_map = AttentionMapId{AttentionKind::cross, 1, 0};
+    CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
+    AttributionOptions source_only;
+    source_only.target = false;
+    for (const auto& st : attribute(*f.model, t, source_only).steps)
+        for (const auto& [m, sc] : st.scores) CHECK(sc.target.empty());
+    // Called inside inference mode, as decoding runs: still gradients.
+    torch::InferenceMode inference;
+    AttributionOptions sal;
+    sal.methods = {AttributionMethod::saliency};
+    CHECK(attribute(*f.model, t, sal).steps[0].scores.at(AttributionMethod::saliency).source[0] > 0);
+}
+
+TEST_CASE("corpus agreement: one row per sentence and the table of pairs", "[attribution][agreement]") {
+    Tiny f;
+    const std::vector<std::vector<std::string>> sources{{"a", "b"}, {"c", "d", "e"}, {"f", "g", "a", "b"}};
+    CorpusAgreementOptions o;
+    size_t calls = 0;
+    const CorpusAgreement c = corpus_agreement(*f.model, sources, o, [&](size_t done, size_t total) {
+        CHECK(total == 3);
+        CHECK(done == ++calls);
+        return true;
+    });
+    CHECK(calls == 3);
+    CHECK(c.sentences.size() == 3);
+    CHECK(c.methods.size() == 3);  // integrated gradients only when asked
+    CHECK(c.table.pairs().size() == 6);  // attention vs 3 methods, 3 pairs of methods
+    const auto j = c.to_json();
+    CHECK(j["sentences"][1]["kendall_tau"].contains("attention vs occlusion"));
+    // Stopping early keeps what was done.
+    const CorpusAgreement first = corpus_agreement(*f.model, sources, o, [](size_t, size_t) { return false; });
+    CHECK(first.sentences.size() == 1);
+}
