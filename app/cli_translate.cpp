@@ -239,12 +239,15 @@ struct EvalOptions {
     DecodeFlags decode;
     bool json = false;
     GoldAlignmentFlags gold;  ///< --alignments, --alignments-one-based
+    AlignmentHeadFlags heads;  ///< --alignment-layer, --alignment-heads
+    bool per_head = false;     ///< --per-head-aer
 };
 
 int run_eval(EvalOptions& o) {
     DecodeOptions d = o.decode.options();
     d.num_hypotheses = 1;
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    const HeadSelection heads = o.heads.selection(*model);
     Corpus corpus = o.corpus.load();
     o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
     if (corpus.level != model->level())
@@ -307,7 +310,8 @@ int run_eval(EvalOptions& o) {
     j["brevity_penalty"] = bleu.brevity_penalty;
     j["beam"] = d.beam_size;
     // Where the pairs know their alignment (a task, --alignments): the attention on the forced references.
-    const AlignmentScore align = alignment_metrics(*model, pairs, d, j);
+    const AlignmentScore align = alignment_metrics(*model, pairs, d, heads, j);
+    const std::string per_head = o.per_head ? per_head_table(*model, pairs, d, j) : std::string();
     if (o.json) {
         std::cout << j.dump() << std::endl;
     } else {
@@ -321,7 +325,11 @@ int run_eval(EvalOptions& o) {
             std::cout << "alignment acc    " << fixed(align.accuracy(), 4) << "  (" << align.sentences
                       << " pairs, attention argmax on the forced reference)\n"
                       << "AER              " << fixed(align.aer(), 4) << "  (precision "
-                      << fixed(align.precision(), 4) << ", recall " << fixed(align.recall(), 4) << ")\n";
+                      << fixed(align.precision(), 4) << ", recall " << fixed(align.recall(), 4) << ")\n"
+                      << "aligned from     " << heads.describe() << "\n";
+        if (o.per_head)
+            std::cout << (per_head.empty() ? "per-head AER: no pair has a gold alignment\n"
+                                           : "\nper head (attention argmax on the forced reference):\n" + per_head);
     }
     return exit_ok;
 }
@@ -381,7 +389,10 @@ Command add_eval_command(CLI::App& parent) {
         "--split val re-splits the corpus as training did (the checkpoint's seed, --val-fraction and\n"
         "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.\n"
         "Pairs with a known alignment (built-in tasks, --alignments) also get alignment accuracy and\n"
-        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out.");
+        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out,\n"
+        "from the heads --alignment-layer/--alignment-heads choose (default: the last layer's mean);\n"
+        "--per-head-aer adds the same for every cross-attention head and every layer's mean, so the\n"
+        "heads that align can be found (JSON: \"per_head\").");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     o->corpus.add_to(*app, true);
     app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
@@ -389,6 +400,10 @@ Command add_eval_command(CLI::App& parent) {
     o->decode.add_to(*app, false);
     app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
     o->gold.add_to(*app);
+    o->heads.add_to(*app);
+    app->add_flag("--per-head-aer", o->per_head,
+                  "also score every cross-attention head of every layer, and each layer's mean")
+        ->group("alignment");
     return {app, [o] { return run_eval(*o); }};
 }
 

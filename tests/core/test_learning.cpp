@@ -104,6 +104,22 @@ TEST_CASE("reverse: additive attention learns the task and the anti-diagonal ali
     CHECK(r.first_epoch_align < r.last_epoch_align - 0.2);
 }
 
+TEST_CASE("reverse: a Transformer learns the task", "[learning][transformer]") {
+    auto s = small_setup(1, 2000, 12, 0.002, /*reverse_source=*/false);
+    s.task.min_len = 3;
+    s.task.max_len = 8;
+    s.model.arch = ModelArch::transformer;
+    s.model.embed_size = ModelConfig{}.embed_size;  // the RNN's own setting stays at its default
+    s.model.num_layers = 2;
+    s.model.num_heads = 4;
+    s.model.ffn_size = 128;
+    auto r = train_and_test(TaskKind::reverse, s.task, s.model, s.train);
+    WARN("reverse, Transformer: exact " << r.exact << ", alignment accuracy of the last layer's mean "
+                                        << r.alignment.accuracy() << ", AER " << r.alignment.aer() << "; "
+                                        << r.seconds << " s");
+    CHECK(r.exact >= 0.95);
+}
+
 TEST_CASE("dates: the character-level date task learns", "[learning]") {
     auto s = small_setup(2, 3000, 6, 0.01, /*reverse_source=*/false);
     auto r = train_and_test(TaskKind::dates, s.task, s.model, s.train, 200);
