@@ -20,14 +20,13 @@ largest differences as JSON.
 """
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-SKIP = 77
-TOLERANCE = 1e-5
+from interop_support import TOLERANCE, attnviz_translate, compare, d2l_translate, run, skip
+
 SENTENCES = [
     'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
     'hug me .', 'help !', 'i know you .',
@@ -35,66 +34,6 @@ SENTENCES = [
     'i think that tom is very happy to be here with us today .',  # longer than num_steps
 ]
 SIZE = ['--hidden', 32, '--layers', 2]
-
-
-def skip(why):
-    print(f'SKIPPED: {why}')
-    sys.exit(SKIP)
-
-
-def run(cmd, **kw):
-    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
-    if res.returncode != 0:
-        sys.exit(f'command failed ({res.returncode}): {" ".join(map(str, cmd))}\n{res.stdout}\n{res.stderr}')
-    return res.stdout
-
-
-def attnviz_translate(cli, model, max_length, out):
-    run([cli, '--threads', '1', 'translate', '--model', model, '--max-length', max_length,
-         '--attention-out', out, *SENTENCES])
-    return json.loads(Path(out).read_text(encoding='utf-8'))
-
-
-def d2l_translate(python, tool, d2l, model, max_length, out):
-    run([python, tool, '--d2l', d2l, '--threads', '1', 'translate', model, *SENTENCES, '--max-length', max_length,
-         '--json', out])
-    return json.loads(Path(out).read_text(encoding='utf-8'))
-
-
-def rows_diff(where, a, b):
-    if len(a) != len(b):
-        sys.exit(f'{where}: {len(a)} rows in attnviz, {len(b)} in d2l')
-    worst = 0.0
-    for r, (ra, rb) in enumerate(zip(a, b)):
-        if len(ra) != len(rb):
-            sys.exit(f'{where}: row {r} has {len(ra)} weights in attnviz, {len(rb)} in d2l')
-        worst = max([worst] + [abs(x - y) for x, y in zip(ra, rb)])
-    return worst
-
-
-def compare(what, ours, theirs):
-    """Same source and output tokens; every map within TOLERANCE. Returns the largest difference."""
-    assert len(ours) == len(theirs) == len(SENTENCES), what
-    worst, maps = 0.0, 0
-    for a, d in zip(ours, theirs):
-        where = f'{what}: "{d["input"]}"'
-        if a['source'] != d['source']:
-            sys.exit(f'{where}: source tokens differ: attnviz {a["source"]}, d2l {d["source"]}')
-        if a['output'] != d['output']:
-            sys.exit(f'{where}: translations differ: attnviz {a["output"]}, d2l {d["output"]}')
-        if d['masked_max'] != 0.0:
-            sys.exit(f'{where}: d2l gave padding a weight of {d["masked_max"]}')
-        worst = max(worst, rows_diff(f'{where}, primary map', a['weights'], d['weights']))
-        by_id = {(m['kind'], m['layer'], m['head']): m for m in a['attention_maps']}
-        for m in d['maps']:
-            key = (m['kind'], m['layer'], m['head'])
-            if key not in by_id:
-                sys.exit(f'{where}: attnviz has no {key} map')
-            worst = max(worst, rows_diff(f'{where}, {key}', by_id[key]['weights'], m['weights']))
-            maps += 1
-    if worst > TOLERANCE:
-        sys.exit(f'{what}: attention differs by {worst:.3g} (tolerance {TOLERANCE})')
-    return worst, maps
 
 
 def read_file(path):
@@ -183,9 +122,9 @@ def main():
                                   '--arch', 'transformer', '--out', d2l_file, '--batches', a.batches,
                                   '--num-steps', num_steps, *SIZE, '--heads', 4, '--ffn', 48,
                                   '--num-train', 1000, '--num-val', 10, '--lr', 0.005]))
-        theirs = d2l_translate(python, a.tool, d2l_dir, d2l_file, num_steps, tmp / 'd2l.json')
-        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json')
-        worst, maps = compare('d2l -> attnviz', ours, theirs)
+        theirs = d2l_translate(python, a.tool, d2l_dir, d2l_file, num_steps, tmp / 'd2l.json', SENTENCES)
+        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json', SENTENCES)
+        worst, maps = compare('d2l -> attnviz', ours, theirs, len(SENTENCES))
         report['d2l_to_attnviz'] = {'max_attention_diff': worst, 'maps_compared': maps,
                                     'd2l_train_loss': trained['last_loss'],
                                     'translations': [' '.join(d['output']) for d in theirs]}
@@ -200,13 +139,13 @@ def main():
              '--min-freq', 2, '--eval-sample', 0, '--quiet', '--save', ckpt])
         run([a.cli, 'export', '--model', ckpt, '--out', exported])
         max_length = 10
-        ours = attnviz_translate(a.cli, ckpt, max_length, tmp / 'attnviz2.json')
-        theirs = d2l_translate(python, a.tool, d2l_dir, exported, max_length, tmp / 'd2l2.json')
-        back = attnviz_translate(a.cli, exported, max_length, tmp / 'attnviz3.json')
+        ours = attnviz_translate(a.cli, ckpt, max_length, tmp / 'attnviz2.json', SENTENCES)
+        theirs = d2l_translate(python, a.tool, d2l_dir, exported, max_length, tmp / 'd2l2.json', SENTENCES)
+        back = attnviz_translate(a.cli, exported, max_length, tmp / 'attnviz3.json', SENTENCES)
         for x, y in zip(ours, back):
             if (x['output'], x['attention_maps']) != (y['output'], y['attention_maps']):
                 sys.exit(f'the exported file translates "{x["input"]}" differently from its checkpoint')
-        worst, maps = compare('attnviz -> d2l', ours, theirs)
+        worst, maps = compare('attnviz -> d2l', ours, theirs, len(SENTENCES))
         report['attnviz_to_d2l'] = {'max_attention_diff': worst, 'maps_compared': maps,
                                     'translations': [' '.join(d['output']) for d in theirs]}
     report['seconds'] = round(time.perf_counter() - t0, 1)
