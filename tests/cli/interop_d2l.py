@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from interop_support import attnviz_translate, compare, d2l_translate, run, skip
+from interop_support import attnviz_translate, compare, d2l_translate, require, run
 
 SENTENCES = [
     'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
@@ -39,15 +39,7 @@ def main():
     ap.add_argument('--batches', type=int, default=150)
     a = ap.parse_args()
     d2l = Path(a.d2l)
-    if not (d2l / 'd2l_reference.py' if d2l.is_dir() else d2l).is_file():
-        skip(f'{a.d2l}: no d2l_reference.py')
-    if not Path(a.data).is_file():
-        skip(f'{a.data}: no such data file')
-    try:
-        import torch  # noqa: F401
-        import safetensors  # noqa: F401
-    except ImportError as e:
-        skip(f'{sys.executable} lacks {e.name}')
+    require([d2l / 'd2l_reference.py' if d2l.is_dir() else d2l], a.data)
     python, t0 = sys.executable, time.perf_counter()
     report = {}
     with tempfile.TemporaryDirectory(prefix='attnviz-interop-') as tmp:

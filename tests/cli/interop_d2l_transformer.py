@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from interop_support import TOLERANCE, attnviz_translate, compare, d2l_translate, run, skip
+from interop_support import TOLERANCE, attnviz_translate, compare, d2l_translate, require, run
 
 SENTENCES = [
     'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
@@ -101,16 +101,7 @@ def main():
     a = ap.parse_args()
     d2l = Path(a.d2l)
     d2l_dir = d2l if d2l.is_dir() else d2l.parent
-    for f in ('d2l_reference.py', 'd2l_transformer_reference.py'):
-        if not (d2l_dir / f).is_file():
-            skip(f'{d2l_dir}: no {f}')
-    if not Path(a.data).is_file():
-        skip(f'{a.data}: no such data file')
-    try:
-        import torch  # noqa: F401
-        import safetensors  # noqa: F401
-    except ImportError as e:
-        skip(f'{sys.executable} lacks {e.name}')
+    require([d2l_dir / 'd2l_reference.py', d2l_dir / 'd2l_transformer_reference.py'], a.data)
     python, t0 = sys.executable, time.perf_counter()
     report = {}
     with tempfile.TemporaryDirectory(prefix='attnviz-interop-tf-') as tmp:

@@ -16,6 +16,21 @@ def skip(why):
     sys.exit(SKIP)
 
 
+def require(files, data):
+    """Exits with SKIP unless every path of `files` and the data file exist and this Python has
+    torch and safetensors."""
+    for f in files:
+        if not Path(f).is_file():
+            skip(f'no {f}')
+    if not Path(data).is_file():
+        skip(f'{data}: no such data file')
+    try:
+        import torch  # noqa: F401
+        import safetensors  # noqa: F401
+    except ImportError as e:
+        skip(f'{sys.executable} lacks {e.name}')
+
+
 def run(cmd, **kw):
     """Runs cmd; exits with its output when it fails. Returns its stdout."""
     res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
