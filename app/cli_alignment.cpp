@@ -6,7 +6,27 @@
 #include "core/io/error.hpp"
 #include "core/analysis/export.hpp"
 
+#include <cstdio>
+
 namespace attnviz::cli {
+
+void AlignmentHeadFlags::add_to(CLI::App& app) {
+    app.add_option("--alignment-layer", layer,
+                   "align from this layer's cross-attention (a Transformer's; -1 = the last, the RNN has 0)")
+        ->type_name("L")->default_str("-1")->check(CLI::Range(-1, 63))->group("alignment");
+    app.add_option("--alignment-heads", heads,
+                   "... from these of its heads, averaged: mean (all) or a list such as 0,3 (fairseq's\n"
+                   "alignment_heads); the default, the last layer's mean, is the primary map")
+        ->type_name("H")->default_str("mean")->group("alignment");
+}
+
+HeadSelection AlignmentHeadFlags::selection(const TranslationModel& model) const {
+    try {
+        return cross_heads(model.config(), layer, heads);
+    } catch (const ConfigError& e) {
+        throw UsageError(std::string("--alignment-layer/--alignment-heads: ") + e.what());
+    }
+}
 
 void AlignmentOutFlags::add_to(CLI::App& app) {
     app.add_option("--alignment-out", path,
@@ -16,18 +36,21 @@ void AlignmentOutFlags::add_to(CLI::App& app) {
     app.add_option("--alignment-threshold", threshold,
                    "--alignment-out: link every source token with weight >= T instead of the argmax")
         ->type_name("T")->default_str("0 (argmax)")->check(CLI::Range(0.0, 1.0))->group("alignment");
+    heads.add_to(app);
 }
 
-void AlignmentOutFlags::check(const TranslationModel& model) const {
+void AlignmentOutFlags::check(const TranslationModel& model) {
     if (!given()) return;
     if (!model.has_attention())
         throw UsageError("--alignment-out " + path + ": the model has no attention (scoring none) to align with");
+    selection = heads.selection(model);
     check_writable("--alignment-out", path);
 }
 
 void AlignmentOutFlags::write(const std::vector<Translation>& translations) const {
     HardAlignmentOptions options;
     options.threshold = static_cast<float>(threshold);
+    options.heads = selection;
     std::vector<AlignmentLinks> lines;
     for (const auto& t : translations) lines.push_back(t.empty() ? AlignmentLinks{} : hard_alignment(t, 0, options));
     write_file_atomic(path, to_pharaoh(lines));
@@ -73,14 +96,40 @@ void GoldAlignmentFlags::attach(Corpus& corpus, const CorpusFlags& flags) const 
 }
 
 AlignmentScore alignment_metrics(const TranslationModel& model, const std::vector<SentencePair>& pairs,
-                                 const DecodeOptions& options, nlohmann::json& j) {
-    const AlignmentScore s = evaluate_alignment(model, pairs, options);
+                                 const DecodeOptions& options, const HeadSelection& heads, nlohmann::json& j) {
+    const AlignmentScore s = evaluate_alignment(model, pairs, options, 0.0f, heads);
+    j["align_heads"] = heads.describe();
     j["align_pairs"] = s.sentences;
     j["align_accuracy"] = number_or_null(s.accuracy());
     j["aer"] = number_or_null(s.aer());
     j["align_precision"] = number_or_null(s.precision());
     j["align_recall"] = number_or_null(s.recall());
     return s;
+}
+
+std::string per_head_table(const TranslationModel& model, const std::vector<SentencePair>& pairs,
+                           const DecodeOptions& options, nlohmann::json& j) {
+    const auto table = evaluate_alignment_per_head(model, pairs, options);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string text;
+    if (!table.empty()) text = "layer  head  AER     align acc  precision  recall\n";
+    for (const auto& row : table) {
+        const bool mean = row.heads.heads.empty();
+        const std::string head = mean ? "mean" : std::to_string(row.heads.heads.front());
+        rows.push_back({{"layer", row.heads.layer},
+                        {"head", mean ? nlohmann::json("mean") : nlohmann::json(row.heads.heads.front())},
+                        {"aer", number_or_null(row.score.aer())},
+                        {"align_accuracy", number_or_null(row.score.accuracy())},
+                        {"align_precision", number_or_null(row.score.precision())},
+                        {"align_recall", number_or_null(row.score.recall())}});
+        char line[160];
+        std::snprintf(line, sizeof line, "%-6d %-5s %-7s %-10s %-10s %s\n", row.heads.layer, head.c_str(),
+                      fixed(row.score.aer(), 4).c_str(), fixed(row.score.accuracy(), 4).c_str(),
+                      fixed(row.score.precision(), 4).c_str(), fixed(row.score.recall(), 4).c_str());
+        text += line;
+    }
+    j["per_head"] = std::move(rows);
+    return text;
 }
 
 }  // namespace attnviz::cli

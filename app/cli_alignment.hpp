@@ -17,15 +17,28 @@ namespace attnviz::cli {
 
 struct CorpusFlags;
 
+/// --alignment-layer L and --alignment-heads H (fairseq's alignment_layer and alignment_heads):
+/// which cross-attention heads align, for translate's --alignment-out and eval's scores.
+struct AlignmentHeadFlags {
+    int layer = -1;              ///< -1: the last layer
+    std::string heads = "mean";  ///< "mean" or a list of heads ("0,3"), averaged
+
+    void add_to(CLI::App& app);
+    /// The selection for this model; UsageError when it has no such layer or head.
+    HeadSelection selection(const TranslationModel& model) const;
+};
+
 /// translate's --alignment-out FILE and --alignment-threshold T.
 struct AlignmentOutFlags {
     std::string path;        ///< Pharaoh file to write ("" = none)
     double threshold = 0.0;  ///< 0: argmax per target token; > 0: every weight >= threshold
+    AlignmentHeadFlags heads;  ///< which heads align
+    HeadSelection selection;   ///< heads resolved for the model by check()
 
     void add_to(CLI::App& app);
     bool given() const { return !path.empty(); }
-    /// Before decoding: the model must have attention and the file's directory be writable.
-    void check(const TranslationModel& model) const;
+    /// Before decoding: the model must have attention, the heads exist and the file's directory be writable.
+    void check(const TranslationModel& model);
     /// Writes one Pharaoh line per translation, in input order (best hypothesis; an
     /// empty input gives an empty line), atomically.
     void write(const std::vector<Translation>& translations) const;
@@ -46,9 +59,16 @@ struct GoldAlignmentFlags {
 };
 
 /// Scores the model's alignments on the pairs that have gold alignments
-/// (evaluate_alignment) into j: "align_pairs", "align_accuracy", "aer",
-/// "align_precision", "align_recall" (null when no pair has one). Returns the score.
+/// (evaluate_alignment, from the heads selected) into j: "align_pairs", "align_accuracy", "aer",
+/// "align_precision", "align_recall" (null when no pair has one), "align_heads". Returns the score.
 AlignmentScore alignment_metrics(const TranslationModel& model, const std::vector<SentencePair>& pairs,
-                                 const DecodeOptions& options, nlohmann::json& j);
+                                 const DecodeOptions& options, const HeadSelection& heads, nlohmann::json& j);
+
+/// eval --per-head-aer: the alignment scores of every cross-attention head and every layer's
+/// mean (evaluate_alignment_per_head) into j["per_head"] (layer, head or "mean", aer,
+/// align_accuracy, precision, recall), and as a table for people. Empty when no pair has a
+/// gold alignment.
+std::string per_head_table(const TranslationModel& model, const std::vector<SentencePair>& pairs,
+                           const DecodeOptions& options, nlohmann::json& j);
 
 }  // namespace attnviz::cli

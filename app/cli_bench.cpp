@@ -1,6 +1,7 @@
-// attnviz-cli bench: d2l's Bahdanau configuration on the d2l data, timed, with
-// d2l's four sample sentences and their BLEU (k=2). JSON keys follow
-// ../shared/bench/d2l_reference.py so the two outputs compare side by side.
+// attnviz-cli bench: d2l's Bahdanau configuration (or with --arch transformer, d2l's
+// Transformer) on the d2l data, timed, with d2l's four sample sentences and their
+// BLEU (k=2). JSON keys follow ../shared/bench/d2l_reference.py (and
+// d2l_transformer_reference.py) so the two outputs compare side by side.
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "core/io/error.hpp"
 #include "core/analysis/metrics.hpp"
 #include "core/config/registry.hpp"
+#include "core/model/families.hpp"
 
 namespace attnviz::cli {
 
@@ -26,9 +28,11 @@ struct BenchOptions {
 
 /// What `bench` trains unless flags say otherwise: d2l 1.0.3's configuration (seed 003)
 /// from the registry's d2l values (GRU, additive attention, 256 wide, 2 layers, dropout 0.2,
-/// Adam at 0.005, batch 128, 30 epochs, min_freq 2, d2l's split and vocabularies), and:
-void d2l_config(ModelConfig& m, TrainConfig& t) {
-    const Hyperparameters d2l = d2l_hyperparameters();
+/// Adam at 0.005, batch 128, 30 epochs, min_freq 2, d2l's split and vocabularies), or for
+/// the Transformer d2l's (256 wide, 2 blocks, 4 heads, feed-forward 64, dropout 0.2, Adam
+/// at 0.001; d2l_transformer_hyperparameters), and:
+void d2l_config(ModelConfig& m, TrainConfig& t, ModelArch arch = ModelArch::rnn) {
+    const Hyperparameters d2l = arch == ModelArch::transformer ? d2l_transformer_hyperparameters() : d2l_hyperparameters();
     m = d2l.model;
     t = d2l.train;
     // d2l pads/truncates to 9 steps; none of the first 640 pairs is longer than 9
@@ -43,10 +47,43 @@ void d2l_config(ModelConfig& m, TrainConfig& t) {
 const char* const d2l_sources[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
 const char* const d2l_references[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
 
+/// Greedy translations of d2l's four sentences (d2l's predict_step: at most num_steps
+/// tokens) with d2l's BLEU; their mean in *mean.
+nlohmann::json d2l_samples(const TranslationModel& model, const DecodeOptions& d, bool print, double* mean) {
+    std::vector<std::string> sources(std::begin(d2l_sources), std::end(d2l_sources));
+    std::vector<Translation> ts = model.translate(sources, d);
+    nlohmann::json samples = nlohmann::json::array();
+    double bleu_sum = 0;
+    for (size_t i = 0; i < ts.size(); ++i) {
+        std::string pred = ts[i].empty() ? "" : ts[i].best().text;
+        double b = pred.empty() ? 0.0 : d2l_bleu(pred, d2l_references[i], 2);
+        bleu_sum += b;
+        samples.push_back({{"src", sources[i]}, {"pred", pred}, {"ref", d2l_references[i]}, {"bleu", b}});
+        if (print) std::cerr << sources[i] << " => " << pred << ", bleu " << fixed(b, 3) << "\n";
+    }
+    *mean = ts.empty() ? 0.0 : bleu_sum / double(ts.size());
+    return samples;
+}
+
+/// The same weights decoding as d2l's predict_step does (ModelConfig::d2l_decode_positions).
+TranslationModelPtr with_d2l_positions(const TranslationModel& model) {
+    ModelConfig c = model.config();
+    c.d2l_decode_positions = true;
+    Network network = build_network(c);
+    copy_weights(*network, *model.network());
+    return std::make_shared<const TranslationModel>(network, model.src_vocab_ptr(), model.tgt_vocab_ptr(),
+                                                    model.tokenizer_ptr());
+}
+
 int run_bench(BenchOptions& o) {
     ModelConfig m;
     TrainConfig t;
-    d2l_config(m, t);
+    {
+        ModelConfig asked;  // --arch picks the d2l configuration the other flags change
+        TrainConfig unused;
+        o.settings.apply(asked, unused);
+        d2l_config(m, t, asked.arch);
+    }
     for (const char* name : {"val-fraction", "split-shuffle"})
         if (o.settings.given(name))
             throw UsageError(std::string("bench: --") + name +
@@ -94,16 +131,15 @@ int run_bench(BenchOptions& o) {
     // d2l's predict_step: greedy, at most num_steps tokens.
     DecodeOptions d;
     d.max_length = t.fixed_steps > 0 ? t.fixed_steps : 9;
-    std::vector<std::string> sources(std::begin(d2l_sources), std::end(d2l_sources));
-    std::vector<Translation> ts = session.model()->translate(sources, d);
-    nlohmann::json samples = nlohmann::json::array();
-    double bleu_sum = 0;
-    for (size_t i = 0; i < ts.size(); ++i) {
-        std::string pred = ts[i].empty() ? "" : ts[i].best().text;
-        double b = pred.empty() ? 0.0 : d2l_bleu(pred, d2l_references[i], 2);
-        bleu_sum += b;
-        samples.push_back({{"src", sources[i]}, {"pred", pred}, {"ref", d2l_references[i]}, {"bleu", b}});
-        if (!o.quiet) std::cerr << sources[i] << " => " << pred << ", bleu " << fixed(b, 3) << "\n";
+    double mean_bleu = 0;
+    const TranslationModelPtr model = session.model();
+    nlohmann::json samples = d2l_samples(*model, d, !o.quiet, &mean_bleu);
+    nlohmann::json d2l_positions;  // a Transformer also as d2l's predict_step decodes (every token at position 0)
+    if (m.is_transformer()) {
+        double mean = 0;
+        if (!o.quiet) std::cerr << "decoding as d2l's predict_step does (every output token at position 0):\n";
+        d2l_positions = {{"samples", d2l_samples(*with_d2l_positions(*model), d, !o.quiet, &mean)}};
+        d2l_positions["mean_bleu"] = mean;
     }
 
     const TrainHistory h = session.history();
@@ -122,8 +158,9 @@ int run_bench(BenchOptions& o) {
     j["tgt_vocab"] = info.tgt_vocab;
     j["num_train"] = info.train_pairs;
     j["num_val"] = info.val_pairs;
-    j["mean_bleu"] = ts.empty() ? 0.0 : bleu_sum / double(ts.size());
+    j["mean_bleu"] = mean_bleu;
     j["samples"] = samples;
+    if (!d2l_positions.is_null()) j["d2l_decode_positions"] = d2l_positions;
     j["device"] = describe_device(device);
     j["threads"] = at::get_num_threads();
     j["torch"] = libtorch_version();
@@ -142,13 +179,18 @@ int run_bench(BenchOptions& o) {
 
 Command add_bench_command(CLI::App& parent) {
     auto o = std::make_shared<BenchOptions>();
-    CLI::App* app = parent.add_subcommand("bench", "Time d2l's Bahdanau configuration on a TSV file; prints JSON");
+    CLI::App* app = parent.add_subcommand(
+        "bench", "Time d2l's Bahdanau configuration (--arch transformer: d2l's Transformer) on a TSV file; prints JSON");
     app->footer(
         "Data as d2l: the first --num-train + --num-val pairs in file order, vocabularies with min_freq 2\n"
         "over all of them. By default batches use natural lengths with bucketing (same tokens as d2l's\n"
         "9 padded steps on this data, faster); --steps 9 --bucket-window 0 gives d2l's padded batches.\n"
-        "Output keys follow ../shared/bench/d2l_reference.py. Example:\n"
-        "  attnviz-cli bench --data ../shared/data/tatoeba-eng-fra-5000.tsv");
+        "--arch transformer starts from d2l's Transformer instead (width 256, 2 blocks, 4 heads,\n"
+        "feed-forward 64, dropout 0.2, Adam at 0.001); its samples are also decoded as d2l's\n"
+        "predict_step does (\"d2l_decode_positions\": every output token at position 0).\n"
+        "Output keys follow ../shared/bench/d2l_reference.py. Examples:\n"
+        "  attnviz-cli bench --data ../shared/data/tatoeba-eng-fra-5000.tsv\n"
+        "  attnviz-cli bench --arch transformer --data ../shared/data/tatoeba-eng-fra-5000.tsv");
     app->add_option("--data", o->data, "Tatoeba-style TSV file")->type_name("FILE")->required()->group("data");
     app->add_option("--num-train", o->num_train, "training pairs (first in the file)")
         ->type_name("INT")->default_str("512")->check(positive_int())->group("data");

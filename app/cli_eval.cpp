@@ -20,6 +20,8 @@ struct EvalOptions {
     InterventionFlags intervene;
     bool json = false;
     GoldAlignmentFlags gold;  ///< --alignments, --alignments-one-based
+    AlignmentHeadFlags heads;  ///< --alignment-layer, --alignment-heads
+    bool per_head = false;     ///< --per-head-aer
 };
 
 /// Free-running decoding's scores: exact match, token accuracy, BLEU.
@@ -47,6 +49,7 @@ int run_eval(EvalOptions& o) {
     if (intervention.active() && d.beam_size > 1)
         throw UsageError("--intervene decodes greedily: leave out --beam");
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    const HeadSelection heads = o.heads.selection(*model);
     Corpus corpus = o.corpus.load();
     o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
     // The held-out pairs are re-derived exactly as training split them.
@@ -97,7 +100,8 @@ int run_eval(EvalOptions& o) {
                                      {"bleu", usual.bleu.score}};
     }
     // Where the pairs know their alignment (a task, --alignments): the attention on the forced references.
-    const AlignmentScore align = alignment_metrics(*model, pairs, d, j);
+    const AlignmentScore align = alignment_metrics(*model, pairs, d, heads, j);
+    const std::string per_head = o.per_head ? per_head_table(*model, pairs, d, j) : std::string();
     if (o.json) {
         std::cout << j.dump() << std::endl;
         return exit_ok;
@@ -121,7 +125,11 @@ int run_eval(EvalOptions& o) {
         std::cout << "alignment acc    " << fixed(align.accuracy(), 4) << "  (" << align.sentences
                   << " pairs, attention argmax on the forced reference)\n"
                   << "AER              " << fixed(align.aer(), 4) << "  (precision " << fixed(align.precision(), 4)
-                  << ", recall " << fixed(align.recall(), 4) << ")\n";
+                  << ", recall " << fixed(align.recall(), 4) << ")\n"
+                  << "aligned from     " << heads.describe() << "\n";
+    if (o.per_head)
+        std::cout << (per_head.empty() ? "per-head AER: no pair has a gold alignment\n"
+                                       : "\nper head (attention argmax on the forced reference):\n" + per_head);
     return exit_ok;
 }
 
@@ -134,7 +142,10 @@ Command add_eval_command(CLI::App& parent) {
         "--split val re-splits the corpus as training did (the checkpoint's seed, --val-fraction and\n"
         "--max-length), so the same --task/--data gives the held-out pairs; --split all uses every pair.\n"
         "Pairs with a known alignment (built-in tasks, --alignments) also get alignment accuracy and\n"
-        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out.\n"
+        "AER (Och & Ney) of the attention argmax on the teacher-forced reference, <eos> left out,\n"
+        "from the heads --alignment-layer/--alignment-heads choose (default: the last layer's mean);\n"
+        "--per-head-aer adds the same for every cross-attention head and every layer's mean, so the\n"
+        "heads that align can be found (JSON: \"per_head\").\n"
         "--intervene uniform|permute decodes with the attention changed at every step (greedy) and\n"
         "prints the scores beside the usual ones (JSON: \"intervention\", \"without_intervention\"):\n"
         "does this model need its attention?");
@@ -146,6 +157,10 @@ Command add_eval_command(CLI::App& parent) {
     o->intervene.add_to(*app, "uniform | permute | zero=POS | weights=W,... | head-off=L:H");
     app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
     o->gold.add_to(*app);
+    o->heads.add_to(*app);
+    app->add_flag("--per-head-aer", o->per_head,
+                  "also score every cross-attention head of every layer, and each layer's mean")
+        ->group("alignment");
     return {app, [o] { return run_eval(*o); }};
 }
 

@@ -8,6 +8,7 @@
 
 #include "app/cli_common.hpp"
 #include "core/persist/checkpoint.hpp"
+#include "core/persist/model_file.hpp"
 #include "core/session/session.hpp"
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
@@ -136,7 +137,8 @@ int run_train(TrainOptions& o) {
     TrainConfig t;
     std::shared_ptr<const Checkpoint> ckpt;
     if (!o.resume.empty()) {
-        ckpt = std::make_shared<const Checkpoint>(load_checkpoint(o.resume));
+        // A checkpoint, or a d2l file (its weights, a fresh optimiser): fine-tuning d2l's model.
+        ckpt = std::make_shared<const Checkpoint>(open_model_file(o.resume));
         m = ckpt->model->config();
         t = ckpt->model->trained_with();
         auto fixed_flags = o.settings.given_model_flags();
@@ -237,7 +239,8 @@ Command add_train_command(CLI::App& parent) {
         ->type_name("FILE")
         ->group("output");
     app->add_option("--resume", o->resume,
-                    "continue training from this checkpoint (model flags are fixed; data defaults to its corpus)")
+                    "continue training from this checkpoint, or from a d2l .safetensors file's weights (model flags are "
+                    "fixed; data defaults to its corpus)")
         ->type_name("FILE")
         ->group("output");
     app->add_flag("--json", o->json, "print the final metrics as one JSON object on stdout")->group("output");

@@ -35,14 +35,16 @@ AlignmentLinks hard_alignment(const Translation& t, size_t hypothesis, const Har
         throw Error("no hypothesis " + std::to_string(hypothesis) + " to align: the translation has " +
                     std::to_string(t.hypotheses.size()));
     const Hypothesis& h = t.hypotheses[hypothesis];
-    if (!t.attention_available || h.attention.weights().size() != h.tokens.size())
+    const AttentionMatrix weights = t.attention_available && !h.attention.empty() ? h.attention.select(options.heads)
+                                                                                   : AttentionMatrix{};
+    if (!t.attention_available || weights.size() != h.tokens.size())
         throw Error("no attention to align: the hypothesis has " + std::to_string(h.tokens.size()) + " tokens but " +
-                    std::to_string(h.attention.weights().size()) + " attention rows");
+                    std::to_string(weights.size()) + " attention rows");
     auto real = [&](const std::vector<std::string>& tokens) {
         if (options.include_eos) return tokens.size();
         return static_cast<size_t>(std::find(tokens.begin(), tokens.end(), Vocab::eos_token) - tokens.begin());
     };
-    return hard_alignment(h.attention.weights(), real(t.src_tokens), real(h.tokens), options.threshold);
+    return hard_alignment(weights, real(t.src_tokens), real(h.tokens), options.threshold);
 }
 
 // --- scores ----------------------------------------------------------------------------

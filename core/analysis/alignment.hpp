@@ -34,6 +34,9 @@ AlignmentLinks hard_alignment(const std::vector<std::vector<float>>& attention, 
 /// Options for reading an alignment off a translation.
 struct HardAlignmentOptions {
     float threshold = 0.0f;    ///< 0: argmax per target step; > 0: every weight >= threshold
+    /// Which cross-attention map aligns (AttentionRecord::select): by default the mean of the
+    /// last layer's heads, which is the primary map (the RNN's only one).
+    HeadSelection heads;
     bool include_eos = false;  ///< also link the target <eos> row and the source <eos> column
                                ///< (Pharaoh output leaves them out: they are not words)
 };

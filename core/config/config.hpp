@@ -7,6 +7,7 @@
 // (core/config/registry.cpp), the enums' names in core/config/config.cpp.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -23,6 +24,12 @@ enum class Scoring {
 
 enum class CellType { gru, lstm };
 
+/// The model family (core/model/families.hpp builds one).
+enum class ModelArch {
+    rnn,          ///< d2l's RNN encoder-decoder with attention (core/model/rnn_model.hpp)
+    transformer   ///< d2l's Transformer (core/model/transformer_model.hpp): multi-head attention in every layer
+};
+
 /// Weight initialisation schemes.
 enum class InitScheme {
     xavier,      ///< d2l: Xavier-uniform recurrent weights; other layers keep PyTorch's defaults
@@ -30,34 +37,53 @@ enum class InitScheme {
     orthogonal   ///< Bahdanau et al.: orthogonal recurrent matrices, Xavier elsewhere, zero biases
 };
 
+std::string to_string(ModelArch a);    ///< "rnn", "transformer"
 std::string to_string(Scoring s);      ///< "additive", "dot", "scaled-dot", "general", "none"
 std::string to_string(CellType c);     ///< "gru", "lstm"
 std::string to_string(InitScheme i);   ///< "xavier", "uniform", "orthogonal"
+ModelArch arch_from_string(const std::string& s);        ///< throws ConfigError listing valid names
 Scoring scoring_from_string(const std::string& s);       ///< throws ConfigError listing valid names
 CellType cell_from_string(const std::string& s);         ///< throws ConfigError
 InitScheme init_from_string(const std::string& s);       ///< throws ConfigError
 
-/// Shape of the model. Defaults are d2l's Bahdanau configuration, made smaller.
+/// Shape of the model. Defaults are d2l's Bahdanau configuration, made smaller. Fields
+/// marked RNN apply to the RNN family only (a Transformer's must keep their defaults),
+/// fields marked Transformer to the Transformer only (the parameter registry checks it).
 struct ModelConfig {
+    ModelArch arch = ModelArch::rnn;  ///< the model family
     int64_t src_vocab = 0;         ///< source vocabulary size (set from the data)
     int64_t tgt_vocab = 0;         ///< target vocabulary size (set from the data)
-    int64_t embed_size = 64;       ///< embedding width of both sides (d2l: 256)
-    int64_t hidden_size = 128;     ///< RNN hidden width (d2l: 256)
-    int64_t num_layers = 1;        ///< RNN layers in encoder and decoder (d2l: 2)
+    int64_t embed_size = 64;       ///< RNN: embedding width of both sides (d2l: 256; a Transformer's
+                                   ///< embeddings are hidden_size wide)
+    int64_t hidden_size = 128;     ///< RNN hidden width; Transformer: the model width d (d2l: 256 both)
+    int64_t num_layers = 1;        ///< RNN layers, or Transformer blocks, in encoder and decoder (d2l: 2)
+    int64_t num_heads = 4;         ///< Transformer: attention heads per layer; divides hidden_size (d2l: 4)
+    int64_t ffn_size = 64;         ///< Transformer: hidden width of the position-wise feed-forward
+                                   ///< network (d2l: 64)
+    bool d2l_decode_positions = false;  ///< Transformer: decoding gives every output token position 0's
+                                        ///< encoding, as d2l 1.0.3's predict_step does (a d2l model
+                                        ///< imported from a file sets it so that it translates as in
+                                        ///< d2l); false: each token its true position
     int64_t attention_size = 0;    ///< additive attention's hidden width; 0 = hidden_size (d2l)
-    CellType cell = CellType::gru; ///< recurrent cell of both sides
-    bool bidirectional = false;    ///< bidirectional encoder (keys have 2*hidden_size features)
-    bool reverse_source = false;   ///< (unidirectional) encoder reads the source right to left, as
+    CellType cell = CellType::gru; ///< RNN: recurrent cell of both sides
+    bool bidirectional = false;    ///< RNN: bidirectional encoder (keys have 2*hidden_size features)
+    bool reverse_source = false;   ///< RNN: (unidirectional) encoder reads the source right to left, as
                                    ///< Sutskever et al. reversed their inputs; attention positions
                                    ///< still refer to the source in its original order
-    Scoring scoring = Scoring::additive;  ///< attention scoring function
-    double dropout = 0.0;          ///< dropout between RNN layers and on attention weights (d2l: 0.2)
+    Scoring scoring = Scoring::additive;  ///< RNN: attention scoring function
+    double dropout = 0.0;          ///< dropout between RNN layers and on attention weights; Transformer:
+                                   ///< also on the positional encoding and every sublayer's output (d2l: 0.2)
     int64_t source_steps = 0;      ///< > 0: every source is pad_or_trim(ids + <eos>, N) and the encoder runs
                                    ///< over the padding, its final state taken after the pads, while
                                    ///< attention stays masked to the valid length (d2l's num_steps; a
                                    ///< d2l model imported with num_steps needs it). 0 = natural lengths
-    InitScheme init = InitScheme::xavier; ///< weight initialisation
+    InitScheme init = InitScheme::xavier; ///< RNN: weight initialisation (a Transformer's is d2l's:
+                                          ///< PyTorch's defaults)
     uint64_t seed = 0;             ///< seed for the initial weights
+
+    bool is_transformer() const { return arch == ModelArch::transformer; }
+    /// Whether the model attends (every family but the RNN with Scoring::none).
+    bool has_attention() const { return is_transformer() || scoring != Scoring::none; }
 
     /// Throws attnviz::ConfigError when a hyperparameter is out of range or
     /// combinations clash (the registry's rules; the vocabulary sizes are not checked).
@@ -72,13 +98,15 @@ enum class OptimizerKind { adam, sgd, adadelta };
 std::string to_string(OptimizerKind o);                  ///< "adam", "sgd", "adadelta"
 OptimizerKind optimizer_from_string(const std::string& s);  ///< throws ConfigError
 
-/// Learning-rate schedule, applied after each epoch.
+/// Learning-rate schedule.
 enum class LrSchedule {
     none,     ///< constant learning rate
     plateau,  ///< reduce on plateau: times lr_factor after lr_patience epochs without a lower validation loss
-    step      ///< step decay: times lr_factor every lr_step epochs
+    step,     ///< step decay: times lr_factor every lr_step epochs
+    warmup    ///< per batch: linear warm-up to lr over warmup_steps batches, then lr * sqrt(warmup_steps / step)
+              ///< (the inverse square root of "Attention is all you need", peaking at lr)
 };
-std::string to_string(LrSchedule s);                     ///< "none", "plateau", "step"
+std::string to_string(LrSchedule s);                     ///< "none", "plateau", "step", "warmup"
 LrSchedule lr_schedule_from_string(const std::string& s);  ///< throws ConfigError
 
 /// SentencePiece algorithm of a subword model (core/text/tokenizer.hpp).
@@ -127,10 +155,20 @@ struct TrainConfig {
     int lr_step = 10;                 ///< step schedule: multiply by lr_factor every this many epochs
     int lr_patience = 2;              ///< plateau schedule: epochs without a lower validation loss
                                       ///< before the learning rate is multiplied by lr_factor
+    int64_t warmup_steps = 4000;      ///< warmup schedule: batches of linear warm-up
+    int alignment_layer = -1;         ///< per-epoch alignment scores: the layer whose cross-attention
+                                      ///< aligns (-1: the last; the RNN has one)
+    std::string alignment_heads = "mean";  ///< ... and its heads: "mean" (all of them averaged) or a
+                                           ///< comma-separated list of heads, averaged ("0" or "1,3")
 
     void validate() const;            ///< throws ConfigError
     nlohmann::json to_json() const;
     static TrainConfig from_json(const nlohmann::json& j);
 };
+
+/// A list of attention heads as a user writes it (TrainConfig::alignment_heads, the CLI's
+/// --alignment-heads): "mean" or "" -> empty (every head, averaged); "0,3" -> {0, 3}.
+/// Throws ConfigError naming the forms for anything else (negative, repeated or too many heads).
+std::vector<int> parse_head_list(const std::string& text);
 
 }  // namespace attnviz

@@ -109,6 +109,19 @@ void check_group(const Hyperparameters& h, bool model) {
 
 /// The rules that tie model parameters together, in one place.
 void check_model_rules(const ModelConfig& m) {
+    Hyperparameters h;
+    h.model = m;
+    for (const auto& p : parameters())
+        if (p.group == ParamGroup::model && !applies_to(p, m.arch) && p.get(h) != p.default_value)
+            throw ConfigError("model: --" + p.flag + " applies to " +
+                              (p.family == ParamFamily::rnn ? "the RNN" : "the Transformer") + " only; a" +
+                              (m.is_transformer() ? " Transformer" : "n RNN") + " leaves it at its default (" +
+                              format_value(p, p.default_value) + ")" +
+                              (p.name == "embed_size" ? ": a Transformer's embeddings are --hidden wide" : ""));
+    if (m.is_transformer() && m.hidden_size % m.num_heads != 0)
+        throw ConfigError("model: a Transformer's width (--hidden " + std::to_string(m.hidden_size) +
+                          ") must be a multiple of its heads (--heads " + std::to_string(m.num_heads) +
+                          "): each head reads hidden / heads features");
     if (m.reverse_source && m.bidirectional)
         throw ConfigError("model: a bidirectional encoder already reads the source both ways; "
                           "reversing the source (--reverse-source) only applies to a unidirectional one");
@@ -120,6 +133,19 @@ void check_model_rules(const ModelConfig& m) {
 bool in_group(const ParamSpec& p, ParamGroup g) { return p.group == g; }
 
 }  // namespace
+
+std::string to_string(ParamFamily f) {
+    switch (f) {
+        case ParamFamily::rnn: return "rnn";
+        case ParamFamily::transformer: return "transformer";
+        case ParamFamily::all: break;
+    }
+    return "all";
+}
+
+bool applies_to(const ParamSpec& p, ModelArch arch) {
+    return p.family == ParamFamily::all || (p.family == ParamFamily::rnn) == (arch == ModelArch::rnn);
+}
 
 std::string to_string(ParamType t) {
     switch (t) {
@@ -251,7 +277,8 @@ nlohmann::json registry_json() {
     json all = json::array();
     for (const auto& p : parameters()) {
         json o{{"name", p.name},   {"flag", p.flag},   {"label", p.label},
-               {"type", to_string(p.type)}, {"group", to_string(p.group)}, {"default", p.default_value},
+               {"type", to_string(p.type)}, {"group", to_string(p.group)}, {"family", to_string(p.family)},
+               {"default", p.default_value},
                {"d2l", p.d2l_value}, {"help", p.help}, {"in_form", p.in_form}, {"range", describe_range(p)}};
         auto bound = [&](double b) { return p.type == ParamType::integer ? json(static_cast<int64_t>(b)) : json(b); };
         if (p.min) o["min"] = bound(*p.min);
@@ -271,6 +298,16 @@ Hyperparameters d2l_hyperparameters() {
     Hyperparameters h;
     for (const ParamSpec& p : parameters())
         if (!p.d2l_value.is_null()) p.put(h, p.d2l_value);
+    return h;
+}
+
+Hyperparameters d2l_transformer_hyperparameters() {
+    Hyperparameters h = d2l_hyperparameters();
+    const Hyperparameters defaults;
+    for (const ParamSpec& p : parameters())
+        if (p.family == ParamFamily::rnn) p.put(h, p.get(defaults));
+    h.model.arch = ModelArch::transformer;
+    h.train.lr = 0.001;  // d2l's Transformer trains at 0.001, its RNN at 0.005
     return h;
 }
 

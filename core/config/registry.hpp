@@ -39,6 +39,15 @@ enum class ParamGroup {
 };
 std::string to_string(ParamGroup g);  ///< "model", "training", "data"
 
+/// Which model family a model parameter applies to; a model of the other family must
+/// leave it at its default (validation says so).
+enum class ParamFamily {
+    all,          ///< every family (training and data parameters too)
+    rnn,          ///< ModelArch::rnn only (cell, scoring, ...)
+    transformer   ///< ModelArch::transformer only (heads, ffn, ...)
+};
+std::string to_string(ParamFamily f);  ///< "all", "rnn", "transformer"
+
 /// One hyperparameter.
 struct ParamSpec {
     std::string name;    ///< key in the checkpoint's JSON and in `params --json` ("hidden_size")
@@ -55,6 +64,7 @@ struct ParamSpec {
     nlohmann::json d2l_value;        ///< d2l's value (null when d2l has none)
     std::string zero_means;          ///< integer/real: what 0 means when it is special ("off", "no limit")
     bool in_form = true;             ///< shown in the GUI's settings form
+    ParamFamily family = ParamFamily::all;  ///< the model family it applies to (the form greys the others out)
     /// Reads the parameter from a configuration (a JSON number, bool or string).
     std::function<nlohmann::json(const Hyperparameters&)> get;
     /// Writes an already checked value into a configuration.
@@ -91,7 +101,8 @@ void set_parameter(Hyperparameters& h, const std::string& name_or_flag, const st
 
 /// Every parameter of the given group(s) checked against its declaration, then
 /// the rules that tie parameters together (a bidirectional encoder cannot read
-/// the source reversed; dot scoring needs a unidirectional encoder). Throws ConfigError.
+/// the source reversed; dot scoring needs a unidirectional encoder; a Transformer's
+/// heads divide its width; a parameter of the other family keeps its default). Throws ConfigError.
 void validate_model_parameters(const ModelConfig& m);
 void validate_train_parameters(const TrainConfig& t);
 inline void validate(const Hyperparameters& h) {
@@ -109,8 +120,18 @@ void parameters_from_json(Hyperparameters& h, ParamGroup group, const nlohmann::
 /// the others at their defaults (`attnviz-cli bench` starts from it).
 Hyperparameters d2l_hyperparameters();
 
+/// d2l 1.0.3's Transformer (section 11.7): d2l_hyperparameters() with the RNN's own
+/// parameters at their defaults, arch transformer, and where the Transformer's d2l values
+/// differ from the RNN's, the Transformer's: width 256, 2 blocks, 4 heads, feed-forward 64,
+/// dropout 0.2, Adam at 0.001, batch 128, 30 epochs, num_steps 9
+/// (`attnviz-cli bench --arch transformer` starts from it).
+Hyperparameters d2l_transformer_hyperparameters();
+
+/// Whether a parameter applies to a model of this family.
+bool applies_to(const ParamSpec& p, ModelArch arch);
+
 /// The registry itself, one object per parameter with name, flag, label, type,
-/// group, default, min/max or choices, d2l, help (`attnviz-cli params --json`).
+/// group, family, default, min/max or choices, d2l, help (`attnviz-cli params --json`).
 nlohmann::json registry_json();
 
 }  // namespace attnviz

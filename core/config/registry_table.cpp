@@ -22,6 +22,8 @@ public:
     Decl& zero(std::string meaning) { m_p.zero_means = std::move(meaning); return *this; }
     Decl& advanced() { m_p.in_form = false; return *this; }
     Decl& exclusive_min() { m_p.min_exclusive = true; return *this; }
+    Decl& rnn() { m_p.family = ParamFamily::rnn; return *this; }
+    Decl& transformer() { m_p.family = ParamFamily::transformer; return *this; }
     /// A plain number, bool or string member of ModelConfig or TrainConfig.
     template <class S, class F>
     Decl& field(S H::*part, F S::*member) {
@@ -107,6 +109,17 @@ std::string check_device(const std::string& s) {
     return "auto, cpu, cuda or cuda:N";
 }
 
+std::string check_heads(const std::string& s) {
+    try {
+        if (!s.empty()) {
+            parse_head_list(s);
+            return {};
+        }
+    } catch (const std::exception&) {
+    }
+    return "\"mean\" or head numbers separated by commas (\"0,3\")";
+}
+
 }  // namespace
 
 std::vector<ParamSpec> declare_parameters() {
@@ -116,37 +129,53 @@ std::vector<ParamSpec> declare_parameters() {
     using T = TrainConfig;
 
     add.group = ParamGroup::model;
-    add.integer("embed_size", "embed", "Embedding size", 1, 4096, "embedding width of both sides")
-        .d2l(256).field(&H::model, &M::embed_size);
-    add.integer("hidden_size", "hidden", "Hidden size", 1, 4096, "recurrent hidden width of encoder and decoder")
+    add.choice("arch", "arch", "Architecture",
+               "model family: d2l's RNN encoder-decoder with attention, or d2l's Transformer")
+        .d2l("rnn").options(&H::model, &M::arch, {{ModelArch::rnn, "RNN with attention"},
+                                                   {ModelArch::transformer, "Transformer"}});
+    add.integer("embed_size", "embed", "Embedding size", 1, 4096, "RNN: embedding width of both sides")
+        .d2l(256).rnn().field(&H::model, &M::embed_size);
+    add.integer("hidden_size", "hidden", "Hidden size", 1, 4096,
+                "recurrent hidden width of encoder and decoder; Transformer: the model width")
         .d2l(256).field(&H::model, &M::hidden_size);
-    add.integer("num_layers", "layers", "Layers", 1, 8, "recurrent layers of encoder and decoder")
+    add.integer("num_layers", "layers", "Layers", 1, 8, "recurrent layers of encoder and decoder; Transformer: blocks")
         .d2l(2).field(&H::model, &M::num_layers);
-    add.choice("cell", "cell", "Cell", "recurrent cell of both sides")
-        .d2l("gru").options(&H::model, &M::cell, {{CellType::gru, "GRU"}, {CellType::lstm, "LSTM"}});
+    add.integer("num_heads", "heads", "Heads", 1, 64, "Transformer: attention heads per layer (divides the width)")
+        .d2l(4).transformer().field(&H::model, &M::num_heads);
+    add.integer("ffn_size", "ffn", "Feed-forward size", 1, 16384,
+                "Transformer: hidden width of the position-wise feed-forward network")
+        .d2l(64).transformer().field(&H::model, &M::ffn_size);
+    add.choice("cell", "cell", "Cell", "RNN: recurrent cell of both sides")
+        .d2l("gru").rnn().options(&H::model, &M::cell, {{CellType::gru, "GRU"}, {CellType::lstm, "LSTM"}});
     add.boolean("bidirectional", "bidirectional", "Bidirectional encoder",
-                "bidirectional encoder (keys have 2*hidden features)")
-        .d2l(false).field(&H::model, &M::bidirectional);
+                "RNN: bidirectional encoder (keys have 2*hidden features)")
+        .d2l(false).rnn().field(&H::model, &M::bidirectional);
     add.boolean("reverse_source", "reverse-source", "Read the source reversed (Sutskever)",
-                "unidirectional encoder reads the source right to left; heatmap columns stay in reading order")
-        .d2l(false).field(&H::model, &M::reverse_source);
-    add.choice("scoring", "scoring", "Scoring", "how the decoder state scores each encoder state")
-        .d2l("additive")
+                "RNN: unidirectional encoder reads the source right to left; heatmap columns stay in reading order")
+        .d2l(false).rnn().field(&H::model, &M::reverse_source);
+    add.choice("scoring", "scoring", "Scoring", "RNN: how the decoder state scores each encoder state")
+        .d2l("additive").rnn()
         .options(&H::model, &M::scoring,
                  {{Scoring::additive, "additive (Bahdanau)"}, {Scoring::dot, "dot (Luong)"},
                   {Scoring::scaled_dot, "scaled dot"}, {Scoring::general, "general (Luong bilinear)"},
                   {Scoring::none, "none (no attention baseline)"}});
     add.integer("attention_size", "attention-size", "Attention size", 0, 4096,
-                "hidden width of additive attention; 0 = the hidden size")
-        .d2l(0).zero("= hidden").field(&H::model, &M::attention_size);
-    add.real("dropout", "dropout", "Dropout", 0, 0.99, "dropout between recurrent layers and on attention weights")
+                "RNN: hidden width of additive attention; 0 = the hidden size")
+        .d2l(0).zero("= hidden").rnn().field(&H::model, &M::attention_size);
+    add.real("dropout", "dropout", "Dropout", 0, 0.99,
+             "dropout between recurrent layers and on attention weights; Transformer: also on the positional "
+             "encoding and each sublayer's output")
         .d2l(0.2).field(&H::model, &M::dropout);
     add.integer("source_steps", "source-steps", "Source steps", 0, 100000,
                 "pad/truncate sources to this many steps and run the encoder over the padding like d2l's "
                 "num_steps (attention masked to the sentence); 0 = natural lengths")
         .d2l(9).zero("natural lengths").advanced().field(&H::model, &M::source_steps);
-    add.choice("init", "init", "Init", "weight initialisation")
-        .d2l("xavier")
+    add.boolean("d2l_decode_positions", "d2l-decode-positions", "Decode at position 0 (d2l's predict_step)",
+                "Transformer: decoding gives every output token position 0's encoding, as d2l 1.0.3's "
+                "predict_step does (d2l imports set it); false: true positions")
+        .advanced().transformer().field(&H::model, &M::d2l_decode_positions);
+    add.choice("init", "init", "Init", "RNN: weight initialisation (a Transformer's is d2l's: PyTorch's defaults)")
+        .d2l("xavier").rnn()
         .options(&H::model, &M::init,
                  {{InitScheme::xavier, "Xavier (d2l)"}, {InitScheme::uniform, "uniform ±0.08 (Sutskever)"},
                   {InitScheme::orthogonal, "orthogonal (Bahdanau)"}});
@@ -186,7 +215,7 @@ std::vector<ParamSpec> declare_parameters() {
     add.choice("lr_schedule", "lr-schedule", "LR schedule", "how the learning rate changes between epochs")
         .options(&H::train, &T::lr_schedule,
                  {{LrSchedule::none, "constant"}, {LrSchedule::plateau, "reduce on plateau"},
-                  {LrSchedule::step, "step decay"}});
+                  {LrSchedule::step, "step decay"}, {LrSchedule::warmup, "warm-up, then 1/sqrt(step)"}});
     add.real("lr_factor", "lr-factor", "LR factor", 0.01, 0.99,
              "plateau and step schedules multiply the learning rate by this")
         .field(&H::train, &T::lr_factor);
@@ -196,6 +225,17 @@ std::vector<ParamSpec> declare_parameters() {
     add.integer("lr_patience", "lr-patience", "LR patience (epochs)", 0, 10000,
                 "plateau schedule: epochs without a lower validation loss before the rate is reduced")
         .field(&H::train, &T::lr_patience);
+    add.integer("warmup_steps", "warmup-steps", "Warm-up steps", 1, 1e9,
+                "warmup schedule: batches over which the learning rate rises linearly to --lr; after them it "
+                "falls as 1/sqrt(batch)")
+        .field(&H::train, &T::warmup_steps);
+    add.integer("alignment_layer", "alignment-layer", "Alignment layer", -1, 63,
+                "per-epoch alignment scores: the layer whose cross-attention aligns; -1 = the last")
+        .advanced().field(&H::train, &T::alignment_layer);
+    add.text("alignment_heads", "alignment-heads", "Alignment heads",
+             "per-epoch alignment scores: that layer's heads, \"mean\" or a list such as \"0,3\" (averaged)")
+        .advanced().field(&H::train, &T::alignment_heads);
+    ps.back().check_text = check_heads;
     add.integer("eval_sample", "eval-sample", "Evaluation sample", 0, 1000000,
                 "validation pairs greedily decoded each epoch for accuracy and BLEU; 0 = none (not measured)")
         .zero("none").advanced().field(&H::train, &T::eval_sample);

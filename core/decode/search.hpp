@@ -27,7 +27,7 @@ public:
     const Vocab& src_vocab() const { return m_src; }
     const Vocab& tgt_vocab() const { return m_tgt; }
     TokenLevel level() const { return m_level; }
-    bool has_attention() const { return config().scoring != Scoring::none; }
+    bool has_attention() const { return config().has_attention(); }
     /// Where the network's weights are (the CPU for a network without parameters).
     torch::Device device() const;
 

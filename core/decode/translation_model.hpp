@@ -56,7 +56,7 @@ public:
     const TrainHistory& history() const { return m_history; }
     /// What it was trained on (a task name or a file path), for display.
     const std::string& corpus_name() const { return m_corpus_name; }
-    bool has_attention() const { return config().scoring != Scoring::none; }
+    bool has_attention() const { return config().has_attention(); }
     torch::Device device() const;
     int64_t parameter_count() const;
 

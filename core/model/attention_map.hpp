@@ -45,9 +45,23 @@ struct AttentionMap {
     AttentionMatrix scores;
 };
 
+/// Which heads of which layer one matrix is read from, for alignments and views
+/// (fairseq's alignment_layer and alignment_heads): one head, or the mean of several.
+struct HeadSelection {
+    AttentionKind kind = AttentionKind::cross;
+    int layer = -1;          ///< -1: the last layer the record has
+    std::vector<int> heads;  ///< the heads averaged; empty: all of the layer's heads
+    /// From a layer and a heads text: "mean" (or "") for all heads, else a comma-separated
+    /// list of head indices ("2", "0,3"). Throws ConfigError naming the forms.
+    static HeadSelection parse(int layer, const std::string& heads, AttentionKind kind = AttentionKind::cross);
+    /// "cross, layer 1, mean of heads" / "cross, last layer, heads 0,3".
+    std::string describe() const;
+};
+
 /// A hypothesis' attention: every map the model recorded, by name. The first map
 /// is the one a single-map view shows when nothing else is chosen (alignments,
-/// the heatmap, the exports' "weights"): the RNN's only map.
+/// the heatmap, the exports' "weights"): the RNN's only map; a Transformer's mean
+/// of its last layer's cross-attention heads.
 struct AttentionRecord {
     std::vector<AttentionMap> maps;
 
@@ -62,6 +76,22 @@ struct AttentionRecord {
     AttentionMap* find(const AttentionMapId& id);
     /// The map with this id, added (empty) when there is none yet.
     AttentionMap& at(const AttentionMapId& id);
+
+    /// How many layers have maps of this kind (1 + the largest layer; 0: none).
+    int layer_count(AttentionKind kind) const;
+    /// How many heads a layer of this kind has (1 + the largest head index; 0: none).
+    int head_count(AttentionKind kind) const;
+    /// The weights a selection reads: the recorded map when it names one head (or all heads
+    /// of a layer whose mean map (head -1) is recorded), else the mean of the selected heads'
+    /// weights (rows of different lengths, as causal rows are, padded with 0). Throws
+    /// ConfigError naming the layers and heads there are when a selected one is missing.
+    AttentionMatrix select(const HeadSelection& selection) const;
+    /// Attention rollout (Abnar & Zuidema 2020) of a self-attention kind through every layer:
+    /// R = A'_L ... A'_1 with A'_l = (A_l + I) / 2 and A_l the mean of layer l's heads (the
+    /// residual connection counted as attention to oneself); R[q][k] says how much position q of
+    /// the top layer draws on input position k. Empty when there are no maps of the kind;
+    /// ConfigError for cross-attention (its queries and keys are not the same positions).
+    AttentionMatrix rollout(AttentionKind kind) const;
 };
 
 }  // namespace attnviz

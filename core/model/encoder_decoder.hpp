@@ -8,7 +8,8 @@
 // names its attention maps (core/model/attention_map.hpp), so a view or an
 // export never needs to know which family made them.
 //
-// Families: the RNN encoder-decoder with attention (core/model/rnn_model.hpp).
+// Families: the RNN encoder-decoder with attention (core/model/rnn_model.hpp) and
+// d2l's Transformer (core/model/transformer_model.hpp).
 // build_network() (core/model/families.hpp) makes the one a configuration asks for.
 #include <cstdint>
 #include <memory>
@@ -86,7 +87,7 @@ class EncoderDecoder : public torch::nn::Module {
 public:
     /// The configuration it was built from, vocabulary sizes included.
     virtual const ModelConfig& config() const = 0;
-    bool has_attention() const { return config().scoring != Scoring::none; }
+    bool has_attention() const { return config().has_attention(); }
 
     /// Encodes src [B, S] (ids) of valid lengths src_len [B].
     virtual std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len) = 0;

@@ -2,10 +2,17 @@
 #include "core/model/families.hpp"
 
 #include "core/model/rnn_model.hpp"
+#include "core/model/transformer_model.hpp"
 
 namespace attnviz {
 
-Network build_network(const ModelConfig& config) { return std::make_shared<Seq2SeqImpl>(config); }
+Network build_network(const ModelConfig& config) {
+    switch (config.arch) {
+    case ModelArch::transformer: return std::make_shared<TransformerImpl>(config);
+    case ModelArch::rnn: break;
+    }
+    return std::make_shared<Seq2SeqImpl>(config);
+}
 
 Network clone_network(const EncoderDecoder& network, const torch::Device& device) {
     Network copy = build_network(network.config());

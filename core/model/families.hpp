@@ -1,7 +1,7 @@
 #pragma once
 // The model families behind the seam of core/model/encoder_decoder.hpp, built
 // from one configuration (Joey NMT's build_model): the RNN encoder-decoder with
-// attention (core/model/rnn_model.hpp).
+// attention (core/model/rnn_model.hpp) and d2l's Transformer (core/model/transformer_model.hpp).
 #include "core/config/config.hpp"
 #include "core/model/encoder_decoder.hpp"
 

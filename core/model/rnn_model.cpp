@@ -9,6 +9,7 @@
 
 #include "core/io/error.hpp"
 #include "core/model/fused_gru.hpp"
+#include "core/model/model_support.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 
@@ -68,22 +69,6 @@ torch::Tensor AttentionImpl::score(const torch::Tensor& query, const torch::Tens
 
 // --- seq2seq -----------------------------------------------------------------
 
-namespace {
-// Seeds the global CPU generator for the initial weights and puts its previous
-// state back afterwards, so building a model (e.g. a snapshot copy on another
-// thread) never disturbs the random stream of a training run.
-class ScopedSeed {
-public:
-    explicit ScopedSeed(uint64_t seed) : m_gen(at::detail::getDefaultCPUGenerator()), m_state(m_gen.get_state()) {
-        m_gen.set_current_seed(seed);
-    }
-    ~ScopedSeed() { m_gen.set_state(m_state); }
-
-private:
-    at::Generator m_gen;
-    at::Tensor m_state;
-};
-}  // namespace
 
 Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config) : m_config(config) {
     namespace nn = torch::nn;
@@ -132,17 +117,6 @@ Seq2SeqImpl::RecurrentWeights Seq2SeqImpl::encoder_layer(int64_t l, bool reverse
     return {p["weight_ih_l" + s], p["weight_hh_l" + s], p["bias_ih_l" + s], p["bias_hh_l" + s]};
 }
 
-namespace {
-// d2l's pad_or_trim of a batch to N steps: wider batches lose their last
-// columns (a long row its <eos>), narrower ones get <pad> columns.
-std::pair<torch::Tensor, torch::Tensor> fit_source_steps(const torch::Tensor& src, const torch::Tensor& src_len,
-                                                         int64_t N) {
-    const int64_t S = src.size(1);
-    if (S == N) return {src, src_len};
-    if (S > N) return {src.narrow(1, 0, N), src_len.clamp_max(N)};
-    return {torch::constant_pad_nd(src, {0, N - S}, static_cast<double>(Vocab::pad_id)), src_len};
-}
-}  // namespace
 
 RnnEncoding Seq2SeqImpl::encode_states(const torch::Tensor& src, const torch::Tensor& src_len,
                                        const DropoutStream* dropout) {

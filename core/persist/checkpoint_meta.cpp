@@ -26,6 +26,16 @@ json meta_to_json(const TranslationModel& m) {
 }
 
 json d2l_style_config(const ModelConfig& c, TokenLevel level) {
+    if (c.is_transformer())
+        return {{"arch", to_string(c.arch)},
+                {"hidden", c.hidden_size},
+                {"layers", c.num_layers},
+                {"heads", c.num_heads},
+                {"ffn", c.ffn_size},
+                {"dropout", c.dropout},
+                {"d2l_decode_positions", c.d2l_decode_positions},
+                {"level", level_name(level)}};
+    // The RNN's keys have no "arch" (files from before the Transformer have none either).
     return {{"embed", c.embed_size},
             {"hidden", c.hidden_size},
             {"layers", c.num_layers},

@@ -42,7 +42,8 @@ CheckpointMeta meta_from_json(const nlohmann::json& attnviz, const nlohmann::jso
 
 /// The model's shape under d2l-style keys (the "config" of a checkpoint and of a
 /// d2l safetensors file): embed, hidden, layers, cell, scoring, bidirectional,
-/// attention_size, reverse_source, dropout, level.
+/// attention_size, reverse_source, dropout, level; a Transformer's: arch ("transformer"),
+/// hidden, layers, heads, ffn, dropout, d2l_decode_positions, level.
 nlohmann::json d2l_style_config(const ModelConfig& model, TokenLevel level);
 
 std::string level_name(TokenLevel level);  ///< "word" / "char" / "subword"

@@ -68,18 +68,36 @@ D2lVocabMap map_d2l_vocab(const std::vector<std::string>& idx_to_token, const st
     return m;
 }
 
+namespace {
+/// The file's keys and the registry's names (core/config/registry_table.cpp), per family.
+using KeyNames = std::vector<std::pair<const char*, const char*>>;
+const KeyNames k_rnn_keys = {{"embed", "embed_size"},         {"hidden", "hidden_size"},   {"layers", "num_layers"},
+                             {"num_steps", "source_steps"},   {"dropout", "dropout"},      {"cell", "cell"},
+                             {"scoring", "scoring"},          {"bidirectional", "bidirectional"},
+                             {"reverse_source", "reverse_source"}, {"attention_size", "attention_size"}};
+const KeyNames k_transformer_keys = {{"arch", "arch"},   {"hidden", "hidden_size"},       {"layers", "num_layers"},
+                                     {"heads", "num_heads"}, {"ffn", "ffn_size"},          {"num_steps", "source_steps"},
+                                     {"dropout", "dropout"}, {"d2l_decode_positions", "d2l_decode_positions"}};
+}  // namespace
+
 ModelConfig d2l_model_config(const nlohmann::json& config) {
     if (!config.is_object()) throw FileError("config: expected a JSON object with embed, hidden and layers");
-    // The file's keys and the registry's names (core/config/registry_table.cpp).
-    static const std::pair<const char*, const char*> keys[] = {
-        {"embed", "embed_size"},         {"hidden", "hidden_size"},   {"layers", "num_layers"},
-        {"num_steps", "source_steps"},   {"dropout", "dropout"},      {"cell", "cell"},
-        {"scoring", "scoring"},          {"bidirectional", "bidirectional"},
-        {"reverse_source", "reverse_source"}, {"attention_size", "attention_size"}};
-    for (const char* required : {"embed", "hidden", "layers"})
-        if (!config.contains(required))
-            throw FileError(std::string("config has no \"") + required + "\" (expected embed, hidden and layers)");
+    const auto arch = config.find("arch");
+    const bool transformer = arch != config.end() && *arch == "transformer";
+    if (arch != config.end() && !transformer && *arch != "rnn")
+        throw FileError("config: \"arch\" must be \"rnn\" or \"transformer\"");
+    const KeyNames& keys = transformer ? k_transformer_keys : k_rnn_keys;
+    const std::vector<const char*> required =
+        transformer ? std::vector<const char*>{"hidden", "layers", "heads", "ffn"}
+                    : std::vector<const char*>{"embed", "hidden", "layers"};
+    for (const char* key : required)
+        if (!config.contains(key))
+            throw FileError(std::string("config has no \"") + key + "\" (expected " +
+                            (transformer ? "hidden, layers, heads and ffn" : "embed, hidden and layers") + ")");
     nlohmann::json j{{"dropout", 0.2}};  // d2l's; the other defaults are ModelConfig's, which are d2l's
+    // A d2l Transformer decodes as d2l's predict_step does, unless the file says otherwise
+    // (attnviz's export says false for its own models, which use true positions).
+    if (transformer) j["d2l_decode_positions"] = true;
     for (const auto& [key, name] : keys) {
         auto it = config.find(key);
         if (it != config.end() && !it->is_null()) j[name] = *it;
@@ -103,6 +121,10 @@ nlohmann::json d2l_config_json(const ModelConfig& c, TokenLevel level) {
 std::string d2l_variant(const ModelConfig& c) {
     std::string out;
     auto add = [&](const std::string& what) { out += (out.empty() ? "" : ", ") + what; };
+    if (c.is_transformer()) {
+        if (c.hidden_size % 2 != 0) add("odd width " + std::to_string(c.hidden_size) + " (d2l's positional encoding needs an even one)");
+        return out;
+    }
     if (c.cell != CellType::gru) add(to_string(c.cell) == "lstm" ? "LSTM cell" : to_string(c.cell) + " cell");
     if (c.scoring != Scoring::additive) add(to_string(c.scoring) + " scoring");
     if (c.bidirectional) add("bidirectional encoder");
@@ -115,9 +137,13 @@ std::string d2l_variant(const ModelConfig& c) {
 namespace {
 
 /// Which vocabulary indexes a parameter's rows (nullptr: none).
-const D2lVocabMap* rows_of(const std::string& module, const D2lVocabMap& src, const D2lVocabMap& tgt) {
-    if (module == "enc_embedding.weight") return &src;
-    if (module == "dec_embedding.weight" || module == "dense.weight" || module == "dense.bias") return &tgt;
+const D2lVocabMap* rows_of(const ParameterName& p, const D2lVocabMap& src, const D2lVocabMap& tgt) {
+    switch (p.rows) {
+    case VocabRows::source: return &src;
+    case VocabRows::target:
+    case VocabRows::output: return &tgt;
+    case VocabRows::none: break;
+    }
     return nullptr;
 }
 
@@ -184,12 +210,17 @@ TranslationModelPtr import_file(const safetensors::File& file) {
     for (const auto& n : names) {
         const auto* entry = file.find(n.file);
         if (!entry)
-            throw FileError(what + " has no tensor '" + n.file + "' (expected for embed " +
-                            std::to_string(mc.embed_size) + ", hidden " + std::to_string(mc.hidden_size) + ", " +
-                            std::to_string(mc.num_layers) + " layers, " + to_string(mc.cell) + ", " +
-                            to_string(mc.scoring) + " attention)");
+            throw FileError(what + " has no tensor '" + n.file + "' (expected for " +
+                            (mc.is_transformer()
+                                 ? "a Transformer of width " + std::to_string(mc.hidden_size) + ", " +
+                                       std::to_string(mc.num_layers) + " blocks, feed-forward " +
+                                       std::to_string(mc.ffn_size)
+                                 : "embed " + std::to_string(mc.embed_size) + ", hidden " +
+                                       std::to_string(mc.hidden_size) + ", " + std::to_string(mc.num_layers) +
+                                       " layers, " + to_string(mc.cell) + ", " + to_string(mc.scoring) + " attention") +
+                            ")");
         auto shape = n.shape;
-        if (const auto* vocab = rows_of(n.module, src, tgt))  // rows in d2l's order and count
+        if (const auto* vocab = rows_of(n, src, tgt))  // rows in d2l's order and count
             shape[0] = static_cast<int64_t>(vocab == &src ? src_tokens.size() : tgt_tokens.size());
         if (entry->shape != shape)
             throw FileError(what + ": tensor '" + n.file + "' has shape " + shape_to_string(entry->shape) +
@@ -217,12 +248,12 @@ TranslationModelPtr import_file(const safetensors::File& file) {
         for (const auto& n : names) {
             const auto* entry = entries.at(n.module);
             torch::Tensor t = safetensors::to_tensor(file, *entry, entry->dtype).to(torch::kFloat);
-            if (const auto* vocab = rows_of(n.module, src, tgt)) {
+            if (const auto* vocab = rows_of(n, src, tgt)) {
                 t = t.index_select(0, torch::tensor(vocab->rows, torch::kLong));
                 // A token d2l's output layer lacks is never produced (d2l cannot produce it either).
-                const bool output = n.module == "dense.weight" || n.module == "dense.bias";
+                const bool output = n.rows == VocabRows::output, bias = t.dim() == 1;
                 for (size_t id = 0; output && id < vocab->added.size(); ++id)
-                    if (vocab->added[id]) t[static_cast<int64_t>(id)].fill_(n.module == "dense.bias" ? -1e9 : 0.0);
+                    if (vocab->added[id]) t[static_cast<int64_t>(id)].fill_(bias ? -1e9 : 0.0);
             }
             params[n.module].copy_(t);
         }

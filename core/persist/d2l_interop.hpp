@@ -1,12 +1,15 @@
 #pragma once
-// Models to and from d2l's PyTorch code (Seq2SeqEncoder + Seq2SeqAttentionDecoder),
-// through one safetensors file:
+// Models to and from d2l's PyTorch code (Seq2SeqEncoder + Seq2SeqAttentionDecoder, or
+// TransformerEncoder + TransformerDecoder), through one safetensors file:
 //   tensors       the d2l model's state_dict() under its own names (core/persist/parameter_names.hpp)
 //   __metadata__  "src_vocab", "tgt_vocab": JSON arrays, the vocabularies' idx_to_token in
 //                 index order; "config": a JSON object with embed, hidden, layers and
 //                 optionally num_steps, dropout, cell, scoring, bidirectional,
 //                 reverse_source, attention_size, level (absent ones are d2l's: GRU,
-//                 additive attention, unidirectional, word level); "format":
+//                 additive attention, unidirectional, word level) -- or for a Transformer
+//                 "arch": "transformer", hidden, layers, heads, ffn and optionally num_steps,
+//                 dropout, level and d2l_decode_positions (absent: true, decoding as d2l's
+//                 predict_step does; attnviz writes false for its own models); "format":
 //                 "d2l-seq2seq" (optional on import; an attnviz checkpoint names its own)
 // tools/d2l_safetensors.py writes and reads the same layout on the Python side.
 #include <map>
@@ -43,16 +46,18 @@ struct D2lVocabMap {
 D2lVocabMap map_d2l_vocab(const std::vector<std::string>& idx_to_token, const std::string& what);
 
 /// The model's shape from the file's config (vocabulary sizes left 0): embed, hidden,
-/// layers required; num_steps becomes ModelConfig::source_steps (absent: natural lengths);
-/// dropout defaults to d2l's 0.2. Throws FileError naming the key for a bad or missing value.
+/// layers required (a Transformer: hidden, layers, heads, ffn); num_steps becomes
+/// ModelConfig::source_steps (absent: natural lengths); dropout defaults to d2l's 0.2; a
+/// Transformer's d2l_decode_positions to true. Throws FileError naming the key for a bad or
+/// missing value.
 ModelConfig d2l_model_config(const nlohmann::json& config);
 
 /// The config object export_d2l writes for a model (num_steps only when source_steps > 0).
 nlohmann::json d2l_config_json(const ModelConfig& config, TokenLevel level);
 
 /// Whether d2l's classes can hold a model of this shape: GRU, additive attention (of the
-/// hidden width), unidirectional, reading left to right. Empty when they can, else what
-/// differs ("LSTM cell, dot scoring").
+/// hidden width), unidirectional, reading left to right; a Transformer of an even width.
+/// Empty when they can, else what differs ("LSTM cell, dot scoring").
 std::string d2l_variant(const ModelConfig& config);
 
 /// Reads a d2l file (tensors and metadata) as a model; `name` labels messages and becomes

@@ -7,18 +7,66 @@
 
 namespace attnviz {
 
+namespace {
+
+std::vector<ParameterName> transformer_names(const ModelConfig& c) {
+    const int64_t H = c.hidden_size, F = c.ffn_size, L = c.num_layers;
+    std::vector<ParameterName> out;
+    auto add = [&](const std::string& name, std::vector<int64_t> shape, VocabRows rows = VocabRows::none) {
+        out.push_back({name, name, std::move(shape), rows});
+    };
+    auto attention = [&](const std::string& p) {
+        for (const char* w : {"W_q", "W_k", "W_v", "W_o"}) add(p + "." + w + ".weight", {H, H});
+    };
+    auto addnorm = [&](const std::string& p) {
+        add(p + ".ln.weight", {H});
+        add(p + ".ln.bias", {H});
+    };
+    auto ffn = [&](const std::string& p) {
+        add(p + ".dense1.weight", {F, H});
+        add(p + ".dense1.bias", {F});
+        add(p + ".dense2.weight", {H, F});
+        add(p + ".dense2.bias", {H});
+    };
+    add("encoder.embedding.weight", {c.src_vocab, H}, VocabRows::source);
+    for (int64_t l = 0; l < L; ++l) {
+        const std::string b = "encoder.blks.block" + std::to_string(l) + ".";
+        attention(b + "attention");
+        addnorm(b + "addnorm1");
+        ffn(b + "ffn");
+        addnorm(b + "addnorm2");
+    }
+    add("decoder.embedding.weight", {c.tgt_vocab, H}, VocabRows::target);
+    for (int64_t l = 0; l < L; ++l) {
+        const std::string b = "decoder.blks.block" + std::to_string(l) + ".";
+        attention(b + "attention1");
+        addnorm(b + "addnorm1");
+        attention(b + "attention2");
+        addnorm(b + "addnorm2");
+        ffn(b + "ffn");
+        addnorm(b + "addnorm3");
+    }
+    add("decoder.dense.weight", {c.tgt_vocab, H}, VocabRows::output);
+    add("decoder.dense.bias", {c.tgt_vocab}, VocabRows::output);
+    return out;
+}
+
+}  // namespace
+
 std::vector<ParameterName> parameter_names(const ModelConfig& c) {
     c.validate_for_build();
+    if (c.is_transformer()) return transformer_names(c);
     const int64_t E = c.embed_size, H = c.hidden_size, L = c.num_layers;
     const int64_t D = c.bidirectional ? 2 : 1, K = D * H;
     const int64_t G = c.cell == CellType::gru ? 3 : 4;
     const int64_t A = c.attention_size > 0 ? c.attention_size : H;
     std::vector<ParameterName> out;
-    auto add = [&](std::string module, std::string file, std::vector<int64_t> shape) {
-        out.push_back({std::move(module), std::move(file), std::move(shape)});
+    auto add = [&](std::string module, std::string file, std::vector<int64_t> shape,
+                   VocabRows rows = VocabRows::none) {
+        out.push_back({std::move(module), std::move(file), std::move(shape), rows});
     };
 
-    add("enc_embedding.weight", "encoder.embedding.weight", {c.src_vocab, E});
+    add("enc_embedding.weight", "encoder.embedding.weight", {c.src_vocab, E}, VocabRows::source);
     for (int64_t l = 0; l < L; ++l)
         for (int64_t d = 0; d < D; ++d) {
             const std::string s = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
@@ -38,7 +86,7 @@ std::vector<ParameterName> parameter_names(const ModelConfig& c) {
     } else if (c.scoring == Scoring::general) {
         add("attention.W_k.weight", "decoder.attention.W_k.weight", {H, K});
     }
-    add("dec_embedding.weight", "decoder.embedding.weight", {c.tgt_vocab, E});
+    add("dec_embedding.weight", "decoder.embedding.weight", {c.tgt_vocab, E}, VocabRows::target);
     for (int64_t l = 0; l < L; ++l) {
         const std::string s = "_l" + std::to_string(l);
         add("dec_rnn_weight_ih" + s, "decoder.rnn.weight_ih" + s, {G * H, l == 0 ? K + E : H});
@@ -46,8 +94,8 @@ std::vector<ParameterName> parameter_names(const ModelConfig& c) {
         add("dec_rnn_bias_ih" + s, "decoder.rnn.bias_ih" + s, {G * H});
         add("dec_rnn_bias_hh" + s, "decoder.rnn.bias_hh" + s, {G * H});
     }
-    add("dense.weight", "decoder.dense.weight", {c.tgt_vocab, H});
-    add("dense.bias", "decoder.dense.bias", {c.tgt_vocab});
+    add("dense.weight", "decoder.dense.weight", {c.tgt_vocab, H}, VocabRows::output);
+    add("dense.bias", "decoder.dense.bias", {c.tgt_vocab}, VocabRows::output);
     return out;
 }
 
@@ -64,6 +112,7 @@ uint64_t parameter_bytes(const std::vector<ParameterName>& params) {
 }
 
 bool has_d2l_shape(const ModelConfig& c) {
+    if (c.is_transformer()) return c.hidden_size % 2 == 0;
     return c.cell == CellType::gru && !c.bidirectional && !c.reverse_source && c.scoring == Scoring::additive &&
            (c.attention_size == 0 || c.attention_size == c.hidden_size);
 }

@@ -30,6 +30,23 @@
 // (0 in the config: H). The decoder RNN's layer-0 input is [context; embedding]
 // (context first, as d2l concatenates it). Dot, scaled-dot and no attention have
 // no attention parameters. Parameters are listed in this table's order.
+//
+// The Transformer (core/model/transformer_model.hpp) has d2l's names as its module
+// names, so both names are the same (TransformerEncoder + TransformerDecoder's state_dict()):
+//
+//   encoder.embedding.weight                          [Vs, H]
+//   encoder.blks.block{k}.attention.W_{q,k,v,o}.weight [H, H]       (no biases)
+//   encoder.blks.block{k}.addnorm1.ln.weight, .bias   [H], [H]
+//   encoder.blks.block{k}.ffn.dense1.weight, .bias    [F, H], [F]
+//   encoder.blks.block{k}.ffn.dense2.weight, .bias    [H, F], [H]
+//   encoder.blks.block{k}.addnorm2.ln.weight, .bias   [H], [H]
+//   decoder.embedding.weight                          [Vt, H]
+//   decoder.blks.block{k}.attention1.W_{q,k,v,o}.weight, addnorm1.ln.*,   (causal self-attention)
+//   decoder.blks.block{k}.attention2.W_{q,k,v,o}.weight, addnorm2.ln.*,   (cross-attention)
+//   decoder.blks.block{k}.ffn.dense1.*, ffn.dense2.*, addnorm3.ln.*
+//   decoder.dense.weight, .bias                       [Vt, H], [Vt]
+//
+// H the width (hidden_size), F the feed-forward width (ffn_size), k = 0..L-1 blocks.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,14 +56,23 @@
 
 namespace attnviz {
 
-/// One parameter of a model: its two names and its shape.
-struct ParameterName {
-    std::string module;          ///< attnviz's name, a key of Seq2Seq::named_parameters()
-    std::string file;            ///< its name in files (d2l's PyTorch state_dict() name)
-    std::vector<int64_t> shape;  ///< shape for the configuration
+/// Which vocabulary a parameter's rows follow (its first dimension), if any.
+enum class VocabRows {
+    none,
+    source,  ///< the source embedding: a row per source token
+    target,  ///< the target embedding: a row per target token
+    output   ///< the output layer (weight and bias): a row per target token it scores
 };
 
-/// Every parameter of Seq2Seq(config), in the table's order. The configuration
+/// One parameter of a model: its two names and its shape.
+struct ParameterName {
+    std::string module;          ///< attnviz's name, a key of the network's named_parameters()
+    std::string file;            ///< its name in files (d2l's PyTorch state_dict() name)
+    std::vector<int64_t> shape;  ///< shape for the configuration
+    VocabRows rows = VocabRows::none;  ///< which vocabulary indexes its rows
+};
+
+/// Every parameter of build_network(config), in the table's order. The configuration
 /// must be valid (ModelConfig::validate_for_build, ConfigError otherwise), so
 /// that no dimension can overflow.
 std::vector<ParameterName> parameter_names(const ModelConfig& config);
@@ -56,7 +82,8 @@ uint64_t parameter_bytes(const std::vector<ParameterName>& params);
 
 /// True when the configuration has d2l's shape exactly (GRU cells, unidirectional
 /// encoder reading left to right, additive attention with attention size ==
-/// hidden size), i.e. its tensors load into d2l's PyTorch classes.
+/// hidden size; a Transformer of an even width, which d2l's positional encoding needs),
+/// i.e. its tensors load into d2l's PyTorch classes.
 bool has_d2l_shape(const ModelConfig& config);
 
 

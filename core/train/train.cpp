@@ -33,6 +33,7 @@ Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_
       m_train_config(train_config),
       m_device(resolve_device(train_config.device)) {
     m_train_config.validate();
+    cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);  // refuses a layer or head the model lacks
     if (m_model_config.seed == 0) m_model_config.seed = m_train_config.seed;
     if (!m_data.tokenizer) m_data.tokenizer = Tokenizer::for_level(m_data.level);
     init_model();
@@ -44,6 +45,7 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
       m_train_config(train_config),
       m_device(resolve_device(train_config.device)) {
     m_train_config.validate();
+    cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);
     m_data.src_vocab = c.model->src_vocab();  // a resumed model keeps its vocabularies
     m_data.tgt_vocab = c.model->tgt_vocab();
     m_data.level = c.model->level();
@@ -74,6 +76,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::set_train_config(const TrainConfig& config) {
     config.validate();
+    cross_heads(m_model_config, config.alignment_layer, config.alignment_heads);
     m_train_config = config;
     set_learning_rate(config.lr);
 }
@@ -238,7 +241,9 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     r.val_bleu = corpus_bleu(hyps, refs).score;
     // Where the pairs know their true alignment (built-in tasks): how well the attention aligns.
     const std::vector<SentencePair> sample(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n));
-    const AlignmentScore align = evaluate_alignment(view, sample, dopts);
+    const AlignmentScore align =
+        evaluate_alignment(view, sample, dopts, 0.0f,
+                           cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads));
     r.val_align_accuracy = align.accuracy();
     r.val_aer = align.aer();
     if (was_training) m_model->train();

@@ -39,6 +39,11 @@ public:
 
 struct Checkpoint;
 
+/// The warmup schedule's learning rate at batch `step` (1-based): peak * step / warmup while
+/// step < warmup, then peak * sqrt(warmup / step) ("Attention is all you need", with the
+/// peak given instead of derived from the width).
+double warmup_learning_rate(double peak, int64_t warmup_steps, int64_t step);
+
 /// Trains a network of any family (core/model/encoder_decoder.hpp): the training loop of a TrainingSession (core/session/session.hpp),
 /// which is what the CLI and the GUI use. Construct, then call run() on a worker
 /// thread; pause/resume/stop/wake and snapshot() are safe from any thread.
@@ -110,6 +115,8 @@ private:
     double train_batch(const Batch& batch, double* grad_norm, std::string* error);
     double learning_rate() const;
     void set_learning_rate(double lr);
+    /// The warmup schedule: sets the learning rate of the next batch (global_step + 1).
+    void schedule_batch();
     /// After an epoch: records the best weights; returns true when early stopping ends the run.
     bool after_epoch(const EpochReport& report);
     TrainingData m_data;

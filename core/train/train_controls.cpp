@@ -1,6 +1,8 @@
 // The training controls, written once: early stopping, keep-best and the
 // learning-rate schedules (TrainConfig::patience, keep_best, lr_schedule). The
-// trainer calls after_epoch() once per completed epoch.
+// trainer calls after_epoch() once per completed epoch, and schedule_batch() before
+// each batch (the warmup schedule changes the rate batch by batch).
+#include <algorithm>
 #include <cmath>
 
 #include "core/train/train.hpp"
@@ -8,6 +10,17 @@
 #include "core/model/families.hpp"
 
 namespace attnviz {
+
+double warmup_learning_rate(double peak, int64_t warmup_steps, int64_t step) {
+    const double s = static_cast<double>(std::max<int64_t>(step, 1)), w = static_cast<double>(std::max<int64_t>(warmup_steps, 1));
+    return s < w ? peak * s / w : peak * std::sqrt(w / s);
+}
+
+void Trainer::schedule_batch() {
+    const auto& cfg = m_train_config;
+    if (cfg.lr_schedule == LrSchedule::warmup)
+        set_learning_rate(warmup_learning_rate(cfg.lr, cfg.warmup_steps, m_history.global_step + 1));
+}
 
 double Trainer::learning_rate() const {
     return m_optimizer->param_groups().front().options().get_lr();

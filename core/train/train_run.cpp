@@ -42,6 +42,7 @@ StopReason Trainer::run(TrainObserver* observer) {
     try {
         begin_run(run);
         for (int epoch = m_history.epochs_done + 1; epoch <= m_train_config.epochs; ++epoch) {
+            schedule_batch();  // the rate the epoch starts with (warmup: its first batch's)
             const double epoch_lr = learning_rate();
             const EpochSums sums = train_epoch(run, epoch);
             if (run.reason == StopReason::diverged) break;
@@ -89,6 +90,7 @@ Trainer::EpochSums Trainer::train_epoch(RunState& run, int epoch) {
             run.obs->on_paused(false);
         }
         if (m_stop.load()) break;
+        schedule_batch();
         const auto t0 = Clock::now();
         double grad_norm = 0;
         std::string error;

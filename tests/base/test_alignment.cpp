@@ -131,6 +131,65 @@ TEST_CASE("hard alignments: argmax per step, threshold, <eos> left out", "[align
     CHECK_THROWS_AS(hard_alignment(t), Error);
 }
 
+TEST_CASE("alignments from a chosen layer and heads: one head, a layer's mean, a list averaged", "[alignment]") {
+    // Two layers of two cross heads (a Transformer's record), and the primary mean of the last layer.
+    Translation t;
+    t.src_tokens = {"a", "b", "<eos>"};
+    Hypothesis h;
+    h.tokens = {"x", "y", "<eos>"};
+    const AttentionMatrix diag = {{0.8f, 0.1f, 0.1f}, {0.1f, 0.8f, 0.1f}, {0.1f, 0.1f, 0.8f}};
+    const AttentionMatrix anti = {{0.1f, 0.8f, 0.1f}, {0.8f, 0.1f, 0.1f}, {0.1f, 0.1f, 0.8f}};
+    const AttentionMatrix flat = {{0.4f, 0.3f, 0.3f}, {0.3f, 0.4f, 0.3f}, {0.3f, 0.3f, 0.4f}};
+    h.attention.at({AttentionKind::cross, 1, -1}).weights = flat;
+    h.attention.at({AttentionKind::cross, 0, 0}).weights = diag;
+    h.attention.at({AttentionKind::cross, 0, 1}).weights = anti;
+    h.attention.at({AttentionKind::cross, 1, 0}).weights = diag;
+    h.attention.at({AttentionKind::cross, 1, 1}).weights = anti;
+    t.hypotheses = {h};
+    const AttentionRecord& r = t.best().attention;
+    CHECK(r.layer_count(AttentionKind::cross) == 2);
+    CHECK(r.head_count(AttentionKind::cross) == 2);
+    CHECK(r.layer_count(AttentionKind::encoder_self) == 0);
+    // Default: the last layer's mean, i.e. the primary map as recorded.
+    CHECK(r.select(HeadSelection{}) == flat);
+    CHECK(hard_alignment(t) == links({{0, 0, true}, {1, 1, true}}));
+    HardAlignmentOptions o;
+    o.heads = HeadSelection::parse(0, "1");
+    CHECK(hard_alignment(t, 0, o) == links({{1, 0, true}, {0, 1, true}}));
+    o.heads = HeadSelection::parse(0, "mean");  // layer 0 has no mean recorded: averaged here
+    const AttentionMatrix mean0 = r.select(o.heads);
+    CHECK(mean0[0][0] == Approx(0.45f));
+    CHECK(mean0[0][1] == Approx(0.45f));
+    CHECK(mean0[2][2] == Approx(0.8f));
+    CHECK(r.select(HeadSelection::parse(0, "0,1")) == mean0);
+    CHECK(HeadSelection::parse(-1, "0,1").describe() == "cross, last layer, heads 0,1");
+    CHECK(HeadSelection::parse(0, "mean").describe() == "cross, layer 0, mean of heads");
+    CHECK_THROWS_WITH(r.select(HeadSelection::parse(2, "mean")), Catch::Contains("2 layer(s) of 2 head(s)"));
+    CHECK_THROWS_WITH(r.select(HeadSelection::parse(0, "3")), Catch::Contains("head 3"));
+    // The RNN's one map is every selection of layer 0 (or the last).
+    Hypothesis rnn;
+    rnn.attention.at({}).weights = diag;
+    CHECK(rnn.attention.select(HeadSelection{}) == diag);
+    CHECK(rnn.attention.select(HeadSelection::parse(0, "0")) == diag);
+}
+
+TEST_CASE("attention rollout multiplies the layers' head means with the residual as attention to oneself",
+          "[alignment]") {
+    AttentionRecord r;
+    // Layer 0: every position reads position 0; layer 1: every position reads the one before (causal rows).
+    r.at({AttentionKind::decoder_self, 0, 0}).weights = {{1.0f}, {1.0f, 0.0f}, {1.0f, 0.0f, 0.0f}};
+    r.at({AttentionKind::decoder_self, 1, 0}).weights = {{1.0f}, {1.0f, 0.0f}, {0.0f, 1.0f, 0.0f}};
+    const AttentionMatrix roll = r.rollout(AttentionKind::decoder_self);
+    // A0' = [[1,0,0],[.5,.5,0],[.5,0,.5]], A1' = [[1,0,0],[.5,.5,0],[0,.5,.5]]; R = A1' A0'.
+    const AttentionMatrix expected = {{1.0f, 0.0f, 0.0f}, {0.75f, 0.25f, 0.0f}, {0.5f, 0.25f, 0.25f}};
+    REQUIRE(roll.size() == 3);
+    for (size_t q = 0; q < 3; ++q)
+        for (size_t k = 0; k < 3; ++k) CHECK(roll[q][k] == Approx(expected[q][k]));
+    for (const auto& row : roll) CHECK(row[0] + row[1] + row[2] == Approx(1.0f));
+    CHECK(r.rollout(AttentionKind::encoder_self).empty());
+    CHECK_THROWS_AS(r.rollout(AttentionKind::cross), ConfigError);
+}
+
 TEST_CASE("Pharaoh lines: write, parse back, possible links, 1-based input", "[alignment][pharaoh]") {
     const AlignmentLinks gold = gold_example();
     CHECK(to_pharaoh(gold) == "0-0 1-1 1p2");

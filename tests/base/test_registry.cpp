@@ -19,7 +19,10 @@ namespace {
 /// Every field of the structs under its checkpoint key, written out here rather
 /// than through the registry, so a parameter bound to the wrong field shows up.
 std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfig& t) {
-    return {{"embed_size", m.embed_size}, {"hidden_size", m.hidden_size}, {"num_layers", m.num_layers},
+    return {{"arch", to_string(m.arch)}, {"num_heads", m.num_heads}, {"ffn_size", m.ffn_size},
+            {"d2l_decode_positions", m.d2l_decode_positions}, {"warmup_steps", t.warmup_steps},
+            {"alignment_layer", t.alignment_layer}, {"alignment_heads", t.alignment_heads},
+            {"embed_size", m.embed_size}, {"hidden_size", m.hidden_size}, {"num_layers", m.num_layers},
             {"attention_size", m.attention_size}, {"cell", to_string(m.cell)}, {"bidirectional", m.bidirectional},
             {"reverse_source", m.reverse_source}, {"scoring", to_string(m.scoring)}, {"dropout", m.dropout},
             {"source_steps", m.source_steps}, {"init", to_string(m.init)}, {"epochs", t.epochs}, {"batch_size", t.batch_size},
@@ -47,7 +50,9 @@ json other_value(const ParamSpec& p) {
         case ParamType::real: return json((d.get<double>() + (d == *p.max ? *p.min : *p.max)) / 2);
         case ParamType::boolean: return json(!d.get<bool>());
         case ParamType::choice: return json(p.choices.at(p.choices.at(0) == d ? 1 : 0));
-        case ParamType::text: return json(d == "cpu" ? "cuda:1" : "cpu");
+        case ParamType::text:
+            if (p.name == "alignment_heads") return json("0,2");
+            return json(d == "cpu" ? "cuda:1" : "cpu");
     }
     return {};
 }
@@ -246,6 +251,61 @@ TEST_CASE("registry: the rules that tie model parameters together", "[registry]"
     m.scoring = Scoring::dot;
     m.reverse_source = true;
     CHECK_NOTHROW(m.validate());
+
+    // Each family's own parameters: the other family leaves them at their defaults.
+    ModelConfig t;
+    t.arch = ModelArch::transformer;
+    CHECK_NOTHROW(t.validate());
+    for (const auto& p : parameters()) {
+        if (p.group != ParamGroup::model || p.family == ParamFamily::all) continue;
+        INFO(p.name);
+        Hyperparameters h;
+        h.model.arch = p.family == ParamFamily::rnn ? ModelArch::transformer : ModelArch::rnn;
+        p.put(h, other_value(p));
+        CHECK_THROWS_WITH(h.model.validate(), Catch::Contains("--" + p.flag + " applies to"));
+        h.model.arch = p.family == ParamFamily::rnn ? ModelArch::rnn : ModelArch::transformer;
+        if (p.name != "num_heads") CHECK_NOTHROW(h.model.validate());
+    }
+    t.num_heads = 5;  // 128 is no multiple of 5
+    CHECK_THROWS_WITH(t.validate(), Catch::Contains("multiple of its heads"));
+    t.num_heads = 8;
+    CHECK_NOTHROW(t.validate());
+    CHECK(find_parameter("cell").family == ParamFamily::rnn);
+    CHECK(find_parameter("heads").family == ParamFamily::transformer);
+    CHECK(find_parameter("hidden").family == ParamFamily::all);
+}
+
+TEST_CASE("registry: d2l's Transformer configuration beside its RNN's", "[registry]") {
+    const Hyperparameters rnn = d2l_hyperparameters(), tf = d2l_transformer_hyperparameters();
+    CHECK(rnn.model.arch == ModelArch::rnn);
+    CHECK(rnn.train.lr == 0.005);
+    CHECK(rnn.model.embed_size == 256);
+    CHECK(tf.model.arch == ModelArch::transformer);
+    CHECK(tf.model.hidden_size == 256);
+    CHECK(tf.model.num_layers == 2);
+    CHECK(tf.model.num_heads == 4);
+    CHECK(tf.model.ffn_size == 64);
+    CHECK(tf.model.dropout == 0.2);
+    CHECK(tf.train.lr == 0.001);
+    CHECK(tf.train.batch_size == 128);
+    CHECK(tf.train.epochs == 30);
+    CHECK(tf.train.fixed_steps == 9);
+    CHECK(tf.model.source_steps == 9);
+    CHECK(tf.model.embed_size == ModelConfig{}.embed_size);  // the RNN's own stay at their defaults
+    CHECK_NOTHROW(tf.model.validate());
+    CHECK_NOTHROW(validate(tf));
+}
+
+TEST_CASE("registry: lists of heads", "[registry]") {
+    CHECK(parse_head_list("mean").empty());
+    CHECK(parse_head_list("").empty());
+    CHECK(parse_head_list("3") == std::vector<int>{3});
+    CHECK(parse_head_list("0,2,5") == std::vector<int>{0, 2, 5});
+    for (const char* bad : {"-1", "1,,2", "1,1", "x", "1 ,2", "0,"})
+        CHECK_THROWS_WITH(parse_head_list(bad), Catch::Contains("expected \"mean\""));
+    TrainConfig t;
+    t.alignment_heads = "0,";
+    CHECK_THROWS_WITH(t.validate(), Catch::Contains("--alignment-heads"));
 }
 
 TEST_CASE("registry: registry_json describes every parameter", "[registry]") {
@@ -274,4 +334,8 @@ TEST_CASE("registry: registry_json describes every parameter", "[registry]") {
     CHECK(entry("lr").at("min_exclusive") == true);
     CHECK(entry("cell").at("choices") == json{"gru", "lstm"});
     CHECK(entry("patience").at("zero_means") == "off");
+    CHECK(entry("cell").at("family") == "rnn");
+    CHECK(entry("num_heads").at("family") == "transformer");
+    CHECK(entry("lr").at("family") == "all");
+    CHECK(entry("lr_schedule").at("choices") == json{"none", "plateau", "step", "warmup"});
 }

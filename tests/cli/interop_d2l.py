@@ -14,14 +14,13 @@ Prints the largest attention difference of each direction as JSON.
 """
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-SKIP = 77
-TOLERANCE = 1e-5
+from interop_support import attnviz_translate, compare, d2l_translate, require, run
+
 SENTENCES = [
     'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
     'hug me .', 'help !', 'i know you .',
@@ -29,53 +28,6 @@ SENTENCES = [
     'i think that tom is very happy to be here with us today .',  # longer than num_steps
     'we are not sure if you are right about that , tom .',        # longer, with a comma
 ]
-
-
-def skip(why):
-    print(f'SKIPPED: {why}')
-    sys.exit(SKIP)
-
-
-def run(cmd, **kw):
-    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
-    if res.returncode != 0:
-        sys.exit(f'command failed ({res.returncode}): {" ".join(map(str, cmd))}\n{res.stdout}\n{res.stderr}')
-    return res.stdout
-
-
-def attnviz_translate(cli, model, max_length, out):
-    run([cli, '--threads', '1', 'translate', '--model', model, '--max-length', max_length,
-         '--attention-out', out, *SENTENCES])
-    return json.loads(Path(out).read_text(encoding='utf-8'))
-
-
-def d2l_translate(python, tool, d2l, model, max_length, out):
-    run([python, tool, '--d2l', d2l, '--threads', '1', 'translate', model, *SENTENCES, '--max-length', max_length,
-         '--json', out])
-    return json.loads(Path(out).read_text(encoding='utf-8'))
-
-
-def compare(what, ours, theirs):
-    """Same source tokens and output tokens; attention within TOLERANCE. Returns the max difference."""
-    assert len(ours) == len(theirs) == len(SENTENCES), what
-    worst = 0.0
-    for a, d in zip(ours, theirs):
-        where = f'{what}: "{d["input"]}"'
-        if a['source'] != d['source']:
-            sys.exit(f'{where}: source tokens differ: attnviz {a["source"]}, d2l {d["source"]}')
-        if a['output'] != d['output']:
-            sys.exit(f'{where}: translations differ: attnviz {a["output"]}, d2l {d["output"]}')
-        if d['masked_max'] != 0.0:
-            sys.exit(f'{where}: d2l gave padding a weight of {d["masked_max"]}')
-        if len(a['weights']) != len(d['weights']):
-            sys.exit(f'{where}: {len(a["weights"])} attention rows in attnviz, {len(d["weights"])} in d2l')
-        for r, (ra, rd) in enumerate(zip(a['weights'], d['weights'])):
-            if len(ra) != len(rd):
-                sys.exit(f'{where}: row {r} has {len(ra)} weights in attnviz, {len(rd)} in d2l')
-            worst = max([worst] + [abs(x - y) for x, y in zip(ra, rd)])
-    if worst > TOLERANCE:
-        sys.exit(f'{what}: attention differs by {worst:.3g} (tolerance {TOLERANCE})')
-    return worst
 
 
 def main():
@@ -87,15 +39,7 @@ def main():
     ap.add_argument('--batches', type=int, default=150)
     a = ap.parse_args()
     d2l = Path(a.d2l)
-    if not (d2l / 'd2l_reference.py' if d2l.is_dir() else d2l).is_file():
-        skip(f'{a.d2l}: no d2l_reference.py')
-    if not Path(a.data).is_file():
-        skip(f'{a.data}: no such data file')
-    try:
-        import torch  # noqa: F401
-        import safetensors  # noqa: F401
-    except ImportError as e:
-        skip(f'{sys.executable} lacks {e.name}')
+    require([d2l / 'd2l_reference.py' if d2l.is_dir() else d2l], a.data)
     python, t0 = sys.executable, time.perf_counter()
     report = {}
     with tempfile.TemporaryDirectory(prefix='attnviz-interop-') as tmp:
@@ -107,9 +51,9 @@ def main():
                                   '--out', d2l_file, '--batches', a.batches, '--num-steps', num_steps,
                                   '--embed', 32, '--hidden', 48, '--layers', 2, '--num-train', 1000,
                                   '--num-val', 10]))
-        theirs = d2l_translate(python, a.tool, d2l, d2l_file, num_steps, tmp / 'd2l.json')
-        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json')
-        report['d2l_to_attnviz'] = {'max_attention_diff': compare('d2l -> attnviz', ours, theirs),
+        theirs = d2l_translate(python, a.tool, d2l, d2l_file, num_steps, tmp / 'd2l.json', SENTENCES)
+        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json', SENTENCES)
+        report['d2l_to_attnviz'] = {'max_attention_diff': compare('d2l -> attnviz', ours, theirs, len(SENTENCES))[0],
                                     'd2l_train_loss': trained['last_loss'],
                                     'translations': [' '.join(d['output']) for d in theirs]}
 
@@ -120,13 +64,13 @@ def main():
              '--min-freq', 2, '--eval-sample', 0, '--quiet', '--save', ckpt])
         run([a.cli, 'export', '--model', ckpt, '--out', exported])
         max_length = 10
-        ours = attnviz_translate(a.cli, ckpt, max_length, tmp / 'attnviz2.json')
-        theirs = d2l_translate(python, a.tool, d2l, exported, max_length, tmp / 'd2l2.json')
-        back = attnviz_translate(a.cli, exported, max_length, tmp / 'attnviz3.json')
+        ours = attnviz_translate(a.cli, ckpt, max_length, tmp / 'attnviz2.json', SENTENCES)
+        theirs = d2l_translate(python, a.tool, d2l, exported, max_length, tmp / 'd2l2.json', SENTENCES)
+        back = attnviz_translate(a.cli, exported, max_length, tmp / 'attnviz3.json', SENTENCES)
         for x, y in zip(ours, back):
             if (x['output'], x['weights']) != (y['output'], y['weights']):
                 sys.exit(f'the exported file translates "{x["input"]}" differently from its checkpoint')
-        report['attnviz_to_d2l'] = {'max_attention_diff': compare('attnviz -> d2l', ours, theirs),
+        report['attnviz_to_d2l'] = {'max_attention_diff': compare('attnviz -> d2l', ours, theirs, len(SENTENCES))[0],
                                     'translations': [' '.join(d['output']) for d in theirs]}
     report['seconds'] = round(time.perf_counter() - t0, 1)
     print(json.dumps(report, indent=1))

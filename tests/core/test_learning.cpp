@@ -104,6 +104,33 @@ TEST_CASE("reverse: additive attention learns the task and the anti-diagonal ali
     CHECK(r.first_epoch_align < r.last_epoch_align - 0.2);
 }
 
+// [!mayfail]: it runs and reports, but does not fail the suite yet: in this test the run below
+// reached 0.937 exact (the CLI's eval of the same settings 0.955; 80 epochs 0.940), short of
+// the 0.95 the issue asks for. Open: settings that reach it reliably in a few seconds.
+TEST_CASE("reverse: a Transformer learns the task", "[learning][transformer][!mayfail]") {
+    // d2l's Transformer scales the embeddings by √d, which drowns the positional encoding
+    // that reversing needs: it learns slowly. Measured with the CLI on the same task and seeds
+    // (one thread): width 64, lr 0.002 without warm-up reached 0.56 exact after 12 epochs and
+    // 0.69 after 30; width 32 with a warm-up of 200 batches to lr 0.005 reached 0.895 after 40
+    // epochs and 0.955 after 60 (about 60 s of CPU): what this test runs.
+    auto s = small_setup(1, 2000, 60, 0.005, /*reverse_source=*/false);
+    s.task.min_len = 3;
+    s.task.max_len = 8;
+    s.model.arch = ModelArch::transformer;
+    s.model.embed_size = ModelConfig{}.embed_size;  // the RNN's own setting stays at its default
+    s.model.hidden_size = 32;
+    s.model.num_layers = 2;
+    s.model.num_heads = 4;
+    s.model.ffn_size = 64;
+    s.train.lr_schedule = LrSchedule::warmup;
+    s.train.warmup_steps = 200;
+    auto r = train_and_test(TaskKind::reverse, s.task, s.model, s.train);
+    WARN("reverse, Transformer: exact " << r.exact << ", alignment accuracy of the last layer's mean "
+                                        << r.alignment.accuracy() << ", AER " << r.alignment.aer() << "; "
+                                        << r.seconds << " s");
+    CHECK(r.exact >= 0.95);
+}
+
 TEST_CASE("dates: the character-level date task learns", "[learning]") {
     auto s = small_setup(2, 3000, 6, 0.01, /*reverse_source=*/false);
     auto r = train_and_test(TaskKind::dates, s.task, s.model, s.train, 200);

@@ -1,0 +1,158 @@
+// d2l's Transformer parts (core/model/transformer_layers.hpp).
+#include "core/model/transformer_layers.hpp"
+
+#include <cmath>
+
+namespace F = torch::nn::functional;
+
+namespace attnviz {
+
+torch::Tensor positional_encoding(int64_t positions, int64_t width) {
+    // As d2l's PositionalEncoding, in float: X = i / 10000^(2j / d).
+    auto x = torch::arange(positions, torch::kFloat).reshape({-1, 1}) /
+             torch::pow(10000.0, torch::arange(0, width, 2, torch::kFloat) / static_cast<double>(width));
+    auto p = torch::zeros({positions, width}, torch::kFloat);
+    p.slice(1, 0, width, 2).copy_(torch::sin(x));
+    p.slice(1, 1, width, 2).copy_(torch::cos(x).narrow(1, 0, width / 2));  // an odd width has one cosine fewer
+    return p;
+}
+
+// --- dropout -----------------------------------------------------------------
+
+namespace {
+/// The hashed masks' keys of a [B, T] grid: each row's place in the whole batch, and the position.
+std::vector<uint64_t> grid_keys(const DropoutStream& stream, int64_t rows, int64_t positions) {
+    std::vector<uint64_t> keys;
+    keys.reserve(static_cast<size_t>(rows * positions));
+    for (int64_t b = 0; b < rows; ++b)
+        for (int64_t t = 0; t < positions; ++t) keys.push_back(dropout_key(stream.batch_row(b), t));
+    return keys;
+}
+}  // namespace
+
+torch::Tensor Dropout::tokens(const torch::Tensor& x, uint64_t which) const {
+    if (!on()) return x;
+    if (!stream) return torch::dropout(x, p, /*train=*/true);
+    const int64_t B = x.size(0), T = x.size(1), U = x.size(2);
+    return x * hashed_dropout_mask(*stream, which, grid_keys(*stream, B, T), U, 1.0 - p, x.options()).view({B, T, U});
+}
+
+torch::Tensor Dropout::weights(const torch::Tensor& w, uint64_t which) const {
+    if (!on()) return w;
+    if (!stream) return torch::dropout(w, p, /*train=*/true);
+    // One mask per head whose columns are the keys: a part of a batch, narrower than the
+    // whole, reads a prefix of each row's mask, so splitting the batch changes no mask.
+    const int64_t B = w.size(0), h = w.size(1), Tq = w.size(2), Tk = w.size(3);
+    const auto keys = grid_keys(*stream, B, Tq);
+    std::vector<torch::Tensor> masks;
+    for (int64_t head = 0; head < h; ++head)
+        masks.push_back(hashed_dropout_mask(*stream, (which << 8) | static_cast<uint64_t>(head), keys, Tk, 1.0 - p,
+                                            w.options())
+                            .view({B, Tq, Tk}));
+    return w * torch::stack(masks, 1);
+}
+
+// --- attention ---------------------------------------------------------------
+
+HeadAttention attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     const AttendOptions& o) {
+    // d2l's DotProductAttention: q kᵀ / √dh, masked softmax, dropout on the weights, times v.
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+    if (o.bias.defined()) scores = scores + o.bias;
+    auto weights = torch::softmax(scores, -1);
+    if (o.weights.defined()) weights = o.weights.to(weights.options()).expand_as(weights);
+    auto used = o.dropout ? o.dropout->weights(weights, o.which) : weights;
+    HeadAttention a;
+    a.out = torch::matmul(used, v);
+    if (o.head_keep.defined()) a.out = a.out * o.head_keep.to(a.out.options()).view({1, -1, 1, 1});
+    if (o.keep) {
+        a.weights = weights;
+        a.scores = scores;
+    }
+    return a;
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t width, int64_t heads) : m_heads(heads) {
+    namespace nn = torch::nn;
+    W_q = register_module("W_q", nn::Linear(nn::LinearOptions(width, width).bias(false)));
+    W_k = register_module("W_k", nn::Linear(nn::LinearOptions(width, width).bias(false)));
+    W_v = register_module("W_v", nn::Linear(nn::LinearOptions(width, width).bias(false)));
+    W_o = register_module("W_o", nn::Linear(nn::LinearOptions(width, width).bias(false)));
+}
+
+torch::Tensor MultiHeadAttentionImpl::split(const torch::Tensor& x) const {
+    return x.view({x.size(0), x.size(1), m_heads, -1}).permute({0, 2, 1, 3});
+}
+
+torch::Tensor MultiHeadAttentionImpl::merge(const torch::Tensor& x) const {
+    return x.permute({0, 2, 1, 3}).reshape({x.size(0), x.size(2), -1});
+}
+
+std::array<torch::Tensor, 3> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x) const {
+    // One product with the three matrices stacked: [B, T, 3d].
+    const auto qkv = F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight})).chunk(3, -1);
+    return {split(qkv[0].contiguous()), split(qkv[1].contiguous()), split(qkv[2].contiguous())};
+}
+
+std::array<torch::Tensor, 2> MultiHeadAttentionImpl::project_kv(const torch::Tensor& x) const {
+    const auto kv = F::linear(x, torch::cat({W_k->weight, W_v->weight})).chunk(2, -1);
+    return {split(kv[0].contiguous()), split(kv[1].contiguous())};
+}
+
+torch::Tensor MultiHeadAttentionImpl::project_q(const torch::Tensor& x) const { return split(F::linear(x, W_q->weight)); }
+
+torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out) const {
+    return F::linear(merge(heads_out), W_o->weight);
+}
+
+// --- AddNorm, feed-forward, blocks ----------------------------------------------
+
+AddNormImpl::AddNormImpl(int64_t width) {
+    ln = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
+}
+
+torch::Tensor AddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& y, const Dropout& dropout,
+                                   uint64_t which) {
+    return ln->forward(dropout.tokens(y, which) + x);
+}
+
+PositionWiseFFNImpl::PositionWiseFFNImpl(int64_t width, int64_t ffn) {
+    dense1 = register_module("dense1", torch::nn::Linear(width, ffn));
+    dense2 = register_module("dense2", torch::nn::Linear(ffn, width));
+}
+
+torch::Tensor PositionWiseFFNImpl::forward(const torch::Tensor& x) {
+    return dense2->forward(torch::relu(dense1->forward(x)));
+}
+
+EncoderBlockImpl::EncoderBlockImpl(int64_t width, int64_t ffn_size, int64_t heads) {
+    attention = register_module("attention", MultiHeadAttention(width, heads));
+    addnorm1 = register_module("addnorm1", AddNorm(width));
+    ffn = register_module("ffn", PositionWiseFFN(width, ffn_size));
+    addnorm2 = register_module("addnorm2", AddNorm(width));
+}
+
+torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout,
+                                        uint64_t which, HeadAttention* kept) {
+    const auto [q, k, v] = attention->project_qkv(x);
+    AttendOptions o;
+    o.bias = bias;
+    o.dropout = &dropout;
+    o.which = which;
+    o.keep = kept != nullptr;
+    HeadAttention a = attend(q, k, v, o);
+    auto y = addnorm1->forward(x, attention->output(a.out), dropout, which + 1);
+    if (kept) *kept = std::move(a);
+    return addnorm2->forward(y, ffn->forward(y), dropout, which + 2);
+}
+
+DecoderBlockImpl::DecoderBlockImpl(int64_t width, int64_t ffn_size, int64_t heads) {
+    attention1 = register_module("attention1", MultiHeadAttention(width, heads));
+    addnorm1 = register_module("addnorm1", AddNorm(width));
+    attention2 = register_module("attention2", MultiHeadAttention(width, heads));
+    addnorm2 = register_module("addnorm2", AddNorm(width));
+    ffn = register_module("ffn", PositionWiseFFN(width, ffn_size));
+    addnorm3 = register_module("addnorm3", AddNorm(width));
+}
+
+}  // namespace attnviz

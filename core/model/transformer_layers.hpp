@@ -1,0 +1,132 @@
+#pragma once
+// The parts of d2l 1.0.3's Transformer (sections 11.5 multi-head attention, 11.6
+// positional encoding, 11.7 the Transformer), named as d2l names them so that a
+// module's parameters have d2l's state_dict names (W_q, addnorm1.ln, ffn.dense1, ...):
+// MultiHeadAttention (no biases in W_q, W_k, W_v, W_o), AddNorm (post-norm:
+// LayerNorm(X + Dropout(Y))), PositionWiseFFN (dense1 - ReLU - dense2, with biases),
+// the encoder and decoder blocks. The model that puts them together, and the family
+// seam, is core/model/transformer_model.hpp.
+//
+// Shapes: B batch, T (or Tq) query positions, Tk key positions, d width, h heads,
+// dh = d / h per head.
+#include <array>
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "core/model/dropout_stream.hpp"
+
+namespace attnviz {
+
+/// d2l's PositionalEncoding table for positions 0..n-1: P[i][2j] = sin(i / 10000^(2j/d)),
+/// P[i][2j+1] = cos(i / 10000^(2j/d)), float, [n, d] (computed as d2l does, in float).
+torch::Tensor positional_encoding(int64_t positions, int64_t width);
+
+/// Where a pass's dropout comes from: nowhere (evaluation, or p = 0), ATen's generator, or
+/// masks hashed from a DropoutStream (a training step split into parts draws the whole
+/// batch's masks: core/train/split_step.hpp). `which` names the mask within the step.
+struct Dropout {
+    double p = 0;                            ///< drop probability (0: off)
+    const DropoutStream* stream = nullptr;   ///< hashed masks; null: ATen's generator
+    bool on() const { return p > 0; }
+    /// x [B, T, U]: element u of row b, position t.
+    torch::Tensor tokens(const torch::Tensor& x, uint64_t which) const;
+    /// Attention weights w [B, h, Tq, Tk]: one mask per head, per query row.
+    torch::Tensor weights(const torch::Tensor& w, uint64_t which) const;
+};
+
+/// What scaled dot-product attention computed for every head.
+struct HeadAttention {
+    torch::Tensor out;      ///< [B, h, Tq, dh] the weighted sums of the values
+    torch::Tensor weights;  ///< [B, h, Tq, Tk] softmax weights (0 where masked), when kept
+    torch::Tensor scores;   ///< [B, h, Tq, Tk] q·k/√dh before the softmax (-inf where masked), when kept
+};
+
+/// How attend() runs.
+struct AttendOptions {
+    torch::Tensor bias;         ///< added to the scores, broadcastable to [B, h, Tq, Tk]: 0 where a key
+                                ///< may be attended, -inf where not (padding, the future); undefined: none
+    const Dropout* dropout = nullptr;  ///< on the weights (d2l: DotProductAttention's dropout); null: none
+    uint64_t which = 0;         ///< the dropout mask's name
+    bool keep = false;          ///< keep weights and scores in the result
+    torch::Tensor weights;      ///< replaces the softmax weights (an intervention), broadcastable to
+                                ///< [B, h, Tq, Tk]; undefined: the model's own
+    torch::Tensor head_keep;    ///< [h] 1 for a head that works, 0 for one switched off (its output is 0)
+};
+
+/// softmax(q kᵀ / √dh + bias) v for q [B, h, Tq, dh], k and v [B, h, Tk, dh].
+HeadAttention attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     const AttendOptions& options);
+
+/// d2l's MultiHeadAttention: W_q, W_k, W_v, W_o [d, d], no biases.
+class MultiHeadAttentionImpl : public torch::nn::Module {
+public:
+    MultiHeadAttentionImpl(int64_t width, int64_t heads);
+    int64_t heads() const { return m_heads; }
+    /// [B, T, d] -> [B, h, T, dh] (d2l's transpose_qkv, without folding h into B).
+    torch::Tensor split(const torch::Tensor& x) const;
+    /// [B, h, T, dh] -> [B, T, d] (d2l's transpose_output).
+    torch::Tensor merge(const torch::Tensor& x) const;
+    /// Queries, keys and values of one input x [B, T, d] (self-attention) in one product, split into heads.
+    std::array<torch::Tensor, 3> project_qkv(const torch::Tensor& x) const;
+    /// Keys and values of x [B, T, d] in one product (cross-attention's encoder output), split into heads.
+    std::array<torch::Tensor, 2> project_kv(const torch::Tensor& x) const;
+    /// Queries of x [B, T, d], split into heads.
+    torch::Tensor project_q(const torch::Tensor& x) const;
+    /// The heads' outputs [B, h, T, dh] merged and through W_o: [B, T, d].
+    torch::Tensor output(const torch::Tensor& heads_out) const;
+
+    torch::nn::Linear W_q{nullptr}, W_k{nullptr}, W_v{nullptr}, W_o{nullptr};
+
+private:
+    int64_t m_heads;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+/// d2l's AddNorm: LayerNorm(X + Dropout(Y)), post-norm.
+class AddNormImpl : public torch::nn::Module {
+public:
+    explicit AddNormImpl(int64_t width);
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& y, const Dropout& dropout, uint64_t which);
+    torch::nn::LayerNorm ln{nullptr};
+};
+TORCH_MODULE(AddNorm);
+
+/// d2l's PositionWiseFFN: dense2(ReLU(dense1(X))), dense1 [f, d] and dense2 [d, f] with biases.
+class PositionWiseFFNImpl : public torch::nn::Module {
+public:
+    PositionWiseFFNImpl(int64_t width, int64_t ffn);
+    torch::Tensor forward(const torch::Tensor& x);
+    torch::nn::Linear dense1{nullptr}, dense2{nullptr};
+};
+TORCH_MODULE(PositionWiseFFN);
+
+/// d2l's TransformerEncoderBlock: self-attention, AddNorm, feed-forward, AddNorm.
+class EncoderBlockImpl : public torch::nn::Module {
+public:
+    EncoderBlockImpl(int64_t width, int64_t ffn, int64_t heads);
+    /// x [B, S, d]; bias [B, 1, 1, S] (padding -inf). kept: the self-attention's weights and scores.
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout, uint64_t which,
+                          HeadAttention* kept);
+    MultiHeadAttention attention{nullptr};
+    AddNorm addnorm1{nullptr};
+    PositionWiseFFN ffn{nullptr};
+    AddNorm addnorm2{nullptr};
+};
+TORCH_MODULE(EncoderBlock);
+
+/// d2l's TransformerDecoderBlock: masked self-attention (attention1), AddNorm,
+/// cross-attention over the encoder (attention2), AddNorm, feed-forward, AddNorm.
+class DecoderBlockImpl : public torch::nn::Module {
+public:
+    DecoderBlockImpl(int64_t width, int64_t ffn, int64_t heads);
+    MultiHeadAttention attention1{nullptr};
+    AddNorm addnorm1{nullptr};
+    MultiHeadAttention attention2{nullptr};
+    AddNorm addnorm2{nullptr};
+    PositionWiseFFN ffn{nullptr};
+    AddNorm addnorm3{nullptr};
+};
+TORCH_MODULE(DecoderBlock);
+
+}  // namespace attnviz

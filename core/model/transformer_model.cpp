@@ -1,0 +1,323 @@
+// d2l's Transformer behind the family seam (core/model/transformer_model.hpp).
+#include "core/model/transformer_model.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/io/error.hpp"
+#include "core/model/model_support.hpp"
+#include "core/text/vocab.hpp"
+
+namespace F = torch::nn::functional;
+
+namespace attnviz {
+
+namespace {
+
+/// Positions whose encoding is computed once (longer inputs compute theirs as they come).
+constexpr int64_t k_table_positions = 1024;
+
+/// The names of a step's dropout masks (hashed masks need one per place): the embeddings'
+/// and, per block, its attentions' weights and its AddNorms'.
+uint64_t enc_site(int64_t layer) { return 16 + 8 * static_cast<uint64_t>(layer); }
+uint64_t dec_site(int64_t layer) { return 4096 + 8 * static_cast<uint64_t>(layer); }
+constexpr uint64_t k_enc_embedding = 1, k_dec_embedding = 2;
+
+/// [B, 1, 1, S]: 0 where mask is true, -inf elsewhere.
+torch::Tensor key_bias(const torch::Tensor& mask) {
+    return torch::zeros(mask.sizes(), torch::TensorOptions().dtype(torch::kFloat).device(mask.device()))
+        .masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity())
+        .unsqueeze(1)
+        .unsqueeze(1);
+}
+
+/// [T, T]: -inf above the diagonal (a position attends to itself and those before it).
+torch::Tensor causal_bias(int64_t T, const torch::Device& device) {
+    return torch::full({T, T}, -std::numeric_limits<float>::infinity(), torch::TensorOptions().device(device))
+        .triu(1);
+}
+
+template <typename T, typename Base>
+T& as_transformer(Base& x, const char* what) {
+    auto* p = dynamic_cast<T*>(&x);
+    if (!p) throw std::logic_error(std::string("Transformer decoder step: ") + what + " of another model family");
+    return *p;
+}
+
+/// [h] with 0 for the heads of (kind, layer) that `off` switches off, or undefined when none is.
+torch::Tensor head_keep(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer, int64_t heads) {
+    if (!intervention) return {};
+    torch::Tensor keep;
+    for (const auto& off : intervention->heads_off) {
+        if (off.kind != kind || off.layer != layer || off.head >= heads) continue;
+        if (!keep.defined()) keep = torch::ones({heads});
+        if (off.head < 0) keep.zero_();
+        else keep[off.head] = 0;
+    }
+    return keep;
+}
+
+}  // namespace
+
+// --- modules -----------------------------------------------------------------
+
+TransformerEncoderImpl::TransformerEncoderImpl(const ModelConfig& c) {
+    embedding = register_module("embedding", torch::nn::Embedding(c.src_vocab, c.hidden_size));
+    auto blks = register_module("blks", std::make_shared<torch::nn::Module>());
+    for (int64_t l = 0; l < c.num_layers; ++l)
+        blocks.push_back(blks->register_module("block" + std::to_string(l),
+                                               EncoderBlock(c.hidden_size, c.ffn_size, c.num_heads)));
+}
+
+TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& c) {
+    embedding = register_module("embedding", torch::nn::Embedding(c.tgt_vocab, c.hidden_size));
+    auto blks = register_module("blks", std::make_shared<torch::nn::Module>());
+    for (int64_t l = 0; l < c.num_layers; ++l)
+        blocks.push_back(blks->register_module("block" + std::to_string(l),
+                                               DecoderBlock(c.hidden_size, c.ffn_size, c.num_heads)));
+    dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.tgt_vocab));
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& config) : m_config(config) {
+    config.validate_for_build();
+    if (!config.is_transformer()) throw ConfigError("model: a Transformer needs --arch transformer");
+    ScopedSeed seeded(config.seed);  // the initial weights depend on the seed alone
+    // d2l registers the encoder first, then the decoder; the weights draw in that order.
+    encoder = register_module("encoder", TransformerEncoder(config));
+    decoder = register_module("decoder", TransformerDecoder(config));
+    m_positions = positional_encoding(k_table_positions, config.hidden_size);
+}
+
+torch::Tensor TransformerImpl::positions(int64_t first, int64_t n, const torch::Device& device) const {
+    if (first + n <= m_positions.size(0)) return m_positions.narrow(0, first, n).to(device);
+    return positional_encoding(first + n, m_config.hidden_size).narrow(0, first, n).to(device);
+}
+
+torch::Tensor TransformerImpl::embed_positions(const torch::Tensor& emb, int64_t first, const Dropout& dropout,
+                                               uint64_t which) const {
+    const double scale = std::sqrt(static_cast<double>(m_config.hidden_size));
+    return dropout.tokens(emb * scale + positions(first, emb.size(1), emb.device()), which);
+}
+
+Dropout TransformerImpl::dropout_for(const DropoutStream* stream) const {
+    Dropout d;
+    d.p = is_training() ? m_config.dropout : 0.0;
+    d.stream = stream;
+    return d;
+}
+
+// --- encoder -----------------------------------------------------------------
+
+TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in, const torch::Tensor& src_len_in,
+                                                     const Dropout& dropout, bool keep) {
+    // d2l's num_steps cuts a longer source (the padding it adds changes nothing: it is masked).
+    const int64_t N = m_config.source_steps;
+    const bool cut = N > 0 && emb_in.size(1) > N;
+    const auto emb = cut ? emb_in.narrow(1, 0, N) : emb_in;
+    const auto src_len = cut ? src_len_in.clamp_max(N) : src_len_in;
+    const int64_t S = emb.size(1);
+    TransformerEncoding enc;
+    enc.src_len = src_len;
+    enc.mask = torch::arange(S, src_len.options().device(emb.device())).unsqueeze(0) <
+               src_len.to(emb.device()).unsqueeze(1);
+    enc.bias = key_bias(enc.mask);
+    auto x = embed_positions(emb, 0, dropout, k_enc_embedding);
+    for (size_t l = 0; l < encoder->blocks.size(); ++l) {
+        HeadAttention kept;
+        x = encoder->blocks[l]->forward(x, enc.bias, dropout, enc_site(static_cast<int64_t>(l)), keep ? &kept : nullptr);
+        if (keep) {
+            enc.weights.push_back(kept.weights);
+            enc.scores.push_back(kept.scores);
+        }
+    }
+    enc.output = x;
+    return enc;
+}
+
+std::shared_ptr<const EncodedSource> TransformerImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+    return std::make_shared<TransformerEncoding>(
+        encode_embedded(encoder->embedding->forward(src), src_len, dropout_for(nullptr), /*keep=*/true));
+}
+
+std::shared_ptr<const EncodedSource> TransformerEncoding::select(const torch::Tensor& rows) const {
+    auto e = std::make_shared<TransformerEncoding>();
+    e->src_len = src_len.index_select(0, rows.to(src_len.device()));
+    e->mask = mask.index_select(0, rows);
+    e->bias = bias.index_select(0, rows);
+    e->output = output.index_select(0, rows);
+    for (const auto& w : weights) e->weights.push_back(w.index_select(0, rows));
+    for (const auto& s : scores) e->scores.push_back(s.index_select(0, rows));
+    return e;
+}
+
+namespace {
+/// Rows [n, n] of a [h, S, S] slice's head as a matrix.
+AttentionMatrix to_matrix(const torch::Tensor& m) {
+    const auto c = m.to(torch::kCPU, torch::kFloat).contiguous();
+    AttentionMatrix out(static_cast<size_t>(c.size(0)));
+    const float* p = c.data_ptr<float>();
+    for (int64_t r = 0; r < c.size(0); ++r) out[static_cast<size_t>(r)].assign(p + r * c.size(1), p + (r + 1) * c.size(1));
+    return out;
+}
+}  // namespace
+
+std::vector<AttentionMap> TransformerEncoding::source_maps(int64_t row, int64_t n) const {
+    std::vector<AttentionMap> maps;
+    for (size_t l = 0; l < weights.size(); ++l) {
+        const int64_t S = weights[l].size(-1);
+        const int64_t k = std::min(n, S);
+        for (int64_t h = 0; h < weights[l].size(1); ++h) {
+            AttentionMap m;
+            m.id = {AttentionKind::encoder_self, static_cast<int>(l), static_cast<int>(h)};
+            m.weights = to_matrix(weights[l][row][h].narrow(0, 0, k).narrow(1, 0, k));
+            if (l < scores.size()) m.scores = to_matrix(scores[l][row][h].narrow(0, 0, k).narrow(1, 0, k));
+            maps.push_back(std::move(m));
+        }
+    }
+    return maps;
+}
+
+// --- decoder, teacher forced ---------------------------------------------------
+
+torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const TransformerEncoding& enc,
+                                               const Dropout& dropout) {
+    const int64_t T = emb.size(1);
+    const auto causal = causal_bias(T, emb.device());
+    auto y = embed_positions(emb, 0, dropout, k_dec_embedding);
+    for (size_t l = 0; l < decoder->blocks.size(); ++l) {
+        auto& blk = decoder->blocks[l];
+        const uint64_t site = dec_site(static_cast<int64_t>(l));
+        AttendOptions self;
+        self.bias = causal;
+        self.dropout = &dropout;
+        self.which = site;
+        const auto [q, k, v] = blk->attention1->project_qkv(y);
+        auto y1 = blk->addnorm1->forward(y, blk->attention1->output(attend(q, k, v, self).out), dropout, site + 1);
+        AttendOptions cross;
+        cross.bias = enc.bias;
+        cross.dropout = &dropout;
+        cross.which = site + 2;
+        const auto [ck, cv] = blk->attention2->project_kv(enc.output);
+        auto a = attend(blk->attention2->project_q(y1), ck, cv, cross);
+        auto y2 = blk->addnorm2->forward(y1, blk->attention2->output(a.out), dropout, site + 3);
+        y = blk->addnorm3->forward(y2, blk->ffn->forward(y2), dropout, site + 4);
+    }
+    return y;
+}
+
+torch::Tensor TransformerImpl::forward_embedded(const torch::Tensor& src_emb, const torch::Tensor& src_len,
+                                                const torch::Tensor& tgt_emb) {
+    const Dropout dropout = dropout_for(nullptr);
+    const auto enc = encode_embedded(src_emb, src_len, dropout, /*keep=*/false);
+    return decoder->dense->forward(decode_embedded(tgt_emb, enc, dropout));
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
+                                       const torch::Tensor& tgt_in, double teacher_forcing) {
+    if (teacher_forcing >= 1.0) return forward_embedded(embed_source(src), src_len, embed_target(tgt_in));
+    // Scheduled sampling: one step at a time, as decoding runs.
+    auto enc = encode(src, src_len);
+    auto cache = start(*enc);
+    std::vector<torch::Tensor> logits;
+    torch::Tensor prev;
+    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
+        const bool own = t > 0 && torch::rand({1}).item<double>() >= teacher_forcing;
+        logits.push_back(step(own ? prev : tgt_in.select(1, t), *cache, *enc).logits);
+        prev = logits.back().argmax(-1);
+    }
+    return torch::stack(logits, 1);
+}
+
+torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                                    const torch::Tensor& tgt_out, const LossOptions& options) {
+    if (options.teacher_forcing < 1.0)
+        return masked_cross_entropy(forward(src, src_len, tgt_in, options.teacher_forcing), tgt_out, Vocab::pad_id);
+    const Dropout dropout = dropout_for(options.dropout);
+    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false);
+    const auto hidden = decode_embedded(embed_target(tgt_in), enc, dropout);  // [B, T, d]
+    // The output layer and the loss over the real target tokens only.
+    const auto real = tgt_out.reshape(-1).ne(Vocab::pad_id).nonzero().squeeze(1);
+    const auto h = hidden.reshape({-1, hidden.size(-1)}).index_select(0, real);
+    return F::cross_entropy(decoder->dense->forward(h), tgt_out.reshape(-1).index_select(0, real));
+}
+
+// --- decoder, one step at a time ------------------------------------------------
+
+std::unique_ptr<DecoderCache> TransformerImpl::start(const EncodedSource& source) {
+    const auto& enc = as_transformer<const TransformerEncoding>(source, "an encoding");
+    auto cache = std::make_unique<TransformerCache>();
+    for (auto& blk : decoder->blocks) {
+        const auto [k, v] = blk->attention2->project_kv(enc.output);
+        cache->cross_k.push_back(k);
+        cache->cross_v.push_back(v);
+    }
+    cache->self_k.resize(decoder->blocks.size());
+    cache->self_v.resize(decoder->blocks.size());
+    return cache;
+}
+
+void TransformerCache::select(const torch::Tensor& rows) {
+    for (auto* list : {&self_k, &self_v, &cross_k, &cross_v})
+        for (auto& t : *list)
+            if (t.defined()) t = t.index_select(0, rows);
+}
+
+StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cache_in, const EncodedSource& source,
+                                 const AttentionIntervention* intervention) {
+    auto& cache = as_transformer<TransformerCache>(cache_in, "a decoder cache");
+    const auto& enc = as_transformer<const TransformerEncoding>(source, "an encoding");
+    const Dropout dropout = dropout_for(nullptr);
+    const int64_t H = m_config.num_heads, L = m_config.num_layers;
+    // d2l's predict_step adds the encoding of X[:, :1], position 0, to every token.
+    const int64_t position = m_config.d2l_decode_positions ? 0 : cache.steps;
+    auto x = embed_positions(decoder->embedding->forward(tokens).unsqueeze(1), position, dropout, k_dec_embedding);
+    torch::Tensor cross_weights;  // [B, 1, 1, S]
+    if (intervention && intervention->cross_weights.defined()) cross_weights = intervention->cross_weights.unsqueeze(1).unsqueeze(1);
+    std::vector<HeadAttention> self(static_cast<size_t>(L)), cross(static_cast<size_t>(L));
+    torch::Tensor context;
+    for (int64_t l = 0; l < L; ++l) {
+        auto& blk = decoder->blocks[static_cast<size_t>(l)];
+        const auto i = static_cast<size_t>(l);
+        const uint64_t site = dec_site(l);
+        auto [q, k, v] = blk->attention1->project_qkv(x);  // [B, h, 1, dh]
+        cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
+        cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
+        AttendOptions so;
+        so.dropout = &dropout;
+        so.which = site;
+        so.keep = true;
+        so.head_keep = head_keep(intervention, AttentionKind::decoder_self, l, H);
+        self[i] = attend(q, cache.self_k[i], cache.self_v[i], so);
+        auto x1 = blk->addnorm1->forward(x, blk->attention1->output(self[i].out), dropout, site + 1);
+        AttendOptions co;
+        co.bias = enc.bias;
+        co.dropout = &dropout;
+        co.which = site + 2;
+        co.keep = true;
+        co.weights = cross_weights;
+        co.head_keep = head_keep(intervention, AttentionKind::cross, l, H);
+        cross[i] = attend(blk->attention2->project_q(x1), cache.cross_k[i], cache.cross_v[i], co);
+        const auto read = blk->attention2->output(cross[i].out);  // [B, 1, d]
+        auto x2 = blk->addnorm2->forward(x1, read, dropout, site + 3);
+        x = blk->addnorm3->forward(x2, blk->ffn->forward(x2), dropout, site + 4);
+        if (l == L - 1) context = read.squeeze(1);
+    }
+    ++cache.steps;
+    StepOutput out;
+    out.logits = decoder->dense->forward(x.squeeze(1));  // [B, V]
+    out.context = context;
+    // The primary map first, then every head: weights [B, h, 1, K] -> [B, K] each.
+    out.maps.push_back(StepMap{AttentionMapId{AttentionKind::cross, static_cast<int>(L - 1), -1},
+                               cross.back().weights.squeeze(2).mean(1), torch::Tensor()});
+    for (const auto kind : {AttentionKind::cross, AttentionKind::decoder_self})
+        for (int64_t l = 0; l < L; ++l) {
+            const auto& a = (kind == AttentionKind::cross ? cross : self)[static_cast<size_t>(l)];
+            for (int64_t h = 0; h < H; ++h)
+                out.maps.push_back(StepMap{AttentionMapId{kind, static_cast<int>(l), static_cast<int>(h)},
+                                           a.weights.select(2, 0).select(1, h), a.scores.select(2, 0).select(1, h)});
+        }
+    return out;
+}
+
+}  // namespace attnviz

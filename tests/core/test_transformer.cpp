@@ -1,0 +1,289 @@
+// d2l's Transformer behind the family seam: parameter names, shapes and masks of
+// every attention map, cached decoding against recomputing the prefix, the
+// teacher-forced loss, interventions, and training in parts.
+#include "catch_torch.hpp"
+
+#include <map>
+#include <random>
+
+#include "core/io/error.hpp"
+#include "core/model/families.hpp"
+#include "core/model/transformer_model.hpp"
+#include "core/persist/parameter_names.hpp"
+#include "core/train/split_step.hpp"
+#include "test_support.hpp"
+
+using namespace attnviz;
+using attnviz::testing::ragged_batch;
+using attnviz::testing::ThreadCount;
+
+namespace {
+
+ModelConfig tiny_transformer(int64_t layers = 2, int64_t heads = 4) {
+    ModelConfig c;
+    c.arch = ModelArch::transformer;
+    c.src_vocab = 13;
+    c.tgt_vocab = 11;
+    c.hidden_size = 16;
+    c.num_layers = layers;
+    c.num_heads = heads;
+    c.ffn_size = 24;
+    c.seed = 5;
+    return c;
+}
+
+std::shared_ptr<TransformerImpl> build(const ModelConfig& c) {
+    auto net = std::dynamic_pointer_cast<TransformerImpl>(build_network(c));
+    REQUIRE(net);
+    return net;
+}
+
+/// Feeds tgt_in's columns one step at a time; logits [B, T, V].
+torch::Tensor step_logits(EncoderDecoder& net, const torch::Tensor& src, const torch::Tensor& src_len,
+                          const torch::Tensor& tgt_in, std::vector<StepOutput>* steps = nullptr) {
+    auto enc = net.encode(src, src_len);
+    auto cache = net.start(*enc);
+    std::vector<torch::Tensor> out;
+    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
+        auto s = net.step(tgt_in.select(1, t), *cache, *enc);
+        out.push_back(s.logits);
+        if (steps) steps->push_back(std::move(s));
+    }
+    return torch::stack(out, 1);
+}
+
+}  // namespace
+
+TEST_CASE("a Transformer's parameters are d2l's state_dict, in order, with the table's shapes", "[transformer]") {
+    for (int64_t layers : {1, 3}) {
+        auto c = tiny_transformer(layers, 2);
+        auto net = build(c);
+        const auto table = parameter_names(c);
+        const auto named = net->named_parameters();
+        REQUIRE(named.size() == table.size());
+        for (size_t i = 0; i < table.size(); ++i) {
+            INFO(table[i].module);
+            CHECK(named[i].key() == table[i].module);
+            CHECK(table[i].file == table[i].module);  // the module names are d2l's own
+            CHECK(named[i].value().sizes().vec() == table[i].shape);
+        }
+        CHECK(table.front().file == "encoder.embedding.weight");
+        CHECK(table[1].file == "encoder.blks.block0.attention.W_q.weight");
+        CHECK(table.back().file == "decoder.dense.bias");
+        CHECK(named.contains("decoder.blks.block0.attention2.W_o.weight"));
+        CHECK(named.contains("decoder.blks.block0.addnorm3.ln.bias"));
+        CHECK_FALSE(named.contains("decoder.blks.block0.attention1.W_q.bias"));  // no biases in W_q..W_o
+        CHECK(named["encoder.blks.block0.ffn.dense1.weight"].sizes() == torch::IntArrayRef({24, 16}));
+        CHECK(net->named_buffers().size() == 0);  // the positional table is no state of its own
+    }
+}
+
+TEST_CASE("a Transformer's configuration is checked: heads divide the width, RNN settings stay default",
+          "[transformer]") {
+    auto c = tiny_transformer();
+    c.num_heads = 3;
+    CHECK_THROWS_WITH(c.validate(), Catch::Contains("multiple of its heads"));
+    c = tiny_transformer();
+    c.cell = CellType::lstm;
+    CHECK_THROWS_WITH(c.validate(), Catch::Contains("--cell applies to the RNN only"));
+    c = tiny_transformer();
+    c.embed_size = 32;
+    CHECK_THROWS_WITH(c.validate(), Catch::Contains("--hidden wide"));
+    ModelConfig rnn;
+    rnn.num_heads = 8;
+    CHECK_THROWS_WITH(rnn.validate(), Catch::Contains("--heads applies to the Transformer only"));
+    CHECK_THROWS_AS(TransformerImpl(rnn), ConfigError);
+}
+
+TEST_CASE("cached one-token steps give the logits of the whole prefix recomputed", "[transformer]") {
+    auto c = tiny_transformer();
+    auto net = build(c);
+    net->eval();
+    torch::NoGradGuard no_grad;
+    const auto b = ragged_batch({5, 2, 7, 1}, {6, 3, 6, 2}, c.src_vocab, c.tgt_vocab, 11);
+    const auto whole = net->forward(b.src, b.src_len, b.tgt_in);  // causal mask, all positions at once
+    const auto cached = step_logits(*net, b.src, b.src_len, b.tgt_in);
+    REQUIRE(cached.sizes() == whole.sizes());
+    CHECK((cached - whole).abs().max().item<float>() < 1e-5);
+    // And a row alone, without the batch's padding, gives its own logits.
+    const auto alone = net->forward(b.src.narrow(0, 1, 1).narrow(1, 0, 2), b.src_len.narrow(0, 1, 1),
+                                    b.tgt_in.narrow(0, 1, 1).narrow(1, 0, 3));
+    CHECK((alone[0] - whole[1].narrow(0, 0, 3)).abs().max().item<float>() < 1e-5);
+}
+
+TEST_CASE("every step records the primary map, then every cross and decoder self-attention head", "[transformer]") {
+    auto c = tiny_transformer(2, 4);
+    auto net = build(c);
+    net->eval();
+    torch::NoGradGuard no_grad;
+    const auto b = ragged_batch({5, 3}, {4, 4}, c.src_vocab, c.tgt_vocab, 3);
+    std::vector<StepOutput> steps;
+    step_logits(*net, b.src, b.src_len, b.tgt_in, &steps);
+    for (size_t t = 0; t < steps.size(); ++t) {
+        const auto& maps = steps[t].maps;
+        REQUIRE(maps.size() == 1 + 2 * 2 * 4);
+        CHECK(maps[0].id == (AttentionMapId{AttentionKind::cross, 1, -1}));
+        CHECK(maps[1].id == (AttentionMapId{AttentionKind::cross, 0, 0}));
+        CHECK(maps[9].id == (AttentionMapId{AttentionKind::decoder_self, 0, 0}));
+        CHECK(maps[16].id == (AttentionMapId{AttentionKind::decoder_self, 1, 3}));
+        // The primary map is the mean of the last layer's cross heads.
+        auto mean = (maps[5].weights + maps[6].weights + maps[7].weights + maps[8].weights) / 4;
+        CHECK((maps[0].weights - mean).abs().max().item<float>() < 1e-6);
+        for (size_t m = 1; m < maps.size(); ++m) {
+            INFO("step " << t << ", " << describe(maps[m].id));
+            const auto& w = maps[m].weights;
+            CHECK(torch::allclose(w.sum(-1), torch::ones({2}), 1e-5, 1e-6));
+            if (maps[m].id.kind == AttentionKind::cross) {
+                REQUIRE(w.sizes() == torch::IntArrayRef({2, 5}));
+                CHECK(w[1].narrow(0, 3, 2).abs().max().item<float>() == 0.0f);  // no weight on padding
+                CHECK(std::isinf(maps[m].scores[1][4].item<float>()));
+                CHECK(w[1].narrow(0, 0, 3).min().item<float>() > 0.0f);
+            } else {
+                // Decoder self-attention: the steps so far, itself included (nothing above the diagonal).
+                REQUIRE(w.sizes() == torch::IntArrayRef({2, static_cast<int64_t>(t) + 1}));
+            }
+            // Raw scores: q·k/√dh, whose softmax is the weights.
+            CHECK(torch::allclose(torch::softmax(maps[m].scores, -1), w, 1e-5, 1e-6));
+        }
+    }
+    // The encoding holds every head's encoder self-attention over the real source.
+    auto enc = net->encode(b.src, b.src_len);
+    const auto source = enc->source_maps(1, 3);
+    REQUIRE(source.size() == 2 * 4);
+    CHECK(source[5].id == (AttentionMapId{AttentionKind::encoder_self, 1, 1}));
+    for (const auto& m : source) {
+        REQUIRE(m.weights.size() == 3);
+        for (const auto& row : m.weights) {
+            REQUIRE(row.size() == 3);
+            CHECK(row[0] + row[1] + row[2] == Approx(1.0f).margin(1e-5));
+        }
+        CHECK(m.scores.size() == 3);
+    }
+}
+
+TEST_CASE("the decoder's self-attention over a whole target is causal", "[transformer]") {
+    auto c = tiny_transformer();
+    auto net = build(c);
+    net->eval();
+    torch::NoGradGuard no_grad;
+    const auto b = ragged_batch({4, 4}, {5, 5}, c.src_vocab, c.tgt_vocab, 8);
+    // Changing a later target token leaves every earlier position's logits as they were.
+    auto changed = b.tgt_in.clone();
+    changed[0][3] = (changed[0][3].item<int64_t>() + 1 - 4) % (c.tgt_vocab - 4) + 4;
+    const auto a = net->forward(b.src, b.src_len, b.tgt_in);
+    const auto d = net->forward(b.src, b.src_len, changed);
+    CHECK((a[0].narrow(0, 0, 3) - d[0].narrow(0, 0, 3)).abs().max().item<float>() == 0.0f);
+    CHECK((a[0].narrow(0, 3, 2) - d[0].narrow(0, 3, 2)).abs().max().item<float>() > 0.0f);
+}
+
+TEST_CASE("d2l's predict_step positions: every decoded token at position 0", "[transformer]") {
+    auto c = tiny_transformer();
+    auto net = build(c);
+    c.d2l_decode_positions = true;
+    auto d2l = build(c);
+    copy_weights(*d2l, *net);
+    net->eval();
+    d2l->eval();
+    torch::NoGradGuard no_grad;
+    const auto b = ragged_batch({4, 3}, {3, 3}, c.src_vocab, c.tgt_vocab, 2);
+    const auto ours = step_logits(*net, b.src, b.src_len, b.tgt_in);
+    const auto theirs = step_logits(*d2l, b.src, b.src_len, b.tgt_in);
+    CHECK((ours.select(1, 0) - theirs.select(1, 0)).abs().max().item<float>() == 0.0f);  // both at position 0
+    CHECK((ours.select(1, 2) - theirs.select(1, 2)).abs().max().item<float>() > 1e-4);
+    // Training (teacher forcing) is the same for both: true positions.
+    CHECK((net->forward(b.src, b.src_len, b.tgt_in) - d2l->forward(b.src, b.src_len, b.tgt_in)).abs().max()
+              .item<float>() == 0.0f);
+}
+
+TEST_CASE("the Transformer's loss is the masked cross-entropy of its logits, and reaches every weight",
+          "[transformer]") {
+    auto c = tiny_transformer();
+    auto net = build(c);
+    net->eval();  // no dropout: the two computations see the same network
+    const auto b = ragged_batch({5, 2, 4}, {4, 2, 3}, c.src_vocab, c.tgt_vocab, 4);
+    const auto loss = net->loss(b.src, b.src_len, b.tgt_in, b.tgt_out);
+    const auto ref = masked_cross_entropy(net->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, Vocab::pad_id);
+    CHECK(loss.item<float>() == Approx(ref.item<float>()).epsilon(1e-6));
+    loss.backward();
+    for (const auto& p : net->named_parameters()) {
+        INFO(p.key());
+        REQUIRE(p.value().grad().defined());
+        CHECK(p.value().grad().abs().sum().item<float>() > 0.0f);
+    }
+}
+
+TEST_CASE("an intervention replaces the cross weights of every head and switches heads off", "[transformer]") {
+    auto c = tiny_transformer();
+    auto net = build(c);
+    net->eval();
+    torch::NoGradGuard no_grad;
+    const auto b = ragged_batch({4, 2}, {2, 2}, c.src_vocab, c.tgt_vocab, 6);
+    auto enc = net->encode(b.src, b.src_len);
+    auto plain_cache = net->start(*enc);
+    const auto plain = net->step(b.tgt_in.select(1, 0), *plain_cache, *enc);
+    AttentionIntervention look;
+    look.cross_weights = torch::zeros({2, 4});
+    look.cross_weights[0][3] = 1;
+    look.cross_weights[1][0] = 1;
+    auto cache = net->start(*enc);
+    const auto moved = net->step(b.tgt_in.select(1, 0), *cache, *enc, &look);
+    for (const auto& m : moved.maps)
+        if (m.id.kind == AttentionKind::cross) CHECK(torch::equal(m.weights, look.cross_weights));
+    CHECK((moved.logits - plain.logits).abs().max().item<float>() > 1e-4);
+    AttentionIntervention off;
+    for (int l = 0; l < 2; ++l) off.heads_off.push_back({AttentionKind::cross, l, -1});
+    auto cache2 = net->start(*enc);
+    const auto blind = net->step(b.tgt_in.select(1, 0), *cache2, *enc, &off);
+    // Without cross-attention the source cannot matter: both rows see the same token alone.
+    AttentionIntervention off_one;
+    off_one.heads_off.push_back({AttentionKind::cross, 1, 2});
+    auto cache3 = net->start(*enc);
+    const auto one = net->step(b.tgt_in.select(1, 0), *cache3, *enc, &off_one);
+    CHECK((one.logits - plain.logits).abs().max().item<float>() > 0.0f);
+    CHECK((one.logits - blind.logits).abs().max().item<float>() > 0.0f);
+    CHECK((blind.logits[0] - blind.logits[1]).abs().max().item<float>() < 1e-5);
+}
+
+TEST_CASE("a Transformer batch trained in parts gives the whole batch's loss and gradients, dropout included",
+          "[transformer][split]") {
+    ThreadCount threads(2);
+    auto c = tiny_transformer();
+    c.dropout = 0.3;
+    auto net = build(c);
+    net->to(torch::kDouble);
+    net->train();
+    REQUIRE(net->trains_in_parts(1.0));
+    REQUIRE_FALSE(net->trains_in_parts(0.5));
+    std::mt19937 rng(9);
+    std::vector<int64_t> src_lens, tgt_lens;
+    for (int i = 0; i < 70; ++i) {
+        src_lens.push_back(1 + static_cast<int64_t>(rng() % 8));
+        tgt_lens.push_back(1 + static_cast<int64_t>(rng() % 8));
+    }
+    const auto r = ragged_batch(src_lens, tgt_lens, c.src_vocab, c.tgt_vocab, 21);
+    Batch b;
+    b.src = r.src;
+    b.src_len = r.src_len;
+    b.tgt_in = r.tgt_in;
+    b.tgt_out = r.tgt_out;
+    auto grads = [&](int parts, double* loss) {
+        net->zero_grad();
+        torch::manual_seed(77);  // the step's dropout seed
+        *loss = split_loss_backward(*net, b, 1.0, parts);
+        std::map<std::string, torch::Tensor> out;
+        for (const auto& p : net->named_parameters()) out[p.key()] = p.value().grad().clone();
+        return out;
+    };
+    double whole = 0, split = 0;
+    const auto ref = grads(1, &whole);
+    const auto got = grads(2, &split);
+    CHECK(split == Approx(whole).epsilon(1e-12));
+    for (const auto& [name, g] : ref) {
+        INFO(name);
+        CHECK(torch::allclose(got.at(name), g, 1e-9, 1e-11));
+    }
+    // Another step seed draws other masks.
+    net->zero_grad();
+    torch::manual_seed(78);
+    CHECK(split_loss_backward(*net, b, 1.0, 2) != Approx(whole).epsilon(1e-9));
+}
