@@ -1,5 +1,6 @@
 #include "core/model/device.hpp"
 
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
