@@ -149,7 +149,7 @@ TEST_CASE("vocabulary tokens that would break one output line per input line are
         return nlohmann::json{{"tokens", {"<pad>", "<bos>", "<eos>", "<unk>", "ok", t}}};
     };
     CHECK_NOTHROW(Vocab::from_json(tokens("fine")));
-    for (const std::string bad : {std::string("x\ny"), std::string("x\r"), std::string("a\0b", 3), std::string("a|||b"),
+    for (const std::string& bad : {std::string("x\ny"), std::string("x\r"), std::string("a\0b", 3), std::string("a|||b"),
                                   std::string("|||"), std::string()})
         CHECK_THROWS_WITH(Vocab::from_json(tokens(bad)), Contains("vocabulary token 5"));
     // An escape sequence hundreds of KB long comes back as a short, escaped quote.
