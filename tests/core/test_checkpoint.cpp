@@ -479,7 +479,7 @@ TEST_CASE("resuming never damages a good checkpoint: bad optimiser state and non
         trained_checkpoint.model->trained_with(), trained_checkpoint.model->history());
     {
         torch::NoGradGuard no_grad;
-        diverged.model->network()->named_parameters()["decoder.dense.bias"].fill_(std::nanf(""));
+        diverged.model->network()->named_parameters()["dense.bias"].fill_(std::nanf(""));
     }
     const std::string before = read_all(good);
     CHECK_THROWS_WITH(save_checkpoint(diverged, good.string()),
