@@ -148,10 +148,10 @@ TEST_CASE("cli: a pair too long to train is refused with its line, never an abor
 TEST_CASE("cli: outputs refuse a FIFO, a device and a link to one, before any work", "[cli][hostile][outputs]") {
     TempDir dir;
     const std::string ckpt = train_tiny(dir);
-    REQUIRE(mkfifo((dir / "out.fifo").c_str(), 0600) == 0);
+    REQUIRE(mkfifo((dir / "fifo.json").c_str(), 0600) == 0);
     REQUIRE(symlink("/dev/null", (dir / "null.json").c_str()) == 0);
     const bool node = mknod((dir / "node.json").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0;
-    std::vector<std::string> targets{dir / "out.fifo", dir / "null.json"};
+    std::vector<std::string> targets{dir / "fifo.json", dir / "null.json"};
     if (node) targets.push_back(dir / "node.json");
     for (const auto& target : targets) {
         INFO(target);
@@ -168,7 +168,7 @@ TEST_CASE("cli: outputs refuse a FIFO, a device and a link to one, before any wo
         require_one_error_line(out, "not a regular file");
     }
     struct stat st;
-    REQUIRE(stat((dir / "out.fifo").c_str(), &st) == 0);
+    REQUIRE(stat((dir / "fifo.json").c_str(), &st) == 0);
     CHECK(S_ISFIFO(st.st_mode));
     REQUIRE(lstat((dir / "null.json").c_str(), &st) == 0);
     CHECK(S_ISLNK(st.st_mode));
