@@ -13,7 +13,8 @@ CliApp::CliApp()
     app.set_version_flag("--version", std::string("attnviz-cli ") + ATTNVIZ_VERSION);
     app.add_option("--threads", threads,
                    "CPU threads for LibTorch, 1.." + std::to_string(max_threads) +
-                       " (default: LibTorch's choice); GRU training splits batches of 64+ rows across them")
+                       " (default: LibTorch's choice; more than the CPU cores: as many as cores, with a warning);"
+                       " GRU training splits batches of 64+ rows across them")
         ->type_name("INT")
         ->check(int_in_range(0, max_threads));
     app.footer(

@@ -8,6 +8,8 @@
 #include "app/cli_decode.hpp"
 #include "core/analysis/metrics.hpp"
 #include "core/io/error.hpp"
+#include "core/model/memory_bound.hpp"
+#include "core/train/split_step.hpp"
 
 namespace attnviz::cli {
 
@@ -56,23 +58,16 @@ int run_eval(EvalOptions& o) {
     const std::vector<SentencePair> pairs = evaluation_pairs(*model, corpus, o.split);
 
     // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
-    // its --steps padding/truncation, so the numbers match training's validation).
+    // its --steps padding/truncation, so the numbers match training's validation), in chunks
+    // within the step memory bound; a pair too long for it is refused first, naming its line.
     const torch::Device dev = model->device();
-    const Network& network = model->network();  // teacher-forced loss: read-only use of the weights
-    torch::NoGradGuard no_grad;
-    double loss_sum = 0, tf_correct = 0;
-    int64_t tokens = 0;
-    for (size_t start = 0; start < pairs.size(); start += size_t(d.batch_size)) {
-        std::vector<size_t> rows;
-        for (size_t i = start; i < std::min(pairs.size(), start + size_t(d.batch_size)); ++i) rows.push_back(i);
-        Batch b = make_batch(pairs, rows, model->src_vocab(), model->tgt_vocab(), model->trained_with().fixed_steps).to(dev);
-        torch::Tensor logits = network->forward(b.src, b.src_len, b.tgt_in);
-        int64_t n = b.target_tokens();
-        loss_sum += masked_cross_entropy(logits, b.tgt_out, Vocab::pad_id).item<double>() * double(n);
-        torch::Tensor mask = b.tgt_out.ne(Vocab::pad_id);
-        tf_correct += (logits.argmax(-1).eq(b.tgt_out) & mask).sum().item<double>();
-        tokens += n;
-    }
+    Network network = model->network();  // teacher-forced loss: read-only use of the weights
+    check_pairs_fit(pairs, training_cost(*network), model->trained_with().fixed_steps, model->config().source_steps,
+                    corpus.name, "pair");
+    const ValidationSums sums = validation_sums(*network, pairs, model->src_vocab(), model->tgt_vocab(), d.batch_size,
+                                                model->trained_with().fixed_steps, dev);
+    const double loss_sum = sums.loss, tf_correct = sums.correct;
+    const int64_t tokens = static_cast<int64_t>(sums.tokens);
     // Free-running decoding for exact match, token accuracy and BLEU: with the intervention
     // when there is one, and as usual beside it.
     DecodeOptions changed = d;

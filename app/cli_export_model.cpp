@@ -15,6 +15,7 @@ struct ExportOptions {
 };
 
 int run_export(const ExportOptions& o) {
+    check_writable("--out", o.out);
     const auto model = load_model(o.model);
     const std::string variant = export_d2l(*model, o.out);
     const auto& c = model->config();

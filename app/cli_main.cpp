@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -53,7 +54,14 @@ int main(int argc, char** argv) {
     }
 
     try {
-        if (cli->threads > 0) at::set_num_threads(cli->threads);
+        if (cli->threads > 0) {
+            // More threads than cores only wait on each other (a step 50 times slower): at most one each.
+            const int cores = attnviz::available_cores();
+            if (cli->threads > cores)
+                warn("--threads " + std::to_string(cli->threads) + " is more than the " + std::to_string(cores) +
+                     " CPU cores this process may use: using " + std::to_string(cores));
+            at::set_num_threads(std::min(cli->threads, cores));
+        }
         if (const Command* c = cli->parsed()) return c->run();
         return fail(exit_usage, "no command given (see --help)");
     } catch (const UsageError& e) {

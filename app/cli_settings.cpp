@@ -4,6 +4,7 @@
 
 #include "app/cli_common.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz::cli {
 
@@ -44,7 +45,7 @@ std::vector<Setting> make_settings() {
 namespace {
 CLI::Validator number_check(const std::string& what, std::function<bool(const std::string&)> ok) {
     return CLI::Validator(
-        [what, ok](std::string& v) { return ok(v) ? std::string() : "expected " + what + ", got '" + v + "'"; }, "");
+        [what, ok](std::string& v) { return ok(v) ? std::string() : "expected " + what + ", got " + quote(v); }, "");
 }
 bool is_int_at_least(const std::string& v, long long min_value) {
     try {
@@ -114,7 +115,7 @@ const Setting& find_setting(const std::string& name) {
     } catch (const ConfigError& e) {
         throw UsageError(e.what());
     }
-    throw UsageError("unknown setting '" + name + "'");
+    throw UsageError("unknown setting " + quote(name));
 }
 
 void SettingFlags::add_to(CLI::App& app, const ModelConfig& m, const TrainConfig& t, const std::string& group) {

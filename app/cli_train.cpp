@@ -194,11 +194,18 @@ int run_train(TrainOptions& o) {
     std::string saved;
     if (!o.save.empty() && session.has_model() && (reason != StopReason::error || trained)) {
         if (!o.quiet) std::cerr << "saving " << o.save << " ...\n";
-        session.save(o.save);
-        saved = o.save;
-        if (!o.quiet)
-            std::cerr << "saved " << o.save
-                      << (reason == StopReason::error ? " (the model as it was when training failed)" : "") << "\n";
+        try {
+            session.save(o.save);
+            saved = o.save;
+            if (!o.quiet)
+                std::cerr << "saved " << o.save
+                          << (reason == StopReason::error ? " (the model as it was when training failed)" : "") << "\n";
+        } catch (const FileError& e) {
+            // A diverged run whose weights are no longer finite: nothing is written over --save,
+            // and the error below says why training stopped.
+            if (reason != StopReason::diverged) throw;
+            if (!o.quiet) std::cerr << "not saved: " << e.what() << "\n";
+        }
     }
     if (reason == StopReason::diverged || reason == StopReason::error)
         std::cerr << "attnviz-cli: error: " << session.message() << "\n";

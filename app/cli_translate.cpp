@@ -8,14 +8,20 @@
 #include "app/cli_common.hpp"
 #include "app/cli_decode.hpp"
 #include "core/analysis/attribution.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/decode/beam_tree.hpp"
+#include "core/persist/checkpoint.hpp"
+#include "core/decode/translation.hpp"
+#include "core/model/device.hpp"
+#include "core/model/memory_bound.hpp"
+#include "core/train/split_step.hpp"
+#include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/analysis/export.hpp"
 #include "core/analysis/sinks.hpp"
 #include "core/analysis/subword_merge.hpp"
 #include "core/analysis/web_page.hpp"
-#include "core/decode/beam_tree.hpp"
-#include "core/decode/translation.hpp"
 #include "core/decode/what_if.hpp"
-#include "core/io/error.hpp"
 
 namespace attnviz::cli {
 
@@ -47,7 +53,7 @@ std::vector<std::pair<std::string, std::string>> split_pairs(const std::vector<s
         const auto bar = lines[i].find("|||");
         if (bar == std::string::npos)
             throw UsageError((from_stdin ? "<stdin>:" + std::to_string(i + 1) : "sentence " + std::to_string(i + 1)) +
-                             ": " + flag + " expects 'SOURCE ||| TARGET', got '" + lines[i] + "'");
+                             ": " + flag + " expects 'SOURCE ||| TARGET', got " + quote(lines[i]));
         pairs.emplace_back(lines[i].substr(0, bar), lines[i].substr(bar + 3));
     }
     return pairs;

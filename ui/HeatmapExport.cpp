@@ -1,5 +1,6 @@
 #include "ui/HeatmapExport.hpp"
 
+#include <QBuffer>
 #include <QFileInfo>
 #include <QImage>
 #include <QImageWriter>
@@ -7,6 +8,7 @@
 #include <QSvgGenerator>
 #include <cmath>
 
+#include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
 #include "core/analysis/export.hpp"
 #include "ui/Format.hpp"
@@ -27,6 +29,16 @@ QString heatmapFileFilter() {
     return QObject::tr("PNG image (*.png);;SVG vector image (*.svg);;CSV table (*.csv);;JSON (*.json)");
 }
 
+bool writeExportFile(const QString& path, const QByteArray& bytes, QString* error) {
+    try {
+        write_file_atomic(ss(path), std::string(bytes.constData(), static_cast<size_t>(bytes.size())));
+    } catch (const std::exception& e) {
+        if (error) *error = qs(e.what());
+        return false;
+    }
+    return true;
+}
+
 bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double scale, QString* error) {
     scale = std::clamp(scale, 0.25, 8.0);
     const QSize size = widget.contentSize();
@@ -42,18 +54,24 @@ bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double s
         p.scale(scale, scale);
         widget.paintContent(p);
     }
-    QImageWriter writer(path, "png");
+    // Encoded in memory, then written atomically like every file attnviz writes: a failed
+    // write leaves no half image, and a device or a FIFO at path is refused (core/io/atomic_file.hpp).
+    QBuffer buffer;
+    buffer.open(QIODevice::WriteOnly);
+    QImageWriter writer(&buffer, "png");
     if (!writer.write(image)) {
         if (error) *error = QObject::tr("Could not write %1: %2").arg(path, writer.errorString());
         return false;
     }
-    return true;
+    return writeExportFile(path, buffer.data(), error);
 }
 
 bool exportHeatmapSvg(const HeatmapWidget& widget, const QString& path, QString* error) {
     const QSize size = widget.contentSize();
+    QBuffer buffer;
+    buffer.open(QIODevice::WriteOnly);
     QSvgGenerator generator;
-    generator.setFileName(path);
+    generator.setOutputDevice(&buffer);
     generator.setSize(size);
     generator.setViewBox(QRect(QPoint(0, 0), size));
     generator.setResolution(96);
@@ -66,11 +84,7 @@ bool exportHeatmapSvg(const HeatmapWidget& widget, const QString& path, QString*
     }
     widget.paintContent(p);
     p.end();
-    if (!QFileInfo(path).exists() || QFileInfo(path).size() == 0) {
-        if (error) *error = QObject::tr("Could not write %1.").arg(path);
-        return false;
-    }
-    return true;
+    return writeExportFile(path, buffer.data(), error);
 }
 
 bool exportHeatmap(const HeatmapExportSource& source, const QString& path, double scale, QString* error) {

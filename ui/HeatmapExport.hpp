@@ -2,6 +2,7 @@
 // Writing a heatmap to disk: PNG and SVG are painted by HeatmapWidget itself
 // (so they look like the screen: colour map, labels, numbers, selection),
 // CSV and JSON are the core's formats for the same translation and hypothesis.
+#include <QByteArray>
 #include <QString>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,10 @@ enum class HeatmapFormat { Png, Svg, Csv, Json, Unknown };
 HeatmapFormat heatmapFormatFor(const QString& path);
 /// File dialog filter listing the four formats.
 QString heatmapFileFilter();
+
+/// Writes an export's bytes to path atomically (core/io/atomic_file.hpp: never half a file,
+/// never over a device or a FIFO). Returns false and sets *error on failure.
+bool writeExportFile(const QString& path, const QByteArray& bytes, QString* error);
 
 /// PNG at `scale` times the on-screen size (DPI = 96 x scale). Returns false and sets *error on failure.
 bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double scale, QString* error);

@@ -1,12 +1,14 @@
 // LossChart: the curves as CSV and PNG.
 #include "core/io/error.hpp"
 #include "core/analysis/export.hpp"
+#include <QBuffer>
 #include <QPixmap>
 #include <QTextStream>
 #include <QtCharts/QChartView>
 
 #include <cmath>
 
+#include "ui/HeatmapExport.hpp"
 #include "ui/LossChart.hpp"
 #include "ui/LossChartRun.hpp"
 
@@ -59,11 +61,13 @@ bool LossChart::exportCsv(const QString& path, QString* error) const {
 bool LossChart::exportPng(const QString& path, QString* error) const {
     if (m_seriesStale) const_cast<LossChart*>(this)->refreshNow();  // the image shows every batch so far
     const QPixmap pixmap = m_view->grab();
-    if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
+    QBuffer buffer;
+    buffer.open(QIODevice::WriteOnly);
+    if (pixmap.isNull() || !pixmap.save(&buffer, "PNG")) {
         if (error) *error = tr("Could not write %1.").arg(path);
         return false;
     }
-    return true;
+    return writeExportFile(path, buffer.data(), error);  // atomically, as the CSV
 }
 
 }  // namespace attnviz::ui

@@ -10,10 +10,10 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
-#include <QRegularExpression>
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTextDocumentFragment>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -347,8 +347,10 @@ void MainWindow::onCorpusChanged() {
         m_compare->setSentence(examples.front());
     if (m_corpus->corpus() && !m_corpus->isTask()) {
         addRecentFile(m_corpus->filePath());
-        QString summary = m_corpus->summaryText().replace(QLatin1String("<br>"), QStringLiteral(" · "));
-        statusBar()->showMessage(summary.remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
+        // The panel's summary is rich text: its lines joined, read as HTML, so that an entity
+        // such as "&lt;TAB&gt;" shows as "<TAB>" in the plain-text status bar.
+        const QString summary = m_corpus->summaryText().replace(QLatin1String("<br>"), QStringLiteral(" · "));
+        statusBar()->showMessage(QTextDocumentFragment::fromHtml(summary).toPlainText(), 10000);
     }
     updateActions();
 }

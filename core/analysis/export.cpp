@@ -7,6 +7,7 @@
 
 #include "core/analysis/alignment.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -188,8 +189,8 @@ AttentionTable parse_attention_csv(const std::string& csv) {
     if (header.front().compare(0, merged_prefix.size(), merged_prefix) == 0)
         table.merged = header.front().substr(merged_prefix.size());
     else if (!header.front().empty())
-        throw FileError("attention CSV line 1: the first header cell is \"" + header.front() +
-                        "\", expected it empty or \"merged: ...\" (header: ,source tokens...)");
+        throw FileError("attention CSV line 1: the first header cell is " + quote(header.front()) +
+                        ", expected it empty or \"merged: ...\" (header: ,source tokens...)");
     // The statistics: two trailing columns and a last row "coverage" whose two trailing
     // cells are empty -- which no plain table has (its weights cannot be empty).
     const auto& last = records.back().second;
@@ -204,7 +205,7 @@ AttentionTable parse_attention_csv(const std::string& csv) {
         const char* e = b + cell.size();
         const auto res = std::from_chars(b, e, w);
         if (res.ec != std::errc() || res.ptr != e || cell.empty())
-            throw FileError(where + what + " is \"" + cell + "\", expected a number");
+            throw FileError(where + what + " is " + quote(cell) + ", expected a number");
         return w;
     };
     const size_t rows_end = records.size() - (stats ? 1 : 0);

@@ -10,6 +10,7 @@
 
 #include "core/io/error.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -24,7 +25,7 @@ E from_table(const std::string& s, const std::vector<std::pair<std::string, E>>&
         if (name == s) return value;
         valid += (valid.empty() ? "" : ", ") + name;
     }
-    throw ConfigError("unknown " + std::string(what) + " '" + s + "' (expected one of: " + valid + ")");
+    throw ConfigError("unknown " + std::string(what) + " " + quote(s) + " (expected one of: " + valid + ")");
 }
 template <typename E>
 std::string to_table(E e, const std::vector<std::pair<std::string, E>>& table) {

@@ -46,6 +46,12 @@ Scoring scoring_from_string(const std::string& s);       ///< throws ConfigError
 CellType cell_from_string(const std::string& s);         ///< throws ConfigError
 InitScheme init_from_string(const std::string& s);       ///< throws ConfigError
 
+/// The most steps a sequence is padded or cut to (ModelConfig::source_steps,
+/// TrainConfig::fixed_steps: d2l's num_steps, 9 or 10 in the book): the longest output
+/// decoding produces (max_decode_length). A larger value from a small file made every
+/// sentence that wide, and translating, evaluating or resuming use many GB.
+constexpr int64_t max_padded_steps = 1000;
+
 /// Shape of the model. Defaults are d2l's Bahdanau configuration, made smaller. Fields
 /// marked RNN apply to the RNN family only (a Transformer's must keep their defaults),
 /// fields marked Transformer to the Transformer only (the parameter registry checks it).
@@ -148,6 +154,9 @@ struct TrainConfig {
                                       ///< (0 = none: accuracy and BLEU are then NaN, i.e. not measured)
     int patience = 0;                 ///< early stopping: stop after this many epochs without a lower
                                       ///< validation loss (0 = off)
+    double min_delta = 0.0;           ///< early stopping: the validation loss must fall by more than this
+                                      ///< below the last improvement's to count as one (Keras' and
+                                      ///< Lightning's min_delta; 0 = any decrease counts)
     bool keep_best = false;           ///< the model kept at the end is the one of the epoch with the
                                       ///< lowest validation loss (TrainHistory::best_epoch says which)
     LrSchedule lr_schedule = LrSchedule::none;  ///< how the learning rate changes between epochs

@@ -11,6 +11,7 @@
 
 #include "core/io/error.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -54,7 +55,7 @@ std::string expectation(const ParamSpec& p) {
 }
 
 // Values may come from files: describe_json never recurses and clips long strings.
-std::string shown(const json& v) { return v.is_string() ? "'" + v.get<std::string>().substr(0, 160) + "'" : describe_json(v); }
+std::string shown(const json& v) { return v.is_string() ? quote(v.get_ref<const std::string&>(), 160) : describe_json(v); }
 
 bool in_range(const ParamSpec& p, double x) {
     if (!std::isfinite(x)) return false;
@@ -177,7 +178,7 @@ const ParamSpec& find_parameter(const std::string& name_or_flag) {
         if (p.name == name_or_flag || p.flag == name_or_flag) return p;
     std::string flags;
     for (const auto& p : parameters()) flags += (flags.empty() ? "" : ", ") + p.flag;
-    throw ConfigError("unknown parameter '" + name_or_flag + "' (valid: " + flags + ")");
+    throw ConfigError("unknown parameter " + quote(name_or_flag) + " (valid: " + flags + ")");
 }
 
 std::string describe_range(const ParamSpec& p) {
@@ -205,7 +206,7 @@ void check_value(const ParamSpec& p, const nlohmann::json& value) {
 }
 
 nlohmann::json parse_value(const ParamSpec& p, const std::string& text) {
-    const std::string who = "--" + p.flag, got = "'" + text + "'";
+    const std::string who = "--" + p.flag, got = quote(text);
     const bool blank = text.empty() || std::isspace(static_cast<unsigned char>(text.front()));
     json v;
     if (p.type == ParamType::integer || p.type == ParamType::real) {

@@ -166,7 +166,7 @@ std::vector<ParamSpec> declare_parameters() {
              "dropout between recurrent layers and on attention weights; Transformer: also on the positional "
              "encoding and each sublayer's output")
         .d2l(0.2).field(&H::model, &M::dropout);
-    add.integer("source_steps", "source-steps", "Source steps", 0, 100000,
+    add.integer("source_steps", "source-steps", "Source steps", 0, max_padded_steps,
                 "pad/truncate sources to this many steps and run the encoder over the padding like d2l's "
                 "num_steps (attention masked to the sentence); 0 = natural lengths")
         .d2l(9).zero("natural lengths").advanced().field(&H::model, &M::source_steps);
@@ -209,6 +209,10 @@ std::vector<ParamSpec> declare_parameters() {
     add.integer("patience", "patience", "Early stopping patience", 0, 10000,
                 "stop after this many epochs without a lower validation loss; 0 = off")
         .zero("off").field(&H::train, &T::patience);
+    add.real("min_delta", "min-delta", "Early stopping min. improvement", 0, 100,
+             "early stopping: a validation loss counts as lower only when it is more than this below the "
+             "best one before it (e.g. 0.001); 0 = any decrease")
+        .field(&H::train, &T::min_delta);
     add.boolean("keep_best", "keep-best", "Keep the best epoch's model",
                 "the model kept at the end is the one of the epoch with the lowest validation loss")
         .field(&H::train, &T::keep_best);
@@ -265,7 +269,7 @@ std::vector<ParamSpec> declare_parameters() {
     add.integer("bucket_window", "bucket-window", "Bucket window", 0, 100000,
                 "sort this many batches' worth of pairs by length before batching; 0 = off")
         .zero("off").advanced().field(&H::train, &T::bucket_window);
-    add.integer("fixed_steps", "steps", "Fixed steps", 0, 100000,
+    add.integer("fixed_steps", "steps", "Fixed steps", 0, max_padded_steps,
                 "pad/truncate every sequence to this many steps like d2l; 0 = natural lengths")
         .d2l(9).zero("natural lengths").advanced().field(&H::train, &T::fixed_steps);
     add.boolean("split_shuffle", "split-shuffle", "Shuffle before splitting",

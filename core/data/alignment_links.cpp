@@ -1,13 +1,15 @@
 // Alignment links, and Pharaoh files (read and written).
 #include "core/data/alignment_links.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <cstdint>
+#include <string_view>
 
 #include "core/io/error.hpp"
+#include "core/io/line_reader.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -80,7 +82,7 @@ std::string to_pharaoh(const std::vector<AlignmentLinks>& alignments) {
 
 namespace {
 // A non-negative decimal number (the whole of s), or -1.
-long parse_position(const std::string& s) {
+long parse_position(std::string_view s) {
     if (s.empty() || s.size() > 9) return -1;
     long v = 0;
     for (const char c : s) {
@@ -90,49 +92,63 @@ long parse_position(const std::string& s) {
     return v;
 }
 
-AlignmentLinks parse_pharaoh_line(const std::string& line, const std::string& where, PharaohBase base) {
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; }
+
+AlignmentLinks parse_pharaoh_line(std::string_view line, const std::string& where, PharaohBase base) {
     AlignmentLinks out;
-    std::istringstream words(line);
-    std::string w;
     const int offset = base == PharaohBase::one ? 1 : 0;
-    while (words >> w) {
+    size_t i = 0;
+    while (i < line.size()) {
+        if (is_space(line[i])) {
+            ++i;
+            continue;
+        }
+        size_t end = i;
+        while (end < line.size() && !is_space(line[end])) ++end;
+        const std::string_view w = line.substr(i, end - i);
+        i = end;
         const size_t sep = w.find_first_of("-p?");
         const long src = sep == std::string::npos ? -1 : parse_position(w.substr(0, sep));
         const long tgt = sep == std::string::npos ? -1 : parse_position(w.substr(sep + 1));
         if (src < 0 || tgt < 0)
-            throw FileError(where + "'" + w + "' is not a link: expected 'i-j' (sure) or 'ipj' / 'i?j' (possible), " +
+            throw FileError(where + quote(w) + " is not a link: expected 'i-j' (sure) or 'ipj' / 'i?j' (possible), " +
                             "i and j " + (offset ? "1" : "0") + "-based source and target positions");
         if (src < offset || tgt < offset)
-            throw FileError(where + "'" + w + "': position 0 in a 1-based file (is the file 0-based?)");
+            throw FileError(where + quote(w) + ": position 0 in a 1-based file (is the file 0-based?)");
         out.add(static_cast<int>(src - offset), static_cast<int>(tgt - offset), w[sep] == '-');
+    }
+    return out;
+}
+
+/// Every line of a reader, as alignments.
+std::vector<AlignmentLinks> parse_lines(detail::LineReader& reader, PharaohBase base) {
+    std::vector<AlignmentLinks> out;
+    std::string_view line;
+    while (reader.next(line, hard_line_limit)) {
+        const std::string where = reader.name() + ":" + std::to_string(reader.line_number()) + ": ";
+        if (reader.too_long())
+            throw FileError(where + "the line is " + std::to_string(reader.length()) + " bytes long, more than the " +
+                            std::to_string(hard_line_limit) + " a line of links may be");
+        out.push_back(parse_pharaoh_line(line, where, base));
     }
     return out;
 }
 }  // namespace
 
 std::vector<AlignmentLinks> parse_pharaoh(const std::string& text, const std::string& name, PharaohBase base) {
-    std::vector<AlignmentLinks> out;
-    size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-    size_t line_no = 0;
-    while (pos < text.size()) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(pos, end - pos);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        ++line_no;
-        out.push_back(parse_pharaoh_line(line, name + ":" + std::to_string(line_no) + ": ", base));
-        pos = end + 1;
-    }
-    return out;
+    auto reader = detail::LineReader::from_memory(text, name);
+    return parse_lines(reader, base);
 }
 
 std::vector<AlignmentLinks> read_pharaoh(const std::string& path, PharaohBase base) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FileError("cannot open '" + path + "': " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw FileError("cannot read '" + path + "'");
-    return parse_pharaoh(text.str(), path, base);
+    // Checked like a corpus (core/io/line_reader.hpp): a regular file (never a FIFO or a
+    // device), at most max_pharaoh_file_bytes, read a line at a time.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_pharaoh_file_bytes)
+        throw FileError(quote(path, 400) + " is " + std::to_string(st.st_size) + " bytes, more than the " +
+                        std::to_string(max_pharaoh_file_bytes) + " an alignment file may be");
+    auto reader = detail::LineReader::open_file(path, max_pharaoh_file_bytes);
+    return parse_lines(reader, base);
 }
 
 }  // namespace attnviz

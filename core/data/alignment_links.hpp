@@ -8,6 +8,7 @@
 // s-th source token, target position t the t-th target token; the <eos> of
 // either side is not a token here.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,14 @@ enum class PharaohBase { zero, one };
 std::vector<AlignmentLinks> parse_pharaoh(const std::string& text, const std::string& name,
                                           PharaohBase base = PharaohBase::zero);
 
-/// Reads a Pharaoh file (parse_pharaoh); FileError "cannot open 'PATH': reason".
+/// The largest Pharaoh file read_pharaoh reads (1 GiB).
+constexpr uint64_t max_pharaoh_file_bytes = uint64_t{1} << 30;
+
+/// Reads a Pharaoh file (parse_pharaoh) through the corpus reader's checked, bounded line
+/// reader (core/io/line_reader.hpp): FileError "cannot open 'PATH': reason", and FileError
+/// before anything is read when it is not a regular file (a FIFO, /dev/zero, a directory)
+/// or larger than max_pharaoh_file_bytes; a line over hard_line_limit, UTF-16 text or NUL
+/// bytes are refused too.
 std::vector<AlignmentLinks> read_pharaoh(const std::string& path, PharaohBase base = PharaohBase::zero);
 
 }  // namespace attnviz

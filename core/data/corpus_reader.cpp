@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/io/line_reader.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -79,11 +80,8 @@ std::string trim(std::string_view s) {
 
 bool blank(std::string_view s) { return s.find_first_not_of(' ') == std::string_view::npos; }
 
-std::string shorten(std::string_view s) {
-    std::string out(s.substr(0, 40));
-    if (s.size() > 40) out += "…";
-    return out;
-}
+/// A column or a line of the file, as a message quotes it: short, control characters escaped.
+std::string shorten(std::string_view s) { return quote(s, 40); }
 
 void split_tabs(std::string_view line, std::vector<std::string_view>& fields) {
     fields.clear();
@@ -156,8 +154,8 @@ public:
                                                     ") is Tatoeba-Challenge, 4 columns: " + challenge_form);
                 const std::string a = trim(f[0]), b = trim(f[1]);
                 if (!is_language_code(a) || !is_language_code(b))
-                    layout_error(m_where, line, ": columns 1 and 2 ('" + shorten(a) + "', '" + shorten(b) +
-                                                    "') are not language codes, but the file's layout (from line " +
+                    layout_error(m_where, line, ": columns 1 and 2 (" + shorten(a) + ", " + shorten(b) +
+                                                    ") are not language codes, but the file's layout (from line " +
                                                     std::to_string(m_first) + ") is Tatoeba-Challenge: " +
                                                     challenge_form);
                 if (!m_choice.by_language()) return {2, 3};
@@ -213,8 +211,8 @@ private:
             return;
         }
         if (n == 4)
-            layout_error(m_where, line, count + " but columns 1 and 2 ('" + shorten(a) + "', '" + shorten(b) +
-                                            "') are not language codes: expected Tatoeba-Challenge lines " +
+            layout_error(m_where, line, count + " but columns 1 and 2 (" + shorten(a) + ", " + shorten(b) +
+                                            ") are not language codes: expected Tatoeba-Challenge lines " +
                                             challenge_form + " or Tatoeba lines " + pairs_form +
                                             "; or choose the sentence columns: --columns SRC,TGT (in the app: Columns), e.g. 3,4");
         if (n > 4)
@@ -236,6 +234,7 @@ private:
 bool add_pair(Corpus& corpus, size_t line, std::string src, std::string tgt, const TsvOptions& options) {
     if (options.reverse) std::swap(src, tgt);
     SentencePair pair{tokenize(src, options.level), tokenize(tgt, options.level)};
+    pair.line = line;
     if (pair.src.empty()) corpus.skipped.push_back({line, "empty source"});
     else if (pair.tgt.empty()) corpus.skipped.push_back({line, "empty target"});
     else corpus.pairs.push_back(std::move(pair));
@@ -340,7 +339,7 @@ Corpus read_two(LineReader& a, LineReader& b, const TsvOptions& options) {
             throw FileError("'" + a.name() + "' and '" + b.name() + "' have different line counts (" +
                             std::to_string(a.line_number()) + " and " + std::to_string(b.line_number()) +
                             "): parallel text needs one line in each file per pair; line " + std::to_string(first_no) +
-                            " of '" + longer.name() + "' ('" + first + "') has no partner in '" + shorter.name() +
+                            " of '" + longer.name() + "' (" + first + ") has no partner in '" + shorter.name() +
                             "', which ends at line " + std::to_string(ended));
         }
         const size_t no = a.line_number();

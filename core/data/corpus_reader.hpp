@@ -30,6 +30,9 @@ struct SentencePair {
     /// when known: built-in tasks and `eval --alignments` set it; filtering and splitting
     /// keep it with its pair. nullopt: unknown (an empty AlignmentLinks is "no links").
     std::optional<AlignmentLinks> alignment = std::nullopt;  // initialised: {src, tgt} stays warning-free
+    /// The 1-based line of the file it was read from (of both files for parallel text), for
+    /// messages about the pair; 0 when it was not read from a file (a built-in task).
+    size_t line = 0;
 };
 
 /// A line of the input that was skipped, and why.

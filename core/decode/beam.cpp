@@ -328,7 +328,7 @@ std::vector<Translation> beam_decode(const SearchModel& model, const std::vector
         search.run();
         for (size_t i = 0; i < rows.size(); ++i) search.deliver(static_cast<int64_t>(i), results[rows[i]]);
     };
-    return decode_in_batches(model, sources, options, decode_chunk);
+    return decode_in_batches(model, sources, options, decode_chunk, longest_decode(options, forced));
 }
 
 }  // namespace attnviz

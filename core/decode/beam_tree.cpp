@@ -12,6 +12,7 @@
 #include "core/io/error.hpp"
 #include "core/text/vocab.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -61,7 +62,7 @@ T field(const nlohmann::json& j, const char* key, const std::string& where, cons
 BeamNode::Status parse_status(const std::string& s, const std::string& where) {
     for (auto st : {BeamNode::Status::kept, BeamNode::Status::pruned, BeamNode::Status::finished})
         if (s == to_string(st)) return st;
-    throw FileError(where + ": \"status\" is \"" + s + "\", expected kept, pruned or finished");
+    throw FileError(where + ": \"status\" is " + quote(s) + ", expected kept, pruned or finished");
 }
 
 BeamNode node_from_json(const nlohmann::json& n, const std::string& where) {
@@ -183,7 +184,7 @@ BeamTree BeamTree::from_json(const nlohmann::json& j) {
     t.source = field<std::vector<std::string>>(j, "source", where, "an array of tokens");
     const auto level = field<std::string>(j, "level", where, "\"word\", \"char\" or \"subword\"");
     if (level != "word" && level != "char" && level != "subword")
-        throw FileError(where + ": \"level\" is \"" + level + "\", expected \"word\", \"char\" or \"subword\"");
+        throw FileError(where + ": \"level\" is " + quote(level) + ", expected \"word\", \"char\" or \"subword\"");
     t.level = token_level_from_string(level);
     t.beam_size = field<int64_t>(j, "beam_size", where, "an integer");
     t.num_hypotheses = field<int64_t>(j, "num_hypotheses", where, "an integer");

@@ -90,7 +90,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             results[rows[i]].hypotheses.push_back(std::move(h));
         }
     };
-    return decode_in_batches(translation_model, sources, options, decode_chunk);
+    return decode_in_batches(translation_model, sources, options, decode_chunk, longest_decode(options, forced));
 }
 
 }  // namespace attnviz

@@ -65,7 +65,8 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level) 
 
 std::vector<Translation> decode_in_batches(const SearchModel& model,
                                            const std::vector<std::vector<std::string>>& sources,
-                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk) {
+                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk,
+                                           int64_t max_steps) {
     options.validate();
     const bool has_attention = model.has_attention();
     const Vocab& src_vocab = model.src_vocab();
@@ -78,14 +79,54 @@ std::vector<Translation> decode_in_batches(const SearchModel& model,
         if (!sources[i].empty()) todo.push_back(i);
     if (todo.empty()) return results;
 
+    // Chunks of sentences in order, each within the step memory bound: a hypothesis costs its
+    // attention over the source and the attention rows it keeps (core/model/memory_bound.hpp).
+    const int64_t beam = std::max<int64_t>(options.beam_size, 1);
+    const int64_t steps = std::max(max_steps, options.max_length);
+    StepCost cost = decoding_cost(model.network(), steps);
+    if (options.beam_tree) cost.per_cell += 4 * beam * steps;  // the tree's nodes keep an attention row each
+    std::vector<int64_t> width(sources.size());
+    for (size_t r = 0; r < sources.size(); ++r)
+        width[r] = source_steps > 0 ? source_steps : static_cast<int64_t>(sources[r].size()) + 1;
+    const auto chunks = plan_decode_chunks(todo, width, beam, options.batch_size, cost);
+
     torch::InferenceMode guard;
     const auto device = model.device();
-    const auto chunk = static_cast<size_t>(options.batch_size);
-    for (size_t start = 0; start < todo.size(); start += chunk) {
-        std::vector<size_t> rows(todo.begin() + start, todo.begin() + std::min(todo.size(), start + chunk));
-        decode_chunk(rows, encode_sources(sources, rows, src_vocab, device, source_steps), results);
-    }
+    for (const auto& rows : chunks) decode_chunk(rows, encode_sources(sources, rows, src_vocab, device, source_steps), results);
     return results;
+}
+
+std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& rows, const std::vector<int64_t>& width,
+                                                    int64_t beam, int64_t batch_size, const StepCost& cost,
+                                                    int64_t bound) {
+    for (size_t r : rows)
+        if (cost.bytes(beam, 1, width[r]) > bound)
+            throw ConfigError("sentence " + std::to_string(r + 1) + " is too long to decode (" +
+                              std::to_string(width[r]) + " source steps, <eos> included" +
+                              (beam > 1 ? ", with a beam of " + std::to_string(beam) : "") + "): it would need about " + memory_text(cost.bytes(beam, 1, width[r])) + ", more than the " +
+                              memory_text(bound) + " a step may use; split it into shorter sentences" +
+                              (beam > 1 ? " or use a smaller beam" : ""));
+    std::vector<std::vector<size_t>> chunks;
+    int64_t widest = 0;
+    for (size_t r : rows) {
+        const int64_t w = std::max(widest, width[r]);
+        if (chunks.empty() || static_cast<int64_t>(chunks.back().size()) >= batch_size ||
+            cost.bytes(beam * static_cast<int64_t>(chunks.back().size() + 1), 1, w) > bound) {
+            chunks.emplace_back();
+            widest = width[r];
+        } else {
+            widest = w;
+        }
+        chunks.back().push_back(r);
+    }
+    return chunks;
+}
+
+int64_t longest_decode(const DecodeOptions& options, const std::vector<std::vector<int64_t>>* forced) {
+    int64_t longest = options.max_length;
+    if (forced)
+        for (const auto& given : *forced) longest = std::max<int64_t>(longest, static_cast<int64_t>(given.size()) + 1);
+    return longest;
 }
 
 std::vector<int64_t> SourceBatch::lengths() const {

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/decode/translation.hpp"
+#include "core/model/memory_bound.hpp"
 #include "core/model/encoder_decoder.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
@@ -98,9 +99,26 @@ using ChunkDecoder = std::function<void(const std::vector<size_t>& rows, const S
 
 /// The frame shared by greedy and beam search: validates the options, makes a
 /// Translation per source (empty ones stay empty), enters inference mode, and
-/// hands the non-empty sources to decode_chunk in batches.
+/// hands the non-empty sources to decode_chunk in batches: at most options.batch_size
+/// sentences, and no more than fit the step memory bound (core/model/memory_bound.hpp)
+/// with options.beam_size hypotheses each, running up to max_steps steps (0:
+/// options.max_length). A sentence too long to decode within the bound on its own is
+/// refused with ConfigError naming it, before any is decoded.
 std::vector<Translation> decode_in_batches(const SearchModel& model,
                                            const std::vector<std::vector<std::string>>& sources,
-                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk);
+                                           const DecodeOptions& options, const ChunkDecoder& decode_chunk,
+                                           int64_t max_steps = 0);
+
+/// decode_in_batches's chunks of `rows` (indices into width: each sentence's source width,
+/// <eos> included), in order: at most batch_size sentences of `beam` hypotheses each, and
+/// no more than cost says fit `bound`. Throws ConfigError naming the first sentence ("sentence
+/// N", 1-based) that cannot fit alone, with what it would need.
+std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& rows, const std::vector<int64_t>& width,
+                                                    int64_t beam, int64_t batch_size, const StepCost& cost,
+                                                    int64_t bound = step_memory_bound);
+
+/// The most steps a row decodes: options.max_length, stretched to hold each given target
+/// (forced decoding) and one more token.
+int64_t longest_decode(const DecodeOptions& options, const std::vector<std::vector<int64_t>>* forced);
 
 }  // namespace attnviz

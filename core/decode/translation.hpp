@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/config/config.hpp"
 #include "core/decode/intervention.hpp"
 #include "core/model/attention_map.hpp"
 
@@ -21,6 +22,7 @@ namespace attnviz {
 
 /// The longest output decoding produces (DecodeOptions::max_length's upper bound).
 constexpr int64_t max_decode_length = 1000;
+static_assert(max_padded_steps == max_decode_length, "a padded sequence is at most as long as an output");
 
 /// Options for decoding (CTranslate2's TranslationOptions in spirit).
 struct DecodeOptions {

@@ -77,6 +77,13 @@ std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::v
                           std::to_string(targets.size()) + " targets");
     std::vector<std::vector<int64_t>> given;
     for (const auto& target : targets) {
+        // A given target is decoded step by step, each keeping its attention row: no longer
+        // than decoding's own longest output.
+        if (static_cast<int64_t>(target.size()) >= max_decode_length)
+            throw ConfigError("forced decoding: target " + std::to_string(given.size() + 1) + " has " +
+                              std::to_string(target.size()) + " tokens; a given target may have at most " +
+                              std::to_string(max_decode_length - 1) + " (with its <eos>, the " +
+                              std::to_string(max_decode_length) + " steps decoding runs at most)");
         std::vector<int64_t> ids = m_tgt_vocab->encode(target);
         for (auto id : ids)
             if (id == Vocab::pad_id || id == Vocab::bos_id)

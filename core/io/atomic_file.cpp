@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/io/error.hpp"
+#include "core/io/file_read.hpp"
 
 namespace attnviz {
 
@@ -123,6 +124,17 @@ bool all_digits(const std::string& s, size_t from, size_t to) {
     return true;
 }
 
+/// Refuses a path that names something other than a regular file: a rename would put a
+/// regular file in place of a device (/dev/null, /dev/full, run as root), a FIFO or a
+/// socket. A symbolic link is followed: its target must be a regular file or absent.
+void refuse_non_regular_target(const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+    if (S_ISDIR(st.st_mode)) throw FileError("cannot write '" + path + "': it is a directory (give a file name)");
+    throw FileError("cannot write '" + path + "': it is " + describe_file_type(st.st_mode) +
+                    ", not a regular file (give the name of a new or a regular file)");
+}
+
 }  // namespace
 
 bool is_temporary_name(const std::string& name, const std::string& target_name, long* pid) {
@@ -178,9 +190,8 @@ void remove_temporaries_in_progress() noexcept {
 void check_writable_path(const std::string& path) {
     if (path.empty()) throw FileError("no file name given");
     const Split p = split_path(path);
+    refuse_non_regular_target(path);
     struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        throw FileError("cannot write '" + path + "': it is a directory (give a file name)");
     if (p.base.empty() || p.base == "." || p.base == "..")
         throw FileError("cannot write '" + path + "': it names a directory (give a file name)");
     if (::stat(p.dir.c_str(), &st) != 0)
@@ -197,6 +208,7 @@ void check_writable_path(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
+    refuse_non_regular_target(path);
     remove_stale_temporaries(path);
     std::string tmp;
     std::unique_ptr<InProgress> registered;
@@ -218,6 +230,12 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     }
     if (::fsync(fd) != 0) fail(errno, true);
     if (::close(fd) != 0) fail(errno, false);
+    try {
+        refuse_non_regular_target(path);  // again: a device may have been put there meanwhile
+    } catch (const FileError&) {
+        ::unlink(tmp.c_str());
+        throw;
+    }
     if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno, false);
     registered.reset();
     // The rename is only durable once the directory is: sync it too. File systems

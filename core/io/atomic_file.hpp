@@ -27,10 +27,14 @@ namespace attnviz {
 /// Writes contents to path atomically (see above). Throws FileError naming the
 /// path and the reason ("No space left on device", "File too large", ...); the
 /// previous file at path, if any, is then unchanged and no temporary file is left.
+/// path must be absent or a regular file (or a symbolic link to one): a device
+/// (/dev/null, /dev/full), a FIFO, a socket or a directory there is refused before
+/// anything is written, as the rename would replace it with a regular file.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
 /// Throws FileError when write_file_atomic(path, ...) could not succeed as far as
-/// can be told without writing it: path is a directory, its directory is missing,
+/// can be told without writing it: path is a directory, a device, a FIFO or a socket,
+/// its directory is missing,
 /// or a file cannot be created there (checked by creating and removing a
 /// temporary file, so read-only file systems and permissions are both seen).
 /// For output flags, checked before hours of work rather than after.

@@ -5,19 +5,13 @@
 #include "core/io/json_bounded.hpp"
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
 namespace {
 // Messages quote at most this much of anything that came from the file.
 constexpr size_t k_max_quoted = 160;
-
-std::string clipped(std::string s) {
-    if (s.size() > k_max_quoted) s = s.substr(0, k_max_quoted) + "...";
-    for (char& c : s)
-        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    return s;
-}
 }  // namespace
 
 void check_json_depth(const std::string& text, const std::string& what, int max_depth) {
@@ -58,7 +52,7 @@ nlohmann::json parse_json_bounded(const std::string& text, const std::string& wh
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         // nlohmann's message quotes the last token read, which may be long: clip it.
-        throw FileError(what + ": not valid JSON (" + clipped(e.what()) + ")");
+        throw FileError(what + ": not valid JSON (" + printable(e.what(), k_max_quoted) + ")");
     }
 }
 
@@ -66,8 +60,8 @@ std::string describe_json(const nlohmann::json& v) {
     switch (v.type()) {
     case nlohmann::json::value_t::object: return "an object with " + std::to_string(v.size()) + " keys";
     case nlohmann::json::value_t::array: return "an array of " + std::to_string(v.size()) + " values";
-    case nlohmann::json::value_t::string: return "\"" + clipped(v.get_ref<const std::string&>()) + "\"";
-    default: return clipped(v.dump());  // a scalar: dump() does not recurse
+    case nlohmann::json::value_t::string: return quote(v.get_ref<const std::string&>(), k_max_quoted);
+    default: return v.dump();  // a scalar: a number, a boolean or null (dump() does not recurse)
     }
 }
 

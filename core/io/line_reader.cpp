@@ -11,6 +11,7 @@
 
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz::detail {
 
@@ -18,7 +19,7 @@ namespace {
 
 constexpr size_t chunk_bytes = size_t{1} << 16;
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) { return quote(s, 400); }
 
 /// "1.5 GB" style, for messages.
 std::string human_bytes(uint64_t n) {

@@ -1,6 +1,8 @@
 // Messages for people.
 #include "core/io/message.hpp"
 
+#include <cstdio>
+
 namespace attnviz {
 
 std::string without_stack_trace(std::string message) {
@@ -12,6 +14,70 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
     return s + "]";
+}
+
+namespace {
+
+/// Length of the well-formed UTF-8 sequence at the start of s (1..4) and its code point,
+/// or 0 when it is not one (a stray byte, an overlong form, a surrogate, past U+10FFFF).
+size_t utf8_sequence(std::string_view s, uint32_t* cp) {
+    const auto b0 = static_cast<uint8_t>(s[0]);
+    if (b0 < 0x80) {
+        *cp = b0;
+        return 1;
+    }
+    size_t n = 0;
+    uint32_t min = 0;
+    if (b0 >= 0xC2 && b0 <= 0xDF) n = 2, min = 0x80, *cp = b0 & 0x1Fu;
+    else if (b0 >= 0xE0 && b0 <= 0xEF) n = 3, min = 0x800, *cp = b0 & 0x0Fu;
+    else if (b0 >= 0xF0 && b0 <= 0xF4) n = 4, min = 0x10000, *cp = b0 & 0x07u;
+    else return 0;
+    if (s.size() < n) return 0;
+    for (size_t i = 1; i < n; ++i) {
+        const auto b = static_cast<uint8_t>(s[i]);
+        if ((b & 0xC0) != 0x80) return 0;
+        *cp = (*cp << 6) | (b & 0x3Fu);
+    }
+    if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
+    return n;
+}
+
+bool reorders_text(uint32_t cp) {
+    return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+std::string quote(std::string_view text, size_t max) { return "'" + printable(text, max) + "'"; }
+
+std::string printable(std::string_view text, size_t max) {
+    std::string out;
+    char buf[16];
+    size_t i = 0;
+    while (i < text.size()) {
+        uint32_t cp = 0;
+        const size_t n = utf8_sequence(text.substr(i), &cp);
+        if (i + (n ? n : 1) > max) break;
+        if (n == 0) {
+            std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(static_cast<uint8_t>(text[i])));
+            out += buf;
+            ++i;
+            continue;
+        }
+        if (cp < 0x20 || cp == 0x7F) {
+            std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(cp));
+            out += buf;
+        } else if ((cp >= 0x80 && cp <= 0x9F) || reorders_text(cp)) {
+            std::snprintf(buf, sizeof buf, "\\u{%04X}", static_cast<unsigned>(cp));
+            out += buf;
+        } else {
+            out.append(text.data() + i, n);
+        }
+        i += n;
+    }
+    if (i < text.size()) out += "...";
+    return out;
 }
 
 }  // namespace attnviz

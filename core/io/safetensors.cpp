@@ -11,6 +11,7 @@
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; this reader copies it as is"
@@ -42,20 +43,8 @@ std::string known_dtypes() {
     return s;
 }
 
-/// A name from the file, clipped for messages.
-std::string quoted(const std::string& s) {
-    constexpr size_t max = 100;
-    std::string out = s.size() > max ? s.substr(0, max) + "..." : s;
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x20) c = '?';
-    return "'" + out + "'";
-}
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
+/// A name from the file, clipped and escaped for messages.
+std::string quoted(const std::string& s) { return quote(s, 100); }
 
 [[noreturn]] void refuse(const std::string& file, const std::string& what) {
     throw FileError("'" + file + "' " + what);
@@ -124,7 +113,7 @@ public:
         }
         uint64_t bytes = 0;
         if (!byte_size(t.shape, t.dtype, &bytes))
-            fail("has a bad header: " + who + " of shape " + shape_string(t.shape) + " has too many elements");
+            fail("has a bad header: " + who + " of shape " + shape_to_string(t.shape) + " has too many elements");
         const auto offsets = v.find("data_offsets");
         uint64_t begin = 0, end = 0;
         if (offsets == v.end() || !offsets->is_array() || offsets->size() != 2 || !non_negative((*offsets)[0], &begin) ||
@@ -135,7 +124,7 @@ public:
                  std::to_string(m_data_size) + " bytes");
         if (end - begin != bytes)
             fail("has a bad header: " + who + " of dtype " + to_string(t.dtype) + " and shape " +
-                 shape_string(t.shape) + " needs " + std::to_string(bytes) + " bytes but its data_offsets span " +
+                 shape_to_string(t.shape) + " needs " + std::to_string(bytes) + " bytes but its data_offsets span " +
                  std::to_string(end - begin));
         t.begin = static_cast<size_t>(begin);
         t.end = static_cast<size_t>(end);
@@ -299,7 +288,7 @@ std::string serialize(const std::vector<TensorToWrite>& tensors, const std::map<
         if (header.contains(t.name)) throw ConfigError("safetensors: two tensors are named " + quoted(t.name));
         uint64_t bytes = 0;
         if (!byte_size(t.shape, t.dtype, &bytes) || bytes != t.bytes || (bytes > 0 && !t.data))
-            throw ConfigError("safetensors: tensor " + quoted(t.name) + " of shape " + shape_string(t.shape) +
+            throw ConfigError("safetensors: tensor " + quoted(t.name) + " of shape " + shape_to_string(t.shape) +
                               " and dtype " + to_string(t.dtype) + " was given " + std::to_string(t.bytes) + " bytes");
         header[t.name] = {{"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;

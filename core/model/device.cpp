@@ -1,5 +1,10 @@
 #include "core/model/device.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -9,6 +14,13 @@
 namespace attnviz {
 
 bool cuda_available() { return torch::cuda::is_available(); }
+
+int available_cores() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 torch::Device resolve_device(const std::string& name) {
     if (name.empty() || name == "auto") return cuda_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;

@@ -16,6 +16,10 @@ bool cuda_available();
 /// "cpu" or "cuda:0 (NVIDIA H100 ...)" style description for status bars.
 std::string describe_device(const torch::Device& device);
 
+/// The CPU cores this process may run on (its affinity mask, e.g. under taskset or a
+/// container's CPU set; the machine's count where that cannot be read), at least 1.
+int available_cores();
+
 /// LibTorch version string, e.g. "2.11.0".
 std::string libtorch_version();
 

@@ -121,6 +121,11 @@ public:
     /// Whether loss() may run on parts of a batch at once, one CPU thread each, with its
     /// randomness all from options.dropout (core/train/split_step.hpp).
     virtual bool trains_in_parts(double teacher_forcing) const { return false; }
+    /// Bytes a step needs at most per (query, source position) pair, beside the weights: in
+    /// training (per target token: what the backward pass keeps, and its gradients) or in
+    /// decoding (per hypothesis). Callers bound a batch's memory with it
+    /// (core/model/memory_bound.hpp); a family should say what its attention costs.
+    virtual int64_t attention_bytes_per_cell(bool training) const { return training ? 1024 : 512; }
 };
 
 /// A network, shared: a TranslationModel's is never changed after construction.

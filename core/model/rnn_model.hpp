@@ -100,6 +100,10 @@ public:
                        const torch::Tensor& tgt_out, const LossOptions& options = {}) override;
     /// trains_fused(teacher_forcing).
     bool trains_in_parts(double teacher_forcing) const override { return trains_fused(teacher_forcing); }
+    /// Additive attention keeps its [A] tanh features per cell (and their gradient, in the
+    /// backward pass), besides scores, weights and a dropout mask; decoding also holds each
+    /// hypothesis's keys and values.
+    int64_t attention_bytes_per_cell(bool training) const override;
 
     // --- the RNN's own ---------------------------------------------------------------------
     /// src [B,S], src_len [B] -> encoder state, keys projected. With config().source_steps = N > 0

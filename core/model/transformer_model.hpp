@@ -75,6 +75,11 @@ public:
     /// when the configuration is invalid or not a Transformer's.
     explicit TransformerImpl(const ModelConfig& config);
     const ModelConfig& config() const override { return m_config; }
+    /// Per (query, key) pair: every block's cross and decoder self-attention, each head's
+    /// scores and weights (float32), and in training their dropout masks and gradients too.
+    int64_t attention_bytes_per_cell(bool training) const override {
+        return 2 * m_config.num_layers * m_config.num_heads * 4 * (training ? 5 : 2);
+    }
 
     // --- the family seam (core/model/encoder_decoder.hpp) ---------------------------------
     /// A TransformerEncoding with every block's self-attention kept.

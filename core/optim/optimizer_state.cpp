@@ -18,6 +18,11 @@ void check_slot(const std::string& who, const torch::Tensor& t, const torch::Ten
                         shape_to_string(param.sizes().vec()) + " (its parameter's)");
 }
 
+/// Slots that hold running averages of squares: never negative.
+bool squares_slot(const std::string& slot) {
+    return slot == "exp_avg_sq" || slot == "max_exp_avg_sq" || slot == "square_avg" || slot == "acc_delta";
+}
+
 torch::Tensor on_device_copy(const torch::Tensor& t, const torch::Tensor& param) {
     return t.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
 }
@@ -84,7 +89,24 @@ OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer,
     return out;
 }
 
+void check_optimizer_state_values(const OptimizerState& state, const std::string& what) {
+    for (const auto& [name, param] : state.params) {
+        const std::string who = what + "optimiser state of " + quote(name);
+        if (param.step < 0) throw FileError(who + ": step " + std::to_string(param.step) + " is negative");
+        for (const auto& [slot, t] : param.slots) {
+            if (!t.defined() || t.numel() == 0) continue;
+            if (!torch::isfinite(t).all().item<bool>())
+                throw FileError(who + " (" + slot + ") holds NaN or infinite values: the next training step "
+                                "would make the weights NaN");
+            if (squares_slot(slot) && t.lt(0).any().item<bool>())
+                throw FileError(who + " (" + slot + ") holds negative values, which a running average of squares "
+                                "never has: the next training step would make the weights NaN");
+        }
+    }
+}
+
 void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimizer& optimizer, EncoderDecoder& model) {
+    check_optimizer_state_values(state, "");
     const auto named = model.named_parameters();
     const auto& valid = optimizer_slots(state.kind);
     for (const auto& [name, param] : state.params) {

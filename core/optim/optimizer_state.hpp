@@ -39,10 +39,18 @@ const std::vector<std::string>& optimizer_slots(OptimizerKind kind);
 /// parameter's shape or is not float32 (e.g. an archive read from an old file).
 OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer, EncoderDecoder& model, OptimizerKind kind);
 
+/// Throws FileError naming the parameter and slot (`what` starts the message) when a state
+/// holds a value no optimiser step leaves: NaN or an infinity in any slot, a negative
+/// running average of squares (Adam's exp_avg_sq and max_exp_avg_sq, Adadelta's
+/// square_avg and acc_delta: the next step takes their square root), or a negative step.
+/// Resuming from such a state would turn the weights into NaN at the first step.
+void check_optimizer_state_values(const OptimizerState& state, const std::string& what);
+
 /// Puts a captured state back into `optimizer` (made by make_optimizer over model's
 /// parameters, of state.kind), on each parameter's device. Throws FileError naming the
 /// parameter and slot when a parameter is unknown, a slot does not belong to the kind,
-/// or a tensor's shape or dtype differs from its parameter's.
+/// a tensor's shape or dtype differs from its parameter's, or a value is one no step
+/// leaves (check_optimizer_state_values).
 void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimizer& optimizer, EncoderDecoder& model);
 
 }  // namespace attnviz

@@ -17,6 +17,7 @@
 #include "core/analysis/export.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 #include "core/persist/parameter_names.hpp"
 #include "core/persist/safetensors_torch.hpp"
 
@@ -110,8 +111,8 @@ void check_weights(const st::File& f, const std::vector<ParameterName>& expected
     for (const auto& t : f.tensors) {
         if (t.name.rfind(k_optimizer_prefix, 0) == 0) continue;
         if (!names.count(t.name))
-            throw FileError(what + ": unexpected tensor '" + t.name.substr(0, 100) +
-                            "' (not a weight of its configuration, " + describe_config(config) + ")");
+            throw FileError(what + ": unexpected tensor " + quote(t.name, 100) +
+                            " (not a weight of its configuration, " + describe_config(config) + ")");
         have += t.end - t.begin;  // no overflow: each range lies inside the file
     }
     const uint64_t need = parameter_bytes(expected);
@@ -155,14 +156,14 @@ OptimizerState read_optimizer(const st::File& f, const json& meta, const std::ve
     const auto& slots = optimizer_slots(s.kind);
     for (const auto& t : f.tensors) {
         if (t.name.rfind(k_optimizer_prefix, 0) != 0) continue;  // a weight: check_weights saw it
-        if (!has_meta) throw FileError(what + ": tensor '" + t.name.substr(0, 100) + "' but no optimizer in the metadata");
+        if (!has_meta) throw FileError(what + ": tensor " + quote(t.name, 100) + " but no optimizer in the metadata");
         const std::string rest = t.name.substr(std::strlen(k_optimizer_prefix));
         const size_t dot = rest.rfind('.');
         const std::string weight = dot == std::string::npos ? std::string() : rest.substr(0, dot);
         const std::string slot = dot == std::string::npos ? rest : rest.substr(dot + 1);
         const auto p = by_file.find(weight);
         if (p == by_file.end() || std::find(slots.begin(), slots.end(), slot) == slots.end())
-            throw FileError(what + ": unexpected tensor '" + t.name.substr(0, 100) + "' (expected optimizer.<weight>." +
+            throw FileError(what + ": unexpected tensor " + quote(t.name, 100) + " (expected optimizer.<weight>." +
                             "<slot>, a slot of " + to_string(s.kind) + ")");
         if (t.dtype != st::DType::F32)
             throw FileError(what + ": tensor '" + t.name + "' has dtype " + st::to_string(t.dtype) + ", expected F32");
@@ -174,12 +175,13 @@ OptimizerState read_optimizer(const st::File& f, const json& meta, const std::ve
     for (const auto& [key, value] : steps.items()) {
         const auto p = by_file.find(key);
         if (p == by_file.end() || !s.params.count(p->second->module))
-            throw FileError(what + ": optimizer step count for '" + key.substr(0, 100) + "', which has no state");
+            throw FileError(what + ": optimizer step count for " + quote(key, 100) + ", which has no state");
         if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > k_max_step)
-            throw FileError(what + ": optimizer step count of '" + key + "' is " + describe_json(value) +
+            throw FileError(what + ": optimizer step count of " + quote(key, 100) + " is " + describe_json(value) +
                             ", expected an integer in 0.." + std::to_string(k_max_step));
         s.params[p->second->module].step = value.get<int64_t>();
     }
+    check_optimizer_state_values(s, what + ": ");
     return s;
 }
 
@@ -191,7 +193,7 @@ Checkpoint checkpoint_from_file(const st::File& f) {
                         "\"format\": \"attnviz-checkpoint\"). attnviz reads " + readable_model_formats());
     const auto version = f.metadata.find("version");
     if (version == f.metadata.end() || version->second != std::to_string(checkpoint_version)) {
-        const std::string v = version == f.metadata.end() ? "none" : version->second.substr(0, 20);
+        const std::string v = version == f.metadata.end() ? "none" : quote(version->second, 20);
         throw FileError(what + " has format version " + v + "; this attnviz reads version " +
                         std::to_string(checkpoint_version) + " (was it written by a newer attnviz?)");
     }
@@ -255,6 +257,13 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
 
     st::TensorWriter writer;
     auto params = m.network()->named_parameters();
+    // A diverged run's weights or optimiser state would replace a good file with one that
+    // translates nothing and resumes into NaN: refused, and the file stays as it was.
+    const std::string refused = "cannot save " + quote(path, 400) + " (it is left as it was): ";
+    for (const auto& p : names)
+        if (!torch::isfinite(params[p.module]).all().item<bool>())
+            throw FileError(refused + "weight '" + p.file + "' holds NaN or infinite values (training diverged)");
+    check_optimizer_state_values(c.optimizer_state, refused);
     for (const auto& p : names) writer.add(p.file, params[p.module].to(torch::kFloat));
     for (const auto& p : names) {
         const auto it = c.optimizer_state.params.find(p.module);

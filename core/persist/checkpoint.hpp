@@ -40,7 +40,9 @@ struct Checkpoint {
 constexpr int checkpoint_version = 2;
 
 /// Writes a checkpoint atomically (temporary file, fsync, rename): an
-/// interrupted save never destroys an existing file at path. Throws FileError.
+/// interrupted save never destroys an existing file at path. Throws FileError, also
+/// before anything is written when a weight or the optimiser state holds NaN or an
+/// infinity (a diverged run: such a file would replace a good one at path).
 void save_checkpoint(const Checkpoint& c, const std::string& path);
 
 /// Reads a checkpoint of the current format; throws attnviz::FileError naming the

@@ -14,6 +14,7 @@
 #include "core/persist/parameter_names.hpp"
 #include "core/io/safetensors.hpp"
 #include "core/persist/safetensors_torch.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -21,10 +22,8 @@ const char* const d2l_format = "d2l-seq2seq";
 
 namespace {
 
-/// A token as a message shows it: quoted, cut when long.
-std::string shown(const std::string& token) {
-    return "'" + (token.size() > 40 ? token.substr(0, 40) + "..." : token) + "'";
-}
+/// A token as a message shows it: quoted, cut when long, control characters escaped.
+std::string shown(const std::string& token) { return quote(token, 40); }
 
 }  // namespace
 
@@ -236,7 +235,7 @@ TranslationModelPtr import_file(const safetensors::File& file) {
             bool known = false;
             for (const auto& n : names) known = known || n.file == t.name;
             if (!known)
-                throw FileError(what + ": unexpected tensor '" + t.name + "' for this configuration (" +
+                throw FileError(what + ": unexpected tensor " + quote(t.name, 100) + " for this configuration (" +
                                 (d2l_variant(mc).empty() ? std::string("d2l's shape") : d2l_variant(mc)) + ")");
         }
     }

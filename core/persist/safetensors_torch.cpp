@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz::safetensors {
 
@@ -16,15 +17,9 @@ const std::pair<DType, torch::ScalarType> k_types[] = {
     {DType::U32, torch::kUInt32}, {DType::U16, torch::kUInt16}, {DType::U8, torch::kByte},
     {DType::BOOL, torch::kBool}};
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 void check_dtype(const File& file, const TensorInfo& entry, DType expected) {
     if (entry.dtype != expected)
-        throw FileError("'" + file.name + "': tensor '" + entry.name + "' has dtype " + to_string(entry.dtype) +
+        throw FileError("'" + file.name + "': tensor " + quote(entry.name) + " has dtype " + to_string(entry.dtype) +
                         ", expected " + to_string(expected));
 }
 }  // namespace
@@ -51,8 +46,8 @@ torch::Tensor to_tensor(const File& file, const TensorInfo& entry, DType expecte
 void copy_into(const File& file, const TensorInfo& entry, torch::Tensor& dst) {
     check_dtype(file, entry, dtype_of(dst.scalar_type()));
     if (dst.sizes().vec() != entry.shape)
-        throw FileError("'" + file.name + "': tensor '" + entry.name + "' has shape " + shape_string(entry.shape) +
-                        ", expected " + shape_string(dst.sizes().vec()));
+        throw FileError("'" + file.name + "': tensor " + quote(entry.name) + " has shape " + shape_to_string(entry.shape) +
+                        ", expected " + shape_to_string(dst.sizes().vec()));
     torch::NoGradGuard no_grad;
     if (dst.device().is_cpu() && dst.is_contiguous()) {
         if (entry.end > entry.begin) std::memcpy(dst.data_ptr(), file.data(entry), entry.end - entry.begin);

@@ -8,8 +8,15 @@
 #include <sentencepiece_trainer.h>
 #include <unicode/utf8.h>
 
-#include "core/text/vocab.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
+#include "core/text/sentencepiece_model.hpp"
+#include "core/text/vocab.hpp"
+
+// Declared by SentencePiece's common.h, which it does not install; exported by libsentencepiece.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int v);
+}
 
 namespace attnviz {
 
@@ -48,6 +55,17 @@ size_t distinct_characters(const std::vector<std::string>& sentences) {
         }
     }
     return chars.size();
+}
+
+/// SentencePiece writes its log lines (LOG(INFO), LOG(WARNING), LOG(ERROR)) to stderr, where
+/// they would break the CLI's one-line errors; everything it has to say comes back as a
+/// status, which attnviz turns into its own message. Its fatal errors stay on.
+void quiet_sentencepiece() {
+    static const bool once = [] {
+        sentencepiece::logging::SetMinLogLevel(3);
+        return true;
+    }();
+    (void)once;
 }
 
 }  // namespace
@@ -90,6 +108,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::train_subword(const std::vector<std:
         {"num_threads", "2"},
         {"minloglevel", "2"},  // no progress chatter on stderr
     };
+    quiet_sentencepiece();
     SentenceList list(sentences);
     std::string proto;
     const auto status = sentencepiece::SentencePieceTrainer::Train(flags, &list, &proto);
@@ -99,11 +118,16 @@ std::shared_ptr<const Tokenizer> Tokenizer::train_subword(const std::vector<std:
 
 std::shared_ptr<const Tokenizer> Tokenizer::from_sentencepiece(const std::string& model_proto,
                                                                const SubwordOptions& options) {
+    quiet_sentencepiece();
+    // SentencePiece trusts parts of a model (its normalizer's rule table): it loads a model
+    // rebuilt from the parts attnviz checked, never the bytes it was given
+    // (core/text/sentencepiece_model.hpp).
+    std::string checked = serialize_sentencepiece_model(parse_sentencepiece_model(model_proto));
     auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
-    const auto status = processor->LoadFromSerializedProto(model_proto);
-    if (!status.ok()) throw FileError("the subword model is not a SentencePiece model: " + status.ToString());
+    const auto status = processor->LoadFromSerializedProto(checked);
+    if (!status.ok()) throw FileError("the subword model is not a SentencePiece model: " + printable(status.ToString(), 200));
     std::shared_ptr<Tokenizer> t(new Tokenizer(TokenLevel::subword));
-    t->m_model_proto = model_proto;
+    t->m_model_proto = std::move(checked);
     t->m_options = options;
     t->m_processor = std::move(processor);
     return t;
@@ -155,7 +179,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(const nlohmann::json& j) {
     if (level == "word") return for_level(TokenLevel::word);
     if (level == "char") return for_level(TokenLevel::character);
     if (level != "subword")
-        throw FileError("tokenizer: level \"" + level + "\" is not one of word, char, subword");
+        throw FileError("tokenizer: level " + quote(level) + " is not one of word, char, subword");
     if (j.value("type", std::string()) != "sentencepiece" || !j.contains("model") || !j["model"].is_string())
         throw FileError("tokenizer: a subword tokenizer needs \"type\": \"sentencepiece\" and the model as base64 in \"model\"");
     SubwordOptions options;

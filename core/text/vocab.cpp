@@ -11,6 +11,7 @@
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -44,6 +45,7 @@ Vocab Vocab::build(const std::vector<std::vector<std::string>>& sentences, int m
     for (const auto& [token, count] : sorted) {
         if (count < min_freq) break;  // sorted by count: the rest are rarer still
         if (max_tokens > 0 && vocab.size() - 4 >= max_tokens) break;
+        if (!is_vocab_token(token)) continue;
         vocab.add(token);
     }
     return vocab;
@@ -104,12 +106,17 @@ Vocab Vocab::from_json(const nlohmann::json& j) {
         const auto& token = tokens[i].get_ref<const std::string&>();
         if (i < 4) {
             if (token != specials[i])
-                throw FileError("vocabulary token " + std::to_string(i) + " is \"" + token + "\", expected \"" +
-                                specials[i] + "\"");
+                throw FileError("vocabulary token " + std::to_string(i) + " is " + quote(token) + ", expected '" +
+                                specials[i] + "'");
             continue;
         }
+        if (!is_vocab_token(token))
+            throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) +
+                            (token.empty() ? " is empty"
+                                           : " holds a line break, a NUL or \"|||\", which would break the output's "
+                                             "one line per sentence"));
         if (vocab.contains(token))
-            throw FileError("vocabulary token " + std::to_string(i) + " \"" + token + "\" appears twice");
+            throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) + " appears twice");
         vocab.add(token);
     }
     return vocab;
@@ -126,6 +133,11 @@ Vocab Vocab::load(const std::string& path) {
     } catch (const FileError& e) {
         throw FileError("vocabulary '" + path + "': " + e.what());
     }
+}
+
+bool is_vocab_token(const std::string& token) {
+    return !token.empty() && token.find_first_of(std::string("\0\r\n", 3)) == std::string::npos &&
+           token.find("|||") == std::string::npos;
 }
 
 std::vector<std::string> until_eos(const std::vector<std::string>& tokens) {

@@ -26,7 +26,7 @@ public:
     Vocab();
 
     /// Builds from tokenised sentences; tokens seen fewer than min_freq times are left out
-    /// (they will map to <unk>). max_tokens > 0 keeps only that many tokens besides the
+    /// (they will map to <unk>), and so are tokens a vocabulary cannot hold (is_vocab_token). max_tokens > 0 keeps only that many tokens besides the
     /// four special ones: the first of the usual order (most frequent first, ties
     /// alphabetically); 0 = no cap.
     static Vocab build(const std::vector<std::vector<std::string>>& sentences, int min_freq = 1,
@@ -45,7 +45,8 @@ public:
     const std::vector<std::string>& tokens() const { return m_tokens; }
 
     nlohmann::json to_json() const;
-    /// Throws attnviz::FileError when the JSON is not a vocabulary.
+    /// Throws attnviz::FileError when the JSON is not a vocabulary, or a token is one that
+    /// no vocabulary holds (is_vocab_token), twice, or a special token out of its place.
     static Vocab from_json(const nlohmann::json& j);
     /// Saves as JSON to a file (atomically) / loads from one.
     void save(const std::string& path) const;
@@ -58,6 +59,12 @@ private:
     std::vector<std::string> m_tokens;
     std::unordered_map<std::string, int64_t> m_index;
 };
+
+/// Whether a vocabulary may hold this token: not empty, and no NUL, CR or LF and no "|||"
+/// in it. Output is one line per input line, with " ||| " between the fields of a line
+/// (n-best lists, forced decoding): a token with a line break or "|||" would break both.
+/// Tokenising text never gives such a token but for "|||" itself, which maps to <unk>.
+bool is_vocab_token(const std::string& token);
 
 /// The tokens before the first "<eos>" (all of them when there is none): an output as text sees it.
 std::vector<std::string> until_eos(const std::vector<std::string>& tokens);

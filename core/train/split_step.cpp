@@ -44,8 +44,8 @@ std::vector<Part> split_rows(const Batch& batch, int parts) {
     return part;
 }
 
-ValidationSums validation_sums(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
-                               const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
+ValidationSums forward_sums(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
+                            const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
     ValidationSums v;
     const auto logits = model.forward(src, src_len, tgt_in);
     const auto mask = tgt_out.ne(Vocab::pad_id);
@@ -65,7 +65,8 @@ int split_step_parts(const EncoderDecoder& model, const torch::Device& device, i
     return static_cast<int>(std::min<int64_t>(threads, rows / split_step_min_rows));
 }
 
-double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts) {
+double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts,
+                           double weight) {
     const bool fused = model.trains_in_parts(teacher_forcing);
     if (parts > 1 && !fused)
         throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
@@ -87,7 +88,7 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
         auto loss = model.loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out,
                                LossOptions{teacher_forcing, hashed ? &stream : nullptr});
         const double value = loss.item<double>();
-        if (std::isfinite(value)) loss.backward();
+        if (std::isfinite(value)) loss.backward(torch::full({}, weight, loss.options()));
         return value;
     }
 
@@ -105,7 +106,7 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
             auto loss = model.loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, LossOptions{teacher_forcing, &pt.stream});
             pt.loss = loss.item<double>();
             if (std::isfinite(pt.loss) && pt.tokens > 0)
-                loss.backward(torch::full({}, pt.tokens / total_tokens, loss.options()));
+                loss.backward(torch::full({}, weight * pt.tokens / total_tokens, loss.options()));
         }
     });
     double value = 0;
@@ -116,7 +117,7 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
 
 ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, int parts) {
     torch::NoGradGuard no_grad;
-    if (parts <= 1) return validation_sums(model, batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
+    if (parts <= 1) return forward_sums(model, batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
     if (!model.trains_in_parts(1.0))
         throw std::logic_error("split_validation_sums: the model does not run through its fused nodes only");
     std::vector<Part> part = split_rows(batch, parts);
@@ -125,7 +126,7 @@ ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, 
         torch::NoGradGuard no_grad_here;  // grad mode is per thread
         for (int64_t p = begin; p < end; ++p) {
             const auto& pt = part[static_cast<size_t>(p)];
-            sums[static_cast<size_t>(p)] = validation_sums(model, pt.src, pt.src_len, pt.tgt_in, pt.tgt_out);
+            sums[static_cast<size_t>(p)] = forward_sums(model, pt.src, pt.src_len, pt.tgt_in, pt.tgt_out);
         }
     });
     ValidationSums total;
@@ -133,6 +134,30 @@ ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, 
         total.loss += s.loss;
         total.tokens += s.tokens;
         total.correct += s.correct;
+    }
+    return total;
+}
+
+ValidationSums validation_sums(EncoderDecoder& model, const std::vector<SentencePair>& pairs, const Vocab& src_vocab,
+                               const Vocab& tgt_vocab, int64_t batch_size, int64_t fixed_steps,
+                               const torch::Device& device, int64_t bound) {
+    torch::NoGradGuard no_grad;
+    const StepCost cost = training_cost(model);
+    check_pairs_fit(pairs, cost, fixed_steps, model.config().source_steps, "evaluation", "pair", bound);
+    ValidationSums total;
+    std::vector<size_t> rows;
+    for (size_t start = 0; start < pairs.size(); start += static_cast<size_t>(batch_size)) {
+        rows.clear();
+        for (size_t i = start; i < std::min(pairs.size(), start + static_cast<size_t>(batch_size)); ++i) rows.push_back(i);
+        const Batch whole = make_batch(pairs, rows, src_vocab, tgt_vocab, fixed_steps);
+        for (const Batch& cpu : split_batch(whole, cost, model.config().source_steps, bound)) {
+            const Batch b = cpu.to(device);
+            const int parts = split_step_parts(model, device, b.src.size(0), 1.0, at::get_num_threads());
+            const ValidationSums sums = split_validation_sums(model, b, parts);
+            total.loss += sums.loss;
+            total.tokens += sums.tokens;
+            total.correct += sums.correct;
+        }
     }
     return total;
 }

@@ -25,6 +25,7 @@
 
 #include "core/data/data.hpp"
 #include "core/model/encoder_decoder.hpp"
+#include "core/model/memory_bound.hpp"
 
 namespace attnviz {
 
@@ -51,8 +52,10 @@ int split_step_parts(const EncoderDecoder& model, const torch::Device& device, i
 /// model must train in parts then, the batch be on the CPU and
 /// have at least `parts` rows (std::logic_error otherwise). Returns the
 /// loss; when it is not finite no gradient is guaranteed (the caller must not
-/// step). The batch must be on the model's device.
-double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts);
+/// step). The batch must be on the model's device. The gradient accumulated is `weight`
+/// times the loss's (a chunk of a larger batch: its share of the batch's target tokens).
+double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts,
+                           double weight = 1.0);
 
 /// What validation adds up over a batch's real target tokens (teacher forced).
 struct ValidationSums {
@@ -70,5 +73,14 @@ struct ValidationSums {
 /// result does not depend on the threads' timing; it equals the whole batch's
 /// up to floating-point rounding.
 ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, int parts);
+
+/// Teacher-forced validation sums over pairs, in file order, batch_size pairs at a time
+/// (padded like training: fixed_steps), each batch cut into chunks within the step memory
+/// `bound` (core/model/memory_bound.hpp), on the model's device, without gradients; on
+/// several CPU threads in parts as split_validation_sums. check_pairs_fit refuses a pair
+/// too long for the bound beforehand.
+ValidationSums validation_sums(EncoderDecoder& model, const std::vector<SentencePair>& pairs, const Vocab& src_vocab,
+                               const Vocab& tgt_vocab, int64_t batch_size, int64_t fixed_steps,
+                               const torch::Device& device, int64_t bound = step_memory_bound);
 
 }  // namespace attnviz

@@ -16,6 +16,7 @@
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 #include "core/model/families.hpp"
+#include "core/model/memory_bound.hpp"
 #include "core/optim/fused_adam.hpp"
 #include "core/analysis/metrics.hpp"
 #include "core/optim/optimizer_state.hpp"
@@ -31,7 +32,8 @@ Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_
     : m_data(std::move(data)),
       m_model_config(model_config),
       m_train_config(train_config),
-      m_device(resolve_device(train_config.device)) {
+      m_device(resolve_device(train_config.device)),
+      m_step_memory_bound(step_memory_bound) {
     m_train_config.validate();
     cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);  // refuses a layer or head the model lacks
     if (m_model_config.seed == 0) m_model_config.seed = m_train_config.seed;
@@ -43,7 +45,8 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
     : m_data(std::move(data)),
       m_model_config(c.model->config()),
       m_train_config(train_config),
-      m_device(resolve_device(train_config.device)) {
+      m_device(resolve_device(train_config.device)),
+      m_step_memory_bound(step_memory_bound) {
     m_train_config.validate();
     cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);
     m_data.src_vocab = c.model->src_vocab();  // a resumed model keeps its vocabularies
@@ -68,11 +71,27 @@ void Trainer::init_model() {
     m_model_config.src_vocab = static_cast<int64_t>(m_data.src_vocab.size());
     m_model_config.tgt_vocab = static_cast<int64_t>(m_data.tgt_vocab.size());
     m_model = build_network(m_model_config);
+    check_pairs_fit_bound();
     m_model->to(m_device);
     m_optimizer = make_optimizer(*m_model, m_train_config);
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::check_pairs_fit_bound() const {
+    // A pair too long to train within the memory bound is refused now, naming it (a step
+    // on it would otherwise abort the process); batches are cut into chunks that fit.
+    const StepCost cost = training_cost(*m_model);
+    check_pairs_fit(m_data.train, cost, m_train_config.fixed_steps, m_model_config.source_steps, m_data.name,
+                    "training pair", m_step_memory_bound);
+    check_pairs_fit(m_data.val, cost, m_train_config.fixed_steps, m_model_config.source_steps, m_data.name,
+                    "validation pair", m_step_memory_bound);
+}
+
+void Trainer::set_step_memory_bound(int64_t bytes) {
+    m_step_memory_bound = bytes;
+    check_pairs_fit_bound();
+}
 
 void Trainer::set_train_config(const TrainConfig& config) {
     config.validate();
@@ -165,16 +184,32 @@ Checkpoint Trainer::checkpoint() const {
 }
 
 double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::string* error) {
-    auto batch = cpu_batch.to(m_device);
     const double tf = m_train_config.teacher_forcing;
-    // On several CPU threads, parts of the batch train at once (core/train/split_step.hpp).
-    const int parts = split_step_parts(*m_model, m_device, batch.src.size(0), tf, at::get_num_threads());
     m_optimizer->zero_grad();
-    const double value = split_loss_backward(*m_model, batch, tf, parts);
+    // A batch whose attention would not fit the step's memory bound runs in chunks, one after
+    // the other, each weighted by its share of the target tokens: the gradient is the whole
+    // batch's (core/model/memory_bound.hpp).
+    const auto chunks = split_batch(cpu_batch, training_cost(*m_model), m_model_config.source_steps, m_step_memory_bound);
+    const double tokens = static_cast<double>(cpu_batch.target_tokens());
+    double value = 0;
+    for (const Batch& chunk : chunks) {
+        const auto batch = chunk.to(m_device);
+        const double share = chunks.size() == 1 ? 1.0 : static_cast<double>(chunk.target_tokens()) / tokens;
+        // On several CPU threads, parts of the batch train at once (core/train/split_step.hpp).
+        const int parts = split_step_parts(*m_model, m_device, batch.src.size(0), tf, at::get_num_threads());
+        value += share * split_loss_backward(*m_model, batch, tf, parts, share);
+        if (!std::isfinite(value)) break;
+    }
     if (!std::isfinite(value)) {
+        // The weights are those of the last step; a step from a bad optimiser state or a huge
+        // learning rate may have made them NaN already, and then there are no good ones to keep.
+        bool finite = true;
+        for (const auto& p : m_model->parameters()) finite = finite && torch::isfinite(p).all().item<bool>();
         *error = "the training loss became " + std::string(std::isnan(value) ? "NaN" : "infinite") +
-                 "; training stopped and the last good weights were kept (try a lower learning rate "
-                 "or gradient clipping)";
+                 (finite ? "; training stopped and the last good weights were kept"
+                         : "; training stopped: the weights are no longer finite, so they cannot be saved (a "
+                           "checkpoint on disk is left as it was)") +
+                 " (try a lower learning rate or gradient clipping)";
         return value;
     }
     const double clip = m_train_config.grad_clip > 0 ? m_train_config.grad_clip : std::numeric_limits<double>::infinity();
@@ -195,24 +230,12 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     const bool was_training = m_model->is_training();
     m_model->eval();
     {
-        torch::NoGradGuard no_grad;
-        BatchOptions opts;
-        opts.batch_size = m_train_config.batch_size;
-        opts.shuffle = false;
-        opts.bucket_window = 0;
-        opts.fixed_steps = m_train_config.fixed_steps;
-        double loss_sum = 0, tokens = 0, correct = 0;
-        for (const auto& cpu : make_epoch_batches(pairs, m_data.src_vocab, m_data.tgt_vocab, opts, 0, 0)) {
-            auto b = cpu.to(m_device);
-            // On several CPU threads, parts of the batch run at once, as in training.
-            const int parts = split_step_parts(*m_model, m_device, b.src.size(0), 1.0, at::get_num_threads());
-            const ValidationSums sums = split_validation_sums(*m_model, b, parts);
-            loss_sum += sums.loss;
-            correct += sums.correct;
-            tokens += sums.tokens;
-        }
-        r.val_loss = tokens > 0 ? loss_sum / tokens : std::nan("");
-        r.val_token_accuracy = tokens > 0 ? correct / tokens : 0.0;
+        // Teacher-forced, in file order, in chunks within the step memory bound, as training runs.
+        const ValidationSums sums = validation_sums(*m_model, pairs, m_data.src_vocab, m_data.tgt_vocab,
+                                                    m_train_config.batch_size, m_train_config.fixed_steps, m_device,
+                                                    m_step_memory_bound);
+        r.val_loss = sums.tokens > 0 ? sums.loss / sums.tokens : std::nan("");
+        r.val_token_accuracy = sums.tokens > 0 ? sums.correct / sums.tokens : 0.0;
     }
     // Greedy decoding of a sample for exact match and BLEU.
     const size_t n = std::min(pairs.size(), max_decode);

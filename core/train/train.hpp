@@ -44,6 +44,11 @@ struct Checkpoint;
 /// peak given instead of derived from the width).
 double warmup_learning_rate(double peak, int64_t warmup_steps, int64_t step);
 
+/// Early stopping's last improvement: the last epoch (0: none) whose finite validation loss
+/// was lower by more than min_delta than that of the improvement before it (the first finite
+/// one counts). With min_delta 0 it is the epoch of the lowest loss (its first occurrence).
+int last_improvement_epoch(const std::vector<EpochReport>& epochs, double min_delta);
+
 /// Trains a network of any family (core/model/encoder_decoder.hpp): the training loop of a TrainingSession (core/session/session.hpp),
 /// which is what the CLI and the GUI use. Construct, then call run() on a worker
 /// thread; pause/resume/stop/wake and snapshot() are safe from any thread.
@@ -87,6 +92,10 @@ public:
     const TrainConfig& train_config() const { return m_train_config; }
     /// Lets a continued run train for more epochs (or change the learning rate, controls, ...).
     void set_train_config(const TrainConfig& config);
+    /// The memory a step's attention and output layer may take (core/model/memory_bound.hpp;
+    /// default step_memory_bound): batches above it train and validate in chunks, and a pair
+    /// that cannot fit alone is refused (ConfigError naming it), as at construction.
+    void set_step_memory_bound(int64_t bytes);
     const TrainHistory& history() const { return m_history; }
     TrainHistory& history() { return m_history; }
     torch::optim::Optimizer& optimizer() { return *m_optimizer; }
@@ -127,6 +136,8 @@ private:
     Network m_model;
     Network m_best;              ///< keep_best: CPU copy of the best epoch's weights
     int m_plateau = 0;           ///< lr plateau schedule: epochs since the lr last changed or the loss improved
+    int64_t m_step_memory_bound; ///< set_step_memory_bound
+    void check_pairs_fit_bound() const;
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     TrainHistory m_history;
     std::function<void()> m_between;

@@ -1,9 +1,10 @@
 // The training controls, written once: early stopping, keep-best and the
-// learning-rate schedules (TrainConfig::patience, keep_best, lr_schedule). The
+// learning-rate schedules (TrainConfig::patience, min_delta, keep_best, lr_schedule). The
 // trainer calls after_epoch() once per completed epoch, and schedule_batch() before
 // each batch (the warmup schedule changes the rate batch by batch).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/train/train.hpp"
 
@@ -51,8 +52,23 @@ bool Trainer::after_epoch(const EpochReport& er) {
             m_plateau = 0;
         }
     }
-    // Early stopping: patience epochs in a row without a new best validation loss.
-    return cfg.patience > 0 && m_history.best_epoch > 0 && er.epoch - m_history.best_epoch >= cfg.patience;
+    // Early stopping: patience epochs in a row without an improvement of more than min_delta.
+    const int last = last_improvement_epoch(m_history.epochs, cfg.min_delta);
+    return cfg.patience > 0 && last > 0 && er.epoch - last >= cfg.patience;
+}
+
+int last_improvement_epoch(const std::vector<EpochReport>& epochs, double min_delta) {
+    // Keras' and Lightning's rule: the reference is the loss of the last improvement, and
+    // a loss improves on it when it is lower by more than min_delta. Read from the history,
+    // so a resumed run counts on where it stopped.
+    int last = 0;
+    double reference = std::numeric_limits<double>::infinity();
+    for (const auto& e : epochs) {
+        if (!std::isfinite(e.val_loss) || !(e.val_loss < reference - min_delta)) continue;
+        reference = e.val_loss;
+        last = e.epoch;
+    }
+    return last;
 }
 
 }  // namespace attnviz

@@ -3,6 +3,7 @@
 // snapshot), end the run.
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include "core/io/message.hpp"
 #include "core/model/families.hpp"
@@ -13,6 +14,11 @@ namespace attnviz {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+std::string number_text(double v) {
+    std::ostringstream s;
+    s << v;  // 0.001, 1e-05
+    return s.str();
+}
 }  // namespace
 
 /// What one run counts as it goes.
@@ -154,8 +160,9 @@ bool Trainer::finish_epoch(RunState& run, int epoch, double epoch_lr, const Epoc
     run.obs->on_snapshot(epoch, m_history.global_step);
     if (!early || epoch >= cfg.epochs) return false;
     run.reason = StopReason::early_stop;
-    run.message = "early stop: the validation loss has not improved for " + std::to_string(cfg.patience) +
-                  " epochs (best: epoch " + std::to_string(m_history.best_epoch) + ")";
+    run.message = "early stop: the validation loss has not improved" +
+                  (cfg.min_delta > 0 ? " by more than " + number_text(cfg.min_delta) : std::string()) + " for " +
+                  std::to_string(cfg.patience) + " epochs (best: epoch " + std::to_string(m_history.best_epoch) + ")";
     return true;
 }
 

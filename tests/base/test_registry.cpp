@@ -34,7 +34,8 @@ std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfi
             {"checkpoint_every_minutes", t.checkpoint_every_minutes}, {"min_freq", t.min_freq},
             {"max_vocab", t.max_vocab}, {"split_shuffle", t.split_shuffle},
             {"vocab_includes_val", t.vocab_includes_val}, {"eval_sample", t.eval_sample},
-            {"patience", t.patience}, {"keep_best", t.keep_best}, {"lr_schedule", to_string(t.lr_schedule)},
+            {"patience", t.patience}, {"min_delta", t.min_delta}, {"keep_best", t.keep_best},
+            {"lr_schedule", to_string(t.lr_schedule)},
             {"lr_factor", t.lr_factor}, {"lr_step", t.lr_step}, {"lr_patience", t.lr_patience},
             {"subword_vocab", t.subword_vocab}, {"subword_model", to_string(t.subword_model)}};
 }
@@ -217,7 +218,7 @@ TEST_CASE("registry: old checkpoints without the newer keys still load", "[regis
     CHECK_NOTHROW(m.validate_for_build());
 
     json old_train = TrainConfig{}.to_json();
-    for (const char* key : {"patience", "keep_best", "lr_schedule", "lr_factor", "lr_step", "lr_patience"})
+    for (const char* key : {"patience", "min_delta", "keep_best", "lr_schedule", "lr_factor", "lr_step", "lr_patience"})
         REQUIRE(old_train.erase(key) == 1);
     old_train["epochs"] = 7;
     old_train["optimizer"] = "sgd";

@@ -23,6 +23,7 @@
 #include "core/persist/safetensors_torch.hpp"
 #include "core/data/tasks.hpp"
 #include "core/decode/translation.hpp"
+#include "checkpoint_edit.hpp"
 #include "file_limits.hpp"
 #include "test_support.hpp"
 
@@ -78,30 +79,7 @@ std::unique_ptr<Trainer> trained(int epochs = 2, OptimizerKind optimizer = Optim
 }
 
 
-/// A checkpoint file taken apart, to be changed and written back with a valid checksum.
-struct Editable {
-    std::map<std::string, std::string> metadata;
-    std::vector<std::pair<std::string, torch::Tensor>> tensors;
-
-    explicit Editable(const std::string& path) {
-        const st::File f = st::read_file(path);
-        metadata = f.metadata;
-        for (const auto& t : f.tensors) tensors.emplace_back(t.name, st::to_tensor(f, t, t.dtype));
-    }
-    json attnviz() const { return json::parse(metadata.at("attnviz")); }
-    void set_attnviz(const json& j) { metadata["attnviz"] = j.dump(); }
-    torch::Tensor& tensor(const std::string& name) {
-        for (auto& [n, t] : tensors)
-            if (n == name) return t;
-        FAIL("no tensor " << name);
-        return tensors.front().second;
-    }
-    void write(const fs::path& path) const {
-        st::TensorWriter w;
-        for (const auto& [n, t] : tensors) w.add(n, t);
-        write_all(path, serialize_checkpoint(w.entries(), metadata));
-    }
-};
+using Editable = attnviz::testing::EditableCheckpoint;
 
 std::string load_error(const fs::path& p) {
     try {
@@ -461,5 +439,57 @@ TEST_CASE("training history from a file is validated", "[checkpoint]") {
         e.write(dir / "bad.ckpt");
         CHECK_THAT(load_error(dir / "bad.ckpt"), Catch::Contains("epochs_done") && Catch::Contains("bad.ckpt"));
     }
+    testing::remove_tree(dir);
+}
+
+TEST_CASE("resuming never damages a good checkpoint: bad optimiser state and non-finite weights are refused",
+          "[checkpoint][hostile]") {
+    const auto dir = temp_dir();
+    const auto good = dir / "good.ckpt";
+    const Checkpoint trained_checkpoint = trained(1)->checkpoint();
+    save_checkpoint(trained_checkpoint, good.string());
+    const auto bad = dir / "bad.ckpt";
+    auto refused = [&](const std::function<void(Editable&)>& edit) {
+        Editable e(good.string());
+        edit(e);
+        e.write(bad);
+        return load_error(bad);
+    };
+    const std::string slot = "optimizer.decoder.dense.weight.exp_avg_sq";
+    // Values no Adam step leaves: the first step from them made every weight NaN.
+    CHECK_THAT(refused([&](Editable& e) { e.tensor(slot).fill_(-1.0f); }),
+               Catch::Contains("'dense.weight'") && Catch::Contains("exp_avg_sq") && Catch::Contains("negative"));
+    CHECK_THAT(refused([&](Editable& e) { e.tensor(slot)[0][0] = std::nanf(""); }),
+               Catch::Contains("exp_avg_sq") && Catch::Contains("NaN"));
+    CHECK_THAT(refused([&](Editable& e) { e.tensor("optimizer.decoder.dense.bias.exp_avg")[0] = INFINITY; }),
+               Catch::Contains("exp_avg") && Catch::Contains("infinite"));
+    // A padded width from the file beyond what decoding can use (100,000: many GB per sentence).
+    CHECK_THAT(refused([](Editable& e) {
+                   json a = e.attnviz();
+                   a["model"]["source_steps"] = 100000;
+                   e.set_attnviz(a);
+               }),
+               Catch::Contains("source_steps"));
+
+    // A model whose weights are no longer finite (a diverged run) is never written over a good file.
+    Checkpoint diverged = trained_checkpoint;
+    diverged.model = std::make_shared<const TranslationModel>(
+        trained_checkpoint.model->clone_network(torch::kCPU), trained_checkpoint.model->src_vocab_ptr(),
+        trained_checkpoint.model->tgt_vocab_ptr(), trained_checkpoint.model->tokenizer_ptr(),
+        trained_checkpoint.model->trained_with(), trained_checkpoint.model->history());
+    {
+        torch::NoGradGuard no_grad;
+        diverged.model->network()->named_parameters()["dense.bias"].fill_(std::nanf(""));
+    }
+    const std::string before = read_all(good);
+    CHECK_THROWS_WITH(save_checkpoint(diverged, good.string()),
+                      Catch::Contains("left as it was") && Catch::Contains("decoder.dense.bias") && Catch::Contains("NaN"));
+    CHECK(read_all(good) == before);
+    // Nor is a non-finite optimiser state.
+    Checkpoint bad_state = trained_checkpoint;
+    bad_state.optimizer_state.params.begin()->second.slots.begin()->second =
+        bad_state.optimizer_state.params.begin()->second.slots.begin()->second.clone().fill_(std::nanf(""));
+    CHECK_THROWS_WITH(save_checkpoint(bad_state, good.string()), Catch::Contains("left as it was"));
+    CHECK(read_all(good) == before);
     testing::remove_tree(dir);
 }

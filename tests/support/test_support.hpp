@@ -1,7 +1,14 @@
 #pragma once
 // Small helpers shared by the core tests.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <stdexcept>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -119,6 +126,42 @@ inline void remove_tree(const std::filesystem::path& p) {
         for (const auto& c : children) remove_tree(c);
     }
     std::filesystem::remove(p, ec);
+}
+
+/// A fresh temporary directory ("attnviz-<tag>-XXXXXX"), removed with what it holds at the
+/// end of the scope.
+struct ScratchDir {
+    std::string path;
+    explicit ScratchDir(const std::string& tag = "test") {
+        std::string tmpl = std::filesystem::temp_directory_path().string() + "/attnviz-" + tag + "-XXXXXX";
+        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed: " + tmpl);
+        path = tmpl;
+    }
+    ~ScratchDir() { remove_tree(path); }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+/// Runs `read` (a reader that must refuse a FIFO without a writer at once) on another
+/// thread and returns its error message; "(blocked)" when it waited for a writer for a
+/// minute (the FIFO is then opened for writing, so that the reader sees an end of file and
+/// the thread ends), "(read)" when it did not refuse.
+template <class Error, class Read>
+std::string refusal_without_blocking(const std::string& fifo, Read read) {
+    auto refused = std::async(std::launch::async, [&] {
+        try {
+            read();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(read)");
+    });
+    if (refused.wait_for(std::chrono::seconds(60)) == std::future_status::ready) return refused.get();
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd >= 0) ::close(fd);
+    refused.wait();
+    return "(blocked)";
 }
 
 }  // namespace attnviz::testing

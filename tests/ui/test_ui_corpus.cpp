@@ -13,6 +13,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
@@ -88,6 +89,7 @@ TEST_CASE("parallel text opens from two files, and the layout detected is shown"
         std::ofstream c(challenge.toStdString());
         for (int i = 0; i < 200; ++i) c << "eng\tfra\tI see " << i % 7 << " dogs .\tJe vois " << i % 7 << " chiens .\n";
     }
+    QSignalSpy statusMessages(f.w().statusBar(), &QStatusBar::messageChanged);
     REQUIRE(f.w().openCorpusFile(challenge));
     REQUIRE(waitUntil([&] { return changed.count() > 1; }, 30000));
     REQUIRE(f.waitCorpus());
@@ -95,6 +97,14 @@ TEST_CASE("parallel text opens from two files, and the layout detected is shown"
     CHECK(panel->summaryText().contains(QStringLiteral("Tatoeba-Challenge")));
     CHECK(panel->summaryText().contains(QStringLiteral("source = column 3 (eng)")));
     CHECK(panel->targetFilePath().isEmpty());
+    // The status bar said the same in plain text: "lang<TAB>lang<TAB>...", not "lang&lt;TAB&gt;...".
+    QString status;
+    for (const auto& args : statusMessages)
+        if (args.at(0).toString().contains(QStringLiteral("Tatoeba-Challenge"))) status = args.at(0).toString();
+    INFO(status.toStdString());
+    CHECK(status.contains(QStringLiteral("<TAB>")));
+    CHECK_FALSE(status.contains(QStringLiteral("&lt;")));
+    CHECK_FALSE(status.contains(QStringLiteral("&gt;")));
     saveScreenshot(corpusBox(f.w()), "corpus-detected.png");
 
     // The columns chosen by language swap the sides.

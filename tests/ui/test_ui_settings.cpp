@@ -120,6 +120,13 @@ TEST_CASE("settings: the form is generated from the parameter registry", "[ui][s
     CHECK(panel.trainConfig().batch_size == 32);
     CHECK(panel.trainConfig().patience == 3);
     CHECK(panel.trainConfig().keep_best);
+    // min_delta's small default is shown, and stepped, to its last decimal (not rounded to 0.00).
+    auto* minDelta = panel.findChild<QDoubleSpinBox*>(QStringLiteral("min_delta"));
+    REQUIRE(minDelta);
+    CHECK(SettingsPanel::defaultTrainConfig().min_delta > 0);
+    CHECK(minDelta->value() == Approx(SettingsPanel::defaultTrainConfig().min_delta));
+    CHECK(panel.trainConfig().min_delta == Approx(SettingsPanel::defaultTrainConfig().min_delta));
+    CHECK(minDelta->singleStep() <= SettingsPanel::defaultTrainConfig().min_delta);
     CHECK(panel.modelConfig().src_vocab == 0);
     CHECK(panel.isValid());
 
@@ -186,4 +193,27 @@ TEST_CASE("the window remembers settings, view choices and the corpus", "[ui][se
     CHECK(w.corpusPanel()->sourceKey() == QStringLiteral("task:dates"));
     CHECK(w.translatePanel()->heatmap()->colorMap() == ColorMap::Magma);
     CHECK(w.lossChart()->smoothing() == Approx(0.5));
+}
+
+TEST_CASE("settings: the app's defaults stop the converged toy task early", "[ui][settings][early][slow]") {
+    // The task and the model as the app starts with them (toy-french, its default number of
+    // pairs, the settings form's defaults), on the CPU. Its validation loss goes on falling by
+    // crumbs for as long as it trains: patience alone never stopped it, min_delta does.
+    Fixture f(/*epochs=*/30, /*maxBatches=*/0, /*pairs=*/3000);
+    TrainConfig t = SettingsPanel::defaultTrainConfig();
+    t.device = "cpu";
+    REQUIRE(t.min_delta > 0);
+    f.w().settingsPanel()->setModelConfig(SettingsPanel::defaultModelConfig());
+    f.w().settingsPanel()->setTrainConfig(t);
+    QSignalSpy finished(&f.controller(), &TrainingController::finished);
+    QSignalSpy epochs(&f.controller(), &TrainingController::epochFinished);
+    REQUIRE(f.waitCorpus());
+    f.w().trainAction()->trigger();
+    REQUIRE(f.controller().isActive());
+    REQUIRE(f.waitIdle(1200000));
+    REQUIRE(finished.count() == 1);
+    INFO("message: " << finished.at(0).at(1).toString().toStdString() << "; epochs " << epochs.count());
+    CHECK(finished.at(0).at(0).value<StopReason>() == StopReason::early_stop);
+    CHECK(epochs.count() < t.epochs);
+    CHECK(epochs.count() > t.patience);
 }

@@ -83,6 +83,7 @@ struct Fixture {
         m.embed_size = 16;
         m.hidden_size = 32;
         TrainConfig t = SettingsPanel::defaultTrainConfig();
+        t.min_delta = 0;  // patience as before: the long runs of the stall and layout tests must not stop early
         t.epochs = epochs;
         t.batch_size = 32;
         t.max_batches = maxBatches;
