@@ -52,7 +52,7 @@ TEST_CASE("cli: attribute writes every method per step beside the attention", "[
     require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--contrast", "0:nope", "a"}), "nope");
 }
 
-TEST_CASE("cli: agreement prints Jain & Wallace's table; --json and --out", "[cli][attribution]") {
+TEST_CASE("cli: agreement prints Jain & Wallace's table, with --json and --out", "[cli][attribution]") {
     TempDir dir;
     const std::string ckpt = train_tiny(dir);
     const std::string out = dir / "agree.json";

@@ -291,11 +291,11 @@ TEST_CASE("beam tree files parse back, and malformed ones are refused with the r
     refused([](nlohmann::json& j) { j["format"] = "attnviz-attention"; }, "expected \"attnviz-beam-tree\"");
     refused([](nlohmann::json& j) { j["version"] = 7; }, "version 7");
     refused([](nlohmann::json& j) { j["nodes"][1].erase("score"); }, "node 1: missing \"score\"");
-    refused([](nlohmann::json& j) { j["nodes"][0]["status"] = "alive"; }, "node 0: \"status\" is \"alive\"");
+    refused([](nlohmann::json& j) { j["nodes"][0]["status"] = "alive"; }, "node 0: \"status\" is 'alive'");
     refused([](nlohmann::json& j) { j["nodes"][0]["parent"] = 3; }, "node 0: parent 3 does not come before it");
     refused([](nlohmann::json& j) { j["nodes"][2]["attention"] = {0.5}; }, "node 2: 1 attention weights");
     refused([](nlohmann::json& j) { j["finished"].push_back(0); }, "are finished but");
-    refused([](nlohmann::json& j) { j["nodes"][0]["token_log_prob"] = "high"; }, "\"token_log_prob\" is \"high\"");
+    refused([](nlohmann::json& j) { j["nodes"][0]["token_log_prob"] = "high"; }, "\"token_log_prob\" is 'high'");
     // Numbers out of their field's range (fuzz_beam_tree: "rank": 1e69 was converted to an
     // integer, undefined behaviour) or not whole are refused, not converted.
     refused([](nlohmann::json& j) { j["nodes"][0]["rank"] = 1.11e69; }, "node 0: \"rank\" is 1.11e+69, expected an integer");

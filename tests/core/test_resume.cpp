@@ -10,6 +10,7 @@
 #include "core/data/tasks.hpp"
 #include "core/io/error.hpp"
 #include "core/persist/checkpoint.hpp"
+#include "checkpoint_fixture.hpp"
 #include "test_support.hpp"
 
 using namespace attnviz;
@@ -17,47 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-    auto d = fs::temp_directory_path() / ("attnviz-resume-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
-    fs::create_directories(d);
-    return d;
-}
+fs::path temp_dir() { return attnviz::testing::checkpoint_temp_dir("attnviz-resume-"); }
 
-TrainingData reverse_data(const TrainConfig& c) {
-    TaskOptions t;
-    t.num_pairs = 150;
-    t.max_len = 5;
-    return prepare_data(task_corpus(TaskKind::reverse, t), c);
-}
-
-TrainConfig quick(int epochs, OptimizerKind optimizer = OptimizerKind::adam) {
-    TrainConfig c;
-    c.epochs = epochs;
-    c.batch_size = 32;
-    c.device = "cpu";
-    c.eval_sample = 0;
-    c.optimizer = optimizer;
-    if (optimizer == OptimizerKind::sgd) {
-        c.lr = 0.1;
-        c.momentum = 0.9;
-    }
-    if (optimizer == OptimizerKind::adadelta) c.lr = 1.0;
-    return c;
-}
-
-ModelConfig small_model() {
-    ModelConfig m;
-    m.embed_size = 8;
-    m.hidden_size = 16;
-    return m;
-}
-
-std::unique_ptr<Trainer> trained(int epochs, OptimizerKind optimizer = OptimizerKind::adam) {
-    const auto c = quick(epochs, optimizer);
-    auto tr = std::make_unique<Trainer>(reverse_data(c), small_model(), c);
-    REQUIRE(tr->run() == StopReason::finished);
-    return tr;
-}
+using attnviz::testing::quick;
+using attnviz::testing::reverse_data;
+using attnviz::testing::small_model;
+using attnviz::testing::trained;
 
 }  // namespace
 

@@ -124,7 +124,7 @@ TEST_CASE("a Transformer's beam search, N-best, top-k and beam tree", "[transfor
     }
 }
 
-TEST_CASE("forcing a Transformer's own greedy output gives its log-probability and maps; a prefix goes on",
+TEST_CASE("forcing a Transformer's own greedy output gives its log-probability and maps, and a prefix goes on",
           "[transformer][decode]") {
     TinyTransformer t;
     DecodeOptions o;
