@@ -175,6 +175,15 @@ TEST_CASE("attention_json carries every field", "[export][json]") {
         CHECK(sum == Approx(1.0).margin(1e-5));
         CHECK(j["raw_scores"][r].get<std::vector<float>>() == t.best().attention.scores()[r]);
     }
+    // Every map the model recorded, by name: the RNN's one cross map (layer 0, head 0),
+    // the same weights and raw scores as the fields above.
+    REQUIRE(j.at("attention_maps").size() == 1);
+    const nlohmann::json& map = j["attention_maps"][0];
+    CHECK(map.at("kind") == "cross");
+    CHECK(map.at("layer") == 0);
+    CHECK(map.at("head") == 0);
+    CHECK(map.at("weights") == j.at("weights"));
+    CHECK(map.at("raw_scores") == j.at("raw_scores"));
     // Text form parses back, and missing settings become empty objects.
     const nlohmann::json back = nlohmann::json::parse(j.dump(1));
     CHECK(back == j);
