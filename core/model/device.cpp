@@ -3,8 +3,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -14,6 +16,25 @@
 namespace attnviz {
 
 bool cuda_available() { return torch::cuda::is_available(); }
+
+namespace {
+std::mutex cudnn_mutex;
+int cudnn_off_count = 0;      // guards alive
+bool cudnn_was_enabled = true;  // the switch before the first of them
+}  // namespace
+
+CudnnOffGuard::CudnnOffGuard() {
+    const std::lock_guard<std::mutex> lock(cudnn_mutex);
+    if (cudnn_off_count++ == 0) {
+        cudnn_was_enabled = at::globalContext().userEnabledCuDNN();
+        at::globalContext().setUserEnabledCuDNN(false);
+    }
+}
+
+CudnnOffGuard::~CudnnOffGuard() {
+    const std::lock_guard<std::mutex> lock(cudnn_mutex);
+    if (--cudnn_off_count == 0) at::globalContext().setUserEnabledCuDNN(cudnn_was_enabled);
+}
 
 int available_cores() {
     cpu_set_t set;

@@ -4,10 +4,12 @@
 #include "core/model/rnn_model.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/io/error.hpp"
+#include "core/model/device.hpp"
 #include "core/model/fused_gru.hpp"
 #include "core/model/model_support.hpp"
 #include "core/text/text.hpp"
@@ -330,6 +332,10 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 
 torch::Tensor Seq2SeqImpl::forward_embedded(const torch::Tensor& src_emb, const torch::Tensor& src_len,
                                             const torch::Tensor& tgt_emb) {
+    // Attribution differentiates this pass in evaluation mode, and cuDNN's RNNs have no
+    // backward outside training mode: on a GPU the pass runs on LibTorch's own RNN kernels.
+    std::optional<CudnnOffGuard> no_cudnn;
+    if (src_emb.is_cuda() && !is_training() && torch::GradMode::is_enabled()) no_cudnn.emplace();
     auto enc = encode_embedded(src_emb, src_len);
     auto state = init_state(enc);
     std::vector<torch::Tensor> tops;

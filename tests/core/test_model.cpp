@@ -1,7 +1,12 @@
 // Model properties that must hold for every scoring function and cell.
 #include "catch_torch.hpp"
 
+#include <ATen/Context.h>
+
+#include <thread>
+
 #include "core/io/error.hpp"
+#include "core/model/device.hpp"
 #include "core/model/rnn_model.hpp"
 #include "test_support.hpp"
 
@@ -259,4 +264,51 @@ TEST_CASE("an intervention replaces the step's attention, and the map shows what
     cache = model->start(*enc);
     const StepOutput silent = model->step(tokens, *cache, *enc, &off);
     CHECK(silent.context.abs().max().item<float>() == 0.0f);
+}
+
+// cuDNN's RNNs refuse backward outside training mode ("cudnn RNN backward can only be called
+// in training mode", seen on an H100 with `attribute --device cuda`), so the RNN's
+// differentiable pass for attribution switches cuDNN off while it runs. The switch is
+// process-wide: guards nest and overlap across threads, and the last one restores it.
+TEST_CASE("the cuDNN guard keeps cuDNN off while any guard lives and restores the user's choice", "[model][device]") {
+    auto& ctx = at::globalContext();
+    const bool before = ctx.userEnabledCuDNN();
+    ctx.setUserEnabledCuDNN(true);
+    {
+        CudnnOffGuard outer;
+        CHECK_FALSE(ctx.userEnabledCuDNN());
+        {
+            CudnnOffGuard inner;
+            CHECK_FALSE(ctx.userEnabledCuDNN());
+        }
+        CHECK_FALSE(ctx.userEnabledCuDNN());  // the outer guard still lives
+        bool seen_in_thread = true;
+        std::thread t([&] {
+            CudnnOffGuard other;
+            seen_in_thread = ctx.userEnabledCuDNN();
+        });
+        t.join();
+        CHECK_FALSE(seen_in_thread);
+        CHECK_FALSE(ctx.userEnabledCuDNN());
+    }
+    CHECK(ctx.userEnabledCuDNN());
+    // A user who had switched cuDNN off keeps it off.
+    ctx.setUserEnabledCuDNN(false);
+    { CudnnOffGuard g; }
+    CHECK_FALSE(ctx.userEnabledCuDNN());
+    ctx.setUserEnabledCuDNN(before);
+}
+
+TEST_CASE("the RNN's embedded pass is differentiable in evaluation mode", "[model][attribution]") {
+    auto cfg = tiny_config(Scoring::additive);
+    Seq2Seq model(cfg);
+    model->eval();
+    auto batch = random_batch({5, 3}, 4, cfg.src_vocab, cfg.tgt_vocab);
+    auto src_emb = model->embed_source(batch.src).detach().requires_grad_(true);
+    auto tgt_emb = model->embed_target(batch.tgt_in).detach().requires_grad_(true);
+    const auto logits = model->forward_embedded(src_emb, batch.src_len, tgt_emb);
+    const auto g = torch::autograd::grad({logits.logsumexp(-1).sum()}, {src_emb, tgt_emb});
+    CHECK(g[0].abs().sum().item<double>() > 0);
+    CHECK(g[1].abs().sum().item<double>() > 0);
+    CHECK(at::globalContext().userEnabledCuDNN() == true);
 }
