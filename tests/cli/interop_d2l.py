@@ -12,14 +12,13 @@ Sentences include unknown words and ones longer than num_steps. Exit code 77 (CT
 SKIP_RETURN_CODE) when the data file, d2l_reference.py, torch or safetensors is missing.
 Prints the largest attention difference of each direction as JSON.
 """
-import argparse
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from interop_support import attnviz_translate, compare, d2l_translate, require, run
+from interop_support import attnviz_translate, compare, d2l_to_attnviz, d2l_translate, parse_args, run
 
 SENTENCES = [
     'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
@@ -31,31 +30,14 @@ SENTENCES = [
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--cli', required=True)
-    ap.add_argument('--tool', required=True)
-    ap.add_argument('--d2l', required=True, help='d2l_reference.py or its directory')
-    ap.add_argument('--data', required=True)
-    ap.add_argument('--batches', type=int, default=150)
-    a = ap.parse_args()
-    d2l = Path(a.d2l)
-    require([d2l / 'd2l_reference.py' if d2l.is_dir() else d2l], a.data)
+    a, d2l = parse_args(150, ['d2l_reference.py'])
     python, t0 = sys.executable, time.perf_counter()
     report = {}
     with tempfile.TemporaryDirectory(prefix='attnviz-interop-') as tmp:
         tmp = Path(tmp)
-        # 1. d2l -> attnviz. num_steps 6: several sentences are cut, the others read padding.
-        num_steps = 6
-        d2l_file = tmp / 'd2l.safetensors'
-        trained = json.loads(run([python, a.tool, '--d2l', d2l, '--threads', '1', 'train', a.data,
-                                  '--out', d2l_file, '--batches', a.batches, '--num-steps', num_steps,
-                                  '--embed', 32, '--hidden', 48, '--layers', 2, '--num-train', 1000,
-                                  '--num-val', 10]))
-        theirs = d2l_translate(python, a.tool, d2l, d2l_file, num_steps, tmp / 'd2l.json', SENTENCES)
-        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json', SENTENCES)
-        report['d2l_to_attnviz'] = {'max_attention_diff': compare('d2l -> attnviz', ours, theirs, len(SENTENCES))[0],
-                                    'd2l_train_loss': trained['last_loss'],
-                                    'translations': [' '.join(d['output']) for d in theirs]}
+        # 1. d2l -> attnviz.
+        report['d2l_to_attnviz'] = d2l_to_attnviz(a, d2l, tmp, ['--embed', 32, '--hidden', 48, '--layers', 2],
+                                                  SENTENCES)
 
         # 2. attnviz -> d2l, natural source lengths (attnviz's default).
         ckpt, exported = tmp / 'attnviz.ckpt', tmp / 'attnviz.safetensors'

@@ -18,14 +18,13 @@ Sentences include unknown words and ones longer than num_steps. Exit code 77 (CT
 SKIP_RETURN_CODE) when the data file, the d2l code, torch or safetensors is missing. Prints the
 largest differences as JSON.
 """
-import argparse
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from interop_support import TOLERANCE, attnviz_translate, compare, d2l_translate, require, run
+from interop_support import TOLERANCE, attnviz_translate, compare, d2l_to_attnviz, d2l_translate, parse_args, run
 
 SENTENCES = [
     'go .', 'i lost .', "he's calm .", "i'm home .", 'we won .', 'i am cold .', 'tom is here .',
@@ -92,33 +91,14 @@ def gradient_check(a, python, d2l, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--cli', required=True)
-    ap.add_argument('--tool', required=True)
-    ap.add_argument('--d2l', required=True, help='the directory of d2l_reference.py and d2l_transformer_reference.py')
-    ap.add_argument('--data', required=True)
-    ap.add_argument('--batches', type=int, default=80)
-    a = ap.parse_args()
-    d2l = Path(a.d2l)
-    d2l_dir = d2l if d2l.is_dir() else d2l.parent
-    require([d2l_dir / 'd2l_reference.py', d2l_dir / 'd2l_transformer_reference.py'], a.data)
+    a, d2l_dir = parse_args(80, ['d2l_reference.py', 'd2l_transformer_reference.py'])
     python, t0 = sys.executable, time.perf_counter()
     report = {}
     with tempfile.TemporaryDirectory(prefix='attnviz-interop-tf-') as tmp:
         tmp = Path(tmp)
-        # 1. d2l -> attnviz, num_steps 6: several sentences are cut, the others read padding.
-        num_steps = 6
-        d2l_file = tmp / 'd2l.safetensors'
-        trained = json.loads(run([python, a.tool, '--d2l', d2l_dir, '--threads', '1', 'train', a.data,
-                                  '--arch', 'transformer', '--out', d2l_file, '--batches', a.batches,
-                                  '--num-steps', num_steps, *SIZE, '--heads', 4, '--ffn', 48,
-                                  '--num-train', 1000, '--num-val', 10, '--lr', 0.005]))
-        theirs = d2l_translate(python, a.tool, d2l_dir, d2l_file, num_steps, tmp / 'd2l.json', SENTENCES)
-        ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json', SENTENCES)
-        worst, maps = compare('d2l -> attnviz', ours, theirs, len(SENTENCES))
-        report['d2l_to_attnviz'] = {'max_attention_diff': worst, 'maps_compared': maps,
-                                    'd2l_train_loss': trained['last_loss'],
-                                    'translations': [' '.join(d['output']) for d in theirs]}
+        # 1. d2l -> attnviz: predict_step's positions, every map.
+        report['d2l_to_attnviz'] = d2l_to_attnviz(a, d2l_dir, tmp, ['--arch', 'transformer', *SIZE, '--heads', 4,
+                                                                     '--ffn', 48, '--lr', 0.005], SENTENCES)
 
         # 2. The training loss and every gradient of one batch, the same weights in both.
         report['gradients'] = gradient_check(a, python, d2l_dir, tmp)

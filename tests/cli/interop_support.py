@@ -2,6 +2,7 @@
 tests/cli/interop_d2l_transformer.py for the Transformer): running the tools, translating a
 list of sentences with attnviz-cli and with tools/d2l_safetensors.py, and comparing the two
 outputs' tokens and attention maps."""
+import argparse
 import json
 import subprocess
 import sys
@@ -29,6 +30,39 @@ def require(files, data):
         import safetensors  # noqa: F401
     except ImportError as e:
         skip(f'{sys.executable} lacks {e.name}')
+
+
+def parse_args(batches, references):
+    """The flags both interop scripts take (--cli, --tool, --d2l, --data, --batches); exits with
+    SKIP unless the d2l `references` (file names beside d2l_reference.py), the data, torch and
+    safetensors are there. Returns (arguments, the directory of the d2l code)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--cli', required=True)
+    ap.add_argument('--tool', required=True)
+    ap.add_argument('--d2l', required=True, help='d2l_reference.py or its directory')
+    ap.add_argument('--data', required=True)
+    ap.add_argument('--batches', type=int, default=batches)
+    a = ap.parse_args()
+    d2l = Path(a.d2l)
+    d2l_dir = d2l if d2l.is_dir() else d2l.parent
+    require([d2l_dir / r for r in references], a.data)
+    return a, d2l_dir
+
+
+def d2l_to_attnviz(a, d2l_dir, tmp, train_flags, sentences):
+    """Direction 1: d2l's code trains a small model for --batches batches (num_steps 6, so several
+    sentences are cut and the others read padding), tools/d2l_safetensors.py saves it, and
+    attnviz-cli translates with that file as d2l does. Returns the report entry, with the maps compared."""
+    num_steps = 6
+    d2l_file = tmp / 'd2l.safetensors'
+    trained = json.loads(run([sys.executable, a.tool, '--d2l', d2l_dir, '--threads', '1', 'train', a.data,
+                              '--out', d2l_file, '--batches', a.batches, '--num-steps', num_steps,
+                              '--num-train', 1000, '--num-val', 10, *train_flags]))
+    theirs = d2l_translate(sys.executable, a.tool, d2l_dir, d2l_file, num_steps, tmp / 'd2l.json', sentences)
+    ours = attnviz_translate(a.cli, d2l_file, num_steps, tmp / 'attnviz.json', sentences)
+    worst, maps = compare('d2l -> attnviz', ours, theirs, len(sentences))
+    return {'max_attention_diff': worst, 'maps_compared': maps, 'd2l_train_loss': trained['last_loss'],
+            'translations': [' '.join(d['output']) for d in theirs]}
 
 
 def run(cmd, **kw):
