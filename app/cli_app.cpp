@@ -6,7 +6,7 @@
 namespace attnviz::cli {
 
 CliApp::CliApp()
-    : app("attnviz-cli: train and inspect RNN encoder-decoders with attention (Bahdanau, Luong)") {
+    : app("attnviz-cli: train and inspect encoder-decoders with attention (RNN with Bahdanau or Luong attention, Transformer)") {
     app.name("attnviz-cli");
     app.require_subcommand(1);
     app.fallthrough();
