@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# GPU check: on a machine with an NVIDIA GPU, trains d2l's RNN and Transformer configurations
+# on CUDA, then runs the same weights on the CPU and on CUDA (eval, beam-4 translations with
+# every attention map, the four attribution methods) and prints the largest differences;
+# then the training benchmark beside d2l's PyTorch code (interleaved rounds), decoding and
+# attribution speed on both devices and a corpus agreement run. Prints a summary; every
+# JSON it wrote stays in the work directory. How the README's GPU figures were made.
+#
+#   tools/gpu_check.sh DATA.tsv [D2L_DIR]
+#
+# DATA: a Tatoeba-style file (the figures: ../shared/data/tatoeba-eng-fra-5000.tsv).
+# D2L_DIR: the directory of d2l_reference.py and d2l_transformer_reference.py (default
+# ../shared/bench; the d2l rounds are left out when absent); they need a Python with torch
+# (ATTNVIZ_PYTHON, default .venv/bin/python, else python3).
+# Environment: ATTNVIZ_CLI (default build/headless/app/attnviz-cli, else build/release/...),
+# GPU_DIR (work directory, default a new temporary one), ROUNDS (default "1 2 3"),
+# DEVICE (default cuda; DEVICE=cpu runs the same script on a CPU to try it).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+D="${1:?usage: tools/gpu_check.sh DATA.tsv [D2L_DIR]}"
+REF="${2:-$ROOT/../shared/bench}"
+C="${ATTNVIZ_CLI:-}"
+if [ -z "$C" ]; then
+  for c in "$ROOT/build/headless/app/attnviz-cli" "$ROOT/build/release/app/attnviz-cli"; do
+    [ -x "$c" ] && { C="$c"; break; }
+  done
+fi
+[ -x "$C" ] || { echo "gpu_check: no attnviz-cli (build it, or set ATTNVIZ_CLI)" >&2; exit 2; }
+PY="${ATTNVIZ_PYTHON:-$ROOT/.venv/bin/python}"; [ -x "$PY" ] || PY=python3
+W="${GPU_DIR:-$(mktemp -d /tmp/attnviz-gpu-XXXXXX)}"; mkdir -p "$W"
+DEV="${DEVICE:-cuda}"
+HAVE_D2L=0; [ -f "$REF/d2l_reference.py" ] && [ -f "$REF/d2l_transformer_reference.py" ] && HAVE_D2L=1
+t0=$(date +%s); step() { echo "--- $(( $(date +%s) - t0 )) s: $*"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null || true
+echo "work directory: $W"
+
+step "1. train d2l's configurations on $DEV, keep the models"
+$C bench --data "$D" --device "$DEV" --save "$W/rnn.ckpt" -q > "$W/bench_rnn_0.json" || exit 1
+$C bench --arch transformer --data "$D" --device "$DEV" --save "$W/tf.ckpt" -q > "$W/bench_tf_0.json" || exit 1
+
+step "2. the same weights on cpu and $DEV"
+SENT=("go ." "i lost ." "he's calm ." "i'm home ." "tom is very happy to be here ." "i think that you are right .")
+for m in rnn tf; do for d in cpu "$DEV"; do
+  $C eval --model "$W/$m.ckpt" --data "$D" --max-pairs 1000 --device "$d" --json > "$W/eval_${m}_$d.json"
+  $C translate --model "$W/$m.ckpt" --device "$d" --beam 4 --attention-out "$W/att_${m}_$d.json" "${SENT[@]}" > "$W/tr_${m}_$d.txt"
+  $C attribute --model "$W/$m.ckpt" --device "$d" --method all --out "$W/attr_${m}_$d.json" "${SENT[@]:4:2}" > /dev/null \
+    || echo "attribute $m on $d FAILED"
+done; done
+python3 "$ROOT/tools/gpu_summary.py" compare "$W" "$DEV"
+
+step "3. training speed: attnviz bench and d2l's code (--num-val 127: the same 640 pairs), interleaved"
+for r in ${ROUNDS:-1 2 3}; do
+  for fam in rnn transformer; do
+    $C bench --arch $fam --data "$D" --device "$DEV" -q > "$W/bench_${fam}_$r.json"
+    if [ $HAVE_D2L = 1 ]; then
+      ref=d2l_reference.py; [ $fam = transformer ] && ref=d2l_transformer_reference.py
+      "$PY" "$REF/$ref" "$D" --num-val 127 --device "$DEV" --json "$W/d2l_${fam}_$r.json" > /dev/null
+    fi
+  done
+done
+python3 "$ROOT/tools/gpu_summary.py" train "$W"
+
+step "4. decoding and attribution speed on $DEV and the CPU"
+for m in rnn tf; do
+  $C bench-decode --model "$W/$m.ckpt" --data "$D" --device "$DEV" --repeat 3 > "$W/decode_${m}_$DEV.json"
+  $C bench-decode --model "$W/$m.ckpt" --data "$D" --device cpu --repeat 3 > "$W/decode_${m}_cpu.json"
+  for d in "$DEV" cpu; do
+    $C bench-attribute --model "$W/$m.ckpt" --device "$d" --repeat 7 "i think that tom is very happy to be here" \
+      > "$W/attribute_${m}_$d.json"
+  done
+done
+python3 "$ROOT/tools/gpu_summary.py" speed "$W"
+
+step "5. attention against attribution over 1,000 sentences on $DEV"
+s=$(date +%s.%N)
+$C agreement --model "$W/rnn.ckpt" --data "$D" --max-sentences 1000 --device "$DEV" --json > "$W/agreement_rnn.json"
+echo "agreement: $(python3 -c "print(round($(date +%s.%N) - $s, 1))") s"
+step done
