@@ -188,6 +188,12 @@ void StepInspector::setStep(const HeatmapData& data, int step) {
                         "of the encoder states (3–4).")
                          .arg(step + 1)
                          .arg(displayToken(data.output[step]).toHtmlEscaped()));
+    if (!data.mapName.isEmpty())  // a Transformer's head, mean or rollout
+        m_title->setText(tr("<b>Step %1</b> — <b>%2</b>, <i>%3</i>: %4")
+                             .arg(step + 1)
+                             .arg(displayToken(data.output[step]).toHtmlEscaped(), data.mapName.toHtmlEscaped(),
+                                  data.mapExplanation));
+    m_table->horizontalHeaderItem(1)->setText(data.mapName.isEmpty() ? tr("1 · raw score eₜⱼ") : tr("1 · raw score q·k/√d"));
     m_bars->setValues(data.source, weights);
     const bool haveProb = step < int(data.stepLogProb.size());
     const double prob = haveProb ? std::exp(double(data.stepLogProb[step])) : -1.0;
