@@ -21,9 +21,9 @@ QString mapExplanation(const MapChoice& c) {
     if (c.head == MapChoice::kMean)
         return QObject::tr("the mean of the layer's heads: each head's query scored %1 and took its own softmax; "
                            "these are their weights averaged (a mean has no raw scores of its own).").arg(keys);
-    return QObject::tr("this head's query (W_q x) scores %1 by its key (W_k x): 1 · q·k/√d; the softmax turns the "
-                       "scores into weights (2); the head's output is the weighted sum of the values Σⱼ αⱼ vⱼ "
-                       "(v = W_v x), which W_o mixes with the other heads' (3).").arg(keys);
+    return QObject::tr("this head's query (W_q x) scores %1 by its key (W_k x): 1 · q·k/√d (−∞ where masked); the "
+                       "softmax turns the scores into weights (2); the head's output is the weighted sum of the "
+                       "values Σⱼ αⱼ vⱼ (v = W_v x), which W_o mixes with the other heads' (3).").arg(keys);
 }
 }  // namespace
 
@@ -114,11 +114,9 @@ Translation mapTranslation(const Translation& t, size_t hypothesis, const MapCho
         for (auto& row : chosen.scores) row.resize(outputs, -INFINITY);
         break;
     }
-    // The recorded context is the last layer's cross-attention read (all heads, through W_o): it
-    // belongs to that layer's mean map only; a single head's weighted sum is not recorded.
-    const bool lastCrossMean = c.kind == AttentionKind::cross && c.head == MapChoice::kMean &&
-                               c.layer == h.attention.layer_count(AttentionKind::cross) - 1;
-    if (!lastCrossMean) h.context_norm.clear();
+    // The recorded "context" is the last layer's cross-attention read through W_o (all heads), not
+    // the RNN's Σ α h the step inspector names: a head's own weighted sum is not recorded.
+    h.context_norm.clear();
     h.attention.maps = {std::move(chosen)};
     return out;
 }

@@ -10,7 +10,7 @@
 
 namespace attnviz::ui {
 namespace {
-constexpr int kThumb = 112;   // a thumbnail's box (its longer side)
+constexpr int kMinThumb = 48, kMaxThumb = 180;  // a thumbnail's box (its longer side), by the width there is
 constexpr int kGap = 12;      // between panels
 constexpr int kMargin = 8;
 }  // namespace
@@ -48,13 +48,16 @@ void ModelView::setRecord(const AttentionRecord& record, AttentionKind kind, con
     m_layers = record.layer_count(m_kind);
     m_heads = record.head_count(m_kind);
     m_title = title;
-    const QString kindText = kindLabel(m_kind);
+    // Short labels fit a thumbnail's width ("enc self L0 H1"); the title and the tooltip say it in full.
+    const QString kindText = m_kind == AttentionKind::cross          ? tr("cross")
+                             : m_kind == AttentionKind::encoder_self ? tr("enc self")
+                                                                     : tr("dec self");
     for (int l = 0; l < m_layers; ++l)
         for (int h = MapChoice::kMean; h < m_heads; ++h) {
             Panel p;
             p.choice = {m_kind, l, h};
-            p.label = h == MapChoice::kMean ? tr("%1 · L%2 · mean").arg(kindText).arg(l)
-                                            : tr("%1 · L%2 · H%3").arg(kindText).arg(l).arg(h);
+            p.label = h == MapChoice::kMean ? tr("%1 L%2 mean").arg(kindText).arg(l)
+                                            : tr("%1 L%2 H%3").arg(kindText).arg(l).arg(h);
             p.row = l;
             p.column = h == MapChoice::kMean ? m_heads : h;  // the mean after the heads
             try {
@@ -67,7 +70,7 @@ void ModelView::setRecord(const AttentionRecord& record, AttentionKind kind, con
     if (m_kind != AttentionKind::cross && m_layers > 0) {
         Panel p;
         p.choice = {m_kind, m_layers - 1, MapChoice::kRollout};
-        p.label = tr("%1 · rollout").arg(kindText);
+        p.label = tr("%1 rollout").arg(kindText);
         p.row = m_layers;
         p.column = m_heads;
         p.weights = record.rollout(m_kind);
@@ -76,9 +79,32 @@ void ModelView::setRecord(const AttentionRecord& record, AttentionKind kind, con
     // Heads first, then the layer's mean, row by row (panel i of the heads is layer i / H, head i % H).
     std::stable_sort(m_panels.begin(), m_panels.end(),
                      [](const Panel& a, const Panel& b) { return std::pair(a.row, a.column) < std::pair(b.row, b.column); });
+    fitThumbnails();
     render();
     updateGeometry();
     update();
+}
+
+int ModelView::columns() const {
+    int cols = 0;
+    for (const Panel& p : m_panels) cols = std::max(cols, p.column + 1);
+    return cols;
+}
+
+bool ModelView::fitThumbnails() {
+    const int cols = columns();
+    if (cols == 0) return false;
+    const int thumb = std::clamp((width() - 2 * kMargin - (cols - 1) * kGap) / cols, kMinThumb, kMaxThumb);
+    if (thumb == m_thumb) return false;
+    m_thumb = thumb;
+    return true;
+}
+
+void ModelView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    if (!fitThumbnails()) return;
+    render();  // the thumbnails at their new size, once per size
+    updateGeometry();
 }
 
 void ModelView::setSelected(const MapChoice& choice) {
@@ -114,10 +140,10 @@ void ModelView::render() {
                 line[c] = m_colorMap.color(c < int(p.weights[size_t(r)].size()) ? p.weights[size_t(r)][size_t(c)] : 0.0).rgb();
         }
         // Whole pixels per cell where they fit (sharp cells), else shrunk smoothly.
-        const int cell = std::max(1, kThumb / std::max(rows, cols));
-        p.image = std::max(rows, cols) <= kThumb
+        const int cell = std::max(1, m_thumb / std::max(rows, cols));
+        p.image = std::max(rows, cols) <= m_thumb
                       ? cells.scaled(cols * cell, rows * cell, Qt::IgnoreAspectRatio, Qt::FastTransformation)
-                      : cells.scaled(kThumb, kThumb, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+                      : cells.scaled(m_thumb, m_thumb, Qt::KeepAspectRatio, Qt::SmoothTransformation);
     }
     ++m_renders;
 }
@@ -131,16 +157,16 @@ QSize ModelView::contentSize() const {
         cols = std::max(cols, p.column + 1);
     }
     const int title = m_title.isEmpty() ? 0 : fm.height() + kGap;
-    const int width = 2 * kMargin + cols * kThumb + (cols - 1) * kGap;
+    const int width = 2 * kMargin + cols * m_thumb + (cols - 1) * kGap;
     return QSize(std::max(width, fm.horizontalAdvance(m_title) + 2 * kMargin),
-                 2 * kMargin + title + rows * (kThumb + fm.height() + 4) + (rows - 1) * kGap);
+                 2 * kMargin + title + rows * (m_thumb + fm.height() + 4) + (rows - 1) * kGap);
 }
 
 QRect ModelView::contentPanelRect(const Panel& p) const {
     const QFontMetrics fm(font());
     const int title = m_title.isEmpty() ? 0 : fm.height() + kGap;
-    const int h = kThumb + fm.height() + 4;
-    return QRect(kMargin + p.column * (kThumb + kGap), kMargin + title + p.row * (h + kGap), kThumb, h);
+    const int h = m_thumb + fm.height() + 4;
+    return QRect(kMargin + p.column * (m_thumb + kGap), kMargin + title + p.row * (h + kGap), m_thumb, h);
 }
 
 QPoint ModelView::offset() const {
@@ -171,9 +197,9 @@ void ModelView::paintContent(QPainter& p) const {
         p.setPen(palette().color(QPalette::Text));
         p.drawText(QRect(r.left(), r.top(), r.width(), fm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
                    QFontMetrics(f).elidedText(panel.label, Qt::ElideRight, r.width()));
-        const QRect box(r.left(), r.top() + fm.height() + 4, kThumb, kThumb);
+        const QRect box(r.left(), r.top() + fm.height() + 4, m_thumb, m_thumb);
         if (!panel.image.isNull()) {
-            const QPoint at(box.left() + (kThumb - panel.image.width()) / 2, box.top() + (kThumb - panel.image.height()) / 2);
+            const QPoint at(box.left() + (m_thumb - panel.image.width()) / 2, box.top() + (m_thumb - panel.image.height()) / 2);
             p.drawImage(at, panel.image);
             p.setPen(QPen(palette().color(QPalette::Mid), 1));
             p.setBrush(Qt::NoBrush);
@@ -211,7 +237,9 @@ bool ModelView::event(QEvent* e) {
         auto* help = static_cast<QHelpEvent*>(e);
         const int i = panelAt(help->pos());
         if (i >= 0)
-            QToolTip::showText(help->globalPos(), tr("<b>%1</b><br>Click to open it large in the heatmap.").arg(panelLabel(i)),
+            QToolTip::showText(help->globalPos(),
+                               tr("<b>%1</b><br>Click to open it large in the heatmap.")
+                                   .arg(describeChoice(panelChoice(i), m_layers).toHtmlEscaped()),
                                this);
         else
             QToolTip::hideText();

@@ -4,7 +4,7 @@
 // kind, layer and head, a column of the mean over each layer's heads, and for
 // self-attention the rollout through the layers (Abnar & Zuidema 2020). The
 // thumbnails are drawn once into cached images (a new translation, kind or
-// colour map), so painting the grid is only copying them. Clicking a thumbnail
+// colour map or thumbnail size), so painting the grid is only copying them. Clicking a thumbnail
 // chooses that map (mapClicked); the picture exports as one PNG or SVG.
 #include <QImage>
 #include <QWidget>
@@ -63,6 +63,7 @@ protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     bool event(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     struct Panel {
@@ -73,6 +74,9 @@ private:
         int row = 0, column = 0;
     };
     void render();
+    int columns() const;
+    /// Sizes the thumbnails to the width there is; true when their size changed.
+    bool fitThumbnails();
     QRect contentPanelRect(const Panel& p) const;
     QPoint offset() const;
 
@@ -85,6 +89,7 @@ private:
     MapChoice m_selected;
     ColorMap m_colorMap;
     int m_renders = 0;
+    int m_thumb = 112;  ///< a thumbnail's box (its longer side)
 };
 
 }  // namespace attnviz::ui

@@ -313,12 +313,15 @@ void SettingsPanel::greyOtherFamily() {
         if (!applies) {
             f.editor->setEnabled(false);
             f.editor->setToolTip(f.spec->family == ParamFamily::rnn
-                                     ? tr("The RNN's only: a Transformer does not use it (its value is kept for "
-                                          "when you switch back to the RNN)")
-                                     : tr("The Transformer's only: the RNN does not use it (its value is kept for "
-                                          "when you switch back to the Transformer)"));
-        } else if (f.spec->name != "bidirectional") {  // the bidirectional box's tooltip says why it is off
-            f.editor->setToolTip(tooltip(*f.spec));
+                                     ? tr("For the RNN only: a Transformer does not use it (the value is kept "
+                                          "for when you switch back to the RNN)")
+                                     : tr("For the Transformer only: the RNN does not use it (the value is kept "
+                                          "for when you switch back to the Transformer)"));
+        } else {
+            // Fields with rules of their own (onChanged) keep the state those gave them.
+            const std::string& n = f.spec->name;
+            if (n != "bidirectional" && n != "reverse_source" && n != "attention_size") f.editor->setEnabled(true);
+            if (n != "bidirectional") f.editor->setToolTip(tooltip(*f.spec));  // its tooltip says why it is off
         }
         if (auto* form = qobject_cast<QFormLayout*>(f.editor->parentWidget()->layout()))
             if (QWidget* label = form->labelForField(f.editor)) label->setEnabled(f.editor->isEnabled());

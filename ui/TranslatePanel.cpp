@@ -38,6 +38,19 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
         return;
     }
     const TrainHistory& h = m_model->history();
+    const ModelConfig& c = m_model->config();
+    if (c.is_transformer()) {
+        m_modelLabel->setText(tr("Model: %1 · Transformer, %2 blocks × %3 wide, %4 heads, feed-forward %5 · weights "
+                                 "after epoch %6, batch %7")
+                                  .arg(qs(m_model->corpus_name()))
+                                  .arg(c.num_layers)
+                                  .arg(c.hidden_size)
+                                  .arg(c.num_heads)
+                                  .arg(c.ffn_size)
+                                  .arg(h.epochs_done)
+                                  .arg(h.global_step));
+        return;
+    }
     m_modelLabel->setText(tr("Model: %1 · %2 scoring, %3 × %4 %5 · weights after epoch %6, batch %7")
                               .arg(qs(m_model->corpus_name()), qs(to_string(m_model->config().scoring)))
                               .arg(m_model->config().num_layers)

@@ -23,11 +23,11 @@ namespace attnviz::ui {
 QWidget* TranslatePanel::createModelViewPane() {
     m_mapSelector = new MapSelector(this);
     m_modelView = new ModelView(this);
-    auto* note = new QLabel(tr("Every layer (rows) and head (columns) of the chosen kind, the mean of each layer's "
-                               "heads last; for self-attention the rollout through the layers. Click one to open it "
-                               "large in the Attention tab."),
-                            this);
+    auto* note = new QLabel(tr("Layers × heads of the chosen kind: click one to open it large."), this);
     note->setWordWrap(true);
+    note->setToolTip(tr("Every layer (rows) and head (columns) of the kind chosen in the Map row, the mean of each "
+                        "layer's heads last; for self-attention the rollout through the layers (Abnar & Zuidema "
+                        "2020). A click opens the map in the Attention tab, with strips, values and zoom."));
     auto* exportButton = new QPushButton(tr("Export grid…"), this);
     exportButton->setObjectName(QStringLiteral("exportModelView"));
     exportButton->setToolTip(tr("Save the whole grid as one picture (PNG or SVG)"));
@@ -37,6 +37,8 @@ QWidget* TranslatePanel::createModelViewPane() {
     scroll->setWidget(m_modelView);
     scroll->setWidgetResizable(true);
     scroll->setBackgroundRole(QPalette::Base);
+    // The thumbnails fit the width: a scroll bar that came and went with the height would change it.
+    scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
     m_modelPane = new QWidget(this);
     auto* top = new QHBoxLayout();
     top->addWidget(note, 1);

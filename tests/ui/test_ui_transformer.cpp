@@ -21,7 +21,9 @@
 
 #include "core/analysis/export.hpp"
 #include "core/config/registry.hpp"
+#include "ui/ComparePanel.hpp"
 #include "ui/HeatmapWidget.hpp"
+#include "ui/ProbePanel.hpp"
 #include "ui/LossChart.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/MapSelector.hpp"
@@ -183,10 +185,10 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
         CHECK(c.kind == AttentionKind::cross);
         if (c.head >= 0) {
             ++heads;
-            CHECK(view->panelLabel(i) == QStringLiteral("cross · L%1 · H%2").arg(c.layer).arg(c.head));
+            CHECK(view->panelLabel(i) == QStringLiteral("cross L%1 H%2").arg(c.layer).arg(c.head));
         } else {
             CHECK(c.head == MapChoice::kMean);
-            CHECK(view->panelLabel(i) == QStringLiteral("cross · L%1 · mean").arg(c.layer));
+            CHECK(view->panelLabel(i) == QStringLiteral("cross L%1 mean").arg(c.layer));
         }
     }
     CHECK(heads == 8);
@@ -198,6 +200,8 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
     checkWeights(h->heatmapData(), record.primary().weights, outputs);
 
     // Click layer 0, head 2: the heatmap (Attention tab) shows that head, with its raw scores.
+    tabs->setCurrentIndex(modelTab);
+    QApplication::processEvents();  // shown: the thumbnails take the width there is
     const int renders = view->renderCount();
     const int i02 = panelOf(view, {AttentionKind::cross, 0, 2});
     REQUIRE(i02 >= 0);
@@ -246,21 +250,26 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
     CHECK(h->heatmapData().mapName == QStringLiteral("encoder self · layer 0 · head 2"));  // layer and head kept
     CHECK(h->columns() == int(sources));
     checkWeights(h->heatmapData(), record.find({AttentionKind::encoder_self, 0, 2})->weights, sources);
+    // Its rows are source tokens: no next-token candidates in the inspector.
+    QWidget* candidates = inspector->findChild<QWidget*>(QStringLiteral("candidateList"));
+    REQUIRE(candidates);
+    CHECK_FALSE(candidates->isVisibleTo(inspector));
     const int rollout = panelOf(view, {AttentionKind::encoder_self, 1, MapChoice::kRollout});
     REQUIRE(rollout >= 0);
-    CHECK(view->panelLabel(rollout) == QStringLiteral("encoder self · rollout"));
+    CHECK(view->panelLabel(rollout) == QStringLiteral("enc self rollout"));
     clickPanel(panel, rollout);
     checkWeights(h->heatmapData(), record.rollout(AttentionKind::encoder_self), sources);
     CHECK(h->heatmapData().rawScores.empty());
 
     // Decoder self-attention: causal, nothing above the diagonal; its columns are what the decoder read.
     panel->mapSelector()->setChoice({AttentionKind::decoder_self, 1, 3});
-    CHECK(view->panelLabel(panelOf(view, {AttentionKind::decoder_self, 1, 3})) == QStringLiteral("decoder self · L1 · H3"));
+    CHECK(view->panelLabel(panelOf(view, {AttentionKind::decoder_self, 1, 3})) == QStringLiteral("dec self L1 H3"));
     const HeatmapData& d = h->heatmapData();
     REQUIRE(d.rows() == int(outputs));
     CHECK(d.source.front() == QStringLiteral("<bos>"));
     for (int r = 0; r < d.rows(); ++r)
         for (int c = r + 1; c < d.columns(); ++c) CHECK(d.weights[size_t(r)][size_t(c)] == 0.0f);
+    CHECK(candidates->isVisibleTo(inspector));  // output steps again
 
     // The grid as one picture.
     const QString png = dir.filePath(QStringLiteral("grid.png")), svg = dir.filePath(QStringLiteral("grid.svg"));
@@ -271,6 +280,24 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
     REQUIRE(view->exportTo(svg, 1.0, &error));
     CHECK(QSvgRenderer(svg).isValid());
     CHECK_FALSE(view->exportTo(dir.filePath(QStringLiteral("grid.csv")), 1.0, &error));
+
+    // The live probe and compare-models follow the chosen map.
+    const QString chosen = QStringLiteral("decoder self · layer 1 · head 3");
+    REQUIRE(f.w().probePanel()->snapshotCount() > 0);
+    CHECK(f.w().probePanel()->heatmap()->heatmapData().mapName == chosen);
+    ComparePanel* compare = f.w().comparePanel();
+    compare->setChoices(0, 0);  // the model against itself: A − B is 0 everywhere
+    compare->setSentence(QStringLiteral("the red car is fast"));
+    QSignalSpy compared(compare, &ComparePanel::compared);
+    compare->compare();
+    REQUIRE(waitUntil([&] { return compared.count() > 0; }, 20000));
+    CHECK(compare->heatmapA()->heatmapData().mapName == chosen);
+    CHECK(compare->heatmapB()->heatmapData().mapName == chosen);
+    const HeatmapData& diff = compare->difference()->heatmapData();
+    CHECK(diff.title.contains(chosen));
+    REQUIRE(diff.rows() == int(outputs));
+    for (const auto& row : diff.weights)
+        for (float w : row) CHECK(w == Approx(0.0f).margin(1e-5));
 }
 
 TEST_CASE("model view: the RNN keeps its one map, no grid and no map row", "[ui][heatmap][transformer]") {
