@@ -80,7 +80,7 @@ void ModelView::setRecord(const AttentionRecord& record, AttentionKind kind, con
     std::stable_sort(m_panels.begin(), m_panels.end(),
                      [](const Panel& a, const Panel& b) { return std::pair(a.row, a.column) < std::pair(b.row, b.column); });
     fitThumbnails();
-    render();
+    renderThumbnails();
     updateGeometry();
     update();
 }
@@ -103,7 +103,7 @@ bool ModelView::fitThumbnails() {
 void ModelView::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     if (!fitThumbnails()) return;
-    render();  // the thumbnails at their new size, once per size
+    renderThumbnails();  // the thumbnails at their new size, once per size
     updateGeometry();
 }
 
@@ -114,17 +114,17 @@ void ModelView::setSelected(const MapChoice& choice) {
 
 void ModelView::setColorMap(ColorMap::Kind kind) {
     m_colorMap = ColorMap(kind, m_colorMap.scale());
-    render();
+    renderThumbnails();
     update();
 }
 
 void ModelView::setColorScale(ColorMap::Scale scale) {
     m_colorMap = ColorMap(m_colorMap.kind(), scale);
-    render();
+    renderThumbnails();
     update();
 }
 
-void ModelView::render() {
+void ModelView::renderThumbnails() {
     for (Panel& p : m_panels) {
         const int rows = int(p.weights.size());
         int cols = 0;

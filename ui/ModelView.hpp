@@ -73,7 +73,7 @@ private:
         QImage image;  ///< the thumbnail, drawn once
         int row = 0, column = 0;
     };
-    void render();
+    void renderThumbnails();
     int columns() const;
     /// Sizes the thumbnails to the width there is; true when their size changed.
     bool fitThumbnails();

@@ -7,6 +7,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QFormLayout>
 #include <QImage>
 #include <QLabel>
@@ -17,6 +18,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/export.hpp"
@@ -280,6 +282,29 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
     REQUIRE(view->exportTo(svg, 1.0, &error));
     CHECK(QSvgRenderer(svg).isValid());
     CHECK_FALSE(view->exportTo(dir.filePath(QStringLiteral("grid.csv")), 1.0, &error));
+
+    // Drawing the thumbnails is a little work once per translation and kind, never per paint.
+    {
+        ModelView bench;
+        bench.resize(800, 600);
+        QElapsedTimer clock;
+        clock.start();
+        int draws = 0;
+        for (int round = 0; round < 5; ++round)
+            for (AttentionKind kind : {AttentionKind::cross, AttentionKind::encoder_self, AttentionKind::decoder_self}) {
+                bench.setRecord(record, kind, QStringLiteral("bench"));
+                ++draws;
+            }
+        const double ms = double(clock.nsecsElapsed()) / 1e6 / draws;
+        std::printf("[ui] model view: %.2f ms to draw %d thumbnails (2 layers x 4 heads, means, rollout), mean of %d\n", ms,
+                    bench.panelCount(), draws);
+        CHECK(ms < 250.0);  // a stall a user would see; it takes well under a millisecond here
+        QImage target(bench.size(), QImage::Format_RGB32);
+        bench.render(&target);  // the first paint delivers the pending resize (thumbnails to fit)
+        const int renders = bench.renderCount();
+        for (int i = 0; i < 3; ++i) bench.render(&target);
+        CHECK(bench.renderCount() == renders);  // painting copies the cached images
+    }
 
     // The live probe and compare-models follow the chosen map.
     const QString chosen = QStringLiteral("decoder self · layer 1 · head 3");
