@@ -164,6 +164,7 @@ void ComparePanel::showComparison(std::shared_ptr<const AttentionComparison> c, 
         Q_EMIT compared();
         return;
     }
+    m_mapName.clear();
     if (showMapDifference()) {
         m_summary->setText(summary());
         Q_EMIT compared();
@@ -194,15 +195,19 @@ bool ComparePanel::showMapDifference() {
     HeatmapData d;
     d.source = a.source;
     d.output = a.output;
-    double largest = 0.0;
+    double largest = 0.0, sum = 0.0;
     for (int row = 0; row < a.rows(); ++row) {
         std::vector<float> diff(size_t(a.columns()));
         for (size_t col = 0; col < diff.size(); ++col) {
             diff[col] = a.weights[size_t(row)][col] - b.weights[size_t(row)][col];
             largest = std::max(largest, double(std::abs(diff[col])));
+            sum += std::abs(diff[col]);
         }
         d.weights.push_back(std::move(diff));
     }
+    m_mapName = a.mapName;
+    m_mapMean = sum / double(a.rows() * a.columns());
+    m_mapMax = largest;
     d.signedRange = float(std::max(0.05, largest));
     d.title = tr("A − B on “%1”   ·   %2").arg(qs(r.a.best().text), a.mapName);
     m_difference->setHeatmapData(d);
@@ -215,12 +220,14 @@ QString ComparePanel::summary() const {
     QString text = r.same_output ? tr("Both write <b>%1</b>.").arg(qs(r.a.best().text).toHtmlEscaped())
                                  : tr("A writes <b>%1</b>, B writes <b>%2</b>.")
                                        .arg(qs(r.a.best().text).toHtmlEscaped(), qs(r.b.best().text).toHtmlEscaped());
-    text += tr(" Reading A's output, their attention differs by %1 per cell on average (at most %2); B gives it "
+    const bool map = !m_mapName.isEmpty();  // a Transformer's chosen map, else the primary maps
+    text += tr(" Reading A's output, their attention%5 differs by %1 per cell on average (at most %2); B gives it "
                "log P %3 where A gives %4.")
-                .arg(r.mean_abs_difference, 0, 'f', 3)
-                .arg(r.max_abs_difference, 0, 'f', 3)
+                .arg(map ? m_mapMean : r.mean_abs_difference, 0, 'f', 3)
+                .arg(map ? m_mapMax : r.max_abs_difference, 0, 'f', 3)
                 .arg(r.b_on_a.best().log_prob, 0, 'f', 3)
-                .arg(r.a.best().log_prob, 0, 'f', 3);
+                .arg(r.a.best().log_prob, 0, 'f', 3)
+                .arg(map ? QStringLiteral(" (%1)").arg(m_mapName.toHtmlEscaped()) : QString());
     return text;
 }
 

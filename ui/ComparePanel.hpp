@@ -75,6 +75,8 @@ private:
     std::vector<Entry> m_models;
     std::shared_ptr<const AttentionComparison> m_comparison;
     MapChoice m_mapChoice;
+    QString m_mapName;                      ///< the map the difference shows (empty: the primary maps)
+    double m_mapMean = 0.0, m_mapMax = 0.0;  ///< its mean and largest absolute difference
     QString m_labelA, m_labelB;
     LatestOnly* m_jobs;
     LatestOnly* m_loads;

@@ -323,6 +323,7 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
     REQUIRE(diff.rows() == int(outputs));
     for (const auto& row : diff.weights)
         for (float w : row) CHECK(w == Approx(0.0f).margin(1e-5));
+    CHECK(compare->summary().contains(QStringLiteral("attention (%1) differs by 0.000").arg(chosen)));
 }
 
 TEST_CASE("model view: the RNN keeps its one map, no grid and no map row", "[ui][heatmap][transformer]") {
