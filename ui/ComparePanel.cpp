@@ -14,6 +14,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "ui/Background.hpp"
 #include "ui/Format.hpp"
@@ -147,19 +148,25 @@ void ComparePanel::compare() {
 void ComparePanel::showComparison(std::shared_ptr<const AttentionComparison> c, const QString& labelA,
                                   const QString& labelB) {
     m_comparison = std::move(c);
+    m_labelA = labelA;
+    m_labelB = labelB;
     const AttentionComparison& r = *m_comparison;
-    auto show = [](HeatmapWidget* h, const Translation& t, const QString& label) {
+    auto show = [this](HeatmapWidget* h, const Translation& t, const QString& label) {
         if (t.empty()) return h->clear(QObject::tr("Nothing to show for an empty sentence."));
         if (!t.attention_available) return h->clear(QObject::tr("%1 has no attention (scoring “none”).").arg(label));
-        HeatmapData d = HeatmapData::fromTranslation(t);
-        d.title = label + QStringLiteral(": ") + qs(t.best().text);
-        h->setHeatmapData(d);
+        h->setHeatmapData(mapHeatmapData(t, 0, m_mapChoice, label + QStringLiteral(": ") + qs(t.best().text)));
     };
     show(m_heatmapA, r.a, labelA);
     show(m_heatmapB, r.b, labelB);
     if (!r.comparable) {
         m_difference->clear(qs(r.note));
         m_summary->setText(tr("No difference to show: %1.").arg(qs(r.note).toHtmlEscaped()));
+        Q_EMIT compared();
+        return;
+    }
+    m_mapName.clear();
+    if (showMapDifference()) {
+        m_summary->setText(summary());
         Q_EMIT compared();
         return;
     }
@@ -174,18 +181,53 @@ void ComparePanel::showComparison(std::shared_ptr<const AttentionComparison> c, 
     Q_EMIT compared();
 }
 
+void ComparePanel::setMapChoice(const MapChoice& choice) {
+    m_mapChoice = choice;
+    if (m_comparison) showComparison(m_comparison, m_labelA, m_labelB);
+}
+
+bool ComparePanel::showMapDifference() {
+    const AttentionComparison& r = *m_comparison;
+    if (r.a.empty() || r.b_on_a.empty() || !hasMapChoice(r.a.best().attention) || !hasMapChoice(r.b_on_a.best().attention))
+        return false;
+    const HeatmapData a = mapHeatmapData(r.a, 0, m_mapChoice, {}), b = mapHeatmapData(r.b_on_a, 0, m_mapChoice, {});
+    if (a.mapName != b.mapName || a.rows() != b.rows() || a.columns() != b.columns() || a.rows() == 0) return false;
+    HeatmapData d;
+    d.source = a.source;
+    d.output = a.output;
+    double largest = 0.0, sum = 0.0;
+    for (int row = 0; row < a.rows(); ++row) {
+        std::vector<float> diff(size_t(a.columns()));
+        for (size_t col = 0; col < diff.size(); ++col) {
+            diff[col] = a.weights[size_t(row)][col] - b.weights[size_t(row)][col];
+            largest = std::max(largest, double(std::abs(diff[col])));
+            sum += std::abs(diff[col]);
+        }
+        d.weights.push_back(std::move(diff));
+    }
+    m_mapName = a.mapName;
+    m_mapMean = sum / double(a.rows() * a.columns());
+    m_mapMax = largest;
+    d.signedRange = float(std::max(0.05, largest));
+    d.title = tr("A − B on “%1”   ·   %2").arg(qs(r.a.best().text), a.mapName);
+    m_difference->setHeatmapData(d);
+    return true;
+}
+
 QString ComparePanel::summary() const {
     if (!m_comparison || !m_comparison->comparable) return {};
     const AttentionComparison& r = *m_comparison;
     QString text = r.same_output ? tr("Both write <b>%1</b>.").arg(qs(r.a.best().text).toHtmlEscaped())
                                  : tr("A writes <b>%1</b>, B writes <b>%2</b>.")
                                        .arg(qs(r.a.best().text).toHtmlEscaped(), qs(r.b.best().text).toHtmlEscaped());
-    text += tr(" Reading A's output, their attention differs by %1 per cell on average (at most %2); B gives it "
+    const bool map = !m_mapName.isEmpty();  // a Transformer's chosen map, else the primary maps
+    text += tr(" Reading A's output, their attention%5 differs by %1 per cell on average (at most %2); B gives it "
                "log P %3 where A gives %4.")
-                .arg(r.mean_abs_difference, 0, 'f', 3)
-                .arg(r.max_abs_difference, 0, 'f', 3)
+                .arg(map ? m_mapMean : r.mean_abs_difference, 0, 'f', 3)
+                .arg(map ? m_mapMax : r.max_abs_difference, 0, 'f', 3)
                 .arg(r.b_on_a.best().log_prob, 0, 'f', 3)
-                .arg(r.a.best().log_prob, 0, 'f', 3);
+                .arg(r.a.best().log_prob, 0, 'f', 3)
+                .arg(map ? QStringLiteral(" (%1)").arg(m_mapName.toHtmlEscaped()) : QString());
     return text;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/analysis/attention_compare.hpp"
 #include "core/decode/translation_model.hpp"
+#include "ui/MapChoice.hpp"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
@@ -52,6 +53,8 @@ public Q_SLOTS:
     void compare();
     /// Reads a checkpoint off the GUI thread and adds it (and chooses it as B).
     void addCheckpoint(const QString& path);
+    /// The attention map A's and B's heatmaps and their difference show (a Transformer's; ui/MapChoice.hpp).
+    void setMapChoice(const attnviz::ui::MapChoice& choice);
 
 Q_SIGNALS:
     void compared();
@@ -66,9 +69,15 @@ private:
     void showComparison(std::shared_ptr<const AttentionComparison> c, const QString& labelA, const QString& labelB);
     void fail(const QString& message);
     void browseCheckpoint();
+    /// A − B of the chosen map when both models record it in the same shape (false: the primary maps').
+    bool showMapDifference();
 
     std::vector<Entry> m_models;
     std::shared_ptr<const AttentionComparison> m_comparison;
+    MapChoice m_mapChoice;
+    QString m_mapName;                      ///< the map the difference shows (empty: the primary maps)
+    double m_mapMean = 0.0, m_mapMax = 0.0;  ///< its mean and largest absolute difference
+    QString m_labelA, m_labelB;
     LatestOnly* m_jobs;
     LatestOnly* m_loads;
     QComboBox* m_a;

@@ -39,9 +39,8 @@ bool writeExportFile(const QString& path, const QByteArray& bytes, QString* erro
     return true;
 }
 
-bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double scale, QString* error) {
+bool exportPicturePng(const PaintFunction& paint, QSize size, const QString& path, double scale, QString* error) {
     scale = std::clamp(scale, 0.25, 8.0);
-    const QSize size = widget.contentSize();
     QImage image(QSize(int(std::ceil(size.width() * scale)), int(std::ceil(size.height() * scale))),
                  QImage::Format_ARGB32_Premultiplied);
     image.fill(Qt::white);
@@ -52,7 +51,7 @@ bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double s
         QPainter p(&image);
         p.setRenderHint(QPainter::TextAntialiasing);
         p.scale(scale, scale);
-        widget.paintContent(p);
+        paint(p);
     }
     // Encoded in memory, then written atomically like every file attnviz writes: a failed
     // write leaves no half image, and a device or a FIFO at path is refused (core/io/atomic_file.hpp).
@@ -66,8 +65,7 @@ bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double s
     return writeExportFile(path, buffer.data(), error);
 }
 
-bool exportHeatmapSvg(const HeatmapWidget& widget, const QString& path, QString* error) {
-    const QSize size = widget.contentSize();
+bool exportPictureSvg(const PaintFunction& paint, QSize size, const QString& path, QString* error) {
     QBuffer buffer;
     buffer.open(QIODevice::WriteOnly);
     QSvgGenerator generator;
@@ -82,9 +80,27 @@ bool exportHeatmapSvg(const HeatmapWidget& widget, const QString& path, QString*
         if (error) *error = QObject::tr("Could not write %1.").arg(path);
         return false;
     }
-    widget.paintContent(p);
+    paint(p);
     p.end();
     return writeExportFile(path, buffer.data(), error);
+}
+
+bool exportPicture(const PaintFunction& paint, QSize size, const QString& path, double scale, QString* error) {
+    switch (heatmapFormatFor(path)) {
+    case HeatmapFormat::Png: return exportPicturePng(paint, size, path, scale, error);
+    case HeatmapFormat::Svg: return exportPictureSvg(paint, size, path, error);
+    default: break;
+    }
+    if (error) *error = QObject::tr("A picture exports as .png or .svg, not %1.").arg(path);
+    return false;
+}
+
+bool exportHeatmapPng(const HeatmapWidget& widget, const QString& path, double scale, QString* error) {
+    return exportPicturePng([&widget](QPainter& p) { widget.paintContent(p); }, widget.contentSize(), path, scale, error);
+}
+
+bool exportHeatmapSvg(const HeatmapWidget& widget, const QString& path, QString* error) {
+    return exportPictureSvg([&widget](QPainter& p) { widget.paintContent(p); }, widget.contentSize(), path, error);
 }
 
 bool exportHeatmap(const HeatmapExportSource& source, const QString& path, double scale, QString* error) {

@@ -55,6 +55,10 @@ struct HeatmapData {
     /// > 0: the weights are signed differences in [-signedRange, signedRange], painted with the
     /// diverging map (blue below 0, white at 0, red above) whatever the colour map.
     float signedRange = 0.0f;
+    /// The attention map shown when the model records several (a Transformer's: "cross · layer 1 ·
+    /// head 2", ui/MapChoice.hpp) and what one step of it computes, for the step inspector; empty: the
+    /// model's one map (the RNN's).
+    QString mapName, mapExplanation;
 
     int rows() const { return int(output.size()); }
     int columns() const { return int(source.size()); }

@@ -24,6 +24,8 @@
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
+#include "ui/MapSelector.hpp"
+#include "ui/ModelView.hpp"
 #include "ui/LossChart.hpp"
 #include "ui/ProbePanel.hpp"
 #include "ui/SettingsPanel.hpp"
@@ -95,6 +97,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_probe, &ProbePanel::sentenceChanged, m_controller, &TrainingController::setProbeSentence);
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
     connect(m_translate, &TranslatePanel::translationReady, this, &MainWindow::updateActions);
+    // The probe and compare-models show the attention map chosen in the translate view (a Transformer's).
+    const auto followMap = [this] {
+        m_probe->setMapChoice(m_translate->mapSelector()->choice());
+        m_compare->setMapChoice(m_translate->mapSelector()->choice());
+    };
+    connect(m_translate, &TranslatePanel::mapChoiceChanged, this, followMap);
+    followMap();
 
     resize(1280, 820);
     loadSettings();
@@ -363,12 +372,14 @@ QList<HeatmapWidget*> MainWindow::heatmaps() const {
 void MainWindow::setColorMap(ColorMap::Kind kind) {
     for (HeatmapWidget* h : heatmaps()) h->setColorMap(kind);
     m_translate->inspector()->setColorMap(kind);
+    m_translate->modelView()->setColorMap(kind);
     for (QAction* a : m_colorMapGroup->actions())
         if (a->data().toInt() == int(kind)) a->setChecked(true);
 }
 
 void MainWindow::setColorScale(ColorMap::Scale scale) {
     for (HeatmapWidget* h : heatmaps()) h->setColorScale(scale);
+    m_translate->modelView()->setColorScale(scale);
     for (QAction* a : m_colorScaleGroup->actions())
         if (a->data().toInt() == int(scale)) a->setChecked(true);
 }

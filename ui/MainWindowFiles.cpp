@@ -222,9 +222,9 @@ bool MainWindow::exportHeatmapTo(const QString& path, double scale) {
         if (const ProbeResult* s = m_probe->currentSnapshot()) translation = s->translation;
         model = currentModel();
     } else {
-        translation = m_translate->shownTranslation();  // subword pieces merged into words when asked
+        // Subword pieces merged into words when asked; a Transformer's chosen map.
+        translation = m_translate->exportTranslation(&source.hypothesis);
         model = m_translate->translationModel();
-        source.hypothesis = size_t(m_translate->selectedHypothesis());
         source.decodeSettings = m_translate->decodeOptions().to_json();
     }
     source.translation = translation.get();

@@ -136,9 +136,13 @@ void ProbePanel::showSnapshot(int index) {
         m_heatmap->clear(t.attention_available ? tr("(empty probe)") : tr("This model has no attention."));
         return;
     }
-    HeatmapData data = HeatmapData::fromTranslation(t, 0);
-    data.title = tr("batch %1:  %2  →  %3").arg(s.global_step).arg(qs(t.input), qs(t.best().text));
-    m_heatmap->setHeatmapData(data);
+    m_heatmap->setHeatmapData(
+        mapHeatmapData(t, 0, m_mapChoice, tr("batch %1:  %2  →  %3").arg(s.global_step).arg(qs(t.input), qs(t.best().text))));
+}
+
+void ProbePanel::setMapChoice(const MapChoice& choice) {
+    m_mapChoice = choice;
+    showSnapshot(currentIndex());
 }
 
 }  // namespace attnviz::ui

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/session/session.hpp"
+#include "ui/MapChoice.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -41,6 +42,8 @@ public Q_SLOTS:
     void addSnapshot(const attnviz::ProbeResult& snapshot);
     void clearSnapshots();
     void showSnapshot(int index);
+    /// The attention map the heatmap shows (a Transformer's; ui/MapChoice.hpp).
+    void setMapChoice(const attnviz::ui::MapChoice& choice);
 
 Q_SIGNALS:
     void sentenceChanged(const QString& sentence);
@@ -55,6 +58,7 @@ private:
     QLabel* m_position;
     QCheckBox* m_follow;
     std::vector<ProbeResult> m_snapshots;
+    MapChoice m_mapChoice;
 };
 
 }  // namespace attnviz::ui

@@ -222,6 +222,10 @@ std::string SettingsPanel::choice(const std::string& name) const {
 Hyperparameters SettingsPanel::current() const {
     Hyperparameters h = m_base;
     for (const auto& f : m_fields) f.spec->put(h, read(f));  // the seed sets both configs' seeds
+    // The other family's parameters keep their defaults (the registry's rule): the greyed
+    // fields keep what was typed, for when the user switches back.
+    for (const auto& p : parameters())
+        if (p.group == ParamGroup::model && !applies_to(p, h.model.arch)) p.put(h, p.default_value);
     return h;
 }
 
@@ -293,10 +297,35 @@ void SettingsPanel::onChanged() {
     editor("lr_factor")->setEnabled(schedule != to_string(LrSchedule::none));
     editor("lr_step")->setEnabled(schedule == to_string(LrSchedule::step));
     editor("lr_patience")->setEnabled(schedule == to_string(LrSchedule::plateau));
+    editor("warmup_steps")->setEnabled(schedule == to_string(LrSchedule::warmup));
+    greyOtherFamily();
     const QString error = validationError();
     m_error->setText(error);
     m_error->setVisible(!error.isEmpty());
     Q_EMIT settingsChanged();
+}
+
+void SettingsPanel::greyOtherFamily() {
+    const ModelArch arch = arch_from_string(choice("arch"));
+    for (const auto& f : m_fields) {
+        if (f.spec->family == ParamFamily::all) continue;
+        const bool applies = applies_to(*f.spec, arch);
+        if (!applies) {
+            f.editor->setEnabled(false);
+            f.editor->setToolTip(f.spec->family == ParamFamily::rnn
+                                     ? tr("For the RNN only: a Transformer does not use it (the value is kept "
+                                          "for when you switch back to the RNN)")
+                                     : tr("For the Transformer only: the RNN does not use it (the value is kept "
+                                          "for when you switch back to the Transformer)"));
+        } else {
+            // Fields with rules of their own (onChanged) keep the state those gave them.
+            const std::string& n = f.spec->name;
+            if (n != "bidirectional" && n != "reverse_source" && n != "attention_size") f.editor->setEnabled(true);
+            if (n != "bidirectional") f.editor->setToolTip(tooltip(*f.spec));  // its tooltip says why it is off
+        }
+        if (auto* form = qobject_cast<QFormLayout*>(f.editor->parentWidget()->layout()))
+            if (QWidget* label = form->labelForField(f.editor)) label->setEnabled(f.editor->isEnabled());
+    }
 }
 
 QString SettingsPanel::validationError() const {
@@ -311,7 +340,9 @@ QString SettingsPanel::validationError() const {
 void SettingsPanel::saveSettings(QSettings& settings) const {
     const Hyperparameters h = current();
     for (const auto& f : m_fields)
-        settings.setValue(QStringLiteral("settings/") + qs(f.spec->name), qs(format_value(*f.spec, f.spec->get(h))));
+        // A greyed field of the other family: what is on screen (current() holds its default).
+        settings.setValue(QStringLiteral("settings/") + qs(f.spec->name),
+                          qs(format_value(*f.spec, applies_to(*f.spec, h.model.arch) ? f.spec->get(h) : read(f))));
     settings.remove(QStringLiteral("settings/model"));  // the JSON of older versions, now one key per field
     settings.remove(QStringLiteral("settings/train"));
 }

@@ -60,6 +60,8 @@ private:
 
     void onChanged();
     void onOptimizerChanged();
+    /// Greys out the fields of the model family not chosen (the registry's ParamFamily), saying why.
+    void greyOtherFamily();
     QWidget* buildGroup(const QString& title, ParamGroup group);
     QWidget* makeEditor(const ParamSpec& p, QWidget* parent);
     nlohmann::json read(const Field& f) const;

@@ -188,6 +188,16 @@ void StepInspector::setStep(const HeatmapData& data, int step) {
                         "of the encoder states (3–4).")
                          .arg(step + 1)
                          .arg(displayToken(data.output[step]).toHtmlEscaped()));
+    // A Transformer's head, mean or rollout; encoder self-attention's rows are source tokens, not steps.
+    const bool outputRows = data.mapName.isEmpty() || !data.stepLogProb.empty() || !data.topK.empty();
+    if (!data.mapName.isEmpty())
+        m_title->setText((outputRows ? tr("<b>Step %1</b> — <b>%2</b>, <i>%3</i>: %4") : tr("<b>Source token %1</b> — <b>%2</b>, <i>%3</i>: %4"))
+                             .arg(step + 1)
+                             .arg(displayToken(data.output[step]).toHtmlEscaped(), data.mapName.toHtmlEscaped(),
+                                  data.mapExplanation));
+    m_candidatesTitle->setVisible(outputRows);
+    m_candidates->setVisible(outputRows);
+    m_table->horizontalHeaderItem(1)->setText(data.mapName.isEmpty() ? tr("1 · raw score eₜⱼ") : tr("1 · raw score q·k/√d"));
     m_bars->setValues(data.source, weights);
     const bool haveProb = step < int(data.stepLogProb.size());
     const double prob = haveProb ? std::exp(double(data.stepLogProb[step])) : -1.0;
@@ -208,7 +218,7 @@ void StepInspector::setStep(const HeatmapData& data, int step) {
         QString scoreText = QStringLiteral("–");
         if (haveScores) {
             const float s = data.rawScores[step][c];
-            scoreText = std::isfinite(s) ? QString::number(s, 'f', 4) : QStringLiteral("−∞ (padding)");
+            scoreText = std::isfinite(s) ? QString::number(s, 'f', 4) : QStringLiteral("−∞ (masked)");
         }
         auto* score = new QTableWidgetItem(scoreText);
         auto* weight = new QTableWidgetItem(QString::number(weights[c], 'f', 4));

@@ -38,6 +38,19 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
         return;
     }
     const TrainHistory& h = m_model->history();
+    const ModelConfig& c = m_model->config();
+    if (c.is_transformer()) {
+        m_modelLabel->setText(tr("Model: %1 · Transformer, %2 blocks × %3 wide, %4 heads, feed-forward %5 · weights "
+                                 "after epoch %6, batch %7")
+                                  .arg(qs(m_model->corpus_name()))
+                                  .arg(c.num_layers)
+                                  .arg(c.hidden_size)
+                                  .arg(c.num_heads)
+                                  .arg(c.ffn_size)
+                                  .arg(h.epochs_done)
+                                  .arg(h.global_step));
+        return;
+    }
     m_modelLabel->setText(tr("Model: %1 · %2 scoring, %3 × %4 %5 · weights after epoch %6, batch %7")
                               .arg(qs(m_model->corpus_name()), qs(to_string(m_model->config().scoring)))
                               .arg(m_model->config().num_layers)
@@ -111,8 +124,7 @@ void TranslatePanel::showNode(qint64 id) {
         m_nodeHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
         return;
     }
-    HeatmapData data = HeatmapData::fromTranslation(partial);
-    data.title = tr("Partial hypothesis: %1").arg(qs(h.text));
+    HeatmapData data = heatmapFor(partial, 0, tr("Partial hypothesis: %1").arg(qs(h.text)));
     m_nodeHeatmap->setHeatmapData(data);
     m_nodeHeatmap->setSelectedRow(data.rows() - 1);
 }
@@ -149,9 +161,10 @@ void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {
     } else {
         refreshMerged();
         const Translation& shown = m_forcedMerged ? *m_forcedMerged : *m_forced;
-        HeatmapData data = HeatmapData::fromTranslation(shown);
-        data.title = (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text)) +
-                     levelNote(shown);
+        HeatmapData data = heatmapFor(
+            shown, 0,
+            (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text)) +
+                levelNote(shown));
         m_forcedHeatmap->setHeatmapData(data);
         m_forcedHeatmap->setSelectedRow(data.highlightRow);
     }
@@ -204,6 +217,7 @@ void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, Trans
         m_result->setText(tr("(empty input)"));
         m_heatmap->clear(tr("Nothing to show for an empty sentence."));
         m_inspector->clear();
+        refreshModelView();
     } else {
         m_hypotheses->setCurrentRow(0);
         showHypothesis(0);
@@ -222,6 +236,7 @@ void TranslatePanel::revealSelectedNode() {
 void TranslatePanel::showHypothesis(int index) {
     if (!m_translation || index < 0 || index >= int(m_translation->hypotheses.size())) return;
     const Hypothesis& h = m_translation->hypotheses[index];
+    refreshModelView();
     QString text = QStringLiteral("→ <b>%1</b>").arg(qs(h.text).toHtmlEscaped());
     if (!m_translation->unknown.empty())
         text += tr(" <span style='color:#c0392b'>(unknown: %1, read as &lt;unk&gt;)</span>")
@@ -233,8 +248,7 @@ void TranslatePanel::showHypothesis(int index) {
         return;
     }
     const Translation& shown = m_merged ? *m_merged : *m_translation;
-    HeatmapData data = HeatmapData::fromTranslation(shown, size_t(index));
-    data.title = qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown);
+    HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown));
     const int row = std::max(0, m_heatmap->selectedRow());
     m_heatmap->setHeatmapData(data);
     m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));

@@ -31,7 +31,10 @@ QT_END_NAMESPACE
 namespace attnviz::ui {
 
 class BeamTreeView;
+struct HeatmapData;
 class HeatmapWidget;
+class MapSelector;
+class ModelView;
 class StepInspector;
 class Translator;
 
@@ -80,6 +83,13 @@ public:
     QToolBar* heatmapToolBar() const { return m_tools; }
     int hypothesisCount() const;
     QString resultText() const;
+    /// A Transformer's maps (ui/TranslatePanelMaps.cpp): the "Map" row the heatmap, the step
+    /// inspector and the exports follow, and the model view (a tab of viewTabs(), hidden for the RNN).
+    MapSelector* mapSelector() const { return m_mapSelector; }
+    ModelView* modelView() const { return m_modelView; }
+    /// What the CSV/JSON exports write: shownTranslation() with the chosen map as its primary one
+    /// (*hypothesis: the hypothesis' index in it).
+    std::shared_ptr<const Translation> exportTranslation(size_t* hypothesis) const;
 
 public Q_SLOTS:
     /// Translates the line edit's text (Enter does this).
@@ -91,6 +101,8 @@ Q_SIGNALS:
     /// The forced decoding of the reference arrived (forcedTranslation()).
     void forcedReady();
     void translationFailed(const QString& message);
+    /// Another attention map was chosen (mapSelector()).
+    void mapChoiceChanged();
 
 private:
     // The constructor's steps (ui/TranslatePanelBuild.cpp).
@@ -114,6 +126,16 @@ private:
     /// A heading for the heatmap of `t`: says whether it shows subword pieces or merged words.
     QString levelNote(const Translation& t) const;
     void refreshMerged();
+    // The chosen map (ui/TranslatePanelMaps.cpp).
+    QWidget* createModelViewPane();
+    /// The heatmap of hypothesis `hypothesis` of t for the chosen map, titled (and the map named).
+    HeatmapData heatmapFor(const Translation& t, size_t hypothesis, const QString& title) const;
+    void refreshModelView();
+    void showChosenMap();
+
+    MapSelector* m_mapSelector;
+    ModelView* m_modelView;
+    QWidget* m_modelPane;
 
     Translator* m_translator;
     QCheckBox* m_mergeBox;

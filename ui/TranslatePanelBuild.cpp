@@ -20,6 +20,7 @@
 #include "ui/BeamTreeView.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
+#include "ui/MapSelector.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/TranslatePanel.hpp"
 #include "ui/Translator.hpp"
@@ -53,15 +54,18 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     createResultLabels();
     QWidget* attention = createAttentionPane();
     QWidget* tree = createTreePane();
+    QWidget* models = createModelViewPane();
 
     m_views = new QTabWidget(this);
     m_views->addTab(attention, tr("Attention"));
     m_views->addTab(tree, tr("Beam search tree"));
+    m_views->setTabVisible(m_views->addTab(models, tr("Model view")), false);  // a Transformer's
     auto* left = new QWidget(this);
     auto* leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(m_hypotheses);
     leftLayout->addWidget(m_tools);
+    leftLayout->addWidget(m_mapSelector);
     leftLayout->addWidget(m_views, 1);
     m_inspector = new StepInspector(this);
     auto* splitter = new QSplitter(Qt::Horizontal, this);

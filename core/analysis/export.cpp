@@ -116,10 +116,18 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         j["entropy"] = stats.entropy;
         j["max_weight"] = stats.max_weight;
         j["coverage"] = stats.coverage;
-        nlohmann::json links = nlohmann::json::array();
-        const AlignmentLinks argmax = hard_alignment(t, hypothesis);
-        for (const auto& l : argmax.links()) links.push_back({l.src, l.tgt});
-        j["alignment"] = std::move(links);
+        // The primary map's links: the model's default (the RNN's map, a Transformer's last-layer
+        // mean: what translate --alignment-out writes), or the cross map a view put first.
+        const AttentionMapId& primary = h.attention.primary().id;
+        if (primary.kind == AttentionKind::cross) {
+            HardAlignmentOptions options;
+            options.heads.layer = primary.layer;
+            if (primary.head >= 0) options.heads.heads = {primary.head};
+            nlohmann::json links = nlohmann::json::array();
+            const AlignmentLinks argmax = hard_alignment(t, hypothesis, options);
+            for (const auto& l : argmax.links()) links.push_back({l.src, l.tgt});
+            j["alignment"] = std::move(links);
+        }
     }
     if (!t.merged.empty()) j["merged"] = t.merged;
     if (h.forced_steps > 0) {
