@@ -55,6 +55,8 @@ struct HeatmapData {
     /// > 0: the weights are signed differences in [-signedRange, signedRange], painted with the
     /// diverging map (blue below 0, white at 0, red above) whatever the colour map.
     float signedRange = 0.0f;
+    /// What a cell's value is, for the tooltip (empty: "weight", or "difference" for signed data).
+    QString valueName;
 
     int rows() const { return int(output.size()); }
     int columns() const { return int(source.size()); }

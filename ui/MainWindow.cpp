@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "core/model/device.hpp"
+#include "ui/AttributionView.hpp"
 #include "ui/ComparePanel.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
@@ -29,6 +30,7 @@
 #include "ui/SettingsPanel.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/TranslatePanel.hpp"
+#include "ui/WebPageWriter.hpp"
 
 namespace attnviz::ui {
 
@@ -45,6 +47,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_translate = new TranslatePanel();
     m_probe = new ProbePanel();
     m_compare = new ComparePanel();
+    m_webPage = new WebPageWriter(this);
+    connect(m_webPage, &WebPageWriter::written, this,
+            [this](const QString& path) { statusBar()->showMessage(tr("Wrote the web page %1").arg(path), 8000); });
+    connect(m_webPage, &WebPageWriter::failed, this,
+            [this](const QString& message) { showError(tr("Export failed"), message); });
 
     m_tabs = new QTabWidget();
     m_tabs->addTab(m_chart, tr("&Curves"));
@@ -144,6 +151,10 @@ void MainWindow::createActions() {
                               tr("Export the visible heatmap as PNG, SVG, CSV or JSON"));
     m_exportCurvesAct = make(tr("Export c&urves…"), QStringLiteral("curves"), QKeySequence(tr("Ctrl+Shift+E")),
                              tr("Export the training curves as PNG or CSV"));
+    m_exportWebAct = make(tr("Export as &web page…"), QString(), QKeySequence(),
+                          tr("One self-contained HTML file of the translation: attention, attributions, top-k"));
+    m_agreementAct = make(tr("Corpus &agreement…"), QString(), QKeySequence(),
+                          tr("Is attention an explanation here? Attention against attribution over the corpus"));
     m_quitAct = make(tr("&Quit"), QString(), QKeySequence::Quit, tr("Quit attnviz"));
     m_trainAct = make(tr("&Train"), QStringLiteral("train"), QKeySequence(Qt::Key_F5),
                       tr("Train a new model with these settings"));
@@ -198,6 +209,8 @@ void MainWindow::createActions() {
     connect(m_saveAsAct, &QAction::triggered, this, [this] { saveCheckpointDialog(true); });
     connect(m_exportHeatmapAct, &QAction::triggered, this, &MainWindow::exportHeatmapDialog);
     connect(m_exportCurvesAct, &QAction::triggered, this, &MainWindow::exportCurvesDialog);
+    connect(m_exportWebAct, &QAction::triggered, this, &MainWindow::exportWebPageDialog);
+    connect(m_agreementAct, &QAction::triggered, this, &MainWindow::showAgreement);
     connect(m_quitAct, &QAction::triggered, this, &QWidget::close);
     connect(m_trainAct, &QAction::triggered, this, &MainWindow::startTraining);
     connect(m_pauseAct, &QAction::triggered, m_controller, &TrainingController::pause);
@@ -239,6 +252,7 @@ void MainWindow::createMenus() {
     file->addSeparator();
     file->addAction(m_exportHeatmapAct);
     file->addAction(m_exportCurvesAct);
+    file->addAction(m_exportWebAct);
     file->addSeparator();
     file->addAction(m_quitAct);
 
@@ -263,6 +277,7 @@ void MainWindow::createMenus() {
     view->addAction(m_zoomResetAct);
     view->addSeparator();
     view->addAction(m_chart->logScaleAction());
+    view->addAction(m_agreementAct);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_aboutAct);
@@ -357,7 +372,8 @@ void MainWindow::onCorpusChanged() {
 
 QList<HeatmapWidget*> MainWindow::heatmaps() const {
     return {m_translate->heatmap(), m_translate->forcedHeatmap(), m_translate->nodeHeatmap(), m_probe->heatmap(),
-            m_compare->heatmapA(),   m_compare->heatmapB(),       m_compare->difference()};
+            m_compare->heatmapA(),   m_compare->heatmapB(),       m_compare->difference(),
+            m_translate->attributionView()->heatmap()};
 }
 
 void MainWindow::setColorMap(ColorMap::Kind kind) {
