@@ -215,7 +215,7 @@ void AgreementPanel::start() {
     m_poll->start();
     m_summary->setText(tr("Translating and attributing…"));
     m_jobs->run<CorpusAgreement>(
-        std::move(work), [this, run = m_run](CorpusAgreement r) { show(std::move(r), run->stop.load()); },
+        std::move(work), [this, run = m_run](CorpusAgreement r) { showResult(std::move(r), run->stop.load()); },
         [this](const QString& message) {
             m_poll->stop();
             m_start->setEnabled(true);
@@ -229,7 +229,7 @@ void AgreementPanel::cancel() {
     if (m_run) m_run->stop = true;
 }
 
-void AgreementPanel::show(CorpusAgreement result, bool cancelled) {
+void AgreementPanel::showResult(CorpusAgreement result, bool cancelled) {
     m_poll->stop();
     m_start->setEnabled(true);
     m_cancel->setEnabled(false);

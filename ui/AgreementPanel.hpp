@@ -79,7 +79,7 @@ Q_SIGNALS:
     void sentenceActivated(const QString& sentence);
 
 private:
-    void show(CorpusAgreement result, bool cancelled);
+    void showResult(CorpusAgreement result, bool cancelled);
     void fillTable();
 
     TranslationModelPtr m_model;

@@ -175,6 +175,7 @@ void AttributionView::showMethod() {
     if (!std::count(m_result->methods.begin(), m_result->methods.end(), m)) {
         if (!m_pending.count(m)) request(withSiblings(m));
         m_status->setText(tr("Attributing by %1…").arg(methodTitle(m).toLower()));
+        m_heatmap->clear(tr("Attributing by %1…").arg(methodTitle(m).toLower()));
         return;
     }
     HeatmapData data = heatmapData(*m_result, m);

@@ -172,6 +172,7 @@ void InterventionPanel::setStep(int step) {
     m_step = h && step >= 0 && step < int(h->tokens.size()) ? step : -1;
     if (m_step < 0) {
         m_drawn->setValues({}, {});
+        m_title->setText(tr("<b>What if?</b> Translate, select a step, change its attention, decode again from there."));
     } else {
         const AttentionMatrix& weights = h->attention.weights();
         m_drawn->setValues(toQStringList(m_translation->src_tokens),

@@ -16,6 +16,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <cmath>
 
 #include "core/analysis/attribution.hpp"
@@ -294,4 +295,50 @@ TEST_CASE("corpus agreement window: per-method histograms and a sortable table a
     CHECK(panel->result()->sentences.size() < 400);
     CHECK(panel->summary()->text().contains(QStringLiteral("cancelled")));
     CHECK(panel->startButton()->isEnabled());
+}
+
+// By hand, with a d2l-sized model (256 wide, 2 GRU layers):
+//   ATTNVIZ_D2L_MODEL=d2l.attnviz attnviz_tests_ui "[attribution-speed]"
+// How long after the translation the attribution is on screen, and the longest the GUI
+// thread went without running its event loop meanwhile.
+TEST_CASE("attribution view: on screen soon after a d2l-sized translation, the GUI never stalls",
+          "[.][attribution-speed]") {
+    const QByteArray path = qgetenv("ATTNVIZ_D2L_MODEL");
+    if (path.isEmpty()) {
+        WARN("set ATTNVIZ_D2L_MODEL to a d2l-sized checkpoint");
+        return;
+    }
+    Fixture f(/*epochs=*/1);
+    REQUIRE(f.w().openCheckpoint(QString::fromLocal8Bit(path)));
+    REQUIRE(waitUntil([&] { return f.w().currentModel() != nullptr; }, 60000));
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    AttributionView* view = panel->attributionView();
+    for (AttributionMethod m : {AttributionMethod::saliency, AttributionMethod::occlusion,
+                                AttributionMethod::integrated_gradients}) {
+        view->setMethod(m);
+        for (int round = 0; round < 3; ++round) {
+            QSignalSpy translated(panel, &TranslatePanel::translationReady);
+            QSignalSpy ready(view, &AttributionView::attributionReady);
+            QElapsedTimer clock, tick;
+            qint64 shownAfter = -1, longestGap = 0;
+            QObject scope;  // the connections below end with this round
+            QObject::connect(panel, &TranslatePanel::translationReady, &scope, [&] { clock.start(); });
+            QTimer beat;
+            beat.setInterval(5);
+            QObject::connect(&beat, &QTimer::timeout, &scope, [&] {
+                longestGap = std::max(longestGap, tick.restart());
+            });
+            tick.start();
+            beat.start();
+            panel->translateText(QStringLiteral("i think he will come back home with us ."));
+            REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));
+            shownAfter = clock.elapsed();
+            beat.stop();
+            REQUIRE(waitUntil([&] { return !view->busy(); }, 60000));  // the other methods too
+            WARN(to_string(m) << " round " << round << ": attribution on screen " << shownAfter
+                              << " ms after the translation; longest GUI gap " << longestGap << " ms");
+            if (round > 0) CHECK(shownAfter < 500);
+        }
+    }
 }
