@@ -66,7 +66,7 @@ void TauHistograms::paintEvent(QPaintEvent*) {
     const int w = width() / n;
     for (int k = 0; k < n; ++k) {
         const auto& [name, bins] = m_bins[size_t(k)];
-        const QRect box(k * w + 8, fm.height() + 4, w - 16, height() - 2 * fm.height() - 10);
+        const QRect box(k * w + 20, fm.height() + 4, w - 40, height() - 2 * fm.height() - 10);
         p.setPen(palette().color(QPalette::Text));
         p.drawText(QRect(k * w, 0, w, fm.height()), Qt::AlignCenter,
                    tr("%1 (mean %2)").arg(name).arg(std::isfinite(m_means[size_t(k)]) ? QString::number(m_means[size_t(k)], 'f', 2)
@@ -131,6 +131,8 @@ AgreementPanel::AgreementPanel(QWidget* parent) : QWidget(parent), m_jobs(new La
     m_table = new QTableWidget(this);
     m_table->setObjectName(QStringLiteral("agreementTable"));
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setWordWrap(false);
+    m_table->verticalHeader()->hide();
     m_table->setToolTip(tr("Click a column's head to sort; double-click a sentence to open its heatmaps"));
     auto* split = new QSplitter(Qt::Vertical, this);
     auto* top = new QWidget(split);
@@ -291,6 +293,7 @@ void AgreementPanel::fillTable() {
         }
     }
     m_table->setSortingEnabled(true);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
     m_table->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
 }

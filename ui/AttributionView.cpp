@@ -191,8 +191,8 @@ void AttributionView::showMethod() {
         }
         same += g.top1 ? 1 : 0;
     }
-    m_status->setText(tr("%1. Agreement with attention: mean τ-b <b>%2</b>, the same top token at <b>%3 of %4</b> steps.")
-                          .arg(methodHelp(m).toHtmlEscaped())
+    m_status->setToolTip(methodHelp(m));
+    m_status->setText(tr("Agreement with attention: mean τ-b <b>%1</b>, the same top token at <b>%2 of %3</b> steps.")
                           .arg(defined ? QString::number(sum / defined, 'f', 2) : tr("undefined"))
                           .arg(same)
                           .arg(m_result->steps.size()));
@@ -223,9 +223,10 @@ HeatmapData AttributionView::heatmapData(const SentenceAttribution& a, Attributi
         d.output << qs(s.token);
         std::vector<float> values = scores->source;
         values.resize(size_t(d.columns()), 0.0f);
-        if (saliency) {
+        if (saliency) {  // as a share of the step's largest, like a row of attention read by its peak
             d.rawScores.push_back(values);
-            for (float& v : values) v = largest > 0 ? v / largest : 0.0f;
+            const float peak = values.empty() ? 0.0f : *std::max_element(values.begin(), values.end());
+            for (float& v : values) v = peak > 0 ? v / peak : 0.0f;
         }
         d.weights.push_back(std::move(values));
         d.stepLogProb.push_back(float(s.log_prob));
@@ -233,7 +234,7 @@ HeatmapData AttributionView::heatmapData(const SentenceAttribution& a, Attributi
         tau.values.push_back(float(g.kendall_tau));
         top.values.push_back(g.top1 ? 1.0f : 0.0f);
     }
-    d.valueName = saliency ? QObject::tr("saliency, as a share of the largest") : methodTitle(method).toLower();
+    d.valueName = saliency ? QObject::tr("saliency, as a share of the step's largest") : methodTitle(method).toLower();
     if (!saliency) d.signedRange = largest > 0 ? largest : 1.0f;
     d.rowStrips.push_back(std::move(tau));
     d.rowStrips.push_back(std::move(top));

@@ -50,8 +50,8 @@ public:
 
     /// The heatmap of one method of an attribution: rows are the steps, columns the source tokens.
     /// Signed methods show their values with the diverging map (signedRange: the largest |value|);
-    /// saliency, never negative, shows value / the largest value with the colour map, its own values
-    /// in rawScores. Strips: tau-b and top-1 agreement with the attention row.
+    /// saliency, never negative, shows value / the step's largest value with the colour map, its own
+    /// values in rawScores. Strips: tau-b and top-1 agreement with the attention row.
     static HeatmapData heatmapData(const SentenceAttribution& a, AttributionMethod method);
 
 Q_SIGNALS:

@@ -29,6 +29,24 @@ QString markedText(const std::vector<std::string>& tokens, const std::vector<std
     }
     return out.join(QLatin1Char(' '));
 }
+
+/// What the intervention did, steps counted from 1 as the heatmap's rows are.
+QString describe(const Intervention& iv, const std::vector<std::string>& source) {
+    const int step = int(iv.step) + 1;
+    switch (iv.kind) {
+    case InterventionKind::uniform: return QObject::tr("Uniform attention at step %1").arg(step);
+    case InterventionKind::permute: return QObject::tr("Permuted attention at step %1").arg(step);
+    case InterventionKind::zero_token:
+        return QObject::tr("“%1” zeroed (the rest renormalised) at step %2")
+            .arg(size_t(iv.source_token) < source.size() ? displayToken(qs(source[size_t(iv.source_token)])) : QString())
+            .arg(step);
+    case InterventionKind::replace: return QObject::tr("The drawn attention at step %1").arg(step);
+    case InterventionKind::head_off:
+        return QObject::tr("Layer %1, head %2 switched off at step %3").arg(iv.head.layer).arg(iv.head.head).arg(step);
+    case InterventionKind::none: break;
+    }
+    return {};
+}
 }  // namespace
 
 DrawnRow::DrawnRow(QWidget* parent) : QWidget(parent) {
@@ -228,7 +246,7 @@ void InterventionPanel::showResult(const WhatIf& w) {
     const double before = w.original_log_prob, after = w.changed_log_prob;
     m_resultLabel->setText(
         tr("%1:<br>before: %2<br>after: %3<br>log p(“%4”) at step %5: %6 → %7 (Δ <b>%8</b>; p %9 → %10)%11")
-            .arg(qs(w.intervention.describe()).toHtmlEscaped(), markedText(w.original_output, w.changed.tokens),
+            .arg(describe(w.intervention, w.source).toHtmlEscaped(), markedText(w.original_output, w.changed.tokens),
                  markedText(w.changed.tokens, w.original_output), displayToken(qs(w.original_token)).toHtmlEscaped())
             .arg(w.intervention.step + 1)
             .arg(before, 0, 'f', 3)

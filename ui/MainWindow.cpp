@@ -277,6 +277,7 @@ void MainWindow::createMenus() {
     view->addAction(m_zoomResetAct);
     view->addSeparator();
     view->addAction(m_chart->logScaleAction());
+    view->addSeparator();
     view->addAction(m_agreementAct);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));

@@ -16,6 +16,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 #include <cmath>
 
@@ -308,6 +309,8 @@ TEST_CASE("attribution view: on screen soon after a d2l-sized translation, the G
         WARN("set ATTNVIZ_D2L_MODEL to a d2l-sized checkpoint");
         return;
     }
+    // Intra-op threads as the app sets them (app/gui_main.cpp): one core left to the GUI thread.
+    if (!qEnvironmentVariableIsSet("OMP_NUM_THREADS")) at::set_num_threads(std::max(1, QThread::idealThreadCount() - 1));
     Fixture f(/*epochs=*/1);
     REQUIRE(f.w().openCheckpoint(QString::fromLocal8Bit(path)));
     REQUIRE(waitUntil([&] { return f.w().currentModel() != nullptr; }, 60000));
@@ -338,7 +341,10 @@ TEST_CASE("attribution view: on screen soon after a d2l-sized translation, the G
             REQUIRE(waitUntil([&] { return !view->busy(); }, 60000));  // the other methods too
             WARN(to_string(m) << " round " << round << ": attribution on screen " << shownAfter
                               << " ms after the translation; longest GUI gap " << longestGap << " ms");
-            if (round > 0) CHECK(shownAfter < 500);
+            // After the first round (LibTorch's first use): about half a second; integrated gradients
+            // alone costs ~300 ms of CPU on one thread (README), so it gets more on a busy machine.
+            if (round > 0) CHECK(shownAfter < (m == AttributionMethod::integrated_gradients ? 1500 : 500));
+            CHECK(longestGap < 250);  // the GUI thread kept running its event loop
         }
     }
 }
