@@ -226,6 +226,8 @@ void TranslatePanel::connectViews() {
     // The attribution's rows are the attention's: a row selected on either is selected on both.
     connect(m_heatmap, &HeatmapWidget::rowSelected, m_attribution->heatmap(), &HeatmapWidget::setSelectedRow);
     connect(m_attribution->heatmap(), &HeatmapWidget::rowSelected, m_heatmap, &HeatmapWidget::setSelectedRow);
+    connect(m_attribution, &AttributionView::attributionReady, this,
+            [this] { m_attribution->heatmap()->setSelectedRow(m_heatmap->selectedRow()); });
     connect(m_heatmap, &HeatmapWidget::rowSelected, m_intervention, &InterventionPanel::setStep);
     connect(m_tree, &BeamTreeView::nodeSelected, this, &TranslatePanel::showNode);
     // The selected node stays in view, also when the tree's tab is shown later. Queued: a new

@@ -110,7 +110,9 @@ TEST_CASE("attribution view: the attention heatmap's rows and columns, each meth
     CHECK(shown[AttributionMethod::grad_input] != shown[AttributionMethod::occlusion]);
     CHECK(shown[AttributionMethod::integrated_gradients] != shown[AttributionMethod::grad_input]);
 
-    // A row selected on the attention heatmap is selected on the attribution beside it, and back.
+    // The attribution arrives with the attention heatmap's row selected; a row selected on either is
+    // selected on the other.
+    CHECK(view->heatmap()->selectedRow() == panel->heatmap()->selectedRow());
     panel->heatmap()->setSelectedRow(1);
     CHECK(view->heatmap()->selectedRow() == 1);
     view->heatmap()->setSelectedRow(0);
