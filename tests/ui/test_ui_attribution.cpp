@@ -350,3 +350,43 @@ TEST_CASE("attribution view: on screen soon after a d2l-sized translation, the G
         }
     }
 }
+
+TEST_CASE("what-if controls on a Transformer: one head of one layer switched off, as core does, and its attribution",
+          "[ui][intervention][transformer]") {
+    Fixture f(/*epochs=*/2);
+    ModelConfig m;  // the RNN's parameters at their defaults, as a Transformer needs them
+    m.arch = ModelArch::transformer;
+    m.hidden_size = 32;
+    m.num_heads = 2;
+    m.num_layers = 2;
+    m.ffn_size = 64;
+    f.w().settingsPanel()->setModelConfig(m);
+    TranslatePanel* panel = translated(f);
+    REQUIRE(panel->translationModel()->config().arch == ModelArch::transformer);
+    // The attribution view has the attention heatmap's rows and columns for this family too.
+    CHECK(panel->attributionView()->heatmap()->heatmapData().output == panel->heatmap()->heatmapData().output);
+    CHECK(panel->attributionView()->heatmap()->heatmapData().source == panel->heatmap()->heatmapData().source);
+
+    InterventionPanel* what = panel->interventionPanel();
+    panel->heatmap()->setSelectedRow(1);
+    what->kindBox()->setCurrentIndex(what->kindBox()->findData(int(InterventionKind::head_off)));
+    CHECK(what->layerBox()->isVisibleTo(what));
+    CHECK(what->layerBox()->maximum() == 1);  // two layers, two heads
+    CHECK(what->headBox()->maximum() == 1);
+    what->layerBox()->setValue(1);
+    what->headBox()->setValue(0);
+    QSignalSpy ready(what, &InterventionPanel::whatIfReady);
+    what->runButton()->click();
+    REQUIRE(waitUntil([&] { return ready.count() > 0; }, 30000));
+    Intervention off;
+    off.kind = InterventionKind::head_off;
+    off.step = 1;
+    off.head = AttentionMapId{AttentionKind::cross, 1, 0};
+    std::vector<std::string> source = panel->translation()->src_tokens;
+    source.pop_back();
+    const WhatIf expected = what_if(*panel->translationModel(), source, panel->translation()->best().tokens, off);
+    REQUIRE(what->result());
+    CHECK(what->result()->changed.tokens == expected.changed.tokens);
+    CHECK(what->result()->delta_log_prob() == Approx(expected.delta_log_prob()).margin(1e-5));
+    CHECK(what->resultLabel()->text().contains(QStringLiteral("Layer 1, head 0")));
+}
