@@ -1,6 +1,7 @@
 #include "ui/AttributionView.hpp"
 
 #include <QComboBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -282,9 +283,9 @@ bool AttributionView::exportTo(const QString& path, double scale, QString* error
 
 void AttributionView::exportDialog() {
     QSettings settings;
-    QString path = QFileDialog::getSaveFileName(
-        this, tr("Export attribution"),
-        settings.value(QStringLiteral("dirs/export")).toString() + QStringLiteral("/attribution.png"), heatmapFileFilter());
+    const QString folder = settings.value(QStringLiteral("dirs/export"), QDir::homePath()).toString();
+    QString path = QFileDialog::getSaveFileName(this, tr("Export attribution"), folder + QStringLiteral("/attribution.png"),
+                                                heatmapFileFilter());
     if (path.isEmpty()) return;
     settings.setValue(QStringLiteral("dirs/export"), QFileInfo(path).absolutePath());
     QString error;

@@ -30,7 +30,6 @@
 #include "ui/SettingsPanel.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/TranslatePanel.hpp"
-#include "ui/WebPageWriter.hpp"
 
 namespace attnviz::ui {
 
@@ -47,11 +46,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_translate = new TranslatePanel();
     m_probe = new ProbePanel();
     m_compare = new ComparePanel();
-    m_webPage = new WebPageWriter(this);
-    connect(m_webPage, &WebPageWriter::written, this,
-            [this](const QString& path) { statusBar()->showMessage(tr("Wrote the web page %1").arg(path), 8000); });
-    connect(m_webPage, &WebPageWriter::failed, this,
-            [this](const QString& message) { showError(tr("Export failed"), message); });
 
     m_tabs = new QTabWidget();
     m_tabs->addTab(m_chart, tr("&Curves"));
@@ -71,6 +65,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setCentralWidget(central);
 
     createActions();
+    createExplainActions();
     createMenus();
     createToolBars();
     auto* dock = new QDockWidget(tr("Setup"), this);
@@ -151,10 +146,6 @@ void MainWindow::createActions() {
                               tr("Export the visible heatmap as PNG, SVG, CSV or JSON"));
     m_exportCurvesAct = make(tr("Export c&urves…"), QStringLiteral("curves"), QKeySequence(tr("Ctrl+Shift+E")),
                              tr("Export the training curves as PNG or CSV"));
-    m_exportWebAct = make(tr("Export as &web page…"), QString(), QKeySequence(),
-                          tr("One self-contained HTML file of the translation: attention, attributions, top-k"));
-    m_agreementAct = make(tr("Corpus &agreement…"), QString(), QKeySequence(),
-                          tr("Is attention an explanation here? Attention against attribution over the corpus"));
     m_quitAct = make(tr("&Quit"), QString(), QKeySequence::Quit, tr("Quit attnviz"));
     m_trainAct = make(tr("&Train"), QStringLiteral("train"), QKeySequence(Qt::Key_F5),
                       tr("Train a new model with these settings"));
@@ -209,8 +200,6 @@ void MainWindow::createActions() {
     connect(m_saveAsAct, &QAction::triggered, this, [this] { saveCheckpointDialog(true); });
     connect(m_exportHeatmapAct, &QAction::triggered, this, &MainWindow::exportHeatmapDialog);
     connect(m_exportCurvesAct, &QAction::triggered, this, &MainWindow::exportCurvesDialog);
-    connect(m_exportWebAct, &QAction::triggered, this, &MainWindow::exportWebPageDialog);
-    connect(m_agreementAct, &QAction::triggered, this, &MainWindow::showAgreement);
     connect(m_quitAct, &QAction::triggered, this, &QWidget::close);
     connect(m_trainAct, &QAction::triggered, this, &MainWindow::startTraining);
     connect(m_pauseAct, &QAction::triggered, m_controller, &TrainingController::pause);

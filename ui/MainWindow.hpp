@@ -126,6 +126,8 @@ protected:
 
 private:
     void createActions();
+    /// File → Export as web page and View → Corpus agreement (ui/MainWindowExplain.cpp).
+    void createExplainActions();
     void createMenus();
     void createToolBars();
     QWidget* createSetupDock();

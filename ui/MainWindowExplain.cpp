@@ -1,5 +1,7 @@
 // "Is attention an explanation?" in the main window: File → Export as web page (ui/WebPageWriter.hpp
 // does the work off the GUI thread) and View → Corpus agreement (ui/AgreementPanel.hpp).
+#include <QAction>
+#include <QDir>
 #include <QFileDialog>
 #include <QPushButton>
 #include <QTabWidget>
@@ -14,6 +16,26 @@
 #include "ui/WebPageWriter.hpp"
 
 namespace attnviz::ui {
+
+void MainWindow::createExplainActions() {
+    auto make = [this](const QString& text, const QString& tip) {
+        auto* a = new QAction(text, this);
+        a->setStatusTip(tip);
+        a->setToolTip(tip);
+        return a;
+    };
+    m_exportWebAct = make(tr("Export as &web page…"),
+                          tr("One self-contained HTML file of the translation: attention, attributions, top-k"));
+    m_agreementAct = make(tr("Corpus &agreement…"),
+                          tr("Is attention an explanation here? Attention against attribution over the corpus"));
+    connect(m_exportWebAct, &QAction::triggered, this, &MainWindow::exportWebPageDialog);
+    connect(m_agreementAct, &QAction::triggered, this, &MainWindow::showAgreement);
+    m_webPage = new WebPageWriter(this);
+    connect(m_webPage, &WebPageWriter::written, this,
+            [this](const QString& path) { statusBar()->showMessage(tr("Wrote the web page %1").arg(path), 8000); });
+    connect(m_webPage, &WebPageWriter::failed, this,
+            [this](const QString& message) { showError(tr("Export failed"), message); });
+}
 
 bool MainWindow::exportWebPageTo(const QString& path) {
     const std::shared_ptr<const Translation> translation = m_translate->translation();
@@ -31,7 +53,7 @@ bool MainWindow::exportWebPageTo(const QString& path) {
 void MainWindow::exportWebPageDialog() {
     QSettings settings;
     QString path = QFileDialog::getSaveFileName(this, tr("Export as web page"),
-                                                settings.value(QStringLiteral("dirs/export")).toString() +
+                                                settings.value(QStringLiteral("dirs/export"), QDir::homePath()).toString() +
                                                     QStringLiteral("/translation.html"),
                                                 tr("Web page, self-contained (*.html)"));
     if (path.isEmpty()) return;

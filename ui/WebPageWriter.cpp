@@ -19,8 +19,8 @@ void WebPageWriter::write(TranslationModelPtr model, std::shared_ptr<const Trans
         WebPageOptions page;
         const ModelConfig& c = model->config();
         page.model = model->corpus_name() + ": " + to_string(c.arch) + ", hidden " + std::to_string(c.hidden_size) +
-                     ", " + std::to_string(c.num_layers) + " layers, weights after epoch " +
-                     std::to_string(model->history().epochs_done);
+                     ", " + std::to_string(c.num_layers) + (c.num_layers == 1 ? " layer" : " layers") +
+                     ", weights after epoch " + std::to_string(model->history().epochs_done);
         write_file_atomic(file, web_page({sentence}, page));
         return true;
     };
