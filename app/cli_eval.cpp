@@ -93,6 +93,10 @@ int run_eval(EvalOptions& o) {
         j["without_intervention"] = {{"accuracy", usual.accuracy},
                                      {"token_accuracy", usual.token_accuracy},
                                      {"bleu", usual.bleu.score}};
+        // The intervention changes free-running decoding only: say which figures it did not touch.
+        j["intervention_applies_to"] = {"accuracy", "token_accuracy", "bleu", "bleu_precisions", "brevity_penalty"};
+        j["teacher_forced_without_intervention"] = {"val_loss", "teacher_forced_token_accuracy", "align_accuracy", "aer",
+                                                    "align_precision", "align_recall", "per_head"};
     }
     // Where the pairs know their alignment (a task, --alignments): the attention on the forced references.
     const AlignmentScore align = alignment_metrics(*model, pairs, d, heads, j);

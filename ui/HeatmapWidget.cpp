@@ -65,9 +65,12 @@ QString HeatmapWidget::toolTipAt(const QPoint& pos) const {
 
 QString HeatmapWidget::cellToolTip(int row, int column) const {
     if (row < 0 || row >= m_data.rows() || column < 0 || column >= m_data.columns()) return {};
-    QString text = tr(m_data.signedRange > 0 ? "<b>%1</b> ← <b>%2</b><br>difference %3" : "<b>%1</b> ← <b>%2</b><br>weight %3")
+    const QString name = !m_data.valueName.isEmpty() ? m_data.valueName.toHtmlEscaped()
+                         : m_data.signedRange > 0     ? tr("difference")
+                                                      : tr("weight");
+    QString text = QStringLiteral("<b>%1</b> ← <b>%2</b><br>%3 %4")
                        .arg(displayToken(m_data.output[row]).toHtmlEscaped(),
-                            displayToken(m_data.source[column]).toHtmlEscaped())
+                            displayToken(m_data.source[column]).toHtmlEscaped(), name)
                        .arg(m_data.weights[row][column], 0, 'f', 4);
     if (!m_data.rawScores.empty()) {
         const float s = m_data.rawScores[row][column];

@@ -59,6 +59,8 @@ struct HeatmapData {
     /// head 2", ui/MapChoice.hpp) and what one step of it computes, for the step inspector; empty: the
     /// model's one map (the RNN's).
     QString mapName, mapExplanation;
+    /// What a cell's value is, for the tooltip (empty: "weight", or "difference" for signed data).
+    QString valueName;
 
     int rows() const { return int(output.size()); }
     int columns() const { return int(source.size()); }

@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "core/model/device.hpp"
+#include "ui/AttributionView.hpp"
 #include "ui/ComparePanel.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/Format.hpp"
@@ -66,6 +67,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setCentralWidget(central);
 
     createActions();
+    createExplainActions();
     createMenus();
     createToolBars();
     auto* dock = new QDockWidget(tr("Setup"), this);
@@ -248,6 +250,7 @@ void MainWindow::createMenus() {
     file->addSeparator();
     file->addAction(m_exportHeatmapAct);
     file->addAction(m_exportCurvesAct);
+    file->addAction(m_exportWebAct);
     file->addSeparator();
     file->addAction(m_quitAct);
 
@@ -272,6 +275,8 @@ void MainWindow::createMenus() {
     view->addAction(m_zoomResetAct);
     view->addSeparator();
     view->addAction(m_chart->logScaleAction());
+    view->addSeparator();
+    view->addAction(m_agreementAct);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_aboutAct);
@@ -366,7 +371,8 @@ void MainWindow::onCorpusChanged() {
 
 QList<HeatmapWidget*> MainWindow::heatmaps() const {
     return {m_translate->heatmap(), m_translate->forcedHeatmap(), m_translate->nodeHeatmap(), m_probe->heatmap(),
-            m_compare->heatmapA(),   m_compare->heatmapB(),       m_compare->difference()};
+            m_compare->heatmapA(),   m_compare->heatmapB(),       m_compare->difference(),
+            m_translate->attributionView()->heatmap()};
 }
 
 void MainWindow::setColorMap(ColorMap::Kind kind) {

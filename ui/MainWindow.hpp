@@ -23,6 +23,7 @@ QT_END_NAMESPACE
 
 namespace attnviz::ui {
 
+class AgreementPanel;
 class CorpusPanel;
 class HeatmapWidget;
 class LossChart;
@@ -30,6 +31,7 @@ class ProbePanel;
 class ComparePanel;
 class SettingsPanel;
 class TranslatePanel;
+class WebPageWriter;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -100,6 +102,14 @@ public:
     bool saveCheckpointTo(const QString& path);
     /// Exports the visible heatmap as .png (scale x on-screen size), .svg, .csv or .json.
     bool exportHeatmapTo(const QString& path, double scale = 2.0);
+    /// Starts writing the translation on screen, attributed by the four methods, as one self-contained
+    /// web page (ui/WebPageWriter.hpp); the outcome goes to the status bar or an error (false: nothing to write).
+    bool exportWebPageTo(const QString& path);
+    WebPageWriter* webPageWriter() const { return m_webPage; }
+    /// Opens the corpus agreement window (ui/AgreementPanel.hpp) for the current model and corpus.
+    void showAgreement();
+    /// That window (null until first opened).
+    AgreementPanel* agreementPanel() const { return m_agreement; }
     /// Exports the curves as .png or .csv.
     bool exportCurvesTo(const QString& path);
     QStringList recentFiles() const;
@@ -116,6 +126,8 @@ protected:
 
 private:
     void createActions();
+    /// File → Export as web page and View → Corpus agreement (ui/MainWindowExplain.cpp).
+    void createExplainActions();
     void createMenus();
     void createToolBars();
     QWidget* createSetupDock();
@@ -145,6 +157,7 @@ private:
     void openParallelDialog();
     void exportHeatmapDialog();
     void exportCurvesDialog();
+    void exportWebPageDialog();
     void loadSettings();
     void saveSettings() const;
     void showAbout();
@@ -172,6 +185,10 @@ private:
     QAction* m_saveAsAct;
     QAction* m_exportHeatmapAct;
     QAction* m_exportCurvesAct;
+    QAction* m_exportWebAct;
+    WebPageWriter* m_webPage;
+    QAction* m_agreementAct;
+    AgreementPanel* m_agreement = nullptr;
     QAction* m_quitAct;
     QAction* m_trainAct;
     QAction* m_pauseAct;

@@ -19,9 +19,11 @@
 
 #include "core/decode/beam_tree.hpp"
 #include "core/analysis/subword_merge.hpp"
+#include "ui/AttributionView.hpp"
 #include "ui/BeamTreeView.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
+#include "ui/InterventionPanel.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/Translator.hpp"
 
@@ -218,6 +220,8 @@ void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, Trans
         m_heatmap->clear(tr("Nothing to show for an empty sentence."));
         m_inspector->clear();
         refreshModelView();
+        m_attribution->setTranslation(nullptr, nullptr, 0);
+        m_intervention->setTranslation(nullptr, nullptr, 0);
     } else {
         m_hypotheses->setCurrentRow(0);
         showHypothesis(0);
@@ -245,14 +249,21 @@ void TranslatePanel::showHypothesis(int index) {
     if (!m_translation->attention_available) {
         m_heatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
         m_inspector->clear();
+        m_attribution->setTranslation(nullptr, nullptr, 0);
+        m_intervention->setTranslation(nullptr, nullptr, 0);
         return;
     }
+    m_attribution->setTranslation(m_translationModel, m_translation, index,
+                                  m_merged ? tr("   ·   per subword piece (not merged)") : levelNote(*m_translation));
     const Translation& shown = m_merged ? *m_merged : *m_translation;
     HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown));
     const int row = std::max(0, m_heatmap->selectedRow());
     m_heatmap->setHeatmapData(data);
     m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));
     m_inspector->setStep(m_heatmap->heatmapData(), m_heatmap->selectedRow());
+    // Interventions change the pieces' own rows: not offered on merged words.
+    m_intervention->setTranslation(m_merged ? nullptr : m_translationModel, m_translation, index);
+    m_intervention->setStep(m_heatmap->selectedRow());
 }
 
 int TranslatePanel::selectedHypothesis() const { return std::max(0, m_hypotheses->currentRow()); }

@@ -30,11 +30,13 @@ QT_END_NAMESPACE
 
 namespace attnviz::ui {
 
+class AttributionView;
 class BeamTreeView;
 struct HeatmapData;
 class HeatmapWidget;
 class MapSelector;
 class ModelView;
+class InterventionPanel;
 class StepInspector;
 class Translator;
 
@@ -80,6 +82,10 @@ public:
     /// "Attention" and "Beam search tree".
     QTabWidget* viewTabs() const { return m_views; }
     StepInspector* inspector() const { return m_inspector; }
+    /// Attribution beside the attention heatmap (ui/AttributionView.hpp).
+    AttributionView* attributionView() const { return m_attribution; }
+    /// What-if interventions on the selected step, under the inspector (ui/InterventionPanel.hpp).
+    InterventionPanel* interventionPanel() const { return m_intervention; }
     QToolBar* heatmapToolBar() const { return m_tools; }
     int hypothesisCount() const;
     QString resultText() const;
@@ -164,6 +170,8 @@ private:
     QToolBar* m_tools;
     HeatmapWidget* m_heatmap;
     StepInspector* m_inspector;
+    AttributionView* m_attribution;
+    InterventionPanel* m_intervention;
 };
 
 }  // namespace attnviz::ui

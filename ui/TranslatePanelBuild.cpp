@@ -17,10 +17,12 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "ui/AttributionView.hpp"
 #include "ui/BeamTreeView.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/MapSelector.hpp"
+#include "ui/InterventionPanel.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/TranslatePanel.hpp"
 #include "ui/Translator.hpp"
@@ -68,9 +70,13 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     leftLayout->addWidget(m_mapSelector);
     leftLayout->addWidget(m_views, 1);
     m_inspector = new StepInspector(this);
+    m_intervention = new InterventionPanel(this);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(m_inspector);
+    right->addWidget(m_intervention);
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->addWidget(left);
-    splitter->addWidget(m_inspector);
+    splitter->addWidget(right);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     splitter->setObjectName(QStringLiteral("translateSplitter"));
@@ -170,6 +176,8 @@ QWidget* TranslatePanel::createAttentionPane() {
     m_forcedPane->hide();
     auto* heatmaps = new QSplitter(Qt::Horizontal, this);
     heatmaps->addWidget(scrolled(m_heatmap, this));
+    m_attribution = new AttributionView(this);
+    heatmaps->addWidget(m_attribution);
     heatmaps->addWidget(m_forcedPane);
     heatmaps->setObjectName(QStringLiteral("heatmapSplitter"));
     return heatmaps;
@@ -219,6 +227,12 @@ void TranslatePanel::connectViews() {
     for (HeatmapWidget* heatmap : {m_heatmap, m_forcedHeatmap, m_nodeHeatmap})
         connect(heatmap, &HeatmapWidget::rowSelected, this,
                 [this, heatmap](int row) { m_inspector->setStep(heatmap->heatmapData(), row); });
+    // The attribution's rows are the attention's: a row selected on either is selected on both.
+    connect(m_heatmap, &HeatmapWidget::rowSelected, m_attribution->heatmap(), &HeatmapWidget::setSelectedRow);
+    connect(m_attribution->heatmap(), &HeatmapWidget::rowSelected, m_heatmap, &HeatmapWidget::setSelectedRow);
+    connect(m_attribution, &AttributionView::attributionReady, this,
+            [this] { m_attribution->heatmap()->setSelectedRow(m_heatmap->selectedRow()); });
+    connect(m_heatmap, &HeatmapWidget::rowSelected, m_intervention, &InterventionPanel::setStep);
     connect(m_tree, &BeamTreeView::nodeSelected, this, &TranslatePanel::showNode);
     // The selected node stays in view, also when the tree's tab is shown later. Queued: a new
     // tree's size reaches the scroll area's range only after a layout pass.

@@ -2,6 +2,7 @@
 // translate with --intervene, and the self-contained web page of translate --html-out.
 #include "catch_torch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -80,6 +81,17 @@ TEST_CASE("cli: eval and translate --intervene", "[cli][intervention]") {
     const json j = json::parse(e.out);
     CHECK(j["intervention"]["kind"] == "uniform");
     CHECK(j["without_intervention"].contains("accuracy"));
+    // The teacher-forced figures are computed on the references without the intervention: the JSON says so.
+    const json untouched = j["teacher_forced_without_intervention"];
+    CHECK(std::find(untouched.begin(), untouched.end(), "val_loss") != untouched.end());
+    CHECK(std::find(untouched.begin(), untouched.end(), "teacher_forced_token_accuracy") != untouched.end());
+    const json applies = j["intervention_applies_to"];
+    CHECK(std::find(applies.begin(), applies.end(), "accuracy") != applies.end());
+    CHECK(std::find(applies.begin(), applies.end(), "val_loss") == applies.end());
+    // Without an intervention neither field is there.
+    Result plainEval = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--json"});
+    REQUIRE(plainEval.code == 0);
+    CHECK_FALSE(json::parse(plainEval.out).contains("teacher_forced_without_intervention"));
     CHECK(j.contains("bleu"));
     Result p = cli(dir, {"eval", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--intervene", "permute"});
     REQUIRE(p.code == 0);

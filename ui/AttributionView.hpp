@@ -1,0 +1,81 @@
+#pragma once
+// "Is attention an explanation?" beside the attention heatmap: which source
+// tokens mattered to each output token by an attribution method the user picks
+// (gradient saliency, gradient x input, integrated gradients, occlusion;
+// core/analysis/attribution.hpp), on the same rows (output steps) and columns
+// (source tokens) as the attention heatmap, with each step's agreement with
+// attention (Kendall's tau-b, same top token) in the strips beside the rows.
+// Computed off the GUI thread (ui/Background.hpp): the selected method first,
+// then the others, so switching the method shows them at once.
+#include <QWidget>
+#include <memory>
+#include <set>
+
+#include "core/analysis/attribution_result.hpp"
+#include "core/decode/translation_model.hpp"
+#include "ui/HeatmapWidget.hpp"
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QLabel;
+class QToolBar;
+QT_END_NAMESPACE
+
+namespace attnviz::ui {
+
+class LatestOnly;
+
+class AttributionView : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttributionView(QWidget* parent = nullptr);
+
+    /// Attributes hypothesis `hypothesis` of `translation` (made by `model`) in the background;
+    /// null, empty or without attention: cleared. `note` is added to the title (e.g. subwords).
+    void setTranslation(TranslationModelPtr model, std::shared_ptr<const Translation> translation, int hypothesis,
+                        const QString& note = QString());
+    AttributionMethod method() const;
+    void setMethod(AttributionMethod method);
+
+    HeatmapWidget* heatmap() const { return m_heatmap; }
+    QComboBox* methodBox() const { return m_methodBox; }
+    QToolBar* toolBar() const { return m_tools; }
+    /// What has been computed for the current translation (the methods so far); null before the first answer.
+    std::shared_ptr<const SentenceAttribution> attribution() const { return m_result; }
+    /// Work for the current translation is under way.
+    bool busy() const;
+    /// Writes the visible attribution: .png/.svg as drawn, .json as `attnviz-cli attribute` writes a sentence,
+    /// .csv one line per step and source token with every method computed.
+    bool exportTo(const QString& path, double scale, QString* error) const;
+
+    /// The heatmap of one method of an attribution: rows are the steps, columns the source tokens.
+    /// Signed methods show their values with the diverging map (signedRange: the largest |value|);
+    /// saliency, never negative, shows value / the step's largest value with the colour map, its own
+    /// values in rawScores. Strips: tau-b and top-1 agreement with the attention row.
+    static HeatmapData heatmapData(const SentenceAttribution& a, AttributionMethod method);
+
+Q_SIGNALS:
+    /// The selected method's values are on screen.
+    void attributionReady();
+    void attributionFailed(const QString& message);
+
+private:
+    void request(std::vector<AttributionMethod> methods);
+    void arrived(const SentenceAttribution& part);
+    void showMethod();
+    void exportDialog();
+
+    QComboBox* m_methodBox;
+    QToolBar* m_tools;
+    QLabel* m_status;
+    HeatmapWidget* m_heatmap;
+    LatestOnly* m_jobs;
+    TranslationModelPtr m_model;
+    std::shared_ptr<const Translation> m_translation;
+    int m_hypothesis = 0;
+    QString m_note;
+    std::shared_ptr<SentenceAttribution> m_result;
+    std::set<AttributionMethod> m_pending;  ///< methods the newest request computes
+};
+
+}  // namespace attnviz::ui
