@@ -79,6 +79,25 @@ std::vector<std::vector<float>> merge_attention(const std::vector<std::vector<fl
 
 namespace {
 
+/// Decoder self-attention's keys are the decoder's inputs: key 0 is <bos>, key j is output piece
+/// j-1. Grouped as the views label them: <bos>, then every output word but the last (its pieces'
+/// keys are one place on). When the output ends inside a word (the length limit), the last word's
+/// earlier pieces are keys too: one more group, after the others, that the caller drops.
+WordGroups decoder_input_groups(const WordGroups& target, size_t steps) {
+    WordGroups g;
+    g.words.push_back(Vocab::bos_token);
+    g.members.push_back({0});
+    for (size_t w = 0; w < target.members.size(); ++w) {
+        std::vector<size_t> keys;
+        for (const size_t p : target.members[w])
+            if (p + 1 < steps) keys.push_back(p + 1);
+        if (keys.empty()) continue;
+        g.words.push_back(target.words[w]);
+        g.members.push_back(std::move(keys));
+    }
+    return g;
+}
+
 Hypothesis merge_hypothesis(const Hypothesis& h, const WordGroups& source) {
     const WordGroups target = group_subwords(h.tokens);
     Hypothesis m;
@@ -91,10 +110,15 @@ Hypothesis merge_hypothesis(const Hypothesis& h, const WordGroups& source) {
         const bool queries_out = map.id.kind != AttentionKind::encoder_self;
         const bool keys_out = map.id.kind == AttentionKind::decoder_self;
         AttentionMatrix weights = map.weights;
-        if (keys_out)  // a causal row holds the keys up to its step: the rest are 0
-            for (auto& row : weights) row.resize(h.tokens.size(), 0.0f);
-        m.attention.maps.push_back(AttentionMap{
-            map.id, merge_attention(weights, queries_out ? target : source, keys_out ? target : source), {}});
+        if (!keys_out) {
+            m.attention.maps.push_back(
+                AttentionMap{map.id, merge_attention(weights, queries_out ? target : source, source), {}});
+            continue;
+        }
+        for (auto& row : weights) row.resize(h.tokens.size(), 0.0f);  // causal rows: later keys weigh 0
+        auto merged = merge_attention(weights, target, decoder_input_groups(target, h.tokens.size()));
+        for (auto& row : merged) row.resize(target.members.size());  // <bos> and the words before the last
+        m.attention.maps.push_back(AttentionMap{map.id, std::move(merged), {}});
     }
     auto per_word = [&](const std::vector<float>& v, bool mean) {
         std::vector<float> out;

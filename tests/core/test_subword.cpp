@@ -169,6 +169,44 @@ TEST_CASE("merged attention: rows still sum to 1, columns keep their mass", "[su
     CHECK_THROWS_AS(merge_attention(a, src, src), Error);  // 6 groups' pieces for 5 rows
 }
 
+// Decoder self-attention's key j is the decoder's input j: <bos>, then output piece j-1. Merged,
+// its columns are <bos> and the output words but the last, as the views label them.
+TEST_CASE("merged decoder self-attention: keys are the decoder's inputs, one place after the outputs",
+          "[subword][merge]") {
+    Translation t;
+    t.src_tokens = {B + "le", B + "chat", "<eos>"};
+    Hypothesis h;
+    h.tokens = {B + "le", B + "ch", "at", "<eos>"};
+    AttentionMap cross{AttentionMapId{}, AttentionMatrix(4, std::vector<float>(3, 1.0f / 3)), {}};
+    AttentionMap self{AttentionMapId{AttentionKind::decoder_self, 0, 0},
+                      {{1.0f}, {0.5f, 0.5f}, {0.2f, 0.3f, 0.5f}, {0.1f, 0.2f, 0.3f, 0.4f}}, {}};
+    h.attention.maps = {cross, self};
+    t.hypotheses = {h};
+    const auto merged = merge_subwords(t);
+    const auto& mh = merged.hypotheses.at(0);
+    REQUIRE(mh.tokens == Tokens{"le", "chat", "<eos>"});
+    const auto& w = mh.attention.maps.at(1).weights;
+    REQUIRE(w.size() == 3);
+    // Columns: <bos> (key 0), "le" (key 1), "chat" (keys 2 and 3).
+    CHECK(w[0] == std::vector<float>{1.0f, 0.0f, 0.0f});
+    CHECK(w[1][0] == Approx((0.5 + 0.2) / 2));  // "chat" = pieces 1 and 2: rows averaged
+    CHECK(w[1][1] == Approx((0.5 + 0.3) / 2));
+    CHECK(w[1][2] == Approx(0.5 / 2));
+    CHECK(w[2][0] == Approx(0.1));
+    CHECK(w[2][1] == Approx(0.2));
+    CHECK(w[2][2] == Approx(0.7));  // before: 0.4, the <eos> query's own input counted as "<eos>"
+    // An output cut inside a word: the last word's earlier piece is a key, but not a column.
+    h.tokens = {B + "le", B + "ch", "at"};
+    h.attention.maps = {AttentionMap{AttentionMapId{}, AttentionMatrix(3, std::vector<float>(3, 1.0f / 3)), {}},
+                        AttentionMap{self.id, {{1.0f}, {0.5f, 0.5f}, {0.2f, 0.3f, 0.5f}}, {}}};
+    t.hypotheses = {h};
+    const auto cut = merge_subwords(t).hypotheses.at(0);
+    REQUIRE(cut.tokens == Tokens{"le", "chat"});
+    REQUIRE(cut.attention.maps.at(1).weights.size() == 2);
+    CHECK(cut.attention.maps.at(1).weights[1].size() == 2);  // <bos>, "le"
+    CHECK(cut.attention.maps.at(1).weights[1][1] == Approx((0.5 + 0.3) / 2));
+}
+
 namespace {
 
 /// A toy-french corpus read as subwords (task sentences are normalised words already).
