@@ -106,8 +106,9 @@ void AttributionView::setMethod(AttributionMethod method) { m_methodBox->setCurr
 bool AttributionView::busy() const { return m_jobs->busy(); }
 
 void AttributionView::setTranslation(TranslationModelPtr model, std::shared_ptr<const Translation> translation,
-                                     int hypothesis, const QString& note) {
+                                     int hypothesis, const QString& note, std::optional<AttentionMapId> map) {
     m_model = std::move(model);
+    m_attentionMap = map;
     m_translation = std::move(translation);
     m_hypothesis = hypothesis;
     m_note = note;
@@ -127,6 +128,7 @@ void AttributionView::setTranslation(TranslationModelPtr model, std::shared_ptr<
 void AttributionView::request(std::vector<AttributionMethod> methods) {
     AttributionOptions options;
     options.methods = methods;
+    options.attention_map = m_attentionMap;
     m_pending = std::set<AttributionMethod>(methods.begin(), methods.end());
     std::function<SentenceAttribution()> work = [model = m_model, translation = m_translation, options,
                                                  hypothesis = size_t(m_hypothesis)] {

@@ -9,6 +9,7 @@
 // then the others, so switching the method shows them at once.
 #include <QWidget>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "core/analysis/attribution_result.hpp"
@@ -32,8 +33,10 @@ public:
 
     /// Attributes hypothesis `hypothesis` of `translation` (made by `model`) in the background;
     /// null, empty or without attention: cleared. `note` is added to the title (e.g. subwords).
+    /// `map`: the cross-attention map the agreement compares with (a Transformer's chosen head or
+    /// layer mean); none: the hypothesis' primary map.
     void setTranslation(TranslationModelPtr model, std::shared_ptr<const Translation> translation, int hypothesis,
-                        const QString& note = QString());
+                        const QString& note = QString(), std::optional<AttentionMapId> map = std::nullopt);
     AttributionMethod method() const;
     void setMethod(AttributionMethod method);
 
@@ -74,6 +77,7 @@ private:
     std::shared_ptr<const Translation> m_translation;
     int m_hypothesis = 0;
     QString m_note;
+    std::optional<AttentionMapId> m_attentionMap;
     std::shared_ptr<SentenceAttribution> m_result;
     std::set<AttributionMethod> m_pending;  ///< methods the newest request computes
 };

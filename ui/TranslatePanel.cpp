@@ -254,7 +254,8 @@ void TranslatePanel::showHypothesis(int index) {
         return;
     }
     m_attribution->setTranslation(m_translationModel, m_translation, index,
-                                  m_merged ? tr("   ·   per subword piece (not merged)") : levelNote(*m_translation));
+                                  m_merged ? tr("   ·   per subword piece (not merged)") : levelNote(*m_translation),
+                                  attributionMap(h.attention));
     const Translation& shown = m_merged ? *m_merged : *m_translation;
     HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown));
     const int row = std::max(0, m_heatmap->selectedRow());

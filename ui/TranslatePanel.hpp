@@ -11,6 +11,7 @@
 // "Merge subwords", words (columns of a word summed, rows averaged; said above the grid).
 #include <QWidget>
 #include <memory>
+#include <optional>
 
 #include "core/decode/translation.hpp"
 #include "core/decode/translation_model.hpp"
@@ -136,6 +137,9 @@ private:
     QWidget* createModelViewPane();
     /// The heatmap of hypothesis `hypothesis` of t for the chosen map, titled (and the map named).
     HeatmapData heatmapFor(const Translation& t, size_t hypothesis, const QString& title) const;
+    /// The cross-attention map of the Map row, for the attribution's agreement (a Transformer's
+    /// head or layer mean); none for the RNN's one map and for the self-attention kinds.
+    std::optional<AttentionMapId> attributionMap(const AttentionRecord& record) const;
     void refreshModelView();
     void showChosenMap();
 

@@ -77,6 +77,13 @@ HeatmapData TranslatePanel::heatmapFor(const Translation& t, size_t hypothesis, 
     return mapHeatmapData(t, hypothesis, m_mapSelector->choice(), title);
 }
 
+std::optional<AttentionMapId> TranslatePanel::attributionMap(const AttentionRecord& record) const {
+    if (!hasMapChoice(record)) return std::nullopt;
+    const MapChoice c = clampChoice(m_mapSelector->choice(), record);
+    if (c.kind != AttentionKind::cross) return std::nullopt;
+    return AttentionMapId{AttentionKind::cross, c.layer, c.head >= 0 ? c.head : -1};
+}
+
 void TranslatePanel::refreshModelView() {
     const std::shared_ptr<const Translation> shown = shownTranslation();
     const size_t index = size_t(selectedHypothesis());

@@ -179,8 +179,16 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     out.text = h.text;
     out.top_k = h.top_k;
     const AttentionMap* map = nullptr;
+    AttentionMap layer_mean;  // a layer's mean of heads, where the record keeps only its heads
     if (!h.attention.empty()) {
         map = options.attention_map ? h.attention.find(*options.attention_map) : &h.attention.primary();
+        if (!map && options.attention_map->head == -1) {
+            HeadSelection heads;
+            heads.kind = options.attention_map->kind;
+            heads.layer = options.attention_map->layer;
+            layer_mean = AttentionMap{*options.attention_map, h.attention.select(heads), {}};  // throws naming what exists
+            map = &layer_mean;
+        }
         if (!map) throw ConfigError("attribution: the hypothesis has no " + describe(*options.attention_map) + " map");
         out.attention_map = describe(map->id);
     }

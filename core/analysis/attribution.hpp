@@ -35,7 +35,7 @@ struct AttributionOptions {
     /// log p(this token) ("why voiture rather than souris?"); a token of the target vocabulary.
     std::map<int64_t, std::string> contrast;
     /// The attention compared with: this map of the hypothesis (default: its primary map, for
-    /// the RNN its one cross map).
+    /// the RNN its one cross map; head -1: the mean of that layer's heads).
     std::optional<AttentionMapId> attention_map;
     /// At most this many rows in one forward/backward pass (integrated gradients has steps x
     /// ig_steps rows); more run in chunks. Bounds memory; fewer chunks run faster.

@@ -11,6 +11,7 @@
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/corpus_agreement.hpp"
 #include "core/io/error.hpp"
+#include "core/model/families.hpp"
 #include "test_support.hpp"
 #include "trained_reverse.hpp"
 
@@ -239,6 +240,49 @@ TEST_CASE("attribution lines up with the heatmap and checks what it is given", "
     AttributionOptions sal;
     sal.methods = {AttributionMethod::saliency};
     CHECK(attribute(*f.model, t, sal).steps[0].scores.at(AttributionMethod::saliency).source[0] > 0);
+}
+
+// A Transformer keeps every head of every layer but only the last layer's mean: the mean of
+// another layer (what the app's map selector offers) is computed from its heads.
+TEST_CASE("attribution compares with a Transformer's chosen head or layer mean", "[attribution][transformer]") {
+    const Vocab src = Vocab::build({{"a", "b", "c", "d", "e", "f", "g"}});
+    const Vocab tgt = Vocab::build({{"x", "y", "z", "w", "v"}});
+    ModelConfig c;
+    c.arch = ModelArch::transformer;
+    c.src_vocab = static_cast<int64_t>(src.size());
+    c.tgt_vocab = static_cast<int64_t>(tgt.size());
+    c.hidden_size = 16;
+    c.num_layers = 2;
+    c.num_heads = 4;
+    c.ffn_size = 24;
+    c.seed = 5;
+    const auto model = testing::as_model(build_network(c), src, tgt);
+    DecodeOptions o;
+    o.max_length = 5;
+    const Translation t = model->translate({"b d f"}, o).at(0);
+    const AttentionRecord& record = t.best().attention;
+    AttributionOptions options;
+    options.methods = {AttributionMethod::saliency};
+    CHECK(attribute(*model, t, options).attention_map == "cross, layer 1, mean of heads");  // the default
+    options.attention_map = AttentionMapId{AttentionKind::cross, 0, 2};
+    auto a = attribute(*model, t, options);
+    CHECK(a.attention_map == "cross, layer 0, head 2");
+    const AttentionMap* head2 = record.find(*options.attention_map);
+    REQUIRE(head2);
+    REQUIRE(a.steps.size() == head2->weights.size());
+    for (size_t s = 0; s < a.steps.size(); ++s) CHECK(a.steps[s].attention == head2->weights[s]);
+    options.attention_map = AttentionMapId{AttentionKind::cross, 0, -1};
+    a = attribute(*model, t, options);
+    CHECK(a.attention_map == "cross, layer 0, mean of heads");
+    HeadSelection layer0;
+    layer0.layer = 0;
+    const auto mean = record.select(layer0);
+    for (size_t s = 0; s < a.steps.size(); ++s) {
+        REQUIRE(a.steps[s].attention.size() == mean[s].size());
+        for (size_t k = 0; k < mean[s].size(); ++k) CHECK(a.steps[s].attention[k] == Approx(mean[s][k]));
+    }
+    options.attention_map = AttentionMapId{AttentionKind::cross, 5, -1};  // no such layer
+    CHECK_THROWS_AS(attribute(*model, t, options), ConfigError);
 }
 
 TEST_CASE("corpus agreement: one row per sentence and the table of pairs", "[attribution][agreement]") {

@@ -27,6 +27,7 @@
 #include "ui/AttributionView.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/InterventionPanel.hpp"
+#include "ui/MapSelector.hpp"
 #include "ui/TranslatePanel.hpp"
 #include "ui/WebPageWriter.hpp"
 
@@ -389,4 +390,26 @@ TEST_CASE("what-if controls on a Transformer: one head of one layer switched off
     CHECK(what->result()->changed.tokens == expected.changed.tokens);
     CHECK(what->result()->delta_log_prob() == Approx(expected.delta_log_prob()).margin(1e-5));
     CHECK(what->resultLabel()->text().contains(QStringLiteral("Layer 1, head 0")));
+
+    // The agreement compares with the cross-attention map chosen in the Map row: one head, then
+    // another layer's mean (computed from its heads), then a self-attention kind (the default again).
+    auto attributedWith = [&](const MapChoice& choice) {
+        QSignalSpy arrived(panel->attributionView(), &AttributionView::attributionReady);
+        panel->mapSelector()->setChoice(choice);
+        REQUIRE(waitUntil([&] { return arrived.count() > 0 && !panel->attributionView()->busy(); }, 30000));
+        return panel->attributionView()->attribution();
+    };
+    auto a = attributedWith({AttentionKind::cross, 0, 1});
+    REQUIRE(a);
+    CHECK(a->attention_map == "cross, layer 0, head 1");
+    const AttentionMap* head = panel->translation()->best().attention.find({AttentionKind::cross, 0, 1});
+    REQUIRE(head);
+    REQUIRE(a->steps.size() == head->weights.size());
+    for (size_t s = 0; s < a->steps.size(); ++s) CHECK(a->steps[s].attention == head->weights[s]);
+    a = attributedWith({AttentionKind::cross, 0, MapChoice::kMean});
+    REQUIRE(a);
+    CHECK(a->attention_map == "cross, layer 0, mean of heads");
+    a = attributedWith({AttentionKind::encoder_self, 1, 0});
+    REQUIRE(a);
+    CHECK(a->attention_map == "cross, layer 1, mean of heads");
 }
