@@ -42,10 +42,10 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
     const TrainHistory& h = m_model->history();
     const ModelConfig& c = m_model->config();
     if (c.is_transformer()) {
-        m_modelLabel->setText(tr("Model: %1 · Transformer, %2 blocks × %3 wide, %4 heads, feed-forward %5 · weights "
+        m_modelLabel->setText(tr("Model: %1 · Transformer, %2 × %3 wide, %4 heads, feed-forward %5 · weights "
                                  "after epoch %6, batch %7")
                                   .arg(qs(m_model->corpus_name()))
-                                  .arg(c.num_layers)
+                                  .arg(c.num_layers == 1 ? tr("1 block") : tr("%1 blocks").arg(c.num_layers))
                                   .arg(c.hidden_size)
                                   .arg(c.num_heads)
                                   .arg(c.ffn_size)
