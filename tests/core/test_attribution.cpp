@@ -13,6 +13,7 @@
 #include "core/io/error.hpp"
 #include "core/model/families.hpp"
 #include "test_support.hpp"
+#include "tiny_transformer.hpp"
 #include "trained_reverse.hpp"
 
 using namespace attnviz;
@@ -247,16 +248,9 @@ TEST_CASE("attribution lines up with the heatmap and checks what it is given", "
 TEST_CASE("attribution compares with a Transformer's chosen head or layer mean", "[attribution][transformer]") {
     const Vocab src = Vocab::build({{"a", "b", "c", "d", "e", "f", "g"}});
     const Vocab tgt = Vocab::build({{"x", "y", "z", "w", "v"}});
-    ModelConfig c;
-    c.arch = ModelArch::transformer;
-    c.src_vocab = static_cast<int64_t>(src.size());
-    c.tgt_vocab = static_cast<int64_t>(tgt.size());
-    c.hidden_size = 16;
-    c.num_layers = 2;
-    c.num_heads = 4;
-    c.ffn_size = 24;
-    c.seed = 5;
-    const auto model = testing::as_model(build_network(c), src, tgt);
+    const auto model = testing::as_model(
+        build_network(testing::tiny_transformer_config(static_cast<int64_t>(src.size()), static_cast<int64_t>(tgt.size()))),
+        src, tgt);
     DecodeOptions o;
     o.max_length = 5;
     const Translation t = model->translate({"b d f"}, o).at(0);

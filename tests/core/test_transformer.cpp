@@ -12,6 +12,7 @@
 #include "core/persist/parameter_names.hpp"
 #include "core/train/split_step.hpp"
 #include "test_support.hpp"
+#include "tiny_transformer.hpp"
 
 using namespace attnviz;
 using attnviz::testing::ragged_batch;
@@ -20,15 +21,8 @@ using attnviz::testing::ThreadCount;
 namespace {
 
 ModelConfig tiny_transformer(int64_t layers = 2, int64_t heads = 4) {
-    ModelConfig c;
-    c.arch = ModelArch::transformer;
-    c.src_vocab = 13;
-    c.tgt_vocab = 11;
-    c.hidden_size = 16;
+    ModelConfig c = testing::tiny_transformer_config(13, 11, heads);
     c.num_layers = layers;
-    c.num_heads = heads;
-    c.ffn_size = 24;
-    c.seed = 5;
     return c;
 }
 

@@ -15,6 +15,7 @@
 #include "core/persist/d2l_interop.hpp"
 #include "core/persist/model_file.hpp"
 #include "test_support.hpp"
+#include "tiny_transformer.hpp"
 
 using namespace attnviz;
 
@@ -26,14 +27,8 @@ struct TinyTransformer {
     ModelConfig config;
     TranslationModelPtr model;
     TinyTransformer() {
-        config.arch = ModelArch::transformer;
-        config.src_vocab = static_cast<int64_t>(src.size());
-        config.tgt_vocab = static_cast<int64_t>(tgt.size());
-        config.hidden_size = 16;
-        config.num_layers = 2;
-        config.num_heads = 2;
-        config.ffn_size = 20;
-        config.seed = 9;
+        config = testing::tiny_transformer_config(static_cast<int64_t>(src.size()), static_cast<int64_t>(tgt.size()),
+                                                  /*heads=*/2, /*ffn=*/20, /*seed=*/9);
         Network net = build_network(config);
         {
             // Sharpen the output layer so that greedy and beam search can differ.
