@@ -276,11 +276,13 @@ void AgreementPanel::fillTable() {
     for (int r = 0; r < int(m_result->sentences.size()); ++r) {
         const SentenceAgreement& s = m_result->sentences[size_t(r)];
         m_table->setItem(r, 0, numberItem(double(s.index + 1), 0));
-        for (const auto& [column, text] : {std::pair{1, s.input}, std::pair{2, s.output}}) {
+        for (const auto& [column, text] : {std::pair{1, s.text}, std::pair{2, s.output}}) {
             auto* item = new QTableWidgetItem(qs(text));
             item->setFlags(item->flags() & ~Qt::ItemIsEditable);
             m_table->setItem(r, column, item);
         }
+        // The tokens the model read, where they differ from the text (subword pieces, characters).
+        if (s.input != s.text) m_table->item(r, 1)->setToolTip(tr("read as: %1").arg(qs(s.input)));
         m_table->setItem(r, 3, numberItem(double(s.steps), 0));
         int column = 4;
         for (AttributionMethod m : m_result->methods) {

@@ -75,7 +75,7 @@ Q_SIGNALS:
     /// A run ended (finished or cancelled): result() holds it.
     void finished();
     void failed(const QString& message);
-    /// A sentence's row was double-clicked: its source text.
+    /// A sentence's row was double-clicked: its source as a user types it (not a subword model's pieces).
     void sentenceActivated(const QString& sentence);
 
 private:

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/attribution.hpp"
+#include "core/analysis/subword_merge.hpp"
 #include "ui/Background.hpp"
 #include "ui/Format.hpp"
 #include "ui/HeatmapExport.hpp"
@@ -82,10 +83,7 @@ AttributionView::AttributionView(QWidget* parent) : QWidget(parent), m_jobs(new 
     m_heatmap = new HeatmapWidget(this);
     m_heatmap->setObjectName(QStringLiteral("attributionHeatmap"));
     m_heatmap->clear(tr("Translate a sentence: which source tokens mattered to each output token shows here."));
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(m_heatmap);
-    scroll->setWidgetResizable(true);
-    scroll->setBackgroundRole(QPalette::Base);
+    QScrollArea* scroll = scrolled(m_heatmap, this);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_tools);
@@ -107,12 +105,20 @@ bool AttributionView::busy() const { return m_jobs->busy(); }
 
 void AttributionView::setTranslation(TranslationModelPtr model, std::shared_ptr<const Translation> translation,
                                      int hypothesis, const QString& note, std::optional<AttentionMapId> map) {
+    if (model && model == m_model && translation && translation == m_translation && hypothesis == m_hypothesis &&
+        map == m_attentionMap) {  // the same work: keep what was computed (a merge toggled, a note changed)
+        m_note = note;
+        m_shown.reset();
+        showMethod();
+        return;
+    }
     m_model = std::move(model);
     m_attentionMap = map;
     m_translation = std::move(translation);
     m_hypothesis = hypothesis;
     m_note = note;
     m_result.reset();
+    m_shown.reset();
     m_pending.clear();
     m_jobs->cancel();
     if (!m_model || !m_translation || m_translation->empty() || !m_translation->attention_available ||
@@ -143,8 +149,18 @@ void AttributionView::request(std::vector<AttributionMethod> methods) {
         });
 }
 
+void AttributionView::setMergeSubwords(bool merge) {
+    if (merge == m_merge) return;
+    m_merge = merge;
+    m_shown.reset();
+    showMethod();
+}
+
+bool AttributionView::merging() const { return m_merge && m_model && m_model->level() == TokenLevel::subword; }
+
 void AttributionView::arrived(const SentenceAttribution& part) {
     m_pending.clear();
+    m_shown.reset();
     if (!m_result) {
         m_result = std::make_shared<SentenceAttribution>(part);
     } else {  // the same steps: add this part's methods
@@ -181,12 +197,15 @@ void AttributionView::showMethod() {
         m_heatmap->clear(tr("Attributing by %1…").arg(methodTitle(m).toLower()));
         return;
     }
-    HeatmapData data = heatmapData(*m_result, m);
+    if (!m_shown)
+        m_shown = merging() ? std::make_shared<const SentenceAttribution>(merge_subwords(*m_result, m_translation->unknown))
+                            : m_result;
+    HeatmapData data = heatmapData(*m_shown, m);
     data.title = methodTitle(m) + m_note;
     // The agreement with attention over the sentence, in words.
     double sum = 0;
     int defined = 0, same = 0;
-    for (const StepAttribution& s : m_result->steps) {
+    for (const StepAttribution& s : m_shown->steps) {
         const RankAgreement g = attention_agreement(s).at(m);
         if (std::isfinite(g.kendall_tau)) {
             sum += g.kendall_tau;
@@ -198,7 +217,7 @@ void AttributionView::showMethod() {
     m_status->setText(tr("Agreement with attention: mean τ-b <b>%1</b>, the same top token at <b>%2 of %3</b> steps.")
                           .arg(defined ? QString::number(sum / defined, 'f', 2) : tr("undefined"))
                           .arg(same)
-                          .arg(m_result->steps.size()));
+                          .arg(m_shown->steps.size()));
     const int row = m_heatmap->selectedRow();
     m_heatmap->setHeatmapData(data);
     m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));
@@ -245,29 +264,29 @@ HeatmapData AttributionView::heatmapData(const SentenceAttribution& a, Attributi
 }
 
 bool AttributionView::exportTo(const QString& path, double scale, QString* error) const {
-    if (m_heatmap->heatmapData().empty() || !m_result) {
+    if (m_heatmap->heatmapData().empty() || !m_shown) {
         if (error) *error = tr("There is no attribution on screen yet.");
         return false;
     }
     switch (heatmapFormatFor(path)) {
     case HeatmapFormat::Png: return exportHeatmapPng(*m_heatmap, path, scale, error);
     case HeatmapFormat::Svg: return exportHeatmapSvg(*m_heatmap, path, error);
-    case HeatmapFormat::Json: return writeExportFile(path, QByteArray::fromStdString(to_json(*m_result).dump(2)), error);
+    case HeatmapFormat::Json: return writeExportFile(path, QByteArray::fromStdString(to_json(*m_shown).dump(2)), error);
     case HeatmapFormat::Csv: {
         QByteArray csv = "step,token,source_position,source_token,attention";
-        for (AttributionMethod m : m_result->methods) csv += ',' + QByteArray::fromStdString(to_string(m));
+        for (AttributionMethod m : m_shown->methods) csv += ',' + QByteArray::fromStdString(to_string(m));
         csv += '\n';
         auto field = [](const std::string& s) {
             QByteArray q = QByteArray::fromStdString(s);
             return '"' + q.replace('"', "\"\"") + '"';
         };
-        for (size_t t = 0; t < m_result->steps.size(); ++t) {
-            const StepAttribution& s = m_result->steps[t];
-            for (size_t c = 0; c < m_result->source.size(); ++c) {
+        for (size_t t = 0; t < m_shown->steps.size(); ++t) {
+            const StepAttribution& s = m_shown->steps[t];
+            for (size_t c = 0; c < m_shown->source.size(); ++c) {
                 csv += QByteArray::number(qulonglong(t)) + ',' + field(s.token) + ',' + QByteArray::number(qulonglong(c)) +
-                       ',' + field(m_result->source[c]) + ',' +
+                       ',' + field(m_shown->source[c]) + ',' +
                        QByteArray::number(c < s.attention.size() ? double(s.attention[c]) : 0.0, 'g', 9);
-                for (AttributionMethod m : m_result->methods) {
+                for (AttributionMethod m : m_shown->methods) {
                     const AttributionScores* scores = s.find(m);
                     csv += ',' + QByteArray::number(scores && c < scores->source.size() ? double(scores->source[c]) : 0.0,
                                                     'g', 9);

@@ -34,17 +34,25 @@ public:
     /// Attributes hypothesis `hypothesis` of `translation` (made by `model`) in the background;
     /// null, empty or without attention: cleared. `note` is added to the title (e.g. subwords).
     /// `map`: the cross-attention map the agreement compares with (a Transformer's chosen head or
-    /// layer mean); none: the hypothesis' primary map.
+    /// layer mean); none: the hypothesis' primary map. The same model, translation, hypothesis and
+    /// map again only change the note: what was computed stays.
     void setTranslation(TranslationModelPtr model, std::shared_ptr<const Translation> translation, int hypothesis,
                         const QString& note = QString(), std::optional<AttentionMapId> map = std::nullopt);
+    /// A subword model's attribution shown per word (core merge_subwords: the heatmap's rows and
+    /// columns when it merges pieces) or per piece. Computed per piece either way; switching
+    /// recomputes nothing.
+    void setMergeSubwords(bool merge);
     AttributionMethod method() const;
     void setMethod(AttributionMethod method);
 
     HeatmapWidget* heatmap() const { return m_heatmap; }
     QComboBox* methodBox() const { return m_methodBox; }
     QToolBar* toolBar() const { return m_tools; }
-    /// What has been computed for the current translation (the methods so far); null before the first answer.
+    /// What has been computed for the current translation (the methods so far), per piece for a
+    /// subword model; null before the first answer.
     std::shared_ptr<const SentenceAttribution> attribution() const { return m_result; }
+    /// What is on screen: attribution(), or its words when subwords are merged.
+    std::shared_ptr<const SentenceAttribution> shownAttribution() const { return m_shown; }
     /// Work for the current translation is under way.
     bool busy() const;
     /// Writes the visible attribution: .png/.svg as drawn, .json as `attnviz-cli attribute` writes a sentence,
@@ -66,6 +74,8 @@ private:
     void request(std::vector<AttributionMethod> methods);
     void arrived(const SentenceAttribution& part);
     void showMethod();
+    /// Whether the shown attribution merges pieces into words now (a subword model and m_merge).
+    bool merging() const;
     void exportDialog();
 
     QComboBox* m_methodBox;
@@ -79,6 +89,8 @@ private:
     QString m_note;
     std::optional<AttentionMapId> m_attentionMap;
     std::shared_ptr<SentenceAttribution> m_result;
+    std::shared_ptr<const SentenceAttribution> m_shown;  ///< m_result, or its words (m_merge)
+    bool m_merge = false;
     std::set<AttributionMethod> m_pending;  ///< methods the newest request computes
 };
 

@@ -26,10 +26,7 @@ QWidget* titled(const QString& title, HeatmapWidget* heatmap, QWidget* parent) {
     auto* box = new QWidget(parent);
     auto* label = new QLabel(title, box);
     label->setTextFormat(Qt::RichText);
-    auto* scroll = new QScrollArea(box);
-    scroll->setWidget(heatmap);
-    scroll->setWidgetResizable(true);
-    scroll->setBackgroundRole(QPalette::Base);
+    QScrollArea* scroll = scrolled(heatmap, box);
     auto* layout = new QVBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(label);

@@ -5,6 +5,7 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QScrollArea>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -14,6 +15,14 @@
 #include "ui/HeatmapStyle.hpp"
 
 namespace attnviz::ui {
+
+QScrollArea* scrolled(QWidget* content, QWidget* parent) {
+    auto* scroll = new QScrollArea(parent);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setBackgroundRole(QPalette::Base);
+    return scroll;
+}
 using namespace heatmap_style;
 
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {

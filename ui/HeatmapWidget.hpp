@@ -18,7 +18,15 @@ namespace attnviz {
 struct Translation;
 }
 
+QT_BEGIN_NAMESPACE
+class QScrollArea;
+QT_END_NAMESPACE
+
 namespace attnviz::ui {
+
+/// `content` (a heatmap, a grid of them) in a scroll area that resizes it, on the base colour:
+/// how every view shows a heatmap larger than its pane.
+QScrollArea* scrolled(QWidget* content, QWidget* parent);
 
 /// One number per row (a strip beside the rows) or per column (a strip under the columns).
 struct HeatmapStrip {

@@ -24,6 +24,7 @@
 #include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/InterventionPanel.hpp"
+#include "ui/MapChoice.hpp"
 #include "ui/StepInspector.hpp"
 #include "ui/Translator.hpp"
 
@@ -126,7 +127,11 @@ void TranslatePanel::showNode(qint64 id) {
         m_nodeHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
         return;
     }
-    HeatmapData data = heatmapFor(partial, 0, tr("Partial hypothesis: %1").arg(qs(h.text)));
+    QString title = tr("Partial hypothesis: %1").arg(qs(h.text));
+    // A Transformer's nodes keep one map, not every layer and head: say which, whatever the Map row shows.
+    if (m_translation && !m_translation->empty() && hasMapChoice(m_translation->best().attention))
+        title += tr("   ·   %1 (the search tree keeps this map for each node)").arg(qs(describe(tree->attention_map)));
+    HeatmapData data = heatmapFor(partial, 0, title);
     m_nodeHeatmap->setHeatmapData(data);
     m_nodeHeatmap->setSelectedRow(data.rows() - 1);
 }
@@ -253,8 +258,10 @@ void TranslatePanel::showHypothesis(int index) {
         m_intervention->setTranslation(nullptr, nullptr, 0);
         return;
     }
+    m_attribution->setMergeSubwords(m_merged != nullptr);
     m_attribution->setTranslation(m_translationModel, m_translation, index,
-                                  m_merged ? tr("   ·   per subword piece (not merged)") : levelNote(*m_translation),
+                                  m_merged ? tr("   ·   subwords merged into words: a word's pieces summed")
+                                           : levelNote(*m_translation),
                                   attributionMap(h.attention));
     const Translation& shown = m_merged ? *m_merged : *m_translation;
     HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown));

@@ -29,14 +29,6 @@
 
 namespace attnviz::ui {
 namespace {
-QScrollArea* scrolled(QWidget* content, QWidget* parent) {
-    auto* scroll = new QScrollArea(parent);
-    scroll->setWidget(content);
-    scroll->setWidgetResizable(true);
-    scroll->setBackgroundRole(QPalette::Base);
-    return scroll;
-}
-
 /// A pane of a label over a scrolled heatmap.
 QWidget* labelledHeatmap(QLabel* label, HeatmapWidget* heatmap, QWidget* parent) {
     auto* pane = new QWidget(parent);

@@ -33,10 +33,7 @@ QWidget* TranslatePanel::createModelViewPane() {
     exportButton->setToolTip(tr("Save the whole grid as one picture (PNG or SVG)"));
     auto* status = new QLabel(this);
     status->setObjectName(QStringLiteral("modelViewStatus"));
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(m_modelView);
-    scroll->setWidgetResizable(true);
-    scroll->setBackgroundRole(QPalette::Base);
+    QScrollArea* scroll = scrolled(m_modelView, this);
     // The thumbnails fit the width: a scroll bar that came and went with the height would change it.
     scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
     m_modelPane = new QWidget(this);

@@ -46,6 +46,7 @@ CorpusAgreement corpus_agreement(const TranslationModel& model, const std::vecto
         SentenceAgreement row;
         row.index = i;
         row.input = joined(todo[i]);
+        row.text = model.tokenizer().decode(todo[i]);
         row.output = translations[i].empty() ? "" : translations[i].best().text;
         row.steps = sa.steps.size();
         for (const auto& pair : own.pairs()) {
@@ -67,7 +68,7 @@ nlohmann::json CorpusAgreement::to_json() const {
         nlohmann::json tau = nlohmann::json::object(), top = nlohmann::json::object();
         for (const auto& [pair, v] : s.kendall_tau) tau[pair] = number(v);
         for (const auto& [pair, v] : s.top1) top[pair] = number(v);
-        rows.push_back({{"index", s.index}, {"input", s.input}, {"output", s.output}, {"steps", s.steps},
+        rows.push_back({{"index", s.index}, {"input", s.input}, {"text", s.text}, {"output", s.output}, {"steps", s.steps},
                         {"kendall_tau", tau}, {"top1", top}});
     }
     return {{"sentences_count", sentences.size()}, {"methods", methods_json}, {"seconds", seconds},

@@ -30,6 +30,8 @@ struct CorpusAgreementOptions {
 struct SentenceAgreement {
     size_t index = 0;            ///< its position in the corpus given
     std::string input, output;   ///< the source and the translation, as text (tokens joined by spaces)
+    std::string text;            ///< the source as a user types it (the tokenizer's decode: a subword
+                                 ///< model's pieces joined into words, characters into text)
     size_t steps = 0;            ///< output steps
     std::map<std::string, double> kendall_tau;  ///< per pair ("attention vs saliency"), the mean over steps (NaN: none)
     std::map<std::string, double> top1;         ///< per pair, the share of steps with the same top token
@@ -42,7 +44,7 @@ struct CorpusAgreement {
     std::vector<AttributionMethod> methods;
     double seconds = 0;  ///< wall time of the run
     /// {"sentences_count", "methods", "seconds", "table": AgreementTable::to_json()["pairs"],
-    /// "sentences": [{"index", "input", "output", "steps", "kendall_tau": {pair: tau}, "top1": {pair: rate}}]}.
+    /// "sentences": [{"index", "input", "text", "output", "steps", "kendall_tau": {pair: tau}, "top1": {pair: rate}}]}.
     nlohmann::json to_json() const;
 };
 

@@ -1,6 +1,8 @@
 // Subword pieces merged into words: grouping, attention, the merged translation.
 #include "core/analysis/subword_merge.hpp"
 
+#include <cmath>
+
 #include "core/io/error.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
@@ -8,6 +10,7 @@
 namespace attnviz {
 
 const char* const merged_words_note = "words (columns summed, rows averaged)";
+const char* const merged_attribution_note = "words (attributions summed over pieces)";
 
 namespace {
 
@@ -152,6 +155,75 @@ Translation merge_subwords(const Translation& t) {
     out.attention_available = t.attention_available;
     out.merged = merged_words_note;
     for (const Hypothesis& h : t.hypotheses) out.hypotheses.push_back(merge_hypothesis(h, source));
+    return out;
+}
+
+SentenceAttribution merge_subwords(const SentenceAttribution& a, const std::vector<std::string>& unknown) {
+    const WordGroups source = group_subwords(a.source, unknown);
+    std::vector<std::string> pieces;
+    pieces.reserve(a.steps.size());
+    for (const StepAttribution& s : a.steps) pieces.push_back(s.token);
+    const WordGroups target = group_subwords(pieces);
+    SentenceAttribution out;
+    out.input = a.input;
+    out.source = source.words;
+    out.output = target.words;
+    out.text = a.text;
+    out.attention_map = a.attention_map;
+    out.methods = a.methods;
+    out.ig_steps = a.ig_steps;
+    auto merge_columns = [&](const std::vector<float>& row, bool norm) {
+        std::vector<double> merged(source.members.size(), 0.0);
+        for (size_t c = 0; c < source.members.size(); ++c)
+            for (const size_t p : source.members[c]) {
+                const double v = p < row.size() ? row[p] : 0.0;
+                merged[c] += norm ? v * v : v;
+            }
+        if (norm)
+            for (double& v : merged) v = std::sqrt(v);
+        return merged;
+    };
+    for (size_t w = 0; w < target.members.size(); ++w) {
+        StepAttribution step;
+        step.token = target.words[w];
+        const StepAttribution& first = a.steps[target.members[w].front()];
+        step.id = first.id;
+        bool attention = true;
+        std::vector<std::vector<float>> attention_rows;
+        for (const size_t p : target.members[w]) {
+            const StepAttribution& piece = a.steps[p];
+            step.log_prob += piece.log_prob;
+            step.baseline_log_prob += piece.baseline_log_prob;
+            step.completeness_error += piece.completeness_error;
+            attention = attention && !piece.attention.empty();
+            attention_rows.push_back(piece.attention);
+        }
+        if (attention) {
+            WordGroups one;  // the step's own pieces as one row group
+            one.words = {step.token};
+            one.members.emplace_back();
+            for (size_t i = 0; i < attention_rows.size(); ++i) one.members.back().push_back(i);
+            step.attention = merge_attention(attention_rows, one, source).front();
+        }
+        for (const AttributionMethod m : a.methods) {
+            std::vector<double> sum(source.members.size(), 0.0);
+            bool all = true;
+            for (const size_t p : target.members[w]) {
+                const AttributionScores* scores = a.steps[p].find(m);
+                if (!scores) {
+                    all = false;
+                    break;
+                }
+                const auto merged = merge_columns(scores->source, m == AttributionMethod::saliency);
+                for (size_t c = 0; c < sum.size(); ++c) sum[c] += merged[c];
+            }
+            if (!all) continue;
+            AttributionScores scores;
+            scores.source.assign(sum.begin(), sum.end());
+            step.scores[m] = std::move(scores);
+        }
+        out.steps.push_back(std::move(step));
+    }
     return out;
 }
 

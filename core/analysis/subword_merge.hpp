@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/attribution_result.hpp"
 #include "core/decode/translation.hpp"
 
 namespace attnviz {
@@ -42,5 +43,20 @@ std::vector<std::vector<float>> merge_attention(const std::vector<std::vector<fl
 /// forced_steps counts the words wholly forced, first_divergence is the word holding
 /// that step. merged = merged_words_note. An empty translation stays empty.
 Translation merge_subwords(const Translation& t);
+
+/// The note a merged attribution carries in views (SentenceAttribution has no field for it).
+extern const char* const merged_attribution_note;  ///< "words (attributions summed over pieces)"
+
+/// An attribution of a subword translation with its pieces merged into words, as the heatmap
+/// merges attention (merge_subwords above), so both show the same rows and columns. A word's
+/// value is log p(word) = the sum of its pieces' log p, so its attribution is the sum over its
+/// pieces' rows -- exact for gradient x input, integrated gradients and occlusion (each is
+/// additive in the value attributed), and for saliency an upper bound of the word's gradient
+/// norm (the triangle inequality). Columns: a source word's pieces are summed, except saliency,
+/// whose column is the L2 norm over the word's pieces (the gradient's norm over the word's
+/// embeddings, exact). Attention rows are merged as merge_attention does; baseline_log_prob and
+/// completeness_error are summed. Target-prefix attributions, top-k and contrast tokens belong
+/// to pieces and are dropped. `unknown`: Translation::unknown (which <unk> began a word).
+SentenceAttribution merge_subwords(const SentenceAttribution& a, const std::vector<std::string>& unknown = {});
 
 }  // namespace attnviz

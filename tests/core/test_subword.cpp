@@ -13,6 +13,7 @@
 #include "core/persist/model_file.hpp"
 #include "core/persist/checkpoint.hpp"
 #include "core/io/error.hpp"
+#include "core/analysis/attribution.hpp"
 #include "core/analysis/export.hpp"
 #include "core/analysis/subword_merge.hpp"
 #include "core/data/tasks.hpp"
@@ -321,4 +322,45 @@ TEST_CASE("a subword model learns, and its checkpoint brings back the same Sente
     CHECK(table.merged == merged_words_note);
     CHECK(table.source == merged.src_tokens);
     CHECK(parse_attention_csv(attention_csv(before[0])).merged.empty());
+
+    // Attributions merge the same way: the same words, rows and attention as the merged
+    // heatmap, a word's value its pieces' summed log p, additive methods summed over the
+    // pieces, saliency's columns the norm over a word's pieces.
+    AttributionOptions all;
+    all.methods = all_attribution_methods();
+    all.ig_steps = 8;
+    const SentenceAttribution pieces = attribute(*model, before[0], all);
+    const SentenceAttribution words_attr = merge_subwords(pieces, before[0].unknown);
+    CHECK(words_attr.source == merged.src_tokens);
+    CHECK(words_attr.output == merged.best().tokens);
+    REQUIRE(words_attr.steps.size() == merged.best().tokens.size());
+    CHECK(words_attr.methods == pieces.methods);
+    const WordGroups src_groups = group_subwords(pieces.source, before[0].unknown);
+    const WordGroups tgt_groups = group_subwords(pieces.output);
+    const auto merged_weights = merged.best().attention.weights();
+    for (size_t w = 0; w < words_attr.steps.size(); ++w) {
+        const StepAttribution& step = words_attr.steps[w];
+        CHECK(step.token == merged.best().tokens[w]);
+        CHECK(step.log_prob == Approx(merged.best().step_log_prob.at(w)).margin(1e-4));
+        REQUIRE(step.attention.size() == merged_weights[w].size());
+        for (size_t c = 0; c < step.attention.size(); ++c) CHECK(step.attention[c] == Approx(merged_weights[w][c]).margin(1e-6));
+        for (const AttributionMethod m : pieces.methods) {
+            const AttributionScores* got = step.find(m);
+            REQUIRE(got);
+            REQUIRE(got->source.size() == src_groups.members.size());
+            CHECK(got->target.empty());
+            for (size_t c = 0; c < src_groups.members.size(); ++c) {
+                double want = 0;
+                for (const size_t r : tgt_groups.members[w]) {
+                    double column = 0;
+                    for (const size_t p : src_groups.members[c]) {
+                        const double v = pieces.steps[r].find(m)->source.at(p);
+                        column += m == AttributionMethod::saliency ? v * v : v;
+                    }
+                    want += m == AttributionMethod::saliency ? std::sqrt(column) : column;
+                }
+                CHECK(got->source[c] == Approx(want).margin(1e-5));
+            }
+        }
+    }
 }

@@ -1,18 +1,22 @@
 // Offscreen tests of subwords in the GUI: the corpus panel's level selector offers
 // them, the settings form has their parameters, and the translate view shows a
-// subword model's pieces or merges them into words (said above the heatmap and in exports).
+// subword model's pieces or merges them into words (said above the heatmap and in exports),
+// the attribution beside it too, and corpus agreement opens sentences as typed.
 // LibTorch's c10 logging defines a CHECK macro of its own: include everything
 // that pulls in LibTorch first, then let Catch2 define CHECK last.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/subword_merge.hpp"
 #include "core/data/tasks.hpp"
 #include "core/train/train.hpp"
+#include "ui/AgreementPanel.hpp"
+#include "ui/AttributionView.hpp"
 #include "ui/CorpusPanel.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/SettingsPanel.hpp"
@@ -108,6 +112,64 @@ TEST_CASE("translate view: a subword model's pieces, or merged words, on the hea
     CHECK(j.at("merged") == merged_words_note);
     CHECK(j.at("source").size() == 4);
 
+    // The attribution beside it shows the same words, computed once per piece: switching back
+    // and forth recomputes nothing.
+    AttributionView* attribution = panel->attributionView();
+    REQUIRE(waitUntil([&] { return attribution->attribution() && !attribution->busy(); }, 30000));
+    const auto perPiece = attribution->attribution();
+    CHECK(perPiece->source.size() == pieces);
+    REQUIRE(attribution->shownAttribution());
+    CHECK(attribution->heatmap()->heatmapData().source == QStringList({"the", "red", "car", "<eos>"}));
+    CHECK(attribution->heatmap()->rows() == panel->heatmap()->rows());
+    CHECK(attribution->heatmap()->heatmapData().title.contains(QStringLiteral("a word's pieces summed")));
+    const SentenceAttribution words = merge_subwords(*perPiece, t->unknown);
+    const auto* shownScores = attribution->shownAttribution()->steps.at(0).find(attribution->method());
+    REQUIRE(shownScores);
+    CHECK(shownScores->source == words.steps.at(0).find(attribution->method())->source);
+    const QString attributionJson = dir.filePath(QStringLiteral("attribution.json"));
+    QString error;
+    REQUIRE(attribution->exportTo(attributionJson, 1.0, &error));
+    CHECK(nlohmann::json::parse(readFile(attributionJson)).at("source").size() == 4);
+
     panel->setMergeSubwords(false);
     CHECK(panel->heatmap()->columns() == int(pieces));
+    CHECK(attribution->attribution() == perPiece);  // not recomputed
+    CHECK(attribution->heatmap()->columns() == int(pieces));
+    CHECK(attribution->heatmap()->rows() == panel->heatmap()->rows());
+}
+
+TEST_CASE("corpus agreement on a subword model: rows show and open the sentence as typed, not its pieces",
+          "[ui][subword][agreement]") {
+    app();
+    const TranslationModelPtr model = subwordModel();
+    TaskOptions o;
+    o.num_pairs = 20;
+    auto corpus = std::make_shared<Corpus>(task_corpus(TaskKind::toy_french, o));
+    corpus->level = TokenLevel::subword;
+    AgreementPanel panel;
+    panel.setModel(model);
+    panel.setCorpus(corpus);
+    panel.setMethods({AttributionMethod::saliency});
+    panel.maxSentences()->setValue(3);
+    QSignalSpy finished(&panel, &AgreementPanel::finished);
+    panel.start();
+    REQUIRE(waitUntil([&] { return finished.count() > 0; }, 60000));
+    REQUIRE(panel.table()->rowCount() == 3);
+    QSignalSpy activated(&panel, &AgreementPanel::sentenceActivated);
+    for (int r = 0; r < 3; ++r) {
+        const size_t index = size_t(panel.table()->item(r, 0)->data(Qt::DisplayRole).toDouble()) - 1;
+        const std::vector<std::string> words = corpus->pairs.at(index).src;
+        const std::vector<std::string> pieces = model->tokenizer().split_words(words);
+        REQUIRE(pieces.size() > words.size());  // the model reads these words in pieces
+        const QString text = panel.table()->item(r, 1)->text();
+        CHECK(text == qs(detokenize(words, TokenLevel::word)));
+        CHECK_FALSE(text.contains(QString::fromUtf8("\xE2\x96\x81")));
+        CHECK(panel.table()->item(r, 1)->toolTip().contains(toQStringList(pieces).join(QLatin1Char(' '))));
+        Q_EMIT panel.table()->cellDoubleClicked(r, 1);
+        REQUIRE(activated.count() == r + 1);
+        const QString sent = activated.back().at(0).toString();
+        CHECK(sent == text);
+        // What the Translate tab gets cuts into the same pieces the row was computed on.
+        CHECK(model->tokenizer().encode(sent.toStdString()) == pieces);
+    }
 }

@@ -181,22 +181,38 @@ TEST_CASE("closing the window during training stops the worker within two second
 }
 
 TEST_CASE("the GUI thread does not stall while training runs", "[ui][stall]") {
+    // What a user feels is a late timer. A tick can be late for two reasons: the GUI thread
+    // was working (the app's fault: long work on the GUI thread) or it was ready and waited
+    // for a core or for a lock. The first is measured by the thread's own CPU time between
+    // two ticks, the same on a loaded or a quiet machine of the same speed, and is bounded
+    // tightly; the second moves with what else the machine runs (ctest -j2 puts a second
+    // test process beside this one; a shared host steals time), so the wall-clock bound is a
+    // generous one that only a real freeze (a GUI thread blocked on training) would break.
+    // The longest event is named in the output, so a failure says what it was.
     Fixture f(/*epochs=*/1000, /*maxBatches=*/0, /*pairs=*/2000);
     // The default model (not the tiny one): closer to what a user runs.
     f.w().settingsPanel()->setModelConfig(SettingsPanel::defaultModelConfig());
     f.w().probePanel()->setRefreshEvery(3);  // many probe refreshes and heatmap repaints
     f.w().tabs()->setCurrentIndex(MainWindow::ProbeTab);
+    auto* timed = qobject_cast<TimedApplication*>(qApp);
+    REQUIRE(timed);
 
-    std::vector<double> lateness;
+    std::vector<double> lateness, work;
     QElapsedTimer clock;
     qint64 last = -1;
+    TimedApplication::EventCost usageLast;
     QTimer ticker;
     ticker.setTimerType(Qt::PreciseTimer);
     ticker.setInterval(5);
     QObject::connect(&ticker, &QTimer::timeout, [&] {
         const qint64 now = clock.nsecsElapsed();
-        if (last >= 0) lateness.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
+        const TimedApplication::EventCost usage = threadUsage();
+        if (last >= 0) {
+            lateness.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
+            work.push_back(usage.cpuMs - usageLast.cpuMs);
+        }
         last = now;
+        usageLast = usage;
     });
     // Baseline: the same timer with nothing training (what this machine gives anyway).
     clock.start();
@@ -207,8 +223,12 @@ TEST_CASE("the GUI thread does not stall while training runs", "[ui][stall]") {
     const double idleMedian = lateness.empty() ? 0 : lateness[lateness.size() / 2];
     const double idleMax = lateness.empty() ? 0 : lateness.back();
     lateness.clear();
+    work.clear();
     last = -1;
 
+    timed->takeLongest(nullptr);
+    timed->takeLongestCpu();
+    timed->setTiming(true);
     f.w().trainAction()->trigger();
     clock.restart();
     ticker.start();
@@ -221,19 +241,35 @@ TEST_CASE("the GUI thread does not stall while training runs", "[ui][stall]") {
     // (a slow or loaded one may need longer: the measurement waits for the batches).
     CHECK(waitUntil([&] { return f.w().lossChart()->pointCount() > 10; }, 120000));
     ticker.stop();
+    timed->setTiming(false);
+    QString longestWhat;
+    const TimedApplication::EventCost longest = timed->takeLongest(&longestWhat);
+    const double longestCpu = timed->takeLongestCpu();
     const int points = f.w().lossChart()->pointCount();
     f.w().stopAction()->trigger();
     REQUIRE(f.waitIdle());
     REQUIRE(lateness.size() > 100);
+    // The worst tick, and how much of its gap the GUI thread spent working.
+    const size_t worstAt = size_t(std::max_element(lateness.begin(), lateness.end()) - lateness.begin());
+    const double worst = lateness[worstAt];
+    const double worstWork = work[worstAt];
+    const double workMax = *std::max_element(work.begin(), work.end());
     std::sort(lateness.begin(), lateness.end());
     const double median = lateness[lateness.size() / 2];
     const double p99 = lateness[lateness.size() * 99 / 100];
-    const double worst = lateness.back();
     std::printf("[ui] GUI timer lateness while training (%d batches): median %.2f ms, p99 %.2f ms, max %.1f ms "
-                "over %zu ticks (idle baseline: median %.2f ms, max %.1f ms)\n",
-                points, median, p99, worst, lateness.size(), idleMedian, idleMax);
+                "over %zu ticks (idle baseline: median %.2f ms, max %.1f ms); GUI thread's CPU time in the worst "
+                "gap %.1f ms, most in any gap %.1f ms; longest event %.1f ms (CPU %.1f ms, slept %ld, preempted "
+                "%ld times): %s; most CPU in one event %.1f ms\n",
+                points, median, p99, worst, lateness.size(), idleMedian, idleMax, worstWork, workMax,
+                longest.wallMs, longest.cpuMs, longest.blocked, longest.preempted, qPrintable(longestWhat),
+                longestCpu);
     CHECK(points > 10);
-    CHECK(worst < 500.0);
+    // The app's own work on the GUI thread: under a quarter of a second between any two
+    // ticks (about 30 ms here, quiet or loaded).
+    CHECK(workMax < 250.0);
+    // Never frozen: no tick two seconds late, however loaded the machine.
+    CHECK(worst < 2000.0);
 }
 
 TEST_CASE("training's changing texts leave the window's layout alone", "[ui][stall]") {

@@ -18,10 +18,14 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+#include <QTimer>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/export.hpp"
+#include "core/decode/beam_tree.hpp"
 #include "core/config/registry.hpp"
 #include "ui/ComparePanel.hpp"
 #include "ui/HeatmapWidget.hpp"
@@ -324,6 +328,23 @@ TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in
     for (const auto& row : diff.weights)
         for (float w : row) CHECK(w == Approx(0.0f).margin(1e-5));
     CHECK(compare->summary().contains(QStringLiteral("attention (%1) differs by 0.000").arg(chosen)));
+
+    // The beam tree's nodes keep one map (the primary one): the node heatmap says which,
+    // whatever the Map row shows, and shows that map's row.
+    panel->setBeamWidth(3);
+    f.translate(QStringLiteral("the red car is fast"));
+    const auto beamed = panel->translation();
+    REQUIRE(beamed);
+    REQUIRE(beamed->beam_tree);
+    const BeamTree& tree = *beamed->beam_tree;
+    CHECK(tree.attention_map == beamed->best().attention.primary().id);
+    const QString nodeTitle = panel->nodeHeatmap()->heatmapData().title;
+    CHECK(nodeTitle.contains(qs(describe(tree.attention_map))));
+    CHECK(nodeTitle.contains(QStringLiteral("the search tree keeps this map")));
+    const auto leaf = tree.finished.front();
+    REQUIRE(panel->nodeHeatmap()->rows() == int(tree.path(leaf).size()));
+    const auto& last = panel->nodeHeatmap()->heatmapData().weights.back();
+    for (size_t s = 0; s < tree.source.size(); ++s) CHECK(last[s] == Approx(tree.nodes[size_t(leaf)].attention[s]));
 }
 
 TEST_CASE("model view: the RNN keeps its one map, no grid and no map row", "[ui][heatmap][transformer]") {
@@ -343,4 +364,70 @@ TEST_CASE("model view: the RNN keeps its one map, no grid and no map row", "[ui]
     size_t hypothesis = 99;
     CHECK(panel->exportTranslation(&hypothesis) == panel->shownTranslation());  // exports as before
     CHECK(hypothesis == 0);
+}
+
+// By hand (a benchmark, not part of the suite): attnviz_tests_ui "[modelview-speed]".
+// Issue 25's goal: the model view draws 24 thumbnails without a visible stall, GUI tick
+// lateness p99 < 16 ms. A Transformer of 4 layers x 5 heads (cross-attention: 20 heads and
+// 4 layer means = 24 thumbnails) on the Model view tab, sentences translated one after
+// another (each redraws the grid, the attribution view works beside it) and the kind switched,
+// while a 5 ms timer measures how late the GUI thread serves it.
+TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness", "[.][modelview-speed]") {
+    Fixture f(/*epochs=*/1, /*maxBatches=*/2);
+    ModelConfig m;
+    m.arch = ModelArch::transformer;
+    m.hidden_size = 160;
+    m.num_layers = 4;
+    m.num_heads = 5;
+    m.ffn_size = 64;
+    f.w().settingsPanel()->setModelConfig(m);
+    f.train();
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    panel->mapSelector()->setChoice(MapChoice{});
+    QTabWidget* tabs = panel->viewTabs();
+    std::vector<double> lateness;
+    QElapsedTimer clock;
+    qint64 last = -1;
+    QTimer ticker;
+    ticker.setTimerType(Qt::PreciseTimer);
+    ticker.setInterval(5);
+    QObject::connect(&ticker, &QTimer::timeout, [&] {
+        const qint64 now = clock.nsecsElapsed();
+        if (last >= 0) lateness.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
+        last = now;
+    });
+    const QStringList sentences = {QStringLiteral("the red car is fast"), QStringLiteral("a small dog sees the car"),
+                                   QStringLiteral("the blue bird is slow"), QStringLiteral("the dog sees a red bird"),
+                                   QStringLiteral("a fast car is red")};
+    f.translate(sentences.front());  // LibTorch's first use, not measured
+    tabs->setCurrentIndex(tabs->count() - 1);
+    REQUIRE(panel->modelView()->panelCount() == 24);
+    QElapsedTimer wall;
+    wall.start();
+    clock.start();
+    ticker.start();
+    int redraws = 0;
+    for (int round = 0; round < 4; ++round)
+        for (const QString& s : sentences) {
+            f.translate(s);
+            ++redraws;
+            QTest::qWait(50);  // a user reads it
+        }
+    for (AttentionKind kind : {AttentionKind::encoder_self, AttentionKind::decoder_self, AttentionKind::cross}) {
+        MapChoice c;
+        c.kind = kind;
+        panel->mapSelector()->setChoice(c);
+        QTest::qWait(100);
+        ++redraws;
+    }
+    ticker.stop();
+    REQUIRE(lateness.size() > 100);
+    std::sort(lateness.begin(), lateness.end());
+    const double p50 = lateness[lateness.size() / 2], p99 = lateness[lateness.size() * 99 / 100];
+    std::printf("{\"bench\": \"modelview-speed\", \"thumbnails\": %d, \"redraws\": %d, \"seconds\": %.1f, "
+                "\"ticks\": %zu, \"lateness_ms\": {\"median\": %.2f, \"p99\": %.2f, \"max\": %.1f}, \"cores\": %d}\n",
+                panel->modelView()->panelCount(), redraws, wall.elapsed() / 1000.0, lateness.size(), p50, p99,
+                lateness.back(), QThread::idealThreadCount());
+    CHECK(p99 < 16.0);
 }
