@@ -197,41 +197,18 @@ TEST_CASE("the GUI thread does not stall while training runs", "[ui][stall]") {
     auto* timed = qobject_cast<TimedApplication*>(qApp);
     REQUIRE(timed);
 
-    std::vector<double> lateness, work;
-    QElapsedTimer clock;
-    qint64 last = -1;
-    TimedApplication::EventCost usageLast;
-    QTimer ticker;
-    ticker.setTimerType(Qt::PreciseTimer);
-    ticker.setInterval(5);
-    QObject::connect(&ticker, &QTimer::timeout, [&] {
-        const qint64 now = clock.nsecsElapsed();
-        const TimedApplication::EventCost usage = threadUsage();
-        if (last >= 0) {
-            lateness.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
-            work.push_back(usage.cpuMs - usageLast.cpuMs);
-        }
-        last = now;
-        usageLast = usage;
-    });
+    TickMeter ticks;
     // Baseline: the same timer with nothing training (what this machine gives anyway).
-    clock.start();
-    ticker.start();
+    ticks.start();
     QTest::qWait(1000);
-    ticker.stop();
-    std::sort(lateness.begin(), lateness.end());
-    const double idleMedian = lateness.empty() ? 0 : lateness[lateness.size() / 2];
-    const double idleMax = lateness.empty() ? 0 : lateness.back();
-    lateness.clear();
-    work.clear();
-    last = -1;
+    ticks.stop();
+    const double idleMedian = ticks.quantile(0.5), idleMax = ticks.worst();
 
     timed->takeLongest(nullptr);
     timed->takeLongestCpu();
     timed->setTiming(true);
     f.w().trainAction()->trigger();
-    clock.restart();
-    ticker.start();
+    ticks.start();
     // Switch views and translate while it trains, as a user would.
     QTimer::singleShot(1500, [&] { f.w().tabs()->setCurrentIndex(MainWindow::CurvesTab); });
     QTimer::singleShot(2500, [&] { f.w().translatePanel()->translateText(QStringLiteral("the red car is fast")); });
@@ -240,7 +217,7 @@ TEST_CASE("the GUI thread does not stall while training runs", "[ui][stall]") {
     // At least 6 s of ticks, and as long as it takes this machine to train a dozen batches
     // (a slow or loaded one may need longer: the measurement waits for the batches).
     CHECK(waitUntil([&] { return f.w().lossChart()->pointCount() > 10; }, 120000));
-    ticker.stop();
+    ticks.stop();
     timed->setTiming(false);
     QString longestWhat;
     const TimedApplication::EventCost longest = timed->takeLongest(&longestWhat);
@@ -248,20 +225,18 @@ TEST_CASE("the GUI thread does not stall while training runs", "[ui][stall]") {
     const int points = f.w().lossChart()->pointCount();
     f.w().stopAction()->trigger();
     REQUIRE(f.waitIdle());
-    REQUIRE(lateness.size() > 100);
+    REQUIRE(ticks.lateness.size() > 100);
     // The worst tick, and how much of its gap the GUI thread spent working.
-    const size_t worstAt = size_t(std::max_element(lateness.begin(), lateness.end()) - lateness.begin());
-    const double worst = lateness[worstAt];
-    const double worstWork = work[worstAt];
-    const double workMax = *std::max_element(work.begin(), work.end());
-    std::sort(lateness.begin(), lateness.end());
-    const double median = lateness[lateness.size() / 2];
-    const double p99 = lateness[lateness.size() * 99 / 100];
+    const size_t worstAt = size_t(std::max_element(ticks.lateness.begin(), ticks.lateness.end()) - ticks.lateness.begin());
+    const double worst = ticks.lateness[worstAt];
+    const double worstWork = ticks.work[worstAt];
+    const double workMax = *std::max_element(ticks.work.begin(), ticks.work.end());
+    const double median = ticks.quantile(0.5), p99 = ticks.quantile(0.99);
     std::printf("[ui] GUI timer lateness while training (%d batches): median %.2f ms, p99 %.2f ms, max %.1f ms "
                 "over %zu ticks (idle baseline: median %.2f ms, max %.1f ms); GUI thread's CPU time in the worst "
                 "gap %.1f ms, most in any gap %.1f ms; longest event %.1f ms (CPU %.1f ms, slept %ld, preempted "
                 "%ld times): %s; most CPU in one event %.1f ms\n",
-                points, median, p99, worst, lateness.size(), idleMedian, idleMax, worstWork, workMax,
+                points, median, p99, worst, ticks.lateness.size(), idleMedian, idleMax, worstWork, workMax,
                 longest.wallMs, longest.cpuMs, longest.blocked, longest.preempted, qPrintable(longestWhat),
                 longestCpu);
     CHECK(points > 10);

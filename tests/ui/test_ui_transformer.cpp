@@ -386,17 +386,7 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
     TranslatePanel* panel = f.w().translatePanel();
     panel->mapSelector()->setChoice(MapChoice{});
     QTabWidget* tabs = panel->viewTabs();
-    std::vector<double> lateness;
-    QElapsedTimer clock;
-    qint64 last = -1;
-    QTimer ticker;
-    ticker.setTimerType(Qt::PreciseTimer);
-    ticker.setInterval(5);
-    QObject::connect(&ticker, &QTimer::timeout, [&] {
-        const qint64 now = clock.nsecsElapsed();
-        if (last >= 0) lateness.push_back(std::max(0.0, (now - last) / 1e6 - 5.0));
-        last = now;
-    });
+    TickMeter ticks;
     const QStringList sentences = {QStringLiteral("the red car is fast"), QStringLiteral("a small dog sees the car"),
                                    QStringLiteral("the blue bird is slow"), QStringLiteral("the dog sees a red bird"),
                                    QStringLiteral("a fast car is red")};
@@ -405,8 +395,7 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
     REQUIRE(panel->modelView()->panelCount() == 24);
     QElapsedTimer wall;
     wall.start();
-    clock.start();
-    ticker.start();
+    ticks.start();
     int redraws = 0;
     for (int round = 0; round < 4; ++round)
         for (const QString& s : sentences) {
@@ -421,13 +410,12 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
         QTest::qWait(100);
         ++redraws;
     }
-    ticker.stop();
-    REQUIRE(lateness.size() > 100);
-    std::sort(lateness.begin(), lateness.end());
-    const double p50 = lateness[lateness.size() / 2], p99 = lateness[lateness.size() * 99 / 100];
+    ticks.stop();
+    REQUIRE(ticks.lateness.size() > 100);
+    const double p50 = ticks.quantile(0.5), p99 = ticks.quantile(0.99);
     std::printf("{\"bench\": \"modelview-speed\", \"thumbnails\": %d, \"redraws\": %d, \"seconds\": %.1f, "
                 "\"ticks\": %zu, \"lateness_ms\": {\"median\": %.2f, \"p99\": %.2f, \"max\": %.1f}, \"cores\": %d}\n",
-                panel->modelView()->panelCount(), redraws, wall.elapsed() / 1000.0, lateness.size(), p50, p99,
-                lateness.back(), QThread::idealThreadCount());
+                panel->modelView()->panelCount(), redraws, wall.elapsed() / 1000.0, ticks.lateness.size(), p50, p99,
+                ticks.worst(), QThread::idealThreadCount());
     CHECK(p99 < 16.0);
 }

@@ -12,8 +12,11 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
+#include <algorithm>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "ui/CorpusPanel.hpp"
 #include "ui/MainWindow.hpp"
@@ -113,6 +116,50 @@ struct Fixture {
         w().translatePanel()->translateText(sentence);
         REQUIRE(waitUntil([&] { return ready.count() > 0; }, 20000));
     }
+};
+
+/// What a user feels as a stall: a 5 ms precise timer on the GUI thread, how late each tick
+/// came (ms beyond the 5) and how much CPU time the GUI thread spent between two ticks (its
+/// own work, as opposed to waiting for a core). start() clears what an earlier run recorded.
+struct TickMeter {
+    std::vector<double> lateness;  ///< per tick, ms late
+    std::vector<double> work;      ///< per tick, the GUI thread's CPU ms since the tick before
+    TickMeter() {
+        m_timer.setTimerType(Qt::PreciseTimer);
+        m_timer.setInterval(5);
+        QObject::connect(&m_timer, &QTimer::timeout, [this] {
+            const qint64 now = m_clock.nsecsElapsed();
+            const TimedApplication::EventCost usage = threadUsage();
+            if (m_last >= 0) {
+                lateness.push_back(std::max(0.0, double(now - m_last) / 1e6 - 5.0));
+                work.push_back(usage.cpuMs - m_usage.cpuMs);
+            }
+            m_last = now;
+            m_usage = usage;
+        });
+    }
+    void start() {
+        lateness.clear();
+        work.clear();
+        m_last = -1;
+        m_clock.start();
+        m_timer.start();
+    }
+    void stop() { m_timer.stop(); }
+    /// The lateness below which a fraction q of the ticks lie (0 without ticks).
+    double quantile(double q) const {
+        if (lateness.empty()) return 0;
+        std::vector<double> sorted = lateness;
+        std::sort(sorted.begin(), sorted.end());
+        return sorted[std::min(sorted.size() - 1, size_t(q * double(sorted.size())))];
+    }
+    double worst() const { return lateness.empty() ? 0 : *std::max_element(lateness.begin(), lateness.end()); }
+
+private:
+    QTimer m_timer;
+    QElapsedTimer m_clock;
+    qint64 m_last = -1;
+    TimedApplication::EventCost m_usage;
 };
 
 inline QString tempPath(const QTemporaryDir& dir, const char* name) { return dir.filePath(QString::fromLatin1(name)); }
