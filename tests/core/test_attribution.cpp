@@ -135,7 +135,15 @@ TEST_CASE("saliency and gradient x input equal finite differences in double prec
     }
 }
 
-TEST_CASE("integrated gradients is complete to 1% on every step", "[attribution]") {
+TEST_CASE("integrated gradients converges to completeness: within 1% on every step with enough points",
+          "[attribution]") {
+    // Completeness (Sundararajan et al.): the attributions sum to log p(x) - log p(baseline)
+    // exactly in the limit; with N quadrature points the error is the integral's. How large it
+    // is at the default 32 depends on the model's curvature along the path, so on the weights
+    // training happened to find: on one machine every step of the trained model below was
+    // within 1% at 32 points, on another (an AVX-512 Xeon, a slightly different model) a step
+    // was 3% off. What holds for any model: the error reported is exactly sum - delta, it
+    // does not grow with more points, and it is within 1% with 256.
     const auto trained = testing::trained_reverse();
     Tiny untrained;
     for (const auto* m : {trained.get(), untrained.model.get()}) {
@@ -143,20 +151,33 @@ TEST_CASE("integrated gradients is complete to 1% on every step", "[attribution]
         AttributionOptions o;
         o.methods = {AttributionMethod::integrated_gradients};
         o.contrast[0] = m->tgt_vocab().token(4);  // contrastive steps complete too
-        for (int64_t rows : {1024, 7}) {  // one batched pass, and chunks
-            o.max_rows = rows;
+        std::vector<double> error32;
+        for (const auto& [steps, rows] : {std::pair<int64_t, int64_t>{32, 1024}, {32, 7}, {256, 1024}}) {
+            o.ig_steps = steps;
+            o.max_rows = rows;  // one batched pass, and chunks
             const SentenceAttribution a = attribute(*m, t, o);
-            REQUIRE(a.ig_steps == 32);
+            REQUIRE(a.ig_steps == steps);
             REQUIRE(!a.steps.empty());
-            for (const auto& st : a.steps) {
+            for (size_t i = 0; i < a.steps.size(); ++i) {
+                const auto& st = a.steps[i];
                 const auto& ig = st.scores.at(AttributionMethod::integrated_gradients);
                 double sum = 0;
                 for (float v : ig.source) sum += v;
                 for (float v : ig.target) sum += v;
                 const double delta = st.log_prob - st.baseline_log_prob;
-                INFO("step " << st.token << ": sum " << sum << ", delta " << delta);
-                CHECK(std::fabs(st.completeness_error) <= 0.01 * std::max(std::fabs(delta), 1e-3));
+                const double relative = std::fabs(st.completeness_error) / std::max(std::fabs(delta), 1e-3);
+                INFO(steps << " points, step " << st.token << ": sum " << sum << ", delta " << delta << ", error "
+                           << 100 * relative << "%");
                 CHECK(sum - delta == Approx(st.completeness_error).margin(1e-4));
+                if (steps == 32 && rows == 1024) error32.push_back(std::fabs(st.completeness_error));
+                if (steps == 32 && rows == 7) CHECK(std::fabs(st.completeness_error) == Approx(error32.at(i)).margin(1e-4));
+                if (steps == 256) {
+                    CHECK(relative <= 0.01);
+                    CHECK(std::fabs(st.completeness_error) <= error32.at(i) + 1e-4);
+                }
+                if (relative > 0.005)
+                    WARN(steps << " points, step " << i << " (" << st.token << "): completeness error "
+                               << 100 * relative << "% of " << delta);
             }
         }
     }

@@ -85,11 +85,14 @@ Setup small_setup(uint64_t seed, size_t pairs, int epochs, double lr, bool rever
 // position off the diagonal. Read right to left, h[p] carries x[p] and x[p+1],
 // and the only content match that yields x[p] is h[p] itself.
 TEST_CASE("reverse: additive attention learns the task and the anti-diagonal alignment", "[learning]") {
-    // 40 epochs (~10 s): the outcome of a short run moves with the floating-point
+    // 60 epochs (~15 s): the outcome of a short run moves with the floating-point
     // summation order alone (thread count, fused or step-by-step RNN, folded
-    // embedding). Seeds 1-6 reached 89-100% exact after 20 epochs, 92.7-100%
-    // after 30, and 96.7-100% (attention 94.6-99.8% on the anti-diagonal) after 40.
-    auto s = small_setup(1, 2000, 40, 0.005, /*reverse_source=*/true);
+    // embedding, the CPU's vector instructions). Seeds 1-6 reached 89-100% exact after 20
+    // epochs, 92.7-100% after 30, and 96.7-100% after 40 on the machine this was written on;
+    // on a fresh clone on an AVX-512 Xeon seed 1 reached only 92% after 40 epochs (the test
+    // failed there) and seeds 1, 3, 5, 6 reached 99.7-100% exact (attention 99.1-99.9% on
+    // the anti-diagonal) after 60.
+    auto s = small_setup(1, 2000, 60, 0.005, /*reverse_source=*/true);
     s.task.min_len = 3;
     s.task.max_len = 8;
     auto r = train_and_test(TaskKind::reverse, s.task, s.model, s.train);
@@ -104,16 +107,15 @@ TEST_CASE("reverse: additive attention learns the task and the anti-diagonal ali
     CHECK(r.first_epoch_align < r.last_epoch_align - 0.2);
 }
 
-// The issue asks for 0.95 exact; this run reached 0.937 here (the CLI's eval of the same
-// settings 0.955; 80 epochs 0.940), so the bound below is what it reliably does, and the
-// 0.95 target stays open (settings that reach it reliably in a few seconds).
 TEST_CASE("reverse: a Transformer learns the task", "[learning][transformer]") {
     // d2l's Transformer scales the embeddings by √d, which drowns the positional encoding
     // that reversing needs: it learns slowly. Measured with the CLI on the same task and seeds
     // (one thread): width 64, lr 0.002 without warm-up reached 0.56 exact after 12 epochs and
     // 0.69 after 30; width 32 with a warm-up of 200 batches to lr 0.005 reached 0.895 after 40
-    // epochs and 0.955 after 60 (about 60 s of CPU): what this test runs.
-    auto s = small_setup(1, 2000, 60, 0.005, /*reverse_source=*/false);
+    // epochs and 0.94-0.96 after 60 on 2,000 pairs (not reliably 0.95). More pairs generalise
+    // better for the same work: on 4,000 pairs, seeds 1-5 reached 0.91-0.99 after 30 epochs
+    // and 0.98, 0.993, 0.99, 0.993, 1.0 after 45 (about 50 s of CPU): what this test runs.
+    auto s = small_setup(1, 4000, 45, 0.005, /*reverse_source=*/false);
     s.task.min_len = 3;
     s.task.max_len = 8;
     s.model.arch = ModelArch::transformer;
@@ -128,7 +130,7 @@ TEST_CASE("reverse: a Transformer learns the task", "[learning][transformer]") {
     WARN("reverse, Transformer: exact " << r.exact << ", alignment accuracy of the last layer's mean "
                                         << r.alignment.accuracy() << ", AER " << r.alignment.aer() << "; "
                                         << r.seconds << " s");
-    CHECK(r.exact >= 0.85);
+    CHECK(r.exact >= 0.95);
     CHECK(r.alignment.accuracy() >= 0.80);
 }
 

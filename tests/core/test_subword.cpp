@@ -334,7 +334,7 @@ TEST_CASE("a subword model learns, and its checkpoint brings back the same Sente
     CHECK(words_attr.source == merged.src_tokens);
     CHECK(words_attr.output == merged.best().tokens);
     REQUIRE(words_attr.steps.size() == merged.best().tokens.size());
-    CHECK(words_attr.methods == pieces.methods);
+    CHECK((words_attr.methods == pieces.methods));
     const WordGroups src_groups = group_subwords(pieces.source, before[0].unknown);
     const WordGroups tgt_groups = group_subwords(pieces.output);
     const auto merged_weights = merged.best().attention.weights();

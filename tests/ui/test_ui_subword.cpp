@@ -18,6 +18,7 @@
 #include "ui/AgreementPanel.hpp"
 #include "ui/AttributionView.hpp"
 #include "ui/CorpusPanel.hpp"
+#include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/SettingsPanel.hpp"
 #include "ui/TranslatePanel.hpp"

@@ -28,6 +28,7 @@
 #include "core/decode/beam_tree.hpp"
 #include "core/config/registry.hpp"
 #include "ui/ComparePanel.hpp"
+#include "ui/Format.hpp"
 #include "ui/HeatmapWidget.hpp"
 #include "ui/ProbePanel.hpp"
 #include "ui/LossChart.hpp"
