@@ -28,9 +28,28 @@
 #include <mutex>
 #include <optional>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "core/io/message.hpp"
 
 namespace attnviz::ui {
+
+/// Lowers the calling thread's scheduling priority (nice 5) once: background work and
+/// training yield to the GUI thread when the cores are busy, so the window stays responsive
+/// on a machine whose cores the work would fill (what a thread creates after this, LibTorch's
+/// OpenMP threads included, inherits it). Idle cores still run the work at full speed.
+inline void yieldToGuiThread() {
+#ifdef __linux__
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 5);
+#endif
+}
 
 /// The pool background work runs on: not Qt's global one. Qt 6.4 splits the GUI
 /// thread's larger blended fills (96 rows or more of a translucent colour or a
@@ -127,6 +146,7 @@ quint64 LatestOnly::run(std::function<T()> work, std::function<void(T)> done, st
         const auto job = std::move(work);  // destroyed (with what it captured) before done_guard
         Outcome<T> outcome;
         if (latest->load() != id) return outcome;  // superseded before it started: skip the work
+        yieldToGuiThread();
         try {
             outcome.value = job();
         } catch (const std::exception& e) {

@@ -6,14 +6,12 @@
 #include <mutex>
 #include <thread>
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/d2l_interop.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/io/error.hpp"
+#include "ui/Background.hpp"
 #include "ui/Format.hpp"
 
 namespace attnviz::ui {
@@ -62,7 +60,7 @@ public:
     void on_prepared(const SessionInfo& info) override {
         // Training yields to the GUI when the cores are busy: a lower priority for the
         // worker (and the LibTorch threads it starts) keeps the window responsive.
-        setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 5);
+        yieldToGuiThread();
         std::lock_guard<std::mutex> lock(m_mutex);
         m_pending.info = info;
     }
