@@ -10,7 +10,6 @@
 namespace attnviz {
 
 const char* const merged_words_note = "words (columns summed, rows averaged)";
-const char* const merged_attribution_note = "words (attributions summed over pieces)";
 
 namespace {
 

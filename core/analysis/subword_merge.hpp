@@ -44,9 +44,6 @@ std::vector<std::vector<float>> merge_attention(const std::vector<std::vector<fl
 /// that step. merged = merged_words_note. An empty translation stays empty.
 Translation merge_subwords(const Translation& t);
 
-/// The note a merged attribution carries in views (SentenceAttribution has no field for it).
-extern const char* const merged_attribution_note;  ///< "words (attributions summed over pieces)"
-
 /// An attribution of a subword translation with its pieces merged into words, as the heatmap
 /// merges attention (merge_subwords above), so both show the same rows and columns. A word's
 /// value is log p(word) = the sum of its pieces' log p, so its attribution is the sum over its
