@@ -106,9 +106,8 @@ bool AttributionView::busy() const { return m_jobs->busy(); }
 void AttributionView::setTranslation(TranslationModelPtr model, std::shared_ptr<const Translation> translation,
                                      int hypothesis, const QString& note, std::optional<AttentionMapId> map) {
     if (model && model == m_model && translation && translation == m_translation && hypothesis == m_hypothesis &&
-        map == m_attentionMap) {  // the same work: keep what was computed (a merge toggled, a note changed)
+        map == m_attentionMap) {  // the same work: keep what was computed and shown; only the title changes
         m_note = note;
-        m_shown.reset();
         showMethod();
         return;
     }

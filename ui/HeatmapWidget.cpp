@@ -23,6 +23,7 @@ QScrollArea* scrolled(QWidget* content, QWidget* parent) {
     scroll->setBackgroundRole(QPalette::Base);
     return scroll;
 }
+
 using namespace heatmap_style;
 
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {

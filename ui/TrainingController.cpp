@@ -6,7 +6,6 @@
 #include <mutex>
 #include <thread>
 
-
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/d2l_interop.hpp"
 #include "core/persist/model_file.hpp"
