@@ -14,6 +14,7 @@
 #include "core/analysis/metrics.hpp"
 #include "core/config/registry.hpp"
 #include "core/model/families.hpp"
+#include "core/train/precision.hpp"
 
 namespace attnviz::cli {
 
@@ -164,6 +165,8 @@ int run_bench(BenchOptions& o) {
     j["device"] = describe_device(device);
     j["threads"] = at::get_num_threads();
     j["torch"] = libtorch_version();
+    j["precision"] = to_string(t.precision);
+    j["cpu_bf16_hardware"] = cpu_bf16_hardware();
     j["pipeline"] = {{"steps", t.fixed_steps},
                      {"bucket_window", t.bucket_window},
                      {"pairs_longer_than_9_tokens", longer_than_steps},

@@ -225,7 +225,7 @@ Hyperparameters SettingsPanel::current() const {
     // The other family's parameters keep their defaults (the registry's rule): the greyed
     // fields keep what was typed, for when the user switches back.
     for (const auto& p : parameters())
-        if (p.group == ParamGroup::model && !applies_to(p, h.model.arch)) p.put(h, p.default_value);
+        if (!applies_to(p, h.model.arch)) p.put(h, p.default_value);
     return h;
 }
 

@@ -47,6 +47,8 @@ const std::vector<std::pair<std::string, OptimizerKind>> k_optimizers = {
 const std::vector<std::pair<std::string, LrSchedule>> k_schedules = {
     {"none", LrSchedule::none}, {"plateau", LrSchedule::plateau}, {"step", LrSchedule::step},
     {"warmup", LrSchedule::warmup}};
+const std::vector<std::pair<std::string, Precision>> k_precisions = {{"fp32", Precision::fp32},
+                                                                     {"bf16", Precision::bf16}};
 const std::vector<std::pair<std::string, SubwordModel>> k_subword_models = {{"unigram", SubwordModel::unigram},
                                                                             {"bpe", SubwordModel::bpe}};
 }  // namespace
@@ -63,6 +65,8 @@ std::string to_string(OptimizerKind o) { return to_table(o, k_optimizers); }
 OptimizerKind optimizer_from_string(const std::string& s) { return from_table(s, k_optimizers, "optimizer"); }
 std::string to_string(LrSchedule s) { return to_table(s, k_schedules); }
 LrSchedule lr_schedule_from_string(const std::string& s) { return from_table(s, k_schedules, "learning-rate schedule"); }
+std::string to_string(Precision p) { return to_table(p, k_precisions); }
+Precision precision_from_string(const std::string& s) { return from_table(s, k_precisions, "precision"); }
 std::string to_string(SubwordModel m) { return to_table(m, k_subword_models); }
 SubwordModel subword_model_from_string(const std::string& s) { return from_table(s, k_subword_models, "subword model"); }
 

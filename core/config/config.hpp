@@ -123,6 +123,17 @@ enum class SubwordModel {
 std::string to_string(SubwordModel m);                       ///< "unigram", "bpe"
 SubwordModel subword_model_from_string(const std::string& s);  ///< throws ConfigError
 
+/// The arithmetic of a training step's forward pass (core/train/precision.hpp).
+enum class Precision {
+    fp32,  ///< float32 throughout
+    bf16   ///< mixed precision: matrix products in bfloat16 (autocast); weights, gradients, optimiser,
+           ///< the residual stream (so LayerNorm and the attention softmax) and the loss stay float32.
+           ///< Fast on GPUs and on CPUs with AMX or AVX-512 BF16, slower than fp32 on other CPUs.
+           ///< Transformer only.
+};
+std::string to_string(Precision p);                        ///< "fp32", "bf16"
+Precision precision_from_string(const std::string& s);     ///< throws ConfigError
+
 /// Training settings. Defaults train the built-in tasks well on a CPU.
 struct TrainConfig {
     int epochs = 20;                  ///< passes over the training pairs
@@ -134,6 +145,8 @@ struct TrainConfig {
     double teacher_forcing = 1.0;     ///< probability of feeding the true previous token
     uint64_t seed = 0;                ///< seeds weights, shuffling, dropout and teacher forcing
     std::string device = "auto";      ///< "auto", "cpu", "cuda", "cuda:N"
+    Precision precision = Precision::fp32;  ///< training steps' arithmetic (validation, decoding and
+                                            ///< checkpoints stay float32)
     int bucket_window = 20;           ///< length bucketing window in batches (0 = off)
     int64_t fixed_steps = 0;          ///< > 0: pad/truncate to this many steps like d2l (0 = natural lengths)
     int64_t max_length = 0;           ///< drop pairs longer than this (tokens, per side); 0 = keep all

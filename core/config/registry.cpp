@@ -257,6 +257,18 @@ void validate_train_parameters(const TrainConfig& t) {
     check_group(h, false);
 }
 
+void validate_train_for_model(const TrainConfig& t, const ModelConfig& m) {
+    Hyperparameters h;
+    h.train = t;
+    for (const auto& p : parameters())
+        if (p.group != ParamGroup::model && !applies_to(p, m.arch) && p.get(h) != p.default_value)
+            throw ConfigError("training: --" + p.flag + " " + format_value(p, p.get(h)) + " applies to " +
+                              (p.family == ParamFamily::rnn ? "the RNN" : "the Transformer") + " only; a" +
+                              (m.is_transformer() ? " Transformer" : "n RNN") + " trains with its default (" +
+                              format_value(p, p.default_value) + ")" +
+                              (p.name == "precision" ? ": the RNN's fused recurrent kernels compute in fp32" : ""));
+}
+
 nlohmann::json parameters_to_json(const Hyperparameters& h, ParamGroup group) {
     json j = json::object();
     for (const auto& p : parameters())

@@ -105,9 +105,13 @@ void set_parameter(Hyperparameters& h, const std::string& name_or_flag, const st
 /// heads divide its width; a parameter of the other family keeps its default). Throws ConfigError.
 void validate_model_parameters(const ModelConfig& m);
 void validate_train_parameters(const TrainConfig& t);
+/// The training parameters that apply to one model family (--precision: the Transformer's)
+/// left at their defaults for a model of the other family. Throws ConfigError.
+void validate_train_for_model(const TrainConfig& t, const ModelConfig& m);
 inline void validate(const Hyperparameters& h) {
     validate_model_parameters(h.model);
     validate_train_parameters(h.train);
+    validate_train_for_model(h.train, h.model);
 }
 
 /// The group's parameters as a JSON object keyed by name (checkpoint metadata).

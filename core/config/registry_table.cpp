@@ -206,6 +206,12 @@ std::vector<ParamSpec> declare_parameters() {
     add.text("device", "device", "Device", "where to train: auto (CUDA if available), cpu, cuda or cuda:N")
         .field(&H::train, &T::device);
     ps.back().check_text = check_device;
+    add.choice("precision", "precision", "Precision",
+               "Transformer: training steps' arithmetic; bf16 = mixed precision (matrix products in bfloat16, "
+               "weights, optimiser and loss in float32): fast on GPUs and on CPUs with AMX or AVX-512 BF16, "
+               "slower on other CPUs")
+        .transformer()
+        .options(&H::train, &T::precision, {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16 mixed"}});
     add.integer("patience", "patience", "Early stopping patience", 0, 10000,
                 "stop after this many epochs without a lower validation loss; 0 = off")
         .zero("off").field(&H::train, &T::patience);

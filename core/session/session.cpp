@@ -9,6 +9,7 @@
 
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
+#include "core/train/precision.hpp"
 #include "core/train/train.hpp"
 
 namespace attnviz {
@@ -163,6 +164,10 @@ void TrainingSession::work(std::shared_ptr<Shared> shared, Builder build) {
         info.skipped_lines = d.skipped_lines;
         info.parameters = count_parameters(*trainer->model());
         info.device = describe_device(trainer->device());
+        if (trainer->train_config().precision == Precision::bf16)
+            info.device += trainer->device().is_cpu() && !cpu_has_bf16_hardware()
+                               ? ", bf16 mixed precision (this CPU has no bf16 hardware: slower than fp32)"
+                               : ", bf16 mixed precision";
         info.epochs_before = trainer->history().epochs_done;
         info.epochs_planned = trainer->train_config().epochs;
         info.model = trainer->model_config();

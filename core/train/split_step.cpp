@@ -11,6 +11,7 @@
 #include <ATen/Parallel.h>
 
 #include "core/model/encoder_decoder.hpp"
+#include "core/train/precision.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
 
@@ -66,7 +67,7 @@ int split_step_parts(const EncoderDecoder& model, const torch::Device& device, i
 }
 
 double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts,
-                           double weight) {
+                           double weight, Precision precision) {
     const bool fused = model.trains_in_parts(teacher_forcing);
     if (parts > 1 && !fused)
         throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
@@ -85,8 +86,12 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
     }
     if (parts == 1) {
         const DropoutStream stream{seed, {}};
-        auto loss = model.loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out,
-                               LossOptions{teacher_forcing, hashed ? &stream : nullptr});
+        torch::Tensor loss;
+        {
+            const ScopedPrecision arithmetic(precision, batch.src.device());
+            loss = model.loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out,
+                              LossOptions{teacher_forcing, hashed ? &stream : nullptr});
+        }
         const double value = loss.item<double>();
         if (std::isfinite(value)) loss.backward(torch::full({}, weight, loss.options()));
         return value;
@@ -103,7 +108,11 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
     at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
         for (int64_t p = begin; p < end; ++p) {
             auto& pt = part[static_cast<size_t>(p)];
-            auto loss = model.loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, LossOptions{teacher_forcing, &pt.stream});
+            torch::Tensor loss;
+            {
+                const ScopedPrecision arithmetic(precision, pt.src.device());  // autocast is per thread
+                loss = model.loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, LossOptions{teacher_forcing, &pt.stream});
+            }
             pt.loss = loss.item<double>();
             if (std::isfinite(pt.loss) && pt.tokens > 0)
                 loss.backward(torch::full({}, weight * pt.tokens / total_tokens, loss.options()));

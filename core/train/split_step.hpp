@@ -23,6 +23,7 @@
 
 #include <torch/torch.h>
 
+#include "core/config/config.hpp"
 #include "core/data/data.hpp"
 #include "core/model/encoder_decoder.hpp"
 #include "core/model/memory_bound.hpp"
@@ -54,8 +55,10 @@ int split_step_parts(const EncoderDecoder& model, const torch::Device& device, i
 /// loss; when it is not finite no gradient is guaranteed (the caller must not
 /// step). The batch must be on the model's device. The gradient accumulated is `weight`
 /// times the loss's (a chunk of a larger batch: its share of the batch's target tokens).
+/// `precision`: the forward passes' arithmetic (core/train/precision.hpp; bf16 on the
+/// Transformer only, which the Trainer checks).
 double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts,
-                           double weight = 1.0);
+                           double weight = 1.0, Precision precision = Precision::fp32);
 
 /// What validation adds up over a batch's real target tokens (teacher forced).
 struct ValidationSums {

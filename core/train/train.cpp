@@ -9,6 +9,7 @@
 
 #include "core/analysis/alignment.hpp"
 #include "core/analysis/alignment_eval.hpp"
+#include "core/config/registry.hpp"
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/network_check.hpp"
 #include "core/decode/translation.hpp"
@@ -35,6 +36,7 @@ Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_
       m_device(resolve_device(train_config.device)),
       m_step_memory_bound(step_memory_bound) {
     m_train_config.validate();
+    validate_train_for_model(m_train_config, m_model_config);  // --precision bf16 trains a Transformer only
     cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);  // refuses a layer or head the model lacks
     if (m_model_config.seed == 0) m_model_config.seed = m_train_config.seed;
     if (!m_data.tokenizer) m_data.tokenizer = Tokenizer::for_level(m_data.level);
@@ -48,6 +50,7 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
       m_device(resolve_device(train_config.device)),
       m_step_memory_bound(step_memory_bound) {
     m_train_config.validate();
+    validate_train_for_model(m_train_config, m_model_config);
     cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);
     m_data.src_vocab = c.model->src_vocab();  // a resumed model keeps its vocabularies
     m_data.tgt_vocab = c.model->tgt_vocab();
@@ -197,7 +200,7 @@ double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::stri
         const double share = chunks.size() == 1 ? 1.0 : static_cast<double>(chunk.target_tokens()) / tokens;
         // On several CPU threads, parts of the batch train at once (core/train/split_step.hpp).
         const int parts = split_step_parts(*m_model, m_device, batch.src.size(0), tf, at::get_num_threads());
-        value += share * split_loss_backward(*m_model, batch, tf, parts, share);
+        value += share * split_loss_backward(*m_model, batch, tf, parts, share, m_train_config.precision);
         if (!std::isfinite(value)) break;
     }
     if (!std::isfinite(value)) {

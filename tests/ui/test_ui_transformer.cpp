@@ -148,6 +148,25 @@ TEST_CASE("settings: a Transformer greys out the RNN's fields and trains with th
     CHECK(panel->findChild<QWidget*>(QStringLiteral("num_heads"))->toolTip().contains(QStringLiteral("Transformer")));
     CHECK(embed->isEnabled());
 
+    // A training field of one family: mixed precision is the Transformer's. Its value stays on
+    // screen for the Transformer but an RNN trains in fp32.
+    auto* precision = panel->findChild<QComboBox*>(QStringLiteral("precision"));
+    REQUIRE(precision);
+    CHECK_FALSE(precision->isEnabled());
+    CHECK(precision->toolTip().contains(QStringLiteral("Transformer")));
+    chooseArch(panel, ModelArch::transformer);
+    CHECK(precision->isEnabled());
+    precision->setCurrentIndex(precision->findData(QStringLiteral("bf16")));
+    CHECK(panel->trainConfig().precision == Precision::bf16);
+    chooseArch(panel, ModelArch::rnn);
+    CHECK_FALSE(precision->isEnabled());
+    CHECK(panel->trainConfig().precision == Precision::fp32);
+    CHECK(panel->isValid());
+    CHECK(f.w().trainAction()->isEnabled());
+    chooseArch(panel, ModelArch::transformer);
+    CHECK(panel->trainConfig().precision == Precision::bf16);
+    precision->setCurrentIndex(precision->findData(QStringLiteral("fp32")));
+
     // The Transformer trains live: loss points arrive, and the model it publishes is a Transformer.
     chooseArch(panel, ModelArch::transformer);
     REQUIRE(f.w().trainAction()->isEnabled());
