@@ -57,6 +57,12 @@ for r in ${ROUNDS:-1 2 3}; do
       "$PY" "$REF/$ref" "$D" --num-val 127 --device "$DEV" --json "$W/d2l_${fam}_$r.json" > /dev/null
     fi
   done
+  # Mixed precision (--precision bf16) against d2l's code run unchanged under torch.autocast.
+  $C bench --arch transformer --precision bf16 --data "$D" --device "$DEV" -q > "$W/bench_transformer-bf16_$r.json"
+  if [ $HAVE_D2L = 1 ]; then
+    "$PY" "$ROOT/tools/d2l_autocast.py" "$REF/d2l_transformer_reference.py" "$D" --num-val 127 --device "$DEV" \
+      --json "$W/d2l_transformer-bf16_$r.json" > /dev/null
+  fi
 done
 python3 "$ROOT/tools/gpu_summary.py" train "$W"
 

@@ -62,7 +62,7 @@ def compare(w, dev):
 
 
 def train(w):
-    for fam in ('rnn', 'transformer'):
+    for fam in ('rnn', 'transformer', 'transformer-bf16'):
         ours = [x for x in (load(p) for p in sorted(glob.glob(f'{w}/bench_{fam}_[1-9]*.json'))) if x]
         theirs = [x for x in (load(p) for p in sorted(glob.glob(f'{w}/d2l_{fam}_[1-9]*.json'))) if x]
         if not ours:
