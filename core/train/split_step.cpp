@@ -11,9 +11,9 @@
 #include <ATen/Parallel.h>
 
 #include "core/model/encoder_decoder.hpp"
-#include "core/train/precision.hpp"
 #include "core/text/text.hpp"
 #include "core/text/vocab.hpp"
+#include "core/train/precision.hpp"
 
 namespace attnviz {
 
