@@ -108,17 +108,28 @@ void check_group(const Hyperparameters& h, bool model) {
     }
 }
 
+/// The family rule for the model parameters (model = true) or the others: a parameter of the
+/// other family than h.model's keeps its default. The message names a training parameter
+/// with its value (a choice such as "--precision bf16"), a model parameter by its flag.
+void check_family(const Hyperparameters& h, bool model) {
+    for (const auto& p : parameters()) {
+        if ((p.group == ParamGroup::model) != model || applies_to(p, h.model.arch) || p.get(h) == p.default_value)
+            continue;
+        const std::string why = p.name == "embed_size"  ? ": a Transformer's embeddings are --hidden wide"
+                                : p.name == "precision" ? ": the RNN's fused recurrent kernels compute in fp32"
+                                                        : "";
+        throw ConfigError((model ? "model: --" + p.flag : "training: --" + p.flag + " " + format_value(p, p.get(h))) +
+                          " applies to " + (p.family == ParamFamily::rnn ? "the RNN" : "the Transformer") +
+                          " only; a" + (h.model.is_transformer() ? " Transformer" : "n RNN") +
+                          " leaves it at its default (" + format_value(p, p.default_value) + ")" + why);
+    }
+}
+
 /// The rules that tie model parameters together, in one place.
 void check_model_rules(const ModelConfig& m) {
     Hyperparameters h;
     h.model = m;
-    for (const auto& p : parameters())
-        if (p.group == ParamGroup::model && !applies_to(p, m.arch) && p.get(h) != p.default_value)
-            throw ConfigError("model: --" + p.flag + " applies to " +
-                              (p.family == ParamFamily::rnn ? "the RNN" : "the Transformer") + " only; a" +
-                              (m.is_transformer() ? " Transformer" : "n RNN") + " leaves it at its default (" +
-                              format_value(p, p.default_value) + ")" +
-                              (p.name == "embed_size" ? ": a Transformer's embeddings are --hidden wide" : ""));
+    check_family(h, /*model=*/true);
     if (m.is_transformer() && m.hidden_size % m.num_heads != 0)
         throw ConfigError("model: a Transformer's width (--hidden " + std::to_string(m.hidden_size) +
                           ") must be a multiple of its heads (--heads " + std::to_string(m.num_heads) +
@@ -259,14 +270,9 @@ void validate_train_parameters(const TrainConfig& t) {
 
 void validate_train_for_model(const TrainConfig& t, const ModelConfig& m) {
     Hyperparameters h;
+    h.model = m;
     h.train = t;
-    for (const auto& p : parameters())
-        if (p.group != ParamGroup::model && !applies_to(p, m.arch) && p.get(h) != p.default_value)
-            throw ConfigError("training: --" + p.flag + " " + format_value(p, p.get(h)) + " applies to " +
-                              (p.family == ParamFamily::rnn ? "the RNN" : "the Transformer") + " only; a" +
-                              (m.is_transformer() ? " Transformer" : "n RNN") + " trains with its default (" +
-                              format_value(p, p.default_value) + ")" +
-                              (p.name == "precision" ? ": the RNN's fused recurrent kernels compute in fp32" : ""));
+    check_family(h, /*model=*/false);
 }
 
 nlohmann::json parameters_to_json(const Hyperparameters& h, ParamGroup group) {

@@ -45,6 +45,15 @@ std::vector<Part> split_rows(const Batch& batch, int parts) {
     return part;
 }
 
+/// The model's loss with the forward pass in `precision` (autocast is per thread: each part
+/// of a split step holds its own guard). The backward pass needs none.
+torch::Tensor loss_in(Precision precision, EncoderDecoder& model, const torch::Tensor& src,
+                      const torch::Tensor& src_len, const torch::Tensor& tgt_in, const torch::Tensor& tgt_out,
+                      const LossOptions& options) {
+    const ScopedPrecision arithmetic(precision, src.device());
+    return model.loss(src, src_len, tgt_in, tgt_out, options);
+}
+
 ValidationSums forward_sums(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
                             const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
     ValidationSums v;
@@ -86,12 +95,8 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
     }
     if (parts == 1) {
         const DropoutStream stream{seed, {}};
-        torch::Tensor loss;
-        {
-            const ScopedPrecision arithmetic(precision, batch.src.device());
-            loss = model.loss(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out,
-                              LossOptions{teacher_forcing, hashed ? &stream : nullptr});
-        }
+        auto loss = loss_in(precision, model, batch.src, batch.src_len, batch.tgt_in, batch.tgt_out,
+                            LossOptions{teacher_forcing, hashed ? &stream : nullptr});
         const double value = loss.item<double>();
         if (std::isfinite(value)) loss.backward(torch::full({}, weight, loss.options()));
         return value;
@@ -108,11 +113,8 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
     at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
         for (int64_t p = begin; p < end; ++p) {
             auto& pt = part[static_cast<size_t>(p)];
-            torch::Tensor loss;
-            {
-                const ScopedPrecision arithmetic(precision, pt.src.device());  // autocast is per thread
-                loss = model.loss(pt.src, pt.src_len, pt.tgt_in, pt.tgt_out, LossOptions{teacher_forcing, &pt.stream});
-            }
+            auto loss = loss_in(precision, model, pt.src, pt.src_len, pt.tgt_in, pt.tgt_out,
+                                LossOptions{teacher_forcing, &pt.stream});
             pt.loss = loss.item<double>();
             if (std::isfinite(pt.loss) && pt.tokens > 0)
                 loss.backward(torch::full({}, weight * pt.tokens / total_tokens, loss.options()));
