@@ -1,7 +1,9 @@
 // d2l's Transformer parts (core/model/transformer_layers.hpp).
 #include "core/model/transformer_layers.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace F = torch::nn::functional;
 
@@ -17,6 +19,32 @@ torch::Tensor positional_encoding(int64_t positions, int64_t width) {
     return p;
 }
 
+// --- token layout ----------------------------------------------------------------
+
+TokenLayout TokenLayout::prefix(const torch::Tensor& len, int64_t positions, const torch::Device& device) {
+    const auto l = len.to(torch::kCPU, torch::kInt64).contiguous();
+    const auto* p = l.data_ptr<int64_t>();
+    std::vector<int64_t> index;
+    for (int64_t b = 0; b < l.size(0); ++b)
+        for (int64_t t = 0; t < std::min(p[b], positions); ++t) index.push_back(b * positions + t);
+    TokenLayout layout;
+    layout.host_index = torch::tensor(index, torch::kInt64);
+    layout.index = layout.host_index.to(device);
+    layout.rows = l.size(0);
+    layout.positions = positions;
+    return layout;
+}
+
+torch::Tensor TokenLayout::pack(const torch::Tensor& grid) const {
+    if (!packed()) return grid;
+    return grid.reshape({rows * positions, grid.size(-1)}).index_select(0, index);
+}
+
+torch::Tensor TokenLayout::grid(const torch::Tensor& x) const {
+    if (!packed()) return x;
+    return torch::zeros({rows * positions, x.size(-1)}, x.options()).index_copy(0, index, x).view({rows, positions, -1});
+}
+
 // --- dropout -----------------------------------------------------------------
 
 namespace {
@@ -28,13 +56,21 @@ std::vector<uint64_t> grid_keys(const DropoutStream& stream, int64_t rows, int64
         for (int64_t t = 0; t < positions; ++t) keys.push_back(dropout_key(stream.batch_row(b), t));
     return keys;
 }
+
+/// The keys of a layout's packed tokens, in their order.
+std::vector<uint64_t> packed_keys(const DropoutStream& stream, const TokenLayout& layout) {
+    const auto* p = layout.host_index.data_ptr<int64_t>();
+    std::vector<uint64_t> keys(static_cast<size_t>(layout.host_index.numel()));
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = dropout_key(stream.batch_row(p[i] / layout.positions), p[i] % layout.positions);
+    return keys;
+}
 }  // namespace
 
-torch::Tensor Dropout::tokens(const torch::Tensor& x, uint64_t which) const {
+torch::Tensor Dropout::tokens(const torch::Tensor& x, uint64_t which, const TokenLayout& layout) const {
     if (!on()) return x;
     if (!stream) return torch::dropout(x, p, /*train=*/true);
-    const int64_t B = x.size(0), T = x.size(1), U = x.size(2);
-    return x * hashed_dropout_mask(*stream, which, grid_keys(*stream, B, T), U, 1.0 - p, x.options()).view({B, T, U});
+    const auto keys = layout.packed() ? packed_keys(*stream, layout) : grid_keys(*stream, x.size(0), x.size(1));
+    return x * hashed_dropout_mask(*stream, which, keys, x.size(-1), 1.0 - p, x.options()).view(x.sizes());
 }
 
 torch::Tensor Dropout::weights(const torch::Tensor& w, uint64_t which) const {
@@ -88,21 +124,23 @@ torch::Tensor MultiHeadAttentionImpl::merge(const torch::Tensor& x) const {
     return x.permute({0, 2, 1, 3}).reshape({x.size(0), x.size(2), -1});
 }
 
-std::array<torch::Tensor, 3> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x) const {
+std::array<torch::Tensor, 3> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x, const TokenLayout& layout) const {
     // One product with the three matrices stacked: [B, T, 3d].
-    const auto qkv = F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight})).chunk(3, -1);
+    const auto qkv = layout.grid(F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight}))).chunk(3, -1);
     return {split(qkv[0].contiguous()), split(qkv[1].contiguous()), split(qkv[2].contiguous())};
 }
 
-std::array<torch::Tensor, 2> MultiHeadAttentionImpl::project_kv(const torch::Tensor& x) const {
-    const auto kv = F::linear(x, torch::cat({W_k->weight, W_v->weight})).chunk(2, -1);
+std::array<torch::Tensor, 2> MultiHeadAttentionImpl::project_kv(const torch::Tensor& x, const TokenLayout& layout) const {
+    const auto kv = layout.grid(F::linear(x, torch::cat({W_k->weight, W_v->weight}))).chunk(2, -1);
     return {split(kv[0].contiguous()), split(kv[1].contiguous())};
 }
 
-torch::Tensor MultiHeadAttentionImpl::project_q(const torch::Tensor& x) const { return split(F::linear(x, W_q->weight)); }
+torch::Tensor MultiHeadAttentionImpl::project_q(const torch::Tensor& x, const TokenLayout& layout) const {
+    return split(layout.grid(F::linear(x, W_q->weight)));
+}
 
-torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out) const {
-    return F::linear(merge(heads_out), W_o->weight);
+torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out, const TokenLayout& layout) const {
+    return F::linear(layout.pack(merge(heads_out)), W_o->weight);
 }
 
 // --- AddNorm, feed-forward, blocks ----------------------------------------------
@@ -112,8 +150,8 @@ AddNormImpl::AddNormImpl(int64_t width) {
 }
 
 torch::Tensor AddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& y, const Dropout& dropout,
-                                   uint64_t which) {
-    return ln->forward(dropout.tokens(y, which) + x);
+                                   uint64_t which, const TokenLayout& layout) {
+    return ln->forward(dropout.tokens(y, which, layout) + x);
 }
 
 PositionWiseFFNImpl::PositionWiseFFNImpl(int64_t width, int64_t ffn) {
@@ -133,17 +171,17 @@ EncoderBlockImpl::EncoderBlockImpl(int64_t width, int64_t ffn_size, int64_t head
 }
 
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout,
-                                        uint64_t which, HeadAttention* kept) {
-    const auto [q, k, v] = attention->project_qkv(x);
+                                        uint64_t which, HeadAttention* kept, const TokenLayout& layout) {
+    const auto [q, k, v] = attention->project_qkv(x, layout);
     AttendOptions o;
     o.bias = bias;
     o.dropout = &dropout;
     o.which = which;
     o.keep = kept != nullptr;
     HeadAttention a = attend(q, k, v, o);
-    auto y = addnorm1->forward(x, attention->output(a.out), dropout, which + 1);
+    auto y = addnorm1->forward(x, attention->output(a.out, layout), dropout, which + 1, layout);
     if (kept) *kept = std::move(a);
-    return addnorm2->forward(y, ffn->forward(y), dropout, which + 2);
+    return addnorm2->forward(y, ffn->forward(y), dropout, which + 2, layout);
 }
 
 DecoderBlockImpl::DecoderBlockImpl(int64_t width, int64_t ffn_size, int64_t heads) {

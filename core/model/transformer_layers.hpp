@@ -22,6 +22,26 @@ namespace attnviz {
 /// P[i][2j+1] = cos(i / 10000^(2j/d)), float, [n, d] (computed as d2l does, in float).
 torch::Tensor positional_encoding(int64_t positions, int64_t width);
 
+/// Where a pass's tokens lie: every position of a [B, T] grid (dense), or only the real
+/// ones, packed into rows [N] in grid order. Training packs: the position-wise work (the
+/// projections, the feed-forward networks, AddNorm, dropout) on padding computes results
+/// nobody reads, and on d2l's data (num_steps 9, ~4 real tokens a sentence) that is more
+/// than half of it. Attention runs on the grid either way (layout.grid puts the packed
+/// rows back, zeros at padding, which the masks keep out of every real token's result).
+struct TokenLayout {
+    torch::Tensor index;       ///< [N] int64 grid index b * T + t of each packed token, on the pass's device; undefined: dense
+    torch::Tensor host_index;  ///< the same on the CPU (hashed dropout masks key their tokens by it)
+    int64_t rows = 0;          ///< B
+    int64_t positions = 0;     ///< T
+    bool packed() const { return index.defined(); }
+    /// The layout of the first len[b] positions of each row of a [B, T] grid (len [B], any device).
+    static TokenLayout prefix(const torch::Tensor& len, int64_t positions, const torch::Device& device);
+    /// [B, T, U] -> [N, U] (dense: as is).
+    torch::Tensor pack(const torch::Tensor& grid) const;
+    /// [N, U] -> [B, T, U] with zeros at the positions not packed (dense: as is).
+    torch::Tensor grid(const torch::Tensor& x) const;
+};
+
 /// Where a pass's dropout comes from: nowhere (evaluation, or p = 0), ATen's generator, or
 /// masks hashed from a DropoutStream (a training step split into parts draws the whole
 /// batch's masks: core/train/split_step.hpp). `which` names the mask within the step.
@@ -29,8 +49,9 @@ struct Dropout {
     double p = 0;                            ///< drop probability (0: off)
     const DropoutStream* stream = nullptr;   ///< hashed masks; null: ATen's generator
     bool on() const { return p > 0; }
-    /// x [B, T, U]: element u of row b, position t.
-    torch::Tensor tokens(const torch::Tensor& x, uint64_t which) const;
+    /// x [B, T, U], or [N, U] packed by layout: element u of row b, position t (the same
+    /// mask element for a token either way).
+    torch::Tensor tokens(const torch::Tensor& x, uint64_t which, const TokenLayout& layout = {}) const;
     /// Attention weights w [B, h, Tq, Tk]: one mask per head, per query row.
     torch::Tensor weights(const torch::Tensor& w, uint64_t which) const;
 };
@@ -67,14 +88,15 @@ public:
     torch::Tensor split(const torch::Tensor& x) const;
     /// [B, h, T, dh] -> [B, T, d] (d2l's transpose_output).
     torch::Tensor merge(const torch::Tensor& x) const;
-    /// Queries, keys and values of one input x [B, T, d] (self-attention) in one product, split into heads.
-    std::array<torch::Tensor, 3> project_qkv(const torch::Tensor& x) const;
-    /// Keys and values of x [B, T, d] in one product (cross-attention's encoder output), split into heads.
-    std::array<torch::Tensor, 2> project_kv(const torch::Tensor& x) const;
-    /// Queries of x [B, T, d], split into heads.
-    torch::Tensor project_q(const torch::Tensor& x) const;
-    /// The heads' outputs [B, h, T, dh] merged and through W_o: [B, T, d].
-    torch::Tensor output(const torch::Tensor& heads_out) const;
+    /// Queries, keys and values of one input x [B, T, d] (self-attention) in one product, split
+    /// into heads [B, h, T, dh]; x may be packed [N, d] by layout (then the product runs on N rows).
+    std::array<torch::Tensor, 3> project_qkv(const torch::Tensor& x, const TokenLayout& layout = {}) const;
+    /// Keys and values of x [B, T, d] (or packed) in one product (cross-attention's encoder output), split into heads.
+    std::array<torch::Tensor, 2> project_kv(const torch::Tensor& x, const TokenLayout& layout = {}) const;
+    /// Queries of x [B, T, d] (or packed), split into heads.
+    torch::Tensor project_q(const torch::Tensor& x, const TokenLayout& layout = {}) const;
+    /// The heads' outputs [B, h, T, dh] merged and through W_o: [B, T, d], or [N, d] packed by layout.
+    torch::Tensor output(const torch::Tensor& heads_out, const TokenLayout& layout = {}) const;
 
     torch::nn::Linear W_q{nullptr}, W_k{nullptr}, W_v{nullptr}, W_o{nullptr};
 
@@ -87,7 +109,9 @@ TORCH_MODULE(MultiHeadAttention);
 class AddNormImpl : public torch::nn::Module {
 public:
     explicit AddNormImpl(int64_t width);
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& y, const Dropout& dropout, uint64_t which);
+    /// x and y [B, T, d], or [N, d] packed by layout.
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& y, const Dropout& dropout, uint64_t which,
+                          const TokenLayout& layout = {});
     torch::nn::LayerNorm ln{nullptr};
 };
 TORCH_MODULE(AddNorm);
@@ -105,9 +129,10 @@ TORCH_MODULE(PositionWiseFFN);
 class EncoderBlockImpl : public torch::nn::Module {
 public:
     EncoderBlockImpl(int64_t width, int64_t ffn, int64_t heads);
-    /// x [B, S, d]; bias [B, 1, 1, S] (padding -inf). kept: the self-attention's weights and scores.
+    /// x [B, S, d], or [N, d] packed by layout; bias [B, 1, 1, S] (padding -inf). kept: the
+    /// self-attention's weights and scores.
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout, uint64_t which,
-                          HeadAttention* kept);
+                          HeadAttention* kept, const TokenLayout& layout = {});
     MultiHeadAttention attention{nullptr};
     AddNorm addnorm1{nullptr};
     PositionWiseFFN ffn{nullptr};

@@ -95,9 +95,9 @@ torch::Tensor TransformerImpl::positions(int64_t first, int64_t n, const torch::
 }
 
 torch::Tensor TransformerImpl::embed_positions(const torch::Tensor& emb, int64_t first, const Dropout& dropout,
-                                               uint64_t which) const {
+                                               uint64_t which, const TokenLayout& layout) const {
     const double scale = std::sqrt(static_cast<double>(m_config.hidden_size));
-    return dropout.tokens(emb * scale + positions(first, emb.size(1), emb.device()), which);
+    return dropout.tokens(layout.pack(emb * scale + positions(first, emb.size(1), emb.device())), which, layout);
 }
 
 Dropout TransformerImpl::dropout_for(const DropoutStream* stream) const {
@@ -110,7 +110,7 @@ Dropout TransformerImpl::dropout_for(const DropoutStream* stream) const {
 // --- encoder -----------------------------------------------------------------
 
 TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in, const torch::Tensor& src_len_in,
-                                                     const Dropout& dropout, bool keep) {
+                                                     const Dropout& dropout, bool keep, bool pack) {
     // d2l's num_steps cuts a longer source (the padding it adds changes nothing: it is masked).
     const int64_t N = m_config.source_steps;
     const bool cut = N > 0 && emb_in.size(1) > N;
@@ -122,10 +122,12 @@ TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in
     enc.mask = torch::arange(S, src_len.options().device(emb.device())).unsqueeze(0) <
                src_len.to(emb.device()).unsqueeze(1);
     enc.bias = key_bias(enc.mask);
-    auto x = embed_positions(emb, 0, dropout, k_enc_embedding);
+    if (pack) enc.layout = TokenLayout::prefix(src_len, S, emb.device());
+    auto x = embed_positions(emb, 0, dropout, k_enc_embedding, enc.layout);
     for (size_t l = 0; l < encoder->blocks.size(); ++l) {
         HeadAttention kept;
-        x = encoder->blocks[l]->forward(x, enc.bias, dropout, enc_site(static_cast<int64_t>(l)), keep ? &kept : nullptr);
+        x = encoder->blocks[l]->forward(x, enc.bias, dropout, enc_site(static_cast<int64_t>(l)), keep ? &kept : nullptr,
+                                        enc.layout);
         if (keep) {
             enc.weights.push_back(kept.weights);
             enc.scores.push_back(kept.scores);
@@ -181,10 +183,10 @@ std::vector<AttentionMap> TransformerEncoding::source_maps(int64_t row, int64_t 
 // --- decoder, teacher forced ---------------------------------------------------
 
 torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const TransformerEncoding& enc,
-                                               const Dropout& dropout) {
+                                               const Dropout& dropout, const TokenLayout& layout) {
     const int64_t T = emb.size(1);
     const auto causal = causal_bias(T, emb.device());
-    auto y = embed_positions(emb, 0, dropout, k_dec_embedding);
+    auto y = embed_positions(emb, 0, dropout, k_dec_embedding, layout);
     for (size_t l = 0; l < decoder->blocks.size(); ++l) {
         auto& blk = decoder->blocks[l];
         const uint64_t site = dec_site(static_cast<int64_t>(l));
@@ -192,16 +194,17 @@ torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const T
         self.bias = causal;
         self.dropout = &dropout;
         self.which = site;
-        const auto [q, k, v] = blk->attention1->project_qkv(y);
-        auto y1 = blk->addnorm1->forward(y, blk->attention1->output(attend(q, k, v, self).out), dropout, site + 1);
+        const auto [q, k, v] = blk->attention1->project_qkv(y, layout);
+        auto y1 = blk->addnorm1->forward(y, blk->attention1->output(attend(q, k, v, self).out, layout), dropout,
+                                         site + 1, layout);
         AttendOptions cross;
         cross.bias = enc.bias;
         cross.dropout = &dropout;
         cross.which = site + 2;
-        const auto [ck, cv] = blk->attention2->project_kv(enc.output);
-        auto a = attend(blk->attention2->project_q(y1), ck, cv, cross);
-        auto y2 = blk->addnorm2->forward(y1, blk->attention2->output(a.out), dropout, site + 3);
-        y = blk->addnorm3->forward(y2, blk->ffn->forward(y2), dropout, site + 4);
+        const auto [ck, cv] = blk->attention2->project_kv(enc.output, enc.layout);
+        auto a = attend(blk->attention2->project_q(y1, layout), ck, cv, cross);
+        auto y2 = blk->addnorm2->forward(y1, blk->attention2->output(a.out, layout), dropout, site + 3, layout);
+        y = blk->addnorm3->forward(y2, blk->ffn->forward(y2), dropout, site + 4, layout);
     }
     return y;
 }
@@ -233,13 +236,21 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tenso
                                     const torch::Tensor& tgt_out, const LossOptions& options) {
     if (options.teacher_forcing < 1.0)
         return masked_cross_entropy(forward(src, src_len, tgt_in, options.teacher_forcing), tgt_out, Vocab::pad_id);
+    // Every position-wise part runs on the real tokens only (TokenLayout): the source's first
+    // src_len, the target's positions up to its last real one (causal attention reads no later one).
     const Dropout dropout = dropout_for(options.dropout);
-    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false);
-    const auto hidden = decode_embedded(embed_target(tgt_in), enc, dropout);  // [B, T, d]
+    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, /*pack=*/true);
+    const int64_t T = tgt_out.size(1);
+    const auto real = tgt_out.ne(Vocab::pad_id);
+    const auto steps = (real * torch::arange(1, T + 1, tgt_out.options())).amax(1);  // last real + 1
+    const auto layout = TokenLayout::prefix(steps, T, tgt_out.device());
+    const auto hidden = decode_embedded(embed_target(tgt_in), enc, dropout, layout);  // [N, d]
+    auto targets = tgt_out.reshape(-1).index_select(0, layout.index);
     // The output layer and the loss over the real target tokens only.
-    const auto real = tgt_out.reshape(-1).ne(Vocab::pad_id).nonzero().squeeze(1);
-    const auto h = hidden.reshape({-1, hidden.size(-1)}).index_select(0, real);
-    return F::cross_entropy(decoder->dense->forward(h), tgt_out.reshape(-1).index_select(0, real));
+    const auto keep = targets.ne(Vocab::pad_id);
+    if (keep.all().item<bool>()) return F::cross_entropy(decoder->dense->forward(hidden), targets);
+    const auto rows = keep.nonzero().squeeze(1);
+    return F::cross_entropy(decoder->dense->forward(hidden.index_select(0, rows)), targets.index_select(0, rows));
 }
 
 // --- decoder, one step at a time ------------------------------------------------

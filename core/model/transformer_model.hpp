@@ -32,7 +32,9 @@ namespace attnviz {
 
 /// What the Transformer's encoder hands the decoder (EncodedSource's src_len and mask besides).
 struct TransformerEncoding : EncodedSource {
-    torch::Tensor output;                ///< [B, S, d] the last block's output (the cross-attention's keys and values)
+    torch::Tensor output;                ///< [B, S, d] the last block's output (the cross-attention's keys and
+                                         ///< values), or [N, d] packed by layout
+    TokenLayout layout;                  ///< where output's tokens lie (packed in training's loss only)
     torch::Tensor bias;                  ///< [B, 1, 1, S] 0 at valid positions, -inf at padding
     std::vector<torch::Tensor> weights;  ///< per block [B, h, S, S]: self-attention weights (when kept)
     std::vector<torch::Tensor> scores;   ///< per block [B, h, S, S]: their raw scores (when kept)
@@ -110,11 +112,14 @@ public:
 
     // --- the Transformer's own ---------------------------------------------------------------
     /// The encoder over embeddings emb [B, S, d] (embed_source's, before √d and the positions).
-    /// keep: every block's self-attention weights and scores in the result.
+    /// keep: every block's self-attention weights and scores in the result. pack: the
+    /// position-wise work on the real tokens only (TokenLayout), output packed.
     TransformerEncoding encode_embedded(const torch::Tensor& emb, const torch::Tensor& src_len,
-                                        const Dropout& dropout, bool keep);
-    /// The decoder's last block output [B, T, d] for target embeddings emb [B, T, d] (teacher forced).
-    torch::Tensor decode_embedded(const torch::Tensor& emb, const TransformerEncoding& enc, const Dropout& dropout);
+                                        const Dropout& dropout, bool keep, bool pack = false);
+    /// The decoder's last block output for target embeddings emb [B, T, d] (teacher forced):
+    /// [B, T, d], or [N, d] for the tokens of `layout` when it is packed.
+    torch::Tensor decode_embedded(const torch::Tensor& emb, const TransformerEncoding& enc, const Dropout& dropout,
+                                  const TokenLayout& layout = {});
 
     TransformerEncoder encoder{nullptr};
     TransformerDecoder decoder{nullptr};
@@ -122,8 +127,9 @@ public:
 private:
     /// The positional encoding of positions [first, first + n): [n, d] on `device`.
     torch::Tensor positions(int64_t first, int64_t n, const torch::Device& device) const;
-    /// emb * √d + positions, with dropout: d2l's pos_encoding(embedding(X) * √d).
-    torch::Tensor embed_positions(const torch::Tensor& emb, int64_t first, const Dropout& dropout, uint64_t which) const;
+    /// emb * √d + positions, with dropout: d2l's pos_encoding(embedding(X) * √d); packed by layout.
+    torch::Tensor embed_positions(const torch::Tensor& emb, int64_t first, const Dropout& dropout, uint64_t which,
+                                  const TokenLayout& layout = {}) const;
     /// Dropout of this mode (training: config().dropout), hashed from stream when given.
     Dropout dropout_for(const DropoutStream* stream) const;
     ModelConfig m_config;

@@ -3,6 +3,7 @@
 // teacher-forced loss, interventions, and training in parts.
 #include "catch_torch.hpp"
 
+#include <functional>
 #include <map>
 #include <random>
 
@@ -204,6 +205,74 @@ TEST_CASE("the Transformer's loss is the masked cross-entropy of its logits, and
         REQUIRE(p.value().grad().defined());
         CHECK(p.value().grad().abs().sum().item<float>() > 0.0f);
     }
+}
+
+TEST_CASE("training's loss packs the real tokens and equals the padded grid's, dropout masks and gradients included",
+          "[transformer][packed]") {
+    auto c = tiny_transformer();
+    c.dropout = 0.3;
+    auto net = build(c);
+    net->to(torch::kDouble);
+    net->train();
+    // d2l's fixed steps: three columns of padding past the longest row, and the decoder input
+    // carrying tokens past each row's end (d2l's [:-1] slice keeps <eos>), which no real token reads.
+    const auto r = ragged_batch({5, 2, 4, 1, 3}, {4, 2, 3, 1, 4}, c.src_vocab, c.tgt_vocab, 31);
+    const int64_t B = r.src.size(0);
+    const auto src = torch::cat({r.src, torch::zeros({B, 3}, torch::kLong)}, 1);
+    auto tgt_in = torch::cat({r.tgt_in, torch::zeros({B, 3}, torch::kLong)}, 1);
+    const auto tgt_out = torch::cat({r.tgt_out, torch::zeros({B, 3}, torch::kLong)}, 1);
+    tgt_in.masked_fill_(tgt_out.eq(Vocab::pad_id), 5);
+    DropoutStream stream;
+    stream.seed = 11;
+    auto gradients = [&](const std::function<torch::Tensor()>& loss_of, double* loss) {
+        net->zero_grad();
+        auto l = loss_of();
+        l.backward();
+        *loss = l.item<double>();
+        std::map<std::string, torch::Tensor> out;
+        for (const auto& p : net->named_parameters()) out[p.key()] = p.value().grad().clone();
+        return out;
+    };
+    double packed = 0, padded = 0, other = 0;
+    LossOptions o;
+    o.dropout = &stream;
+    const auto got = gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &packed);
+    Dropout d;
+    d.p = c.dropout;
+    d.stream = &stream;
+    const auto ref = gradients(
+        [&] {
+            const auto enc = net->encode_embedded(net->embed_source(src), r.src_len, d, /*keep=*/false);
+            REQUIRE_FALSE(enc.layout.packed());
+            const auto h = net->decode_embedded(net->embed_target(tgt_in), enc, d);  // [B, T, d]: every position
+            return masked_cross_entropy(net->decoder->dense->forward(h), tgt_out, Vocab::pad_id);
+        },
+        &padded);
+    CHECK(packed == Approx(padded).epsilon(1e-12));
+    for (const auto& [name, g] : ref) {
+        INFO(name);
+        CHECK(torch::allclose(got.at(name), g, 1e-9, 1e-11));
+    }
+    // The masks matter (so the equality above is the packed masks matching the grid's).
+    stream.seed = 12;
+    gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &other);
+    CHECK(other != Approx(packed).epsilon(1e-6));
+}
+
+TEST_CASE("a token layout packs the first len positions of each row and puts them back with zeros", "[packed]") {
+    const auto layout = TokenLayout::prefix(torch::tensor({2, 0, 3}, torch::kLong), 3, torch::kCPU);
+    REQUIRE(layout.packed());
+    CHECK(layout.index.equal(torch::tensor({0, 1, 6, 7, 8}, torch::kLong)));
+    CHECK(layout.host_index.equal(layout.index));
+    const auto x = torch::arange(18, torch::kFloat).view({3, 3, 2});
+    const auto p = layout.pack(x);
+    CHECK(p.sizes() == torch::IntArrayRef({5, 2}));
+    const auto back = layout.grid(p);
+    const auto real = torch::tensor({1, 1, 0, 0, 0, 0, 1, 1, 1}, torch::kFloat).view({3, 3, 1});
+    CHECK(back.equal(x * real));
+    const TokenLayout dense;
+    CHECK(dense.pack(x).equal(x));
+    CHECK(dense.grid(x).equal(x));
 }
 
 TEST_CASE("an intervention replaces the cross weights of every head and switches heads off", "[transformer]") {
