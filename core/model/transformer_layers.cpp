@@ -35,6 +35,18 @@ TokenLayout TokenLayout::prefix(const torch::Tensor& len, int64_t positions, con
     return layout;
 }
 
+TokenLayout TokenLayout::packing(const torch::Tensor& len, int64_t positions, const torch::Device& device,
+                                 double max_fill) {
+    const auto real = len.to(torch::kCPU, torch::kInt64).clamp_max(positions).sum().item<int64_t>();
+    if (static_cast<double>(real) > max_fill * static_cast<double>(len.size(0) * positions)) {
+        TokenLayout dense;
+        dense.rows = len.size(0);
+        dense.positions = positions;
+        return dense;
+    }
+    return prefix(len, positions, device);
+}
+
 torch::Tensor TokenLayout::pack(const torch::Tensor& grid) const {
     if (!packed()) return grid;
     return grid.reshape({rows * positions, grid.size(-1)}).index_select(0, index);
@@ -124,19 +136,24 @@ torch::Tensor MultiHeadAttentionImpl::merge(const torch::Tensor& x) const {
     return x.permute({0, 2, 1, 3}).reshape({x.size(0), x.size(2), -1});
 }
 
+std::vector<torch::Tensor> MultiHeadAttentionImpl::split_stacked(const torch::Tensor& x, int64_t n) const {
+    // One copy puts every head's rows together; the attention products then read them as they are.
+    return x.view({x.size(0), x.size(1), n, m_heads, -1}).permute({2, 0, 3, 1, 4}).contiguous().unbind(0);
+}
+
 std::array<torch::Tensor, 3> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x, const TokenLayout& layout) const {
     // One product with the three matrices stacked: [B, T, 3d].
-    const auto qkv = layout.grid(F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight}))).chunk(3, -1);
-    return {split(qkv[0].contiguous()), split(qkv[1].contiguous()), split(qkv[2].contiguous())};
+    const auto qkv = split_stacked(layout.grid(F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight}))), 3);
+    return {qkv[0], qkv[1], qkv[2]};
 }
 
 std::array<torch::Tensor, 2> MultiHeadAttentionImpl::project_kv(const torch::Tensor& x, const TokenLayout& layout) const {
-    const auto kv = layout.grid(F::linear(x, torch::cat({W_k->weight, W_v->weight}))).chunk(2, -1);
-    return {split(kv[0].contiguous()), split(kv[1].contiguous())};
+    const auto kv = split_stacked(layout.grid(F::linear(x, torch::cat({W_k->weight, W_v->weight}))), 2);
+    return {kv[0], kv[1]};
 }
 
 torch::Tensor MultiHeadAttentionImpl::project_q(const torch::Tensor& x, const TokenLayout& layout) const {
-    return split(layout.grid(F::linear(x, W_q->weight)));
+    return split_stacked(layout.grid(F::linear(x, W_q->weight)), 1)[0];
 }
 
 torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out, const TokenLayout& layout) const {

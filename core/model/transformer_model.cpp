@@ -122,7 +122,7 @@ TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in
     enc.mask = torch::arange(S, src_len.options().device(emb.device())).unsqueeze(0) <
                src_len.to(emb.device()).unsqueeze(1);
     enc.bias = key_bias(enc.mask);
-    if (pack) enc.layout = TokenLayout::prefix(src_len, S, emb.device());
+    if (pack) enc.layout = TokenLayout::packing(src_len, S, emb.device());
     auto x = embed_positions(emb, 0, dropout, k_enc_embedding, enc.layout);
     for (size_t l = 0; l < encoder->blocks.size(); ++l) {
         HeadAttention kept;
@@ -236,21 +236,24 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tenso
                                     const torch::Tensor& tgt_out, const LossOptions& options) {
     if (options.teacher_forcing < 1.0)
         return masked_cross_entropy(forward(src, src_len, tgt_in, options.teacher_forcing), tgt_out, Vocab::pad_id);
-    // Every position-wise part runs on the real tokens only (TokenLayout): the source's first
-    // src_len, the target's positions up to its last real one (causal attention reads no later one).
+    // Where padding fills a fifth of the grid or more, every position-wise part runs on the real
+    // tokens only (TokenLayout::packing): the source's first src_len, the target's positions up
+    // to its last real one (causal attention reads no later one).
     const Dropout dropout = dropout_for(options.dropout);
     const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, /*pack=*/true);
     const int64_t T = tgt_out.size(1);
     const auto real = tgt_out.ne(Vocab::pad_id);
     const auto steps = (real * torch::arange(1, T + 1, tgt_out.options())).amax(1);  // last real + 1
-    const auto layout = TokenLayout::prefix(steps, T, tgt_out.device());
-    const auto hidden = decode_embedded(embed_target(tgt_in), enc, dropout, layout);  // [N, d]
-    auto targets = tgt_out.reshape(-1).index_select(0, layout.index);
+    const auto layout = TokenLayout::packing(steps, T, tgt_out.device());
+    const auto hidden = decode_embedded(embed_target(tgt_in), enc, dropout, layout);  // [N, d] or [B, T, d]
+    const auto rows_all = hidden.reshape({-1, hidden.size(-1)});
+    const auto flat = tgt_out.reshape(-1);
+    const auto targets = layout.packed() ? flat.index_select(0, layout.index) : flat;
     // The output layer and the loss over the real target tokens only.
     const auto keep = targets.ne(Vocab::pad_id);
-    if (keep.all().item<bool>()) return F::cross_entropy(decoder->dense->forward(hidden), targets);
+    if (keep.all().item<bool>()) return F::cross_entropy(decoder->dense->forward(rows_all), targets);
     const auto rows = keep.nonzero().squeeze(1);
-    return F::cross_entropy(decoder->dense->forward(hidden.index_select(0, rows)), targets.index_select(0, rows));
+    return F::cross_entropy(decoder->dense->forward(rows_all.index_select(0, rows)), targets.index_select(0, rows));
 }
 
 // --- decoder, one step at a time ------------------------------------------------

@@ -214,16 +214,12 @@ TEST_CASE("training's loss packs the real tokens and equals the padded grid's, d
     auto net = build(c);
     net->to(torch::kDouble);
     net->train();
-    // d2l's fixed steps: three columns of padding past the longest row, and the decoder input
-    // carrying tokens past each row's end (d2l's [:-1] slice keeps <eos>), which no real token reads.
-    const auto r = ragged_batch({5, 2, 4, 1, 3}, {4, 2, 3, 1, 4}, c.src_vocab, c.tgt_vocab, 31);
-    const int64_t B = r.src.size(0);
-    const auto src = torch::cat({r.src, torch::zeros({B, 3}, torch::kLong)}, 1);
-    auto tgt_in = torch::cat({r.tgt_in, torch::zeros({B, 3}, torch::kLong)}, 1);
-    const auto tgt_out = torch::cat({r.tgt_out, torch::zeros({B, 3}, torch::kLong)}, 1);
-    tgt_in.masked_fill_(tgt_out.eq(Vocab::pad_id), 5);
     DropoutStream stream;
-    stream.seed = 11;
+    LossOptions o;
+    o.dropout = &stream;
+    Dropout d;
+    d.p = c.dropout;
+    d.stream = &stream;
     auto gradients = [&](const std::function<torch::Tensor()>& loss_of, double* loss) {
         net->zero_grad();
         auto l = loss_of();
@@ -233,30 +229,40 @@ TEST_CASE("training's loss packs the real tokens and equals the padded grid's, d
         for (const auto& p : net->named_parameters()) out[p.key()] = p.value().grad().clone();
         return out;
     };
-    double packed = 0, padded = 0, other = 0;
-    LossOptions o;
-    o.dropout = &stream;
-    const auto got = gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &packed);
-    Dropout d;
-    d.p = c.dropout;
-    d.stream = &stream;
-    const auto ref = gradients(
-        [&] {
-            const auto enc = net->encode_embedded(net->embed_source(src), r.src_len, d, /*keep=*/false);
-            REQUIRE_FALSE(enc.layout.packed());
-            const auto h = net->decode_embedded(net->embed_target(tgt_in), enc, d);  // [B, T, d]: every position
-            return masked_cross_entropy(net->decoder->dense->forward(h), tgt_out, Vocab::pad_id);
-        },
-        &padded);
-    CHECK(packed == Approx(padded).epsilon(1e-12));
-    for (const auto& [name, g] : ref) {
-        INFO(name);
-        CHECK(torch::allclose(got.at(name), g, 1e-9, 1e-11));
-    }
-    // The masks matter (so the equality above is the packed masks matching the grid's).
-    stream.seed = 12;
-    gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &other);
-    CHECK(other != Approx(packed).epsilon(1e-6));
+    // extra: columns of padding past the longest row, as d2l's fixed steps add. The decoder input
+    // carries tokens past each row's end (d2l's [:-1] slice keeps <eos>), which no real token reads.
+    auto check = [&](const std::vector<int64_t>& src_lens, const std::vector<int64_t>& tgt_lens, int64_t extra,
+                     bool packs) {
+        const auto r = ragged_batch(src_lens, tgt_lens, c.src_vocab, c.tgt_vocab, 31);
+        const int64_t B = r.src.size(0);
+        const auto src = torch::cat({r.src, torch::zeros({B, extra}, torch::kLong)}, 1);
+        auto tgt_in = torch::cat({r.tgt_in, torch::zeros({B, extra}, torch::kLong)}, 1);
+        const auto tgt_out = torch::cat({r.tgt_out, torch::zeros({B, extra}, torch::kLong)}, 1);
+        tgt_in.masked_fill_(tgt_out.eq(Vocab::pad_id), 5);
+        CHECK(TokenLayout::packing(r.src_len, src.size(1), torch::kCPU).packed() == packs);
+        stream.seed = 11;
+        double packed = 0, padded = 0, other = 0;
+        const auto got = gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &packed);
+        const auto ref = gradients(
+            [&] {
+                const auto enc = net->encode_embedded(net->embed_source(src), r.src_len, d, /*keep=*/false);
+                REQUIRE_FALSE(enc.layout.packed());
+                const auto h = net->decode_embedded(net->embed_target(tgt_in), enc, d);  // [B, T, d]: every position
+                return masked_cross_entropy(net->decoder->dense->forward(h), tgt_out, Vocab::pad_id);
+            },
+            &padded);
+        CHECK(packed == Approx(padded).epsilon(1e-12));
+        for (const auto& [name, g] : ref) {
+            INFO(name);
+            CHECK(torch::allclose(got.at(name), g, 1e-9, 1e-11));
+        }
+        // The masks matter (so the equality above is the packed masks matching the grid's).
+        stream.seed = 12;
+        gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &other);
+        CHECK(other != Approx(packed).epsilon(1e-6));
+    };
+    SECTION("mostly padding: packed") { check({5, 2, 4, 1, 3}, {4, 2, 3, 1, 4}, 3, true); }
+    SECTION("nearly full: the grid as it is") { check({5, 5, 4, 5, 5}, {4, 4, 4, 3, 4}, 0, false); }
 }
 
 TEST_CASE("a token layout packs the first len positions of each row and puts them back with zeros", "[packed]") {
@@ -273,6 +279,10 @@ TEST_CASE("a token layout packs the first len positions of each row and puts the
     const TokenLayout dense;
     CHECK(dense.pack(x).equal(x));
     CHECK(dense.grid(x).equal(x));
+    // Packing pays only where padding is a fifth of the grid or more.
+    CHECK(TokenLayout::packing(torch::tensor({2, 0, 3}, torch::kLong), 3, torch::kCPU).packed());
+    CHECK_FALSE(TokenLayout::packing(torch::tensor({3, 3, 3, 2, 3}, torch::kLong), 3, torch::kCPU).packed());
+    CHECK(TokenLayout::packing(torch::tensor({3, 3, 3, 2, 3}, torch::kLong), 3, torch::kCPU, 0.95).packed());
 }
 
 TEST_CASE("an intervention replaces the cross weights of every head and switches heads off", "[transformer]") {
