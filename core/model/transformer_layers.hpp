@@ -24,7 +24,8 @@ namespace attnviz {
 torch::Tensor positional_encoding(int64_t positions, int64_t width);
 
 /// Where a pass's tokens lie: every position of a [B, T] grid (dense), or only the real
-/// ones, packed into rows [N] in grid order. Training packs: the position-wise work (the
+/// ones, packed into rows [N] in grid order. Training's loss packs where padding fills a fifth
+/// of the grid or more (TokenLayout::packing): the position-wise work (the
 /// projections, the feed-forward networks, AddNorm, dropout) on padding computes results
 /// nobody reads, and on d2l's data (num_steps 9, ~4 real tokens a sentence) that is more
 /// than half of it. Attention runs on the grid either way (layout.grid puts the packed

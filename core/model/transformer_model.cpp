@@ -143,6 +143,7 @@ std::shared_ptr<const EncodedSource> TransformerImpl::encode(const torch::Tensor
 }
 
 std::shared_ptr<const EncodedSource> TransformerEncoding::select(const torch::Tensor& rows) const {
+    if (layout.packed()) throw std::logic_error("TransformerEncoding::select: a packed encoding has no rows to select");
     auto e = std::make_shared<TransformerEncoding>();
     e->src_len = src_len.index_select(0, rows.to(src_len.device()));
     e->mask = mask.index_select(0, rows);
