@@ -37,14 +37,15 @@ TokenLayout TokenLayout::prefix(const torch::Tensor& len, int64_t positions, con
 
 TokenLayout TokenLayout::packing(const torch::Tensor& len, int64_t positions, const torch::Device& device,
                                  double max_fill) {
-    const auto real = len.to(torch::kCPU, torch::kInt64).clamp_max(positions).sum().item<int64_t>();
+    const auto host = len.to(torch::kCPU, torch::kInt64);  // once: prefix() reads it as it is
+    const auto real = host.clamp_max(positions).sum().item<int64_t>();
     if (static_cast<double>(real) > max_fill * static_cast<double>(len.size(0) * positions)) {
         TokenLayout dense;
         dense.rows = len.size(0);
         dense.positions = positions;
         return dense;
     }
-    return prefix(len, positions, device);
+    return prefix(host, positions, device);
 }
 
 torch::Tensor TokenLayout::pack(const torch::Tensor& grid) const {
