@@ -62,20 +62,22 @@ def compare(w, dev):
 
 
 def train(w):
-    for fam in ('rnn', 'transformer', 'transformer-bf16'):
+    for fam in ('rnn', 'transformer', 'transformer-bf16', 'transformer-before', 'transformer-16k',
+                'transformer-16k-bf16'):
         ours = [x for x in (load(p) for p in sorted(glob.glob(f'{w}/bench_{fam}_[1-9]*.json'))) if x]
-        theirs = [x for x in (load(p) for p in sorted(glob.glob(f'{w}/d2l_{fam}_[1-9]*.json'))) if x]
+        peer = fam.replace('-before', '').replace('-16k-bf16', '-16k')  # d2l's code has no such variants
+        theirs = [x for x in (load(p) for p in sorted(glob.glob(f'{w}/d2l_{peer}_[1-9]*.json'))) if x]
         if not ours:
             continue
         line = (f'{fam}: attnviz {statistics.median(x["tokens_per_second"] for x in ours):.0f} tok/s '
                 f'(rounds {[round(x["tokens_per_second"]) for x in ours]}), val loss {ours[-1]["last_val_loss"]:.4f}, '
-                f'mean BLEU {ours[-1]["mean_bleu"]:.3f}')
+                f'mean BLEU {ours[-1].get("mean_bleu", float("nan")):.3f}')
         if theirs:
             ratio = statistics.median(x['tokens_per_second'] for x in ours) / statistics.median(
                 x['tokens_per_second'] for x in theirs)
             line += (f' | d2l {statistics.median(x["tokens_per_second"] for x in theirs):.0f} tok/s (rounds '
                      f'{[round(x["tokens_per_second"]) for x in theirs]}), val loss {theirs[-1]["last_val_loss"]:.4f}, '
-                     f'mean BLEU {theirs[-1]["mean_bleu"]:.3f} | {ratio:.2f}x')
+                     f'mean BLEU {theirs[-1].get("mean_bleu", float("nan")):.3f} | {ratio:.2f}x')
         print(line)
 
 

@@ -74,12 +74,24 @@ struct AttentionIntervention {
 };
 
 /// How loss() runs.
+/// How the Transformer's training loss lays out its tokens (TokenLayout in
+/// core/model/transformer_layers.hpp); the RNN ignores it.
+enum class TokenPacking {
+    /// when_padded on the CPU; on a GPU the grid: at d2l's sizes a GPU step is bound by kernel
+    /// launches, not arithmetic, packing adds launches and a host sync per layout, and on an
+    /// H200 it bought nothing (README "On a GPU").
+    automatic,
+    when_padded,  ///< the real tokens only, where padding fills a fifth of the grid or more; any device
+    never,        ///< always the padded grid
+};
+
 struct LossOptions {
     double teacher_forcing = 1.0;  ///< probability of feeding the true previous token (a family may support only 1)
     /// Where dropout masks come from (core/model/dropout_stream.hpp; the training step sets
     /// one so that a batch split into parts draws the whole batch's masks); null: ATen's
     /// generator.
     const DropoutStream* dropout = nullptr;
+    TokenPacking packing = TokenPacking::automatic;  ///< the Transformer's token layout (see TokenPacking)
 };
 
 /// A model family's network. Shapes: B batch, S source steps, T target steps, V target vocabulary.

@@ -239,13 +239,18 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tenso
         return masked_cross_entropy(forward(src, src_len, tgt_in, options.teacher_forcing), tgt_out, Vocab::pad_id);
     // Where padding fills a fifth of the grid or more, every position-wise part runs on the real
     // tokens only (TokenLayout::packing): the source's first src_len, the target's positions up
-    // to its last real one (causal attention reads no later one).
+    // to its last real one (causal attention reads no later one). On a GPU, by default, the grid.
+    const bool pack = options.packing == TokenPacking::when_padded ||
+                      (options.packing == TokenPacking::automatic && src.device().is_cpu());
     const Dropout dropout = dropout_for(options.dropout);
-    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, /*pack=*/true);
+    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, pack);
     const int64_t T = tgt_out.size(1);
-    const auto real = tgt_out.ne(Vocab::pad_id);
-    const auto steps = (real * torch::arange(1, T + 1, tgt_out.options())).amax(1);  // last real + 1
-    const auto layout = TokenLayout::packing(steps, T, tgt_out.device());
+    TokenLayout layout;
+    if (pack) {
+        const auto real = tgt_out.ne(Vocab::pad_id);
+        const auto steps = (real * torch::arange(1, T + 1, tgt_out.options())).amax(1);  // last real + 1
+        layout = TokenLayout::packing(steps, T, tgt_out.device());
+    }
     const auto hidden = decode_embedded(embed_target(tgt_in), enc, dropout, layout);  // [N, d] or [B, T, d]
     const auto rows_all = hidden.reshape({-1, hidden.size(-1)});
     const auto flat = tgt_out.reshape(-1);

@@ -17,6 +17,7 @@
 
 using namespace attnviz;
 using attnviz::testing::ragged_batch;
+using attnviz::testing::test_device;
 using attnviz::testing::ThreadCount;
 
 namespace {
@@ -208,11 +209,13 @@ TEST_CASE("the Transformer's loss is the masked cross-entropy of its logits, and
 }
 
 TEST_CASE("training's loss packs the real tokens and equals the padded grid's, dropout masks and gradients included",
-          "[transformer][packed]") {
+          "[transformer][packed][device]") {
+    const auto dev = test_device();
+    INFO("device " << dev);
     auto c = tiny_transformer();
     c.dropout = 0.3;
     auto net = build(c);
-    net->to(torch::kDouble);
+    net->to(dev, torch::kDouble);
     net->train();
     DropoutStream stream;
     LossOptions o;
@@ -232,20 +235,24 @@ TEST_CASE("training's loss packs the real tokens and equals the padded grid's, d
     // extra: columns of padding past the longest row, as d2l's fixed steps add. The decoder input
     // carries tokens past each row's end (d2l's [:-1] slice keeps <eos>), which no real token reads.
     auto check = [&](const std::vector<int64_t>& src_lens, const std::vector<int64_t>& tgt_lens, int64_t extra,
-                     bool packs) {
+                     bool packs, TokenPacking packing = TokenPacking::when_padded) {
+        o.packing = packing;  // when_padded: packs on a GPU too (automatic keeps a GPU's grid)
         const auto r = ragged_batch(src_lens, tgt_lens, c.src_vocab, c.tgt_vocab, 31);
         const int64_t B = r.src.size(0);
-        const auto src = torch::cat({r.src, torch::zeros({B, extra}, torch::kLong)}, 1);
-        auto tgt_in = torch::cat({r.tgt_in, torch::zeros({B, extra}, torch::kLong)}, 1);
-        const auto tgt_out = torch::cat({r.tgt_out, torch::zeros({B, extra}, torch::kLong)}, 1);
+        const auto src = torch::cat({r.src, torch::zeros({B, extra}, torch::kLong)}, 1).to(dev);
+        auto tgt_in = torch::cat({r.tgt_in, torch::zeros({B, extra}, torch::kLong)}, 1).to(dev);
+        const auto tgt_out = torch::cat({r.tgt_out, torch::zeros({B, extra}, torch::kLong)}, 1).to(dev);
+        const auto src_len = r.src_len.to(dev);
         tgt_in.masked_fill_(tgt_out.eq(Vocab::pad_id), 5);
-        CHECK(TokenLayout::packing(r.src_len, src.size(1), torch::kCPU).packed() == packs);
+        const auto layout = TokenLayout::packing(src_len, src.size(1), dev);
+        CHECK(layout.packed() == packs);
+        if (packs) CHECK(layout.index.device() == dev);
         stream.seed = 11;
         double packed = 0, padded = 0, other = 0;
-        const auto got = gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &packed);
+        const auto got = gradients([&] { return net->loss(src, src_len, tgt_in, tgt_out, o); }, &packed);
         const auto ref = gradients(
             [&] {
-                const auto enc = net->encode_embedded(net->embed_source(src), r.src_len, d, /*keep=*/false);
+                const auto enc = net->encode_embedded(net->embed_source(src), src_len, d, /*keep=*/false);
                 REQUIRE_FALSE(enc.layout.packed());
                 const auto h = net->decode_embedded(net->embed_target(tgt_in), enc, d);  // [B, T, d]: every position
                 return masked_cross_entropy(net->decoder->dense->forward(h), tgt_out, Vocab::pad_id);
@@ -258,24 +265,32 @@ TEST_CASE("training's loss packs the real tokens and equals the padded grid's, d
         }
         // The masks matter (so the equality above is the packed masks matching the grid's).
         stream.seed = 12;
-        gradients([&] { return net->loss(src, r.src_len, tgt_in, tgt_out, o); }, &other);
+        gradients([&] { return net->loss(src, src_len, tgt_in, tgt_out, o); }, &other);
         CHECK(other != Approx(packed).epsilon(1e-6));
     };
     SECTION("mostly padding: packed") { check({5, 2, 4, 1, 3}, {4, 2, 3, 1, 4}, 3, true); }
+    SECTION("mostly padding, packing off: the grid") {
+        check({5, 2, 4, 1, 3}, {4, 2, 3, 1, 4}, 3, true, TokenPacking::never);
+    }
     SECTION("nearly full: the grid as it is") { check({5, 5, 4, 5, 5}, {4, 4, 4, 3, 4}, 0, false); }
 }
 
-TEST_CASE("a token layout packs the first len positions of each row and puts them back with zeros", "[packed]") {
-    const auto layout = TokenLayout::prefix(torch::tensor({2, 0, 3}, torch::kLong), 3, torch::kCPU);
+TEST_CASE("a token layout packs the first len positions of each row and puts them back with zeros",
+          "[packed][device]") {
+    const auto dev = test_device();
+    const auto layout = TokenLayout::prefix(torch::tensor({2, 0, 3}, torch::kLong).to(dev), 3, dev);
     REQUIRE(layout.packed());
-    CHECK(layout.index.equal(torch::tensor({0, 1, 6, 7, 8}, torch::kLong)));
-    CHECK(layout.host_index.equal(layout.index));
-    const auto x = torch::arange(18, torch::kFloat).view({3, 3, 2});
+    CHECK(layout.index.device() == dev);
+    CHECK(layout.host_index.device() == torch::Device(torch::kCPU));
+    CHECK(layout.host_index.equal(torch::tensor({0, 1, 6, 7, 8}, torch::kLong)));
+    CHECK(layout.index.cpu().equal(layout.host_index));
+    const auto x = torch::arange(18, torch::TensorOptions(torch::kFloat).device(dev)).view({3, 3, 2});
     const auto p = layout.pack(x);
     CHECK(p.sizes() == torch::IntArrayRef({5, 2}));
     const auto back = layout.grid(p);
+    CHECK(back.device() == dev);
     const auto real = torch::tensor({1, 1, 0, 0, 0, 0, 1, 1, 1}, torch::kFloat).view({3, 3, 1});
-    CHECK(back.equal(x * real));
+    CHECK(back.cpu().equal(x.cpu() * real));
     const TokenLayout dense;
     CHECK(dense.pack(x).equal(x));
     CHECK(dense.grid(x).equal(x));

@@ -32,6 +32,17 @@ struct ThreadCount {
     ThreadCount& operator=(const ThreadCount&) = delete;
 };
 
+/// The device of the tests that can run on either (tag `[device]`): the CPU, or
+/// ATTNVIZ_TEST_DEVICE ("cuda", "cuda:1") on a machine with a GPU; CI runs them on the
+/// CPU, tools/gpu_check.sh on the GPU too. Naming a device that is absent fails the test.
+inline torch::Device test_device() {
+    const char* env = std::getenv("ATTNVIZ_TEST_DEVICE");
+    if (!env || !*env) return torch::kCPU;
+    const torch::Device d{std::string(env)};
+    // "cuda" means the current GPU, which tensors name with its index ("cuda:0").
+    return d.is_cuda() && !d.has_index() ? torch::Device(torch::kCUDA, 0) : d;
+}
+
 /// A tiny model config over the given vocabulary sizes.
 inline ModelConfig tiny_config(Scoring scoring, int64_t src_vocab = 12, int64_t tgt_vocab = 11) {
     ModelConfig c;
