@@ -17,7 +17,7 @@
 # build/release/...: step 0 runs its [device] tests on DEVICE),
 # GPU_DIR (work directory, default a new temporary one), ROUNDS (default "1 2 3"),
 # DEVICE (default cuda; DEVICE=cpu runs the same script on a CPU to try it),
-# STEPS (default "0 1 2 3 4 5"; 1 and 2 are needed by 3 and 4), FAMILIES (the training
+# STEPS (default "0 1 2 3 4 5"; 2 and 4 use the models step 1 saves), FAMILIES (the training
 # rounds' model families, default "rnn transformer"),
 # BIG (a larger Tatoeba-style file, e.g. tools/make_speed_corpus.py's 16,000 pairs: each round
 # also trains the Transformer one epoch on 15,000 of its pairs, float32 and bf16, beside d2l's code),
@@ -58,7 +58,6 @@ want 1 && {
 step "1. train d2l's configurations on $DEV, keep the models"
 $C bench --data "$D" --device "$DEV" --save "$W/rnn.ckpt" -q > "$W/bench_rnn_0.json" || exit 1
 $C bench --arch transformer --data "$D" --device "$DEV" --save "$W/tf.ckpt" -q > "$W/bench_tf_0.json" || exit 1
-
 }
 
 want 2 && {
