@@ -5,6 +5,7 @@
 
 #include "app/cli_common.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/data/tasks.hpp"
 
 namespace attnviz::cli {
@@ -87,7 +88,8 @@ void describe_corpus(const Corpus& c, const std::string& path) {
     }
     if (!c.skipped.empty()) {
         std::ostringstream w;
-        w << path << ": skipped " << c.skipped.size() << " bad line(s), first at line " << c.skipped.front().line
+        w << path << ": skipped " << count_of(static_cast<int64_t>(c.skipped.size()), "bad line", "bad lines")
+          << ", first at line " << c.skipped.front().line
           << " (" << c.skipped.front().reason << ")";
         warn(w.str());
     }

@@ -400,7 +400,10 @@ void CorpusPanel::showSummary() {
 QString CorpusPanel::summaryText() const {
     if (!m_summary) return {};
     const CorpusSummary& s = *m_summary;
-    QString text = tr("<b>%1</b> pairs · %2 skipped line(s)").arg(s.pairs).arg(s.skipped_lines);
+    QString text = (s.pairs == 1 ? tr("<b>1</b> pair") : tr("<b>%1</b> pairs").arg(s.pairs)) + QStringLiteral(" · ") +
+                   (s.skipped_lines == 0   ? tr("no skipped lines")
+                    : s.skipped_lines == 1 ? tr("1 skipped line")
+                                           : tr("%1 skipped lines").arg(s.skipped_lines));
     if (!s.detected.empty()) {
         text += tr("<br>layout: %1").arg(qs(s.detected).toHtmlEscaped());
         if (s.stopped_early) text += tr(" (read %L1 lines: stopped at the maximum pairs)").arg(s.lines_read);
@@ -414,7 +417,9 @@ QString CorpusPanel::summaryText() const {
                     .arg(s.level == TokenLevel::character ? tr("characters")
                          : s.level == TokenLevel::subword ? tr("subwords")
                                                           : tr("words"));
-        if (s.too_long > 0) text += tr("<br>%1 pair(s) over the maximum length left out").arg(s.too_long);
+        if (s.too_long > 0)
+            text += s.too_long == 1 ? tr("<br>1 pair over the maximum length left out")
+                                    : tr("<br>%1 pairs over the maximum length left out").arg(s.too_long);
     } else {
         text += tr("<br><span style='color:#b00020'>%1</span>").arg(qs(s.problem).toHtmlEscaped());
     }

@@ -3,6 +3,7 @@
 #include "core/analysis/alignment_eval.hpp"
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -49,11 +50,11 @@ HeadSelection cross_heads(const ModelConfig& model, int layer, const std::string
     const int64_t per_layer = model.is_transformer() ? model.num_heads : 1;
     if (s.layer >= layers)
         throw ConfigError("alignment layer " + std::to_string(s.layer) + ": the model's cross-attention has " +
-                          std::to_string(layers) + " layer(s), 0.." + std::to_string(layers - 1) + " (-1: the last)");
+                          count_of(layers, "layer", "layers") + ", 0.." + std::to_string(layers - 1) + " (-1: the last)");
     for (int h : s.heads)
         if (h >= per_layer)
-            throw ConfigError("alignment heads '" + heads + "': the model has " + std::to_string(per_layer) +
-                              " head(s) per layer, 0.." + std::to_string(per_layer - 1));
+            throw ConfigError("alignment heads '" + heads + "': the model has " +
+                              count_of(per_layer, "head", "heads") + " per layer, 0.." + std::to_string(per_layer - 1));
     return s;
 }
 

@@ -13,6 +13,9 @@ namespace attnviz {
 /// ("\nException raised from ..."): the part a user can act on.
 std::string without_stack_trace(std::string message);
 
+/// A count with its noun for a message: "1 layer", "2 layers", "0 layers".
+std::string count_of(int64_t n, std::string_view one, std::string_view many);
+
 /// A shape as "[3, 4]" ("[]" for a scalar).
 std::string shape_to_string(const std::vector<int64_t>& shape);
 

@@ -5,6 +5,7 @@
 
 #include "core/config/config.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -101,7 +102,7 @@ AttentionMatrix AttentionRecord::select(const HeadSelection& s) const {
     const int layer = s.layer < 0 ? layers - 1 : s.layer;
     const auto missing = [&](const std::string& what) {
         return ConfigError("attention: no " + to_string(s.kind) + " " + what + " (this model records " +
-                           std::to_string(layers) + " layer(s) of " + std::to_string(heads) + " head(s))");
+                           count_of(layers, "layer", "layers") + " of " + count_of(heads, "head", "heads") + ")");
     };
     if (layers == 0 || layer >= layers) throw missing("layer " + std::to_string(layer));
     if (s.heads.empty()) {

@@ -12,6 +12,7 @@
 #include <torch/version.h>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -53,8 +54,8 @@ torch::Device resolve_device(const std::string& name) {
         try {
             torch::Device d(name);
             if (d.index() >= static_cast<int>(torch::cuda::device_count()))
-                throw ConfigError("device '" + name + "': only " + std::to_string(torch::cuda::device_count()) +
-                                  " CUDA device(s) present");
+                throw ConfigError("device '" + name + "': only " +
+                                  count_of(torch::cuda::device_count(), "CUDA device", "CUDA devices") + " present");
             return d;
         } catch (const c10::Error&) {
             throw ConfigError("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");

@@ -77,11 +77,11 @@ std::string human_bytes(uint64_t n) {
 
 std::string describe_config(const ModelConfig& c) {
     if (c.is_transformer())
-        return "Transformer, width " + std::to_string(c.hidden_size) + ", " + std::to_string(c.num_layers) +
-               " block(s), " + std::to_string(c.num_heads) + " heads, feed-forward " + std::to_string(c.ffn_size) +
+        return "Transformer, width " + std::to_string(c.hidden_size) + ", " + count_of(c.num_layers, "block", "blocks") +
+               ", " + count_of(c.num_heads, "head", "heads") + ", feed-forward " + std::to_string(c.ffn_size) +
                ", vocabularies " + std::to_string(c.src_vocab) + "/" + std::to_string(c.tgt_vocab);
     return "embed " + std::to_string(c.embed_size) + ", hidden " + std::to_string(c.hidden_size) + ", " +
-           std::to_string(c.num_layers) + " layer(s), " + to_string(c.cell) + (c.bidirectional ? ", bidirectional" : "") +
+           count_of(c.num_layers, "layer", "layers") + ", " + to_string(c.cell) + (c.bidirectional ? ", bidirectional" : "") +
            ", " + to_string(c.scoring) + " scoring, vocabularies " + std::to_string(c.src_vocab) + "/" +
            std::to_string(c.tgt_vocab);
 }

@@ -164,7 +164,7 @@ TEST_CASE("alignments from a chosen layer and heads: one head, a layer's mean, a
     CHECK(r.select(HeadSelection::parse(0, "0,1")) == mean0);
     CHECK(HeadSelection::parse(-1, "0,1").describe() == "cross, last layer, heads 0,1");
     CHECK(HeadSelection::parse(0, "mean").describe() == "cross, layer 0, mean of heads");
-    CHECK_THROWS_WITH(r.select(HeadSelection::parse(2, "mean")), Catch::Contains("2 layer(s) of 2 head(s)"));
+    CHECK_THROWS_WITH(r.select(HeadSelection::parse(2, "mean")), Catch::Contains("2 layers of 2 heads"));
     CHECK_THROWS_WITH(r.select(HeadSelection::parse(0, "3")), Catch::Contains("head 3"));
     // The RNN's one map is every selection of layer 0 (or the last).
     Hypothesis rnn;

@@ -58,6 +58,13 @@ std::string refused(const std::string& proto) {
 
 }  // namespace
 
+TEST_CASE("count_of: one noun for one, the plural for every other count", "[message]") {
+    CHECK(count_of(1, "layer", "layers") == "1 layer");
+    CHECK(count_of(2, "layer", "layers") == "2 layers");
+    CHECK(count_of(0, "bad line", "bad lines") == "0 bad lines");
+    CHECK(count_of(-1, "head", "heads") == "-1 heads");
+}
+
 TEST_CASE("quote: file contents in messages are short, escaped and valid UTF-8", "[hostile][message]") {
     CHECK(quote("plain") == "'plain'");
     CHECK(quote("caf\xC3\xA9 \xE2\x96\x81x") == "'caf\xC3\xA9 \xE2\x96\x81x'");  // UTF-8 stays as it is

@@ -80,6 +80,7 @@ TEST_CASE("parallel text opens from two files, and the layout detected is shown"
     CHECK(panel->sourceKey() == QStringLiteral("parallel:") + QFileInfo(en).absoluteFilePath() + QLatin1Char('\n') +
                                     QFileInfo(fr).absoluteFilePath());
     CHECK(panel->summaryText().contains(QStringLiteral("layout: parallel text, one sentence per line")));
+    CHECK(panel->summaryText().startsWith(QStringLiteral("<b>300</b> pairs · no skipped lines<br>")));
     CHECK(panel->sourceVocabSize() == 4 + 11 + 4);
     CHECK(panel->findChild<QComboBox*>()->currentText() == QStringLiteral("Files: train.en + train.fr"));
 

@@ -137,6 +137,7 @@ TEST_CASE("bad files give a clear error and the app keeps running", "[ui][errors
     CHECK(f.w().corpusPanel()->sourceKey() == QStringLiteral("file:") + QFileInfo(tsv).absoluteFilePath());
     CHECK(f.w().corpusPanel()->corpus()->pairs.size() == 3);
     CHECK(f.w().corpusPanel()->corpus()->skipped.size() == 1);
+    CHECK(f.w().corpusPanel()->summaryText().startsWith(QStringLiteral("<b>3</b> pairs · 1 skipped line<br>")));
 
     // Training still works after all that.
     f.w().corpusPanel()->selectTask(TaskKind::reverse);
