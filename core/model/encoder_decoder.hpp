@@ -73,7 +73,6 @@ struct AttentionIntervention {
     std::vector<AttentionMapId> heads_off;
 };
 
-/// How loss() runs.
 /// How the Transformer's training loss lays out its tokens (TokenLayout in
 /// core/model/transformer_layers.hpp); the RNN ignores it.
 enum class TokenPacking {
@@ -85,6 +84,7 @@ enum class TokenPacking {
     never,        ///< always the padded grid
 };
 
+/// How loss() runs.
 struct LossOptions {
     double teacher_forcing = 1.0;  ///< probability of feeding the true previous token (a family may support only 1)
     /// Where dropout masks come from (core/model/dropout_stream.hpp; the training step sets
