@@ -1,6 +1,8 @@
 // What every family shares: weights copied by name, parameters counted, d2l's loss.
 #include "core/model/encoder_decoder.hpp"
 
+#include "core/text/vocab.hpp"
+
 namespace F = torch::nn::functional;
 
 namespace attnviz {
@@ -18,6 +20,13 @@ int64_t count_parameters(const torch::nn::Module& module) {
     for (const auto& p : module.parameters())
         if (p.requires_grad()) n += p.numel();
     return n;
+}
+
+TokenLogits EncoderDecoder::real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len,
+                                              const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
+    const auto logits = forward(src, src_len, tgt_in);
+    const auto rows = tgt_out.reshape(-1).ne(Vocab::pad_id).nonzero().squeeze(1);
+    return {logits.reshape({-1, logits.size(-1)}).index_select(0, rows), tgt_out.reshape(-1).index_select(0, rows)};
 }
 
 torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {

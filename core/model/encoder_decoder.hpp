@@ -94,6 +94,12 @@ struct LossOptions {
     TokenPacking packing = TokenPacking::automatic;  ///< the Transformer's token layout (see TokenPacking)
 };
 
+/// Teacher-forced scores of a batch's real target tokens (what validation counts).
+struct TokenLogits {
+    torch::Tensor logits;   ///< [N, V] forward()'s logits at tgt_out's N real (non-pad) tokens
+    torch::Tensor targets;  ///< [N] those tokens, in the same order
+};
+
 /// A model family's network. Shapes: B batch, S source steps, T target steps, V target vocabulary.
 class EncoderDecoder : public torch::nn::Module {
 public:
@@ -130,6 +136,12 @@ public:
     /// of forward(src, src_len, tgt_in); a family may compute it without the padding's logits.
     virtual torch::Tensor loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
                                const torch::Tensor& tgt_out, const LossOptions& options = {}) = 0;
+    /// forward()'s logits (full teacher forcing) at tgt_out's real tokens, in an order the
+    /// targets give, for validation's loss and accuracy. A family may compute them without the
+    /// padding's positions (the Transformer packs them on the CPU as loss() does); by default
+    /// forward() on the whole grid, then its real tokens.
+    virtual TokenLogits real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len,
+                                          const torch::Tensor& tgt_in, const torch::Tensor& tgt_out);
     /// Whether loss() may run on parts of a batch at once, one CPU thread each, with its
     /// randomness all from options.dropout (core/train/split_step.hpp).
     virtual bool trains_in_parts(double teacher_forcing) const { return false; }

@@ -237,6 +237,18 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tenso
                                     const torch::Tensor& tgt_out, const LossOptions& options) {
     if (options.teacher_forcing < 1.0)
         return masked_cross_entropy(forward(src, src_len, tgt_in, options.teacher_forcing), tgt_out, Vocab::pad_id);
+    const TokenLogits t = token_logits(src, src_len, tgt_in, tgt_out, options);
+    return F::cross_entropy(t.logits, t.targets);
+}
+
+TokenLogits TransformerImpl::real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len,
+                                               const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
+    return token_logits(src, src_len, tgt_in, tgt_out, LossOptions{});
+}
+
+TokenLogits TransformerImpl::token_logits(const torch::Tensor& src, const torch::Tensor& src_len,
+                                          const torch::Tensor& tgt_in, const torch::Tensor& tgt_out,
+                                          const LossOptions& options) {
     // Where padding fills a fifth of the grid or more, every position-wise part runs on the real
     // tokens only (TokenLayout::packing): the source's first src_len, the target's positions up
     // to its last real one (causal attention reads no later one). On a GPU, by default, the grid.
@@ -255,11 +267,11 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tenso
     const auto rows_all = hidden.reshape({-1, hidden.size(-1)});
     const auto flat = tgt_out.reshape(-1);
     const auto targets = layout.packed() ? flat.index_select(0, layout.index) : flat;
-    // The output layer and the loss over the real target tokens only.
+    // The output layer over the real target tokens only.
     const auto keep = targets.ne(Vocab::pad_id);
-    if (keep.all().item<bool>()) return F::cross_entropy(decoder->dense->forward(rows_all), targets);
+    if (keep.all().item<bool>()) return {decoder->dense->forward(rows_all), targets};
     const auto rows = keep.nonzero().squeeze(1);
-    return F::cross_entropy(decoder->dense->forward(rows_all.index_select(0, rows)), targets.index_select(0, rows));
+    return {decoder->dense->forward(rows_all.index_select(0, rows)), targets.index_select(0, rows)};
 }
 
 // --- decoder, one step at a time ------------------------------------------------

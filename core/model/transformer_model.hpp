@@ -107,6 +107,9 @@ public:
     /// dropout masks hashed from options.dropout when given.
     torch::Tensor loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
                        const torch::Tensor& tgt_out, const LossOptions& options = {}) override;
+    /// loss()'s packed computation, without dropout in eval mode: the output layer on the real tokens only.
+    TokenLogits real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                                  const torch::Tensor& tgt_out) override;
     /// With full teacher forcing every mask comes from LossOptions::dropout: parts of a batch may train at once.
     bool trains_in_parts(double teacher_forcing) const override { return teacher_forcing >= 1.0; }
 
@@ -125,6 +128,10 @@ public:
     TransformerDecoder decoder{nullptr};
 
 private:
+    /// The logits of tgt_out's real tokens with full teacher forcing, laid out as options say
+    /// (packed or the grid), dropout from options.dropout: loss() and real_token_logits().
+    TokenLogits token_logits(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                             const torch::Tensor& tgt_out, const LossOptions& options);
     /// The positional encoding of positions [first, first + n): [n, d] on `device`.
     torch::Tensor positions(int64_t first, int64_t n, const torch::Device& device) const;
     /// emb * √d + positions, with dropout: d2l's pos_encoding(embedding(X) * √d); packed by layout.

@@ -57,12 +57,12 @@ torch::Tensor loss_in(Precision precision, EncoderDecoder& model, const torch::T
 ValidationSums forward_sums(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
                             const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
     ValidationSums v;
-    const auto logits = model.forward(src, src_len, tgt_in);
-    const auto mask = tgt_out.ne(Vocab::pad_id);
-    v.tokens = mask.sum().item<double>();
+    const TokenLogits t = model.real_token_logits(src, src_len, tgt_in, tgt_out);
+    v.tokens = static_cast<double>(t.targets.numel());
     if (v.tokens == 0) return v;
-    v.loss = masked_cross_entropy(logits, tgt_out, Vocab::pad_id).item<double>() * v.tokens;
-    v.correct = logits.argmax(-1).eq(tgt_out).logical_and(mask).sum().item<double>();
+    namespace F = torch::nn::functional;
+    v.loss = F::cross_entropy(t.logits, t.targets, F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
+    v.correct = t.logits.argmax(-1).eq(t.targets).sum().item<double>();
     return v;
 }
 

@@ -69,7 +69,8 @@ struct ValidationSums {
 
 /// Validation's sums over one batch, without gradients, with the model in
 /// whatever mode it is in (Trainer::evaluate puts it in eval mode). parts <= 1:
-/// one teacher-forced forward pass on the calling thread. parts > 1: every
+/// one teacher-forced forward pass (EncoderDecoder::real_token_logits: the Transformer
+/// skips padding there as in training) on the calling thread. parts > 1: every
 /// parts-th row to each part, the parts' forward passes at once (one CPU thread
 /// each, as in split_loss_backward, whose conditions apply: split_step_parts
 /// with teacher forcing 1 says when), their sums added in part order, so the

@@ -208,6 +208,37 @@ TEST_CASE("the Transformer's loss is the masked cross-entropy of its logits, and
     }
 }
 
+TEST_CASE("validation reads the real tokens' logits without the padding, equal to forward()'s there",
+          "[transformer][packed]") {
+    auto c = tiny_transformer();
+    auto net = build(c);
+    net->eval();
+    // 9 of 20 source places and 8 of 16 target places real: the packed layout (under 80% full).
+    const auto r = ragged_batch({5, 1, 2, 1}, {4, 1, 1, 2}, c.src_vocab, c.tgt_vocab, 6);
+    const TokenLogits packed = net->real_token_logits(r.src, r.src_len, r.tgt_in, r.tgt_out);
+    const TokenLogits grid = net->EncoderDecoder::real_token_logits(r.src, r.src_len, r.tgt_in, r.tgt_out);
+    const auto real = r.tgt_out.ne(Vocab::pad_id).sum().item<int64_t>();
+    REQUIRE(packed.targets.numel() == real);
+    REQUIRE(packed.logits.sizes() == torch::IntArrayRef({real, c.tgt_vocab}));
+    CHECK(torch::equal(packed.targets, grid.targets));  // the same tokens in the same order
+    CHECK(torch::allclose(packed.logits, grid.logits, 1e-4, 1e-5));
+    CHECK(torch::equal(grid.targets, r.tgt_out.masked_select(r.tgt_out.ne(Vocab::pad_id))));
+
+    // Validation's sums from them: the masked cross-entropy of forward(), and its accuracy.
+    Batch b;
+    b.src = r.src;
+    b.src_len = r.src_len;
+    b.tgt_in = r.tgt_in;
+    b.tgt_out = r.tgt_out;
+    const ValidationSums sums = split_validation_sums(*net, b, 1);
+    torch::NoGradGuard no_grad;
+    const auto logits = net->forward(r.src, r.src_len, r.tgt_in);
+    const auto mask = r.tgt_out.ne(Vocab::pad_id);
+    CHECK(sums.tokens == real);
+    CHECK(sums.loss == Approx(masked_cross_entropy(logits, r.tgt_out, Vocab::pad_id).item<double>() * real).epsilon(1e-5));
+    CHECK(sums.correct == logits.argmax(-1).eq(r.tgt_out).logical_and(mask).sum().item<double>());
+}
+
 TEST_CASE("training's loss packs the real tokens and equals the padded grid's, dropout masks and gradients included",
           "[transformer][packed][device]") {
     const auto dev = test_device();
