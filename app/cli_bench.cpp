@@ -167,6 +167,7 @@ int run_bench(BenchOptions& o) {
     j["torch"] = libtorch_version();
     j["precision"] = to_string(t.precision);
     j["cpu_bf16_hardware"] = cpu_bf16_hardware();
+    j["cpu_subnormals_flushed"] = ScopedFlushDenormal::supported();  // training's CPU threads (core/train/precision.hpp)
     j["pipeline"] = {{"steps", t.fixed_steps},
                      {"bucket_window", t.bucket_window},
                      {"pairs_longer_than_9_tokens", longer_than_steps},

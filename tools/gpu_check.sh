@@ -85,7 +85,7 @@ for r in ${ROUNDS:-1 2 3}; do
   # Mixed precision (--precision bf16) against d2l's code run unchanged under torch.autocast.
   $C bench --arch transformer --precision bf16 --data "$D" --device "$DEV" -q > "$W/bench_transformer-bf16_$r.json"
   if [ $HAVE_D2L = 1 ]; then
-    "$PY" "$ROOT/tools/d2l_autocast.py" "$REF/d2l_transformer_reference.py" "$D" --num-val 127 --device "$DEV" \
+    "$PY" "$ROOT/tools/d2l_peer.py" --bf16 "$REF/d2l_transformer_reference.py" "$D" --num-val 127 --device "$DEV" \
       --json "$W/d2l_transformer-bf16_$r.json" > /dev/null
   fi
   if [ -n "${BEFORE_CLI:-}" ]; then

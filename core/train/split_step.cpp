@@ -77,6 +77,7 @@ int split_step_parts(const EncoderDecoder& model, const torch::Device& device, i
 
 double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts,
                            double weight, Precision precision) {
+    const ScopedFlushDenormal flush;  // this thread's part (or the whole batch), backward included
     const bool fused = model.trains_in_parts(teacher_forcing);
     if (parts > 1 && !fused)
         throw std::logic_error("split_loss_backward: the model does not train through its fused nodes only");
@@ -111,6 +112,7 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
     // One part per thread; ATen runs operations inside a parallel region on the
     // calling thread only, and autograd's CPU backward runs on the thread that asks.
     at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+        const ScopedFlushDenormal flush_here;  // the mode is per thread
         for (int64_t p = begin; p < end; ++p) {
             auto& pt = part[static_cast<size_t>(p)];
             auto loss = loss_in(precision, model, pt.src, pt.src_len, pt.tgt_in, pt.tgt_out,
@@ -128,13 +130,15 @@ double split_loss_backward(EncoderDecoder& model, const Batch& batch, double tea
 
 ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, int parts) {
     torch::NoGradGuard no_grad;
+    const ScopedFlushDenormal flush;  // as training computes
     if (parts <= 1) return forward_sums(model, batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
     if (!model.trains_in_parts(1.0))
         throw std::logic_error("split_validation_sums: the model does not run through its fused nodes only");
     std::vector<Part> part = split_rows(batch, parts);
     std::vector<ValidationSums> sums(part.size());
     at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
-        torch::NoGradGuard no_grad_here;  // grad mode is per thread
+        torch::NoGradGuard no_grad_here;  // grad mode and the float mode are per thread
+        const ScopedFlushDenormal flush_here;
         for (int64_t p = begin; p < end; ++p) {
             const auto& pt = part[static_cast<size_t>(p)];
             sums[static_cast<size_t>(p)] = forward_sums(model, pt.src, pt.src_len, pt.tgt_in, pt.tgt_out);

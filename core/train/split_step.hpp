@@ -56,7 +56,9 @@ int split_step_parts(const EncoderDecoder& model, const torch::Device& device, i
 /// step). The batch must be on the model's device. The gradient accumulated is `weight`
 /// times the loss's (a chunk of a larger batch: its share of the batch's target tokens).
 /// `precision`: the forward passes' arithmetic (core/train/precision.hpp; bf16 on the
-/// Transformer only, which the Trainer checks).
+/// Transformer only, which the Trainer checks). Every thread of the step computes with
+/// subnormal numbers flushed to zero (ScopedFlushDenormal, core/train/precision.hpp), as
+/// does split_validation_sums.
 double split_loss_backward(EncoderDecoder& model, const Batch& batch, double teacher_forcing, int parts,
                            double weight = 1.0, Precision precision = Precision::fp32);
 

@@ -7,6 +7,7 @@
 
 #include "core/io/message.hpp"
 #include "core/model/families.hpp"
+#include "core/train/precision.hpp"
 #include "core/train/train.hpp"
 
 namespace attnviz {
@@ -45,6 +46,9 @@ StopReason Trainer::run(TrainObserver* observer) {
     TrainObserver null_observer;
     RunState run;
     run.obs = observer ? observer : &null_observer;
+    // The optimiser, validation and the sample translations on this thread as the steps
+    // compute (split_loss_backward flushes its own threads too).
+    const ScopedFlushDenormal flush;
     try {
         begin_run(run);
         for (int epoch = m_history.epochs_done + 1; epoch <= m_train_config.epochs; ++epoch) {
