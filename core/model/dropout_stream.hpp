@@ -35,4 +35,12 @@ inline uint64_t dropout_key(int64_t batch_row, int64_t step) {
 torch::Tensor hashed_dropout_mask(const DropoutStream& stream, uint64_t which, const std::vector<uint64_t>& keys,
                                   int64_t units, double keep, const torch::TensorOptions& options);
 
+/// The dropout masks of multi-head attention weights, [B, heads, queries, units] in one
+/// tensor: head h's [B, queries, units] is hashed_dropout_mask(stream, (which << 8) | h,
+/// keys, units, keep) viewed so, where keys are the B x queries (batch row, query) keys in
+/// row-major order. std::logic_error when keys.size() is not a multiple of queries.
+torch::Tensor hashed_dropout_head_masks(const DropoutStream& stream, uint64_t which, const std::vector<uint64_t>& keys,
+                                        int64_t heads, int64_t queries, int64_t units, double keep,
+                                        const torch::TensorOptions& options);
+
 }  // namespace attnviz

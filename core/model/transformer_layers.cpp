@@ -92,13 +92,7 @@ torch::Tensor Dropout::weights(const torch::Tensor& w, uint64_t which) const {
     // One mask per head whose columns are the keys: a part of a batch, narrower than the
     // whole, reads a prefix of each row's mask, so splitting the batch changes no mask.
     const int64_t B = w.size(0), h = w.size(1), Tq = w.size(2), Tk = w.size(3);
-    const auto keys = grid_keys(*stream, B, Tq);
-    std::vector<torch::Tensor> masks;
-    for (int64_t head = 0; head < h; ++head)
-        masks.push_back(hashed_dropout_mask(*stream, (which << 8) | static_cast<uint64_t>(head), keys, Tk, 1.0 - p,
-                                            w.options())
-                            .view({B, Tq, Tk}));
-    return w * torch::stack(masks, 1);
+    return w * hashed_dropout_head_masks(*stream, which, grid_keys(*stream, B, Tq), h, Tq, Tk, 1.0 - p, w.options());
 }
 
 // --- attention ---------------------------------------------------------------

@@ -3,8 +3,11 @@
 // threads' timing, and when a step is split at all.
 #include "catch_torch.hpp"
 
+#include <cstdint>
 #include <map>
 #include <random>
+#include <stdexcept>
+#include <utility>
 
 #include <ATen/Parallel.h>
 
@@ -163,6 +166,50 @@ TEST_CASE("hashed dropout masks keep the asked share, scaled, and differ by seed
     const auto next = hashed_dropout_mask(stream, 1, shifted, 256, keep, opt);
     CHECK(mask.narrow(0, 1, 399).ne(0).eq(next.narrow(0, 0, 399).ne(0)).all().item<bool>());  // a token's mask is its own
     CHECK(agreement(next) == Approx(0.58).margin(0.01));
+}
+
+namespace {
+/// How many elements a mask keeps, and a hash of where (their row-major indices).
+std::pair<int64_t, uint64_t> fingerprint(const torch::Tensor& mask) {
+    const auto flat = mask.contiguous().view(-1);
+    const auto* m = flat.data_ptr<float>();
+    int64_t kept = 0;
+    uint64_t print = 0;
+    for (int64_t i = 0; i < flat.numel(); ++i)
+        if (m[i] != 0.0f) {
+            ++kept;
+            print = print * 31 + static_cast<uint64_t>(i);
+        }
+    return {kept, print};
+}
+}  // namespace
+
+TEST_CASE("hashed dropout masks are the same numbers on every CPU and in every version, one attention head's too",
+          "[split][train]") {
+    // A seeded run draws the same masks wherever it runs: these fingerprints come from the
+    // first, scalar version of the hash (before the AVX-512 build of its loop, 2026-11-27).
+    const DropoutStream stream{12345, {}};
+    std::vector<uint64_t> keys;
+    for (int64_t row = 0; row < 40; ++row)
+        for (int64_t t = 0; t < 10; ++t) keys.push_back(dropout_key(row, t));
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+    CHECK(fingerprint(hashed_dropout_mask(stream, 1, keys, 256, 0.7, f32)) ==
+          std::make_pair<int64_t, uint64_t>(71595, 17457922845118517737ULL));
+    CHECK(fingerprint(hashed_dropout_mask(stream, 1, keys, 7, 0.7, f32)) ==
+          std::make_pair<int64_t, uint64_t>(1977, 4360081488426075061ULL));
+    CHECK(fingerprint(hashed_dropout_mask(stream, (3 << 8) | 2, keys, 7, 0.7, f32)) ==
+          std::make_pair<int64_t, uint64_t>(1927, 5611361763810611718ULL));
+
+    // Attention weights' masks, [B, heads, queries, keys] at once: head h is mask (which << 8) | h.
+    const auto heads = hashed_dropout_head_masks(stream, 3, keys, 4, 10, 7, 0.7, f32);
+    REQUIRE(heads.sizes() == torch::IntArrayRef({40, 4, 10, 7}));
+    for (int64_t h = 0; h < 4; ++h) {
+        INFO("head " << h);
+        CHECK(torch::equal(heads.select(1, h).reshape({400, 7}),
+                           hashed_dropout_mask(stream, (3 << 8) | static_cast<uint64_t>(h), keys, 7, 0.7, f32)));
+    }
+    CHECK(fingerprint(heads.select(1, 2)) == std::make_pair<int64_t, uint64_t>(1927, 5611361763810611718ULL));
+    CHECK_THROWS_AS(hashed_dropout_head_masks(stream, 3, keys, 4, 7, 7, 0.7, f32), std::logic_error);
 }
 
 TEST_CASE("a training step is split only on the CPU, with threads, rows and fused nodes enough", "[split][train]") {
