@@ -254,7 +254,7 @@ TEST_CASE("mixed precision is the Transformer's: an RNN refuses it with the reas
     CHECK_THROWS_AS(Trainer(data, ModelConfig{}, t), ConfigError);
 }
 
-TEST_CASE("ScopedFlushDenormal: subnormal results and inputs are zero on its thread while it lives; the mode before "
+TEST_CASE("ScopedFlushDenormal: subnormal results and inputs are zero on its thread while it lives, and the mode before "
           "comes back",
           "[precision][subnormal]") {
     if (!ScopedFlushDenormal::supported()) {
