@@ -34,7 +34,7 @@ private:
 
 /// While alive, the calling thread's CPU arithmetic treats subnormal floats (|x| below
 /// 1.18e-38 in float32) as zero, on input and on output (x86: MXCSR's FTZ and DAZ bits;
-/// ARM64: FPCR.FZ), as TensorFlow's CPU kernels and oneDNN's training primitives do.
+/// ARM64: FPCR.FZ), as TensorFlow's CPU kernels do by default.
 /// Why: a softmax puts weights near zero, and d2l's Transformer on the 5,000-pair file
 /// then carries subnormals in 0.5% of its attention weights and 0.2% of its layers'
 /// output gradients; every matrix product that reads one runs through the CPU's slow
@@ -44,8 +44,9 @@ private:
 /// The mode is per thread: a step split over threads holds one guard per thread; an ATen
 /// operation's own intra-op worker threads keep the mode they started with (a thread
 /// started while a guard lives starts with its mode, as Linux copies the register to new
-/// threads). Nests: the mode before is restored on destruction. GPU arithmetic is not affected (CUDA kernels choose
-/// their own). Where the CPU has no such mode the guard does nothing (supported() false).
+/// threads). Nests: the mode before is restored on destruction. GPU arithmetic is not
+/// affected (CUDA kernels choose their own). Where the CPU has no such mode the guard does
+/// nothing (supported() false).
 class ScopedFlushDenormal {
 public:
     ScopedFlushDenormal();
