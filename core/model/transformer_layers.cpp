@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 namespace F = torch::nn::functional;
@@ -58,6 +59,13 @@ torch::Tensor TokenLayout::grid(const torch::Tensor& x) const {
     return torch::zeros({rows * positions, x.size(-1)}, x.options()).index_copy(0, index, x).view({rows, positions, -1});
 }
 
+torch::Tensor TokenLayout::row_map(int64_t B, int64_t T) const {
+    if (!packed()) return torch::arange(B * T, torch::kInt64).view({B, T});
+    auto map = torch::full({B * T}, -1, torch::kInt64);
+    map.index_copy_(0, host_index, torch::arange(host_index.numel(), torch::kInt64));
+    return map.view({B, T});
+}
+
 // --- dropout -----------------------------------------------------------------
 
 namespace {
@@ -89,10 +97,16 @@ torch::Tensor Dropout::tokens(const torch::Tensor& x, uint64_t which, const Toke
 torch::Tensor Dropout::weights(const torch::Tensor& w, uint64_t which) const {
     if (!on()) return w;
     if (!stream) return torch::dropout(w, p, /*train=*/true);
+    return w * head_mask(w.size(0), w.size(1), w.size(2), w.size(3), which).to(w.options());
+}
+
+torch::Tensor Dropout::head_mask(int64_t B, int64_t h, int64_t Tq, int64_t Tk, uint64_t which) const {
+    if (!on()) return {};
+    if (!stream) throw std::logic_error("Dropout::head_mask: ATen's dropout has no mask to hand out");
     // One mask per head whose columns are the keys: a part of a batch, narrower than the
     // whole, reads a prefix of each row's mask, so splitting the batch changes no mask.
-    const int64_t B = w.size(0), h = w.size(1), Tq = w.size(2), Tk = w.size(3);
-    return w * hashed_dropout_head_masks(*stream, which, grid_keys(*stream, B, Tq), h, Tq, Tk, 1.0 - p, w.options());
+    return hashed_dropout_head_masks(*stream, which, grid_keys(*stream, B, Tq), h, Tq, Tk, 1.0 - p,
+                                     torch::TensorOptions().dtype(torch::kFloat));
 }
 
 // --- attention ---------------------------------------------------------------
@@ -155,6 +169,31 @@ torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out, con
     return F::linear(layout.pack(merge(heads_out)), W_o->weight);
 }
 
+torch::Tensor MultiHeadAttentionImpl::short_self(const torch::Tensor& x, ShortAttentionOptions where) const {
+    const int64_t d = W_q->weight.size(0);
+    // float: under bf16 autocast the product comes back in bfloat16; the kernel sums in float.
+    const auto qkv = F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight})).reshape({-1, 3 * d}).to(torch::kFloat);
+    where.heads = m_heads;
+    where.width = d;
+    where.q_column = 0;
+    where.k_column = d;
+    where.v_column = 2 * d;
+    return F::linear(short_attention(qkv, qkv, where), W_o->weight).view(x.sizes());
+}
+
+torch::Tensor MultiHeadAttentionImpl::short_cross(const torch::Tensor& x, const torch::Tensor& memory,
+                                                  ShortAttentionOptions where) const {
+    const int64_t d = W_q->weight.size(0);
+    const auto q = F::linear(x, W_q->weight).reshape({-1, d}).to(torch::kFloat);
+    const auto kv = F::linear(memory, torch::cat({W_k->weight, W_v->weight})).reshape({-1, 2 * d}).to(torch::kFloat);
+    where.heads = m_heads;
+    where.width = d;
+    where.q_column = 0;
+    where.k_column = 0;
+    where.v_column = d;
+    return F::linear(short_attention(q, kv, where), W_o->weight).view(x.sizes());
+}
+
 // --- AddNorm, feed-forward, blocks ----------------------------------------------
 
 AddNormImpl::AddNormImpl(int64_t width) {
@@ -183,7 +222,16 @@ EncoderBlockImpl::EncoderBlockImpl(int64_t width, int64_t ffn_size, int64_t head
 }
 
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout,
-                                        uint64_t which, HeadAttention* kept, const TokenLayout& layout) {
+                                        uint64_t which, HeadAttention* kept, const TokenLayout& layout,
+                                        const ShortAttentionOptions* short_where) {
+    if (short_where) {
+        if (kept) throw std::logic_error("EncoderBlock: short_attention keeps no weights");
+        ShortAttentionOptions where = *short_where;
+        where.dropout = dropout.head_mask(where.q_rows.size(0), attention->heads(), where.q_rows.size(1),
+                                          where.k_rows.size(1), which);
+        auto y = addnorm1->forward(x, attention->short_self(x, where), dropout, which + 1, layout);
+        return addnorm2->forward(y, ffn->forward(y), dropout, which + 2, layout);
+    }
     const auto [q, k, v] = attention->project_qkv(x, layout);
     AttendOptions o;
     o.bias = bias;

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "core/model/dropout_stream.hpp"
+#include "core/model/short_attention.hpp"
 
 namespace attnviz {
 
@@ -47,6 +48,10 @@ struct TokenLayout {
     torch::Tensor pack(const torch::Tensor& grid) const;
     /// [N, U] -> [B, T, U] with zeros at the positions not packed (dense: as is).
     torch::Tensor grid(const torch::Tensor& x) const;
+    /// [B, T] int64 on the CPU: the row of each grid position among the pass's token rows
+    /// (packed: its place in index, -1 where not packed; dense: b * T + t). B and T: the grid's
+    /// (a dense layout made without packing() knows neither).
+    torch::Tensor row_map(int64_t B, int64_t T) const;
 };
 
 /// Where a pass's dropout comes from: nowhere (evaluation, or p = 0), ATen's generator, or
@@ -61,6 +66,9 @@ struct Dropout {
     torch::Tensor tokens(const torch::Tensor& x, uint64_t which, const TokenLayout& layout = {}) const;
     /// Attention weights w [B, h, Tq, Tk]: one mask per head, per query row.
     torch::Tensor weights(const torch::Tensor& w, uint64_t which) const;
+    /// The mask weights() multiplies in, [B, h, Tq, Tk] float on the CPU (0 or 1/keep); undefined
+    /// when dropout is off. std::logic_error without a stream (ATen's dropout draws its own).
+    torch::Tensor head_mask(int64_t B, int64_t h, int64_t Tq, int64_t Tk, uint64_t which) const;
 };
 
 /// What scaled dot-product attention computed for every head.
@@ -106,6 +114,13 @@ public:
     torch::Tensor project_q(const torch::Tensor& x, const TokenLayout& layout = {}) const;
     /// The heads' outputs [B, h, T, dh] merged and through W_o: [B, T, d], or [N, d] packed by layout.
     torch::Tensor output(const torch::Tensor& heads_out, const TokenLayout& layout = {}) const;
+    /// Self-attention of x ([B, T, d], or [N, d] packed) through short_attention(), through W_o:
+    /// what output(attend(project_qkv(x)).out) gives, shaped as x. `where`: the rows, masks and
+    /// dropout mask (heads, width and columns are filled in here).
+    torch::Tensor short_self(const torch::Tensor& x, ShortAttentionOptions where) const;
+    /// Cross-attention of queries from x over keys and values from memory (each [B, T, d] or
+    /// packed [N, d]) through short_attention(), through W_o, shaped as x.
+    torch::Tensor short_cross(const torch::Tensor& x, const torch::Tensor& memory, ShortAttentionOptions where) const;
 
     torch::nn::Linear W_q{nullptr}, W_k{nullptr}, W_v{nullptr}, W_o{nullptr};
 
@@ -139,9 +154,12 @@ class EncoderBlockImpl : public torch::nn::Module {
 public:
     EncoderBlockImpl(int64_t width, int64_t ffn, int64_t heads);
     /// x [B, S, d], or [N, d] packed by layout; bias [B, 1, 1, S] (padding -inf). kept: the
-    /// self-attention's weights and scores.
+    /// self-attention's weights and scores. short_where: attention through short_attention()
+    /// with these rows and masks (then kept must be null, bias is not read, and the dropout mask
+    /// is this block's); null: attend().
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout, uint64_t which,
-                          HeadAttention* kept, const TokenLayout& layout = {});
+                          HeadAttention* kept, const TokenLayout& layout = {},
+                          const ShortAttentionOptions* short_where = nullptr);
     MultiHeadAttention attention{nullptr};
     AddNorm addnorm1{nullptr};
     PositionWiseFFN ffn{nullptr};

@@ -1,6 +1,7 @@
 // d2l's Transformer behind the family seam (core/model/transformer_model.hpp).
 #include "core/model/transformer_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -109,8 +110,13 @@ Dropout TransformerImpl::dropout_for(const DropoutStream* stream) const {
 
 // --- encoder -----------------------------------------------------------------
 
+bool TransformerImpl::short_fits(const torch::Device& device, int64_t S, int64_t T, const Dropout& dropout) const {
+    return device.is_cpu() && decoder->dense->weight.scalar_type() == torch::kFloat && S <= k_short_attention_max_steps && T <= k_short_attention_max_steps &&
+           (!dropout.on() || dropout.stream != nullptr);
+}
+
 TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in, const torch::Tensor& src_len_in,
-                                                     const Dropout& dropout, bool keep, bool pack) {
+                                                     const Dropout& dropout, bool keep, bool pack, bool short_kernel) {
     // d2l's num_steps cuts a longer source (the padding it adds changes nothing: it is masked).
     const int64_t N = m_config.source_steps;
     const bool cut = N > 0 && emb_in.size(1) > N;
@@ -123,11 +129,18 @@ TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in
                src_len.to(emb.device()).unsqueeze(1);
     enc.bias = key_bias(enc.mask);
     if (pack) enc.layout = TokenLayout::packing(src_len, S, emb.device());
+    ShortAttentionOptions where;
+    if (short_kernel) {
+        if (keep) throw std::logic_error("Transformer encoder: short_attention keeps no weights");
+        enc.row_map = enc.layout.row_map(emb.size(0), S);
+        where.q_rows = where.k_rows = enc.row_map;
+        where.key_len = src_len.to(torch::kCPU, torch::kInt64).contiguous();
+    }
     auto x = embed_positions(emb, 0, dropout, k_enc_embedding, enc.layout);
     for (size_t l = 0; l < encoder->blocks.size(); ++l) {
         HeadAttention kept;
         x = encoder->blocks[l]->forward(x, enc.bias, dropout, enc_site(static_cast<int64_t>(l)), keep ? &kept : nullptr,
-                                        enc.layout);
+                                        enc.layout, short_kernel ? &where : nullptr);
         if (keep) {
             enc.weights.push_back(kept.weights);
             enc.scores.push_back(kept.scores);
@@ -188,6 +201,26 @@ torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const T
     const int64_t T = emb.size(1);
     const auto causal = causal_bias(T, emb.device());
     auto y = embed_positions(emb, 0, dropout, k_dec_embedding, layout);
+    ShortAttentionOptions self_where, cross_where;
+    const bool short_kernel = enc.row_map.defined();
+    if (short_kernel) {
+        const int64_t B = emb.size(0), H = m_config.num_heads;
+        self_where.q_rows = self_where.k_rows = cross_where.q_rows = layout.row_map(B, T);
+        self_where.causal = true;
+        cross_where.k_rows = enc.row_map;
+        cross_where.key_len = enc.src_len.to(torch::kCPU, torch::kInt64).contiguous();
+        for (size_t l = 0; l < decoder->blocks.size(); ++l) {
+            auto& blk = decoder->blocks[l];
+            const uint64_t site = dec_site(static_cast<int64_t>(l));
+            self_where.dropout = dropout.head_mask(B, H, T, T, site);
+            auto y1 = blk->addnorm1->forward(y, blk->attention1->short_self(y, self_where), dropout, site + 1, layout);
+            cross_where.dropout = dropout.head_mask(B, H, T, enc.row_map.size(1), site + 2);
+            auto y2 = blk->addnorm2->forward(y1, blk->attention2->short_cross(y1, enc.output, cross_where), dropout,
+                                             site + 3, layout);
+            y = blk->addnorm3->forward(y2, blk->ffn->forward(y2), dropout, site + 4, layout);
+        }
+        return y;
+    }
     for (size_t l = 0; l < decoder->blocks.size(); ++l) {
         auto& blk = decoder->blocks[l];
         const uint64_t site = dec_site(static_cast<int64_t>(l));
@@ -255,8 +288,11 @@ TokenLogits TransformerImpl::token_logits(const torch::Tensor& src, const torch:
     const bool pack = options.packing == TokenPacking::when_padded ||
                       (options.packing == TokenPacking::automatic && src.device().is_cpu());
     const Dropout dropout = dropout_for(options.dropout);
-    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, pack);
     const int64_t T = tgt_out.size(1);
+    const int64_t S = m_config.source_steps > 0 ? std::min<int64_t>(src.size(1), m_config.source_steps) : src.size(1);
+    const bool short_kernel =
+        options.attention == AttentionKernel::automatic && short_fits(src.device(), S, T, dropout);
+    const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, pack, short_kernel);
     TokenLayout layout;
     if (pack) {
         const auto real = tgt_out.ne(Vocab::pad_id);

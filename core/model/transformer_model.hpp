@@ -35,6 +35,7 @@ struct TransformerEncoding : EncodedSource {
     torch::Tensor output;                ///< [B, S, d] the last block's output (the cross-attention's keys and
                                          ///< values), or [N, d] packed by layout
     TokenLayout layout;                  ///< where output's tokens lie (packed in training's loss only)
+    torch::Tensor row_map;               ///< [B, S] layout.row_map() when the pass runs short_attention(); else undefined
     torch::Tensor bias;                  ///< [B, 1, 1, S] 0 at valid positions, -inf at padding
     std::vector<torch::Tensor> weights;  ///< per block [B, h, S, S]: self-attention weights (when kept)
     std::vector<torch::Tensor> scores;   ///< per block [B, h, S, S]: their raw scores (when kept)
@@ -116,13 +117,20 @@ public:
     // --- the Transformer's own ---------------------------------------------------------------
     /// The encoder over embeddings emb [B, S, d] (embed_source's, before √d and the positions).
     /// keep: every block's self-attention weights and scores in the result. pack: the
-    /// position-wise work on the real tokens only (TokenLayout), output packed.
+    /// position-wise work on the real tokens only (TokenLayout), output packed. short_kernel:
+    /// self-attention through short_attention() (keep false; the caller checked short_fits()).
     TransformerEncoding encode_embedded(const torch::Tensor& emb, const torch::Tensor& src_len,
-                                        const Dropout& dropout, bool keep, bool pack = false);
+                                        const Dropout& dropout, bool keep, bool pack = false,
+                                        bool short_kernel = false);
     /// The decoder's last block output for target embeddings emb [B, T, d] (teacher forced):
     /// [B, T, d], or [N, d] for the tokens of `layout` when it is packed.
+    /// Attention through short_attention() where enc was encoded so (enc.row_map defined).
     torch::Tensor decode_embedded(const torch::Tensor& emb, const TransformerEncoding& enc, const Dropout& dropout,
                                   const TokenLayout& layout = {});
+    /// Whether short_attention() can run a pass of S source and T target positions of this
+    /// model's weights on `device` with this dropout: float32 weights on the CPU, S and T at
+    /// most k_short_attention_max_steps, dropout off or hashed.
+    bool short_fits(const torch::Device& device, int64_t S, int64_t T, const Dropout& dropout) const;
 
     TransformerEncoder encoder{nullptr};
     TransformerDecoder decoder{nullptr};
