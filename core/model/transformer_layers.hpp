@@ -29,8 +29,9 @@ torch::Tensor positional_encoding(int64_t positions, int64_t width);
 /// of the grid or more (TokenLayout::packing): the position-wise work (the
 /// projections, the feed-forward networks, AddNorm, dropout) on padding computes results
 /// nobody reads, and on d2l's data (num_steps 9, ~4 real tokens a sentence) that is more
-/// than half of it. Attention runs on the grid either way (layout.grid puts the packed
-/// rows back, zeros at padding, which the masks keep out of every real token's result).
+/// than half of it. attend() runs on the grid either way (layout.grid puts the packed
+/// rows back, zeros at padding, which the masks keep out of every real token's result);
+/// short_attention() reads the packed rows where they are (row_map()).
 struct TokenLayout {
     torch::Tensor index;       ///< [N] int64 grid index b * T + t of each packed token, on the pass's device; undefined: dense
     torch::Tensor host_index;  ///< the same on the CPU (hashed dropout masks key their tokens by it)

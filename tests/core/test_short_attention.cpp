@@ -168,7 +168,7 @@ TEST_CASE("short_attention gives attend()'s values and gradients: padding, causa
     compare(wide, 101);
 }
 
-TEST_CASE("short_attention: a query that sees no key gets output 0; inputs that do not fit are refused",
+TEST_CASE("short_attention: a query that sees no key gets output 0, and inputs that do not fit are refused",
           "[transformer][short]") {
     const int64_t d = 4;
     auto src = torch::randn({4, 3 * d});
