@@ -43,6 +43,18 @@ struct Geometry {
     bool causal = false;
     float scale = 1;  ///< 1/√dh
 
+    /// Pair (b, h)'s part of the maps and the mask, and its columns.
+    struct Pair {
+        const int64_t* q_rows;  ///< [Tq]
+        const int64_t* k_rows;  ///< [Tk]
+        const float* dropout;   ///< [Tq, Tk] or null
+        int64_t q_col, k_col, v_col;
+    };
+    Pair pair(int64_t b, int64_t h) const {
+        return {q_rows + b * Tq, k_rows + b * Tk, dropout ? dropout + (b * heads + h) * Tq * Tk : nullptr,
+                q_col + h * dh, k_col + h * dh, v_col + h * dh};
+    }
+
     /// The keys query i of row b may see are among [0, seen(b, i)).
     int64_t seen(int64_t b, int64_t i) const {
         const int64_t n = key_len ? std::clamp<int64_t>(key_len[b], 0, Tk) : Tk;
@@ -68,36 +80,33 @@ inline __attribute__((always_inline)) void axpy(float* y, float a, const float* 
 ATTNVIZ_SHORT_CLONES
 void forward_pair(const Geometry& g, int64_t b, int64_t h, float* w_pair, float* out, int64_t out_ld) {
     const int64_t Tq = g.Tq, Tk = g.Tk, dh = g.dh;
-    const int64_t* qr = g.q_rows + b * Tq;
-    const int64_t* kr = g.k_rows + b * Tk;
-    const float* mask = g.dropout ? g.dropout + (b * g.heads + h) * Tq * Tk : nullptr;
-    const int64_t qc = g.q_col + h * dh, kc = g.k_col + h * dh, vc = g.v_col + h * dh;
+    const Geometry::Pair p = g.pair(b, h);
     for (int64_t i = 0; i < Tq; ++i) {
         float* w = w_pair + i * Tk;
         std::fill(w, w + Tk, 0.0f);
-        if (qr[i] < 0) continue;
-        const float* q = g.q + qr[i] * g.q_ld + qc;
+        if (p.q_rows[i] < 0) continue;
+        const float* q = g.q + p.q_rows[i] * g.q_ld + p.q_col;
         const int64_t last = g.seen(b, i);
         float top = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < last; ++j) {
-            if (kr[j] < 0) continue;
-            w[j] = dot(q, g.kv + kr[j] * g.kv_ld + kc, dh) * g.scale;
+            if (p.k_rows[j] < 0) continue;
+            w[j] = dot(q, g.kv + p.k_rows[j] * g.kv_ld + p.k_col, dh) * g.scale;
             top = std::max(top, w[j]);
         }
         if (top == -std::numeric_limits<float>::infinity()) continue;  // no key seen: weights and output 0
         float sum = 0;
         for (int64_t j = 0; j < last; ++j) {
-            if (kr[j] < 0) continue;
+            if (p.k_rows[j] < 0) continue;
             w[j] = std::exp(w[j] - top);
             sum += w[j];
         }
         const float inv = 1.0f / sum;
-        float* o = out + qr[i] * out_ld + h * dh;
+        float* o = out + p.q_rows[i] * out_ld + h * dh;
         for (int64_t j = 0; j < last; ++j) {
-            if (kr[j] < 0) continue;
+            if (p.k_rows[j] < 0) continue;
             w[j] *= inv;
-            const float used = mask ? w[j] * mask[i * Tk + j] : w[j];
-            if (used != 0.0f) axpy(o, used, g.kv + kr[j] * g.kv_ld + vc, dh);
+            const float used = p.dropout ? w[j] * p.dropout[i * Tk + j] : w[j];
+            if (used != 0.0f) axpy(o, used, g.kv + p.k_rows[j] * g.kv_ld + p.v_col, dh);
         }
     }
 }
@@ -109,35 +118,32 @@ ATTNVIZ_SHORT_CLONES
 void backward_pair(const Geometry& g, int64_t b, int64_t h, const float* w_pair, const float* gout, int64_t gout_ld,
                    float* gq, int64_t gq_ld, float* gkv, int64_t gkv_ld, float* dw) {
     const int64_t Tq = g.Tq, Tk = g.Tk, dh = g.dh;
-    const int64_t* qr = g.q_rows + b * Tq;
-    const int64_t* kr = g.k_rows + b * Tk;
-    const float* mask = g.dropout ? g.dropout + (b * g.heads + h) * Tq * Tk : nullptr;
-    const int64_t qc = g.q_col + h * dh, kc = g.k_col + h * dh, vc = g.v_col + h * dh;
+    const Geometry::Pair p = g.pair(b, h);
     for (int64_t i = 0; i < Tq; ++i) {
-        if (qr[i] < 0) continue;
+        if (p.q_rows[i] < 0) continue;
         const float* w = w_pair + i * Tk;
-        const float* go = gout + qr[i] * gout_ld + h * dh;
+        const float* go = gout + p.q_rows[i] * gout_ld + h * dh;
         const int64_t last = g.seen(b, i);
         // Through the weighted sum: d used_ij = go · v_j, d v_j += used_ij go; through the
         // dropout mask; through the softmax: ds_j = w_j (dw_j - Σ w dw), times 1/√dh.
         float c = 0;
         for (int64_t j = 0; j < last; ++j) {
             dw[j] = 0;
-            if (kr[j] < 0 || w[j] == 0.0f) continue;
-            const float m = mask ? mask[i * Tk + j] : 1.0f;
+            if (p.k_rows[j] < 0 || w[j] == 0.0f) continue;
+            const float m = p.dropout ? p.dropout[i * Tk + j] : 1.0f;
             if (m == 0.0f) continue;
-            dw[j] = dot(go, g.kv + kr[j] * g.kv_ld + vc, dh) * m;
-            axpy(gkv + kr[j] * gkv_ld + vc, w[j] * m, go, dh);
+            dw[j] = dot(go, g.kv + p.k_rows[j] * g.kv_ld + p.v_col, dh) * m;
+            axpy(gkv + p.k_rows[j] * gkv_ld + p.v_col, w[j] * m, go, dh);
             c += w[j] * dw[j];
         }
-        const float* q = g.q + qr[i] * g.q_ld + qc;
-        float* dq = gq + qr[i] * gq_ld + qc;
+        const float* q = g.q + p.q_rows[i] * g.q_ld + p.q_col;
+        float* dq = gq + p.q_rows[i] * gq_ld + p.q_col;
         for (int64_t j = 0; j < last; ++j) {
-            if (kr[j] < 0 || w[j] == 0.0f) continue;
+            if (p.k_rows[j] < 0 || w[j] == 0.0f) continue;
             const float ds = w[j] * (dw[j] - c) * g.scale;
             if (ds == 0.0f) continue;
-            axpy(dq, ds, g.kv + kr[j] * g.kv_ld + kc, dh);
-            axpy(gkv + kr[j] * gkv_ld + kc, ds, q, dh);
+            axpy(dq, ds, g.kv + p.k_rows[j] * g.kv_ld + p.k_col, dh);
+            axpy(gkv + p.k_rows[j] * gkv_ld + p.k_col, ds, q, dh);
         }
     }
 }

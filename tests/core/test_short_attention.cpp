@@ -1,6 +1,7 @@
 // The short-sequence attention kernel (core/model/short_attention.hpp) against attend(),
 // the reference: values and gradients with padding, causal masks, packed rows and hashed
-// dropout; its limits; and the Transformer's training loss through it against attend()'s.
+// dropout; its limits; and the Transformer's training loss through it against attend()'s
+// (a batch in parts through it: test_transformer.cpp).
 #include "catch_torch.hpp"
 
 #include <functional>
@@ -14,7 +15,6 @@
 #include "core/model/families.hpp"
 #include "core/model/short_attention.hpp"
 #include "core/model/transformer_model.hpp"
-#include "core/train/split_step.hpp"
 #include "test_support.hpp"
 #include "tiny_transformer.hpp"
 
@@ -246,41 +246,4 @@ TEST_CASE("the Transformer's training loss through short_attention equals attend
     };
     SECTION("mostly padding: packed rows") { check({5, 2, 4, 1, 3}, {4, 2, 3, 1, 4}); }
     SECTION("nearly full: the grid") { check({5, 5, 4, 5, 5}, {4, 4, 4, 3, 4}); }
-}
-
-TEST_CASE("a float Transformer batch trained in parts through short_attention gives the whole batch's gradients",
-          "[transformer][short][split]") {
-    ThreadCount threads(2);
-    auto c = testing::tiny_transformer_config(13, 11, 4);
-    c.dropout = 0.3;
-    auto net = build_network(c);
-    net->train();
-    std::mt19937 rng(3);
-    std::vector<int64_t> src_lens, tgt_lens;
-    for (int i = 0; i < 60; ++i) {
-        src_lens.push_back(1 + static_cast<int64_t>(rng() % 8));
-        tgt_lens.push_back(1 + static_cast<int64_t>(rng() % 8));
-    }
-    const auto r = ragged_batch(src_lens, tgt_lens, c.src_vocab, c.tgt_vocab, 23);
-    Batch b;
-    b.src = r.src;
-    b.src_len = r.src_len;
-    b.tgt_in = r.tgt_in;
-    b.tgt_out = r.tgt_out;
-    auto grads = [&](int parts, double* loss) {
-        net->zero_grad();
-        torch::manual_seed(41);  // the step's dropout seed
-        *loss = split_loss_backward(*net, b, 1.0, parts);
-        std::map<std::string, torch::Tensor> out;
-        for (const auto& p : net->named_parameters()) out[p.key()] = p.value().grad().clone();
-        return out;
-    };
-    double whole = 0, split = 0;
-    const auto ref = grads(1, &whole);
-    const auto got = grads(2, &split);
-    CHECK(split == Approx(whole).epsilon(1e-5));
-    for (const auto& [name, g] : ref) {
-        INFO(name);
-        CHECK(torch::allclose(got.at(name), g, 1e-3, 1e-5));
-    }
 }
