@@ -199,7 +199,6 @@ std::vector<AttentionMap> TransformerEncoding::source_maps(int64_t row, int64_t 
 torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const TransformerEncoding& enc,
                                                const Dropout& dropout, const TokenLayout& layout) {
     const int64_t T = emb.size(1);
-    const auto causal = causal_bias(T, emb.device());
     auto y = embed_positions(emb, 0, dropout, k_dec_embedding, layout);
     ShortAttentionOptions self_where, cross_where;
     const bool short_kernel = enc.row_map.defined();
@@ -221,6 +220,7 @@ torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const T
         }
         return y;
     }
+    const auto causal = causal_bias(T, emb.device());
     for (size_t l = 0; l < decoder->blocks.size(); ++l) {
         auto& blk = decoder->blocks[l];
         const uint64_t site = dec_site(static_cast<int64_t>(l));
