@@ -217,7 +217,8 @@ struct ShortAttentionFunction : public torch::autograd::Function<ShortAttentionF
         float* w = weights.data_ptr<float>();
         float* po = out.data_ptr<float>();
         at::parallel_for(0, B * o.heads, grain(g), [&](int64_t begin, int64_t end) {
-            for (int64_t p = begin; p < end; ++p) forward_pair(g, p / g.heads, p % g.heads, w + p * g.Tq * g.Tk, po, o.width);
+            for (int64_t p = begin; p < end; ++p)
+                forward_pair(g, p / g.heads, p % g.heads, w + p * g.Tq * g.Tk, po, o.width);
         });
         ctx->save_for_backward({q_src, kv_src});
         ctx->saved_data["self"] = q_src.is_same(kv_src);

@@ -172,7 +172,8 @@ torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out, con
 torch::Tensor MultiHeadAttentionImpl::short_self(const torch::Tensor& x, ShortAttentionOptions where) const {
     const int64_t d = W_q->weight.size(0);
     // float: under bf16 autocast the product comes back in bfloat16; the kernel sums in float.
-    const auto qkv = F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight})).reshape({-1, 3 * d}).to(torch::kFloat);
+    const auto qkv =
+        F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight})).reshape({-1, 3 * d}).to(torch::kFloat);
     where.heads = m_heads;
     where.width = d;
     where.q_column = 0;

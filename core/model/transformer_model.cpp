@@ -111,7 +111,8 @@ Dropout TransformerImpl::dropout_for(const DropoutStream* stream) const {
 // --- encoder -----------------------------------------------------------------
 
 bool TransformerImpl::short_fits(const torch::Device& device, int64_t S, int64_t T, const Dropout& dropout) const {
-    return device.is_cpu() && decoder->dense->weight.scalar_type() == torch::kFloat && S <= k_short_attention_max_steps && T <= k_short_attention_max_steps &&
+    return device.is_cpu() && decoder->dense->weight.scalar_type() == torch::kFloat &&
+           S <= k_short_attention_max_steps && T <= k_short_attention_max_steps &&
            (!dropout.on() || dropout.stream != nullptr);
 }
 
