@@ -6,6 +6,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/model/target_clones.hpp"
+
 namespace attnviz {
 
 namespace {
@@ -29,13 +31,9 @@ struct MaskRule {
 /// `count` rows: row r's units go to out + offset[r], element u kept when
 /// mix64(row_hash[r] + (u + 1) * golden) < threshold. Integer arithmetic only, so every
 /// version gives the same masks; on x86 a build for AVX-512 CPUs (x86-64-v4, whose 64-bit
-/// vector multiply hashes 8 elements at once) is chosen at load time where the CPU has it.
-/// Not under ThreadSanitizer: the clones' resolver runs before TSan's runtime is set up and
-/// crashes there (gcc 12).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
-    !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("arch=x86-64-v4", "default")))
-#endif
+/// vector multiply hashes 8 elements at once) is chosen at load time where the CPU has it
+/// (core/model/target_clones.hpp says where not).
+ATTNVIZ_TARGET_CLONES("arch=x86-64-v4", "default")
 void fill_rows(const uint64_t* row_hash, const int64_t* offset, int64_t count, const MaskRule& rule, float* out) {
     const int64_t units = rule.units;
     const uint64_t threshold = rule.threshold;

@@ -10,6 +10,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/model/target_clones.hpp"
+
 namespace attnviz {
 
 namespace {
@@ -19,14 +21,8 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // The per-(row, head) loops are also built for AVX2 and AVX-512 CPUs (x86-64-v3, -v4),
-// chosen at load time; not under ThreadSanitizer, whose runtime the clones' resolver runs
-// before (gcc 12 crashes there; core/model/dropout_stream.cpp).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
-    !defined(__SANITIZE_THREAD__)
-#define ATTNVIZ_SHORT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ATTNVIZ_SHORT_CLONES
-#endif
+// chosen at load time (core/model/target_clones.hpp).
+#define ATTNVIZ_SHORT_CLONES ATTNVIZ_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 
 /// What every (row, head) pair of one call shares. Pointers into the call's tensors.
 struct Geometry {

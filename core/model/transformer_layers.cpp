@@ -225,23 +225,25 @@ EncoderBlockImpl::EncoderBlockImpl(int64_t width, int64_t ffn_size, int64_t head
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout,
                                         uint64_t which, HeadAttention* kept, const TokenLayout& layout,
                                         const ShortAttentionOptions* short_where) {
+    torch::Tensor attended;  // through W_o, laid out as x
     if (short_where) {
         if (kept) throw std::logic_error("EncoderBlock: short_attention keeps no weights");
         ShortAttentionOptions where = *short_where;
         where.dropout = dropout.head_mask(where.q_rows.size(0), attention->heads(), where.q_rows.size(1),
                                           where.k_rows.size(1), which);
-        auto y = addnorm1->forward(x, attention->short_self(x, where), dropout, which + 1, layout);
-        return addnorm2->forward(y, ffn->forward(y), dropout, which + 2, layout);
+        attended = attention->short_self(x, where);
+    } else {
+        const auto [q, k, v] = attention->project_qkv(x, layout);
+        AttendOptions o;
+        o.bias = bias;
+        o.dropout = &dropout;
+        o.which = which;
+        o.keep = kept != nullptr;
+        HeadAttention a = attend(q, k, v, o);
+        attended = attention->output(a.out, layout);
+        if (kept) *kept = std::move(a);
     }
-    const auto [q, k, v] = attention->project_qkv(x, layout);
-    AttendOptions o;
-    o.bias = bias;
-    o.dropout = &dropout;
-    o.which = which;
-    o.keep = kept != nullptr;
-    HeadAttention a = attend(q, k, v, o);
-    auto y = addnorm1->forward(x, attention->output(a.out, layout), dropout, which + 1, layout);
-    if (kept) *kept = std::move(a);
+    auto y = addnorm1->forward(x, attended, dropout, which + 1, layout);
     return addnorm2->forward(y, ffn->forward(y), dropout, which + 2, layout);
 }
 

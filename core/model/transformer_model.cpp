@@ -201,44 +201,48 @@ torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const T
                                                const Dropout& dropout, const TokenLayout& layout) {
     const int64_t T = emb.size(1);
     auto y = embed_positions(emb, 0, dropout, k_dec_embedding, layout);
-    ShortAttentionOptions self_where, cross_where;
+    // Attention through short_attention() where the encoder ran it (enc.row_map), else attend().
     const bool short_kernel = enc.row_map.defined();
+    const int64_t B = emb.size(0), H = m_config.num_heads;
+    ShortAttentionOptions self_where, cross_where;
+    torch::Tensor causal;
     if (short_kernel) {
-        const int64_t B = emb.size(0), H = m_config.num_heads;
         self_where.q_rows = self_where.k_rows = cross_where.q_rows = layout.row_map(B, T);
         self_where.causal = true;
         cross_where.k_rows = enc.row_map;
         cross_where.key_len = enc.src_len.to(torch::kCPU, torch::kInt64).contiguous();
-        for (size_t l = 0; l < decoder->blocks.size(); ++l) {
-            auto& blk = decoder->blocks[l];
-            const uint64_t site = dec_site(static_cast<int64_t>(l));
-            self_where.dropout = dropout.head_mask(B, H, T, T, site);
-            auto y1 = blk->addnorm1->forward(y, blk->attention1->short_self(y, self_where), dropout, site + 1, layout);
-            cross_where.dropout = dropout.head_mask(B, H, T, enc.row_map.size(1), site + 2);
-            auto y2 = blk->addnorm2->forward(y1, blk->attention2->short_cross(y1, enc.output, cross_where), dropout,
-                                             site + 3, layout);
-            y = blk->addnorm3->forward(y2, blk->ffn->forward(y2), dropout, site + 4, layout);
-        }
-        return y;
+    } else {
+        causal = causal_bias(T, emb.device());
     }
-    const auto causal = causal_bias(T, emb.device());
     for (size_t l = 0; l < decoder->blocks.size(); ++l) {
         auto& blk = decoder->blocks[l];
         const uint64_t site = dec_site(static_cast<int64_t>(l));
-        AttendOptions self;
-        self.bias = causal;
-        self.dropout = &dropout;
-        self.which = site;
-        const auto [q, k, v] = blk->attention1->project_qkv(y, layout);
-        auto y1 = blk->addnorm1->forward(y, blk->attention1->output(attend(q, k, v, self).out, layout), dropout,
-                                         site + 1, layout);
-        AttendOptions cross;
-        cross.bias = enc.bias;
-        cross.dropout = &dropout;
-        cross.which = site + 2;
-        const auto [ck, cv] = blk->attention2->project_kv(enc.output, enc.layout);
-        auto a = attend(blk->attention2->project_q(y1, layout), ck, cv, cross);
-        auto y2 = blk->addnorm2->forward(y1, blk->attention2->output(a.out, layout), dropout, site + 3, layout);
+        torch::Tensor self_out, cross_out;  // each through its W_o, laid out as y
+        if (short_kernel) {
+            self_where.dropout = dropout.head_mask(B, H, T, T, site);
+            self_out = blk->attention1->short_self(y, self_where);
+        } else {
+            AttendOptions self;
+            self.bias = causal;
+            self.dropout = &dropout;
+            self.which = site;
+            const auto [q, k, v] = blk->attention1->project_qkv(y, layout);
+            self_out = blk->attention1->output(attend(q, k, v, self).out, layout);
+        }
+        auto y1 = blk->addnorm1->forward(y, self_out, dropout, site + 1, layout);
+        if (short_kernel) {
+            cross_where.dropout = dropout.head_mask(B, H, T, enc.row_map.size(1), site + 2);
+            cross_out = blk->attention2->short_cross(y1, enc.output, cross_where);
+        } else {
+            AttendOptions cross;
+            cross.bias = enc.bias;
+            cross.dropout = &dropout;
+            cross.which = site + 2;
+            const auto [ck, cv] = blk->attention2->project_kv(enc.output, enc.layout);
+            const auto a = attend(blk->attention2->project_q(y1, layout), ck, cv, cross);
+            cross_out = blk->attention2->output(a.out, layout);
+        }
+        auto y2 = blk->addnorm2->forward(y1, cross_out, dropout, site + 3, layout);
         y = blk->addnorm3->forward(y2, blk->ffn->forward(y2), dropout, site + 4, layout);
     }
     return y;
