@@ -1,8 +1,9 @@
 # attnviz_check_pch_sources(DIR): fails the configure step when a source file of a target
 # that uses a precompiled header has its own COMPILE_OPTIONS or COMPILE_FLAGS but does not
 # set SKIP_PRECOMPILE_HEADERS. Such options (OpenMP, -fopenmp-simd) change how the file is
-# compiled, and the header was compiled without them: GCC drops the header with a warning,
-# clang refuses it (clang 14, the fuzz preset's compiler, crashes printing why). Walks DIR
+# compiled, and the header was compiled without them: GCC uses it or drops it with a warning
+# (-fopenmp-simd the first, -fopenmp the second), clang refuses it (clang 14, the fuzz
+# preset's compiler, crashes printing why). Walks DIR
 # and every directory below it. Included by the top-level CMakeLists.txt; its self-test is
 # tests/support/pch_check.
 function(attnviz_check_pch_sources dir)
