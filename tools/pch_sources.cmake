@@ -3,9 +3,8 @@
 # set SKIP_PRECOMPILE_HEADERS. Such options (OpenMP, -fopenmp-simd) change how the file is
 # compiled, and the header was compiled without them: GCC uses it or drops it with a warning
 # (-fopenmp-simd the first, -fopenmp the second), clang refuses it (clang 14, the fuzz
-# preset's compiler, crashes printing why). Walks DIR
-# and every directory below it. Included by the top-level CMakeLists.txt; its self-test is
-# tests/support/pch_check.
+# preset's compiler, crashes printing why). Walks DIR and every directory below it.
+# Included by the top-level CMakeLists.txt; its self-test is tests/support/pch_check.
 function(attnviz_check_pch_sources dir)
   get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
   foreach(target IN LISTS targets)
