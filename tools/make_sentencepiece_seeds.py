@@ -21,7 +21,8 @@ SENTENCES = ["the red car sees a dog", "a small dog sees the car", "la voiture r
              "un petit chien voit la voiture", "Abc 1 \u30ab", "abc 123 \u30ab\u30ab"] * 4
 
 # Rules of nmt_nfkc's kind: full-width letters, circled digits, half-width katakana, a
-# two-character source, a deletion (a zero-width space), one rule a prefix of another. Then crafted
+# two-character source, a deletion (a zero-width space), one rule a prefix of another. Then two tables alone (for the harness's
+# "T" inputs): the builder's and a chain of 32 rules matching at one position. Then crafted
 # tables that must be refused: a trie offset, a rule's string and the trie size past the end, a
 # string without NUL, 33 rules matching at one position.
 RULES = [("FF21", "41"), ("FF42", "62"), ("FF43", "63"), ("2460", "31"), ("2461", "32"),
@@ -61,6 +62,9 @@ def crafted(out, model_path):
         with open(os.path.join(out, name), "wb") as w:
             w.write(m.SerializeToString())
 
+    # Tables alone, which the harness puts into a model of its own ("T" + the table).
+    with open(os.path.join(out, "table_rules.bin"), "wb") as w:
+        w.write(b"T" + table)
     first, rule = walk(table, b"\xef"), walk(table, "\uff21".encode())
     t = bytearray(table)
     struct.pack_into("<I", t, 4 + 4 * first, (1 << 30) | 0xEF)
@@ -77,7 +81,15 @@ def crafted(out, model_path):
     for k in range(1, 34):
         child, child_base = node ^ (units[node] >> 10) ^ ord("a"), (k + 1) * 256
         units[child], units[child_base], node = ((child ^ child_base) << 10) | 0x100 | ord("a"), 0x80000000, child
-    save("crafted_33_matches.model", struct.pack("<I", 4 * len(units)) + struct.pack(f"<{len(units)}I", *units) + b"x\0")
+    chain = struct.pack("<I", 4 * len(units)) + struct.pack(f"<{len(units)}I", *units) + b"x\0"
+    save("crafted_33_matches.model", chain)
+    # The same chain cut after 32 rules (the 33rd 'a' selects a unit labelled otherwise): accepted.
+    node32 = 0
+    for _ in range(32):
+        node32 = node32 ^ (units[node32] >> 10) ^ ord("a")
+    units[node32 ^ (units[node32] >> 10) ^ ord("a")] = 0x1FF
+    with open(os.path.join(out, "table_32_matches.bin"), "wb") as w:
+        w.write(b"T" + struct.pack("<I", 4 * len(units)) + struct.pack(f"<{len(units)}I", *units) + b"x\0")
 
 
 def main():

@@ -34,9 +34,8 @@ constexpr uint32_t normalizer_name = 1, normalizer_charsmap = 2, normalizer_add_
 
 enum WireType : uint32_t { varint = 0, fixed64 = 1, length_delimited = 2, fixed32 = 5 };
 constexpr uint64_t model_type_unigram = 1, model_type_bpe = 2, model_type_word = 3, model_type_char = 4;
-// ModelProto.SentencePiece.Type.
-constexpr uint64_t piece_normal = 1, piece_unknown = 2, piece_control = 3, piece_user_defined = 4, piece_unused = 5,
-                   piece_byte = 6;
+// ModelProto.SentencePiece.Type (3, CONTROL, needs nothing of its own here).
+constexpr uint64_t piece_normal = 1, piece_unknown = 2, piece_user_defined = 4, piece_unused = 5, piece_byte = 6;
 
 /// Whose model is read, and how a refusal reads. attnviz's own models: only what attnviz
 /// trains ("the subword model ..."). A pretrained one: whatever SentencePiece may load safely,
