@@ -94,8 +94,9 @@ std::string serialize_sentencepiece_model(const SentencePieceSpec& spec);
 /// user-defined and unused pieces or among the unknown, control and byte ones; no or two
 /// unknown pieces; no normal piece; more than max_sentencepiece_pieces pieces; a model type
 /// other than unigram, BPE, word or char; byte pieces without byte fallback, not named
-/// <0x00>..<0xFF>, or byte fallback without all 256; a piece name, unk_surface or normalizer
-/// name that is not short UTF-8 without NUL; a normalizer or denormalizer rule table that
+/// <0x00>..<0xFF>, or byte fallback without all 256; an unk/bos/eos/pad piece name,
+/// unk_surface or normalizer name that is not UTF-8 without NUL of at most
+/// max_sentencepiece_piece_bytes; a normalizer or denormalizer rule table that
 /// sentencepiece_charsmap_problem() finds a problem with (a size prefix past its end, a trie of
 /// partial units, a reachable unit whose children lie past the trie, a rule whose string
 /// lies past the strings, has no NUL or is not UTF-8, a loop, more than 32 matches at one
