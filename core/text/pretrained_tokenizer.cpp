@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
 
+#include "core/io/base64.hpp"
 #include "core/io/error.hpp"
 #include "core/io/json_bounded.hpp"
 #include "core/io/message.hpp"
 #include "core/text/sentencepiece_model.hpp"
-#include "core/text/tokenizer.hpp"  // base64
 #include "core/text/unicode.hpp"
 #include "core/text/vocab.hpp"
 

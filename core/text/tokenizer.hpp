@@ -131,8 +131,4 @@ private:
 
 using TokenizerPtr = std::shared_ptr<const Tokenizer>;
 
-/// Base64 (RFC 4648, with padding) for binary data in JSON; decode throws FileError on bad input.
-std::string base64_encode(const std::string& bytes);
-std::string base64_decode(const std::string& text);
-
 }  // namespace attnviz

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
 
+#include "core/io/base64.hpp"
 #include "core/data/alignment_links.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"

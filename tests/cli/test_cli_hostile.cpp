@@ -14,6 +14,7 @@
 #include "checkpoint_edit.hpp"
 #include "cli_support.hpp"
 #include "proto_fields.hpp"
+#include "core/io/base64.hpp"
 #include "core/text/tokenizer.hpp"
 
 using nlohmann::json;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/io/base64.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/persist/checkpoint.hpp"
 #include "core/io/error.hpp"
