@@ -68,7 +68,8 @@ std::map<int64_t, std::string> parse_contrast(const std::vector<std::string>& gi
 }
 
 int run_attribute(AttributeOptions& o) {
-    DecodeOptions d = o.decode.options();
+    TranslationModelPtr loaded = load_model_on(o.model, o.decode.device);
+    DecodeOptions d = o.decode.options(*loaded);
     d.num_hypotheses = 1;
     d.top_k = o.topk;
     AttributionOptions a;
@@ -78,7 +79,7 @@ int run_attribute(AttributeOptions& o) {
     a.contrast = parse_contrast(o.contrast);
     if (!o.out.empty()) check_writable("--out", o.out);
     if (!o.html_out.empty()) check_writable("--html-out", o.html_out);
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    TranslationModelPtr model = loaded;
     const auto sentences = read_sentences(o.sentences);
     const auto results = attribute_sentences(*model, sentences, a, d);
     nlohmann::json all = nlohmann::json::array();
@@ -116,11 +117,11 @@ int run_agreement(AgreementOptions& o) {
     CorpusAgreementOptions c;
     c.attribution.methods = parse_methods(o.methods, c.attribution.methods);
     c.attribution.ig_steps = o.ig_steps;
-    c.decode = o.decode.options();
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    c.decode = o.decode.options(*model);
     c.decode.num_hypotheses = 1;
     c.max_sentences = o.max_sentences;
     if (!o.out.empty()) check_writable("--out", o.out);
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
     const Corpus corpus = o.corpus.load();
     std::vector<std::vector<std::string>> sources;
     for (const auto& p : evaluation_pairs(*model, corpus, o.split)) sources.push_back(p.src);

@@ -22,6 +22,7 @@ struct BenchDecodeOptions {
     CorpusFlags corpus;
     size_t sentences = 200;
     int64_t beam = 4, topk = 5, repeat = 5, max_length = 30, batch = 64;
+    int64_t fixed_length = 0;  ///< > 0: every output exactly this long (no <eos> before), so untrained models time alike
 };
 
 struct Run {
@@ -33,20 +34,28 @@ struct Run {
 
 int run_bench_decode(BenchDecodeOptions& o) {
     TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
-    Corpus corpus = o.corpus.load(false);
+    // A pretrained model reads the sentences as they are, with its own tokenizer.
+    const bool pretrained = model->tokenizer().pretrained() != nullptr;
+    Corpus corpus = o.corpus.load(false, pretrained ? model->tokenizer_ptr() : nullptr);
     if (corpus.level != model->level())
         throw UsageError("the model works on " + level_noun(model->level()) +
                          " but the corpus is tokenised differently (see --level)");
     std::vector<std::vector<std::string>> sources;
     for (const auto& p : corpus.pairs) {
         if (sources.size() >= o.sentences) break;
-        sources.push_back(model->tokenizer().split_words(p.src));  // subword: the model's pieces
+        sources.push_back(pretrained ? p.src : model->tokenizer().split_words(p.src));  // subword: the model's pieces
     }
     if (sources.empty()) throw ConfigError(corpus.name + ": no sentences to decode");
 
-    DecodeOptions base;
+    DecodeOptions base = model->decode_defaults();  // a pretrained model's generate() rules
     base.max_length = o.max_length;
     base.batch_size = o.batch;
+    if (o.fixed_length > 0) {
+        base.max_length = o.fixed_length;
+        base.generation.min_length = o.fixed_length + 1;  // <eos> barred before the last step (start token counted)
+        base.generation.forced_last = -1;
+        base.generation.early_stopping = 2;  // a beam search that stops only at the length limit
+    }
     auto run = [&](std::string name, std::string baseline, int64_t beam, int64_t topk, bool tree) {
         Run r;
         r.name = std::move(name);
@@ -80,6 +89,7 @@ int run_bench_decode(BenchDecodeOptions& o) {
         const double fastest = *std::min_element(r.seconds.begin(), r.seconds.end());
         nlohmann::json j{{"name", r.name},
                          {"median_seconds", m},
+                         {"ms_per_sentence", 1000.0 * m / static_cast<double>(sources.size())},
                          {"min_seconds", fastest},
                          {"seconds", r.seconds},
                          {"sentences_per_second", m > 0 ? double(sources.size()) / m : 0.0},
@@ -128,7 +138,10 @@ Command add_bench_decode_command(CLI::App& parent) {
     app->add_option("--repeat", o->repeat, "timed rounds")->type_name("INT")->default_str("5")->check(positive_int());
     app->add_option("--max-length", o->max_length, "maximum output tokens per sentence")
         ->type_name("INT")->default_str("30")->check(positive_int());
-    app->add_option("--decode-batch", o->batch, "sentences decoded together")->type_name("INT")->default_str("64")
+    app->add_option("--fixed-length", o->fixed_length,
+                    "every output exactly N tokens (no <eos> before): untrained models decode as long as trained ones")
+        ->type_name("N")->check(CLI::Range(int64_t{1}, max_decode_length));
+    app->add_option("--decode-batch,--batch", o->batch, "sentences decoded together")->type_name("INT")->default_str("64")
         ->check(positive_int());
     app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
     return {app, [o] { return run_bench_decode(*o); }};

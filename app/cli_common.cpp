@@ -69,7 +69,8 @@ void ProgressPrinter::on_epoch(const EpochReport& r) {
     BatchReport b = m_last;
     b.epoch = r.epoch;
     std::ostringstream s;
-    s << m_prefix << batch_part(b, m_total_epochs) << "  | train " << fixed(r.train_loss, 4) << "  val "
+    s << m_prefix << batch_part(b, m_total_epochs) << "  | train "
+      << (std::isfinite(r.train_loss) ? fixed(r.train_loss, 4) : std::string("-")) << "  val "
       << (std::isfinite(r.val_loss) ? fixed(r.val_loss, 4) : std::string("-")) << "  acc "
       << fixed(r.val_accuracy, 3) << "  bleu " << fixed(r.val_bleu, 1)
       << (std::isfinite(r.val_align_accuracy) ? "  align " + fixed(r.val_align_accuracy, 3) : std::string()) << "  "

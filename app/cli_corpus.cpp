@@ -95,7 +95,7 @@ void describe_corpus(const Corpus& c, const std::string& path) {
     }
 }
 
-Corpus CorpusFlags::load(bool verbose) const {
+Corpus CorpusFlags::load(bool verbose, TokenizerPtr tokenizer) const {
     if (task.empty() && data.empty()) throw UsageError("give --task NAME or --data FILE");
     if (!task.empty()) {
         TaskKind kind;
@@ -109,7 +109,11 @@ Corpus CorpusFlags::load(bool verbose) const {
         o.seed = task_seed;
         return task_corpus(kind, o);
     }
-    const TsvOptions o = tsv_options();
+    TsvOptions o = tsv_options();
+    if (tokenizer)
+        o.encode = [tokenizer](const std::string& text, bool target) {
+            return target ? tokenizer->encode_target(text) : tokenizer->encode(text);
+        };
     Corpus c = target_data.empty() ? read_tsv(data, o) : read_parallel(data, target_data, o);
     // A plain Tatoeba file reads as it always did; any other layout is announced.
     if (verbose) describe_corpus(c, target_data.empty() ? data : c.name);

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/data/corpus_reader.hpp"
+#include "core/text/tokenizer.hpp"
 
 namespace attnviz::cli {
 
@@ -33,7 +34,8 @@ struct CorpusFlags {
     TsvOptions tsv_options() const;
     /// Reads or generates the corpus. verbose: prints on stderr the layout when it is not a
     /// plain Tatoeba file (describe_corpus) and how many lines were skipped.
-    Corpus load(bool verbose = true) const;
+    /// `tokenizer`: a pretrained model's, which then cuts the sentences as they are (TsvOptions::encode).
+    Corpus load(bool verbose = true, TokenizerPtr tokenizer = nullptr) const;
 };
 
 /// Prints what reading found on stderr: a line with the layout, the pairs and the lines read

@@ -13,16 +13,20 @@ namespace attnviz::cli {
 
 void DecodeFlags::add_to(CLI::App& app, bool with_nbest) {
     DecodeOptions d;
-    beam_opt = app.add_option("--beam", beam, "beam width; 1 = greedy")
+    beam_opt = app.add_option("--beam", beam, "beam width; 1 = greedy (a pretrained model: its generation config's)")
                    ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
     if (with_nbest)
         app.add_option("--nbest", nbest, "hypotheses per sentence (raises --beam to at least this)")
             ->type_name("INT")->default_str("1")->check(positive_int())->group("decoding");
-    app.add_option("--max-length", max_length, "maximum output tokens per sentence, <eos> included")
-        ->type_name("INT")->default_str(std::to_string(d.max_length))->check(positive_int())
-        ->group("decoding");
-    app.add_option("--length-penalty", length_penalty, "beam: score = log P / length^this (0 = none)")
-        ->type_name("FLOAT")->default_str("1")->check(non_negative_number())->group("decoding");
+    max_length_opt = app.add_option("--max-length", max_length, "maximum output tokens per sentence, <eos> included")
+                         ->type_name("INT")->default_str(std::to_string(d.max_length))->check(positive_int())
+                         ->group("decoding");
+    length_penalty_opt = app.add_option("--length-penalty", length_penalty, "beam: score = log P / length^this (0 = none)")
+                             ->type_name("FLOAT")->default_str("1")->check(non_negative_number())->group("decoding");
+    app.add_option("--source-lang", source_lang, "a multilingual pretrained model's source language (e.g. en, eng_Latn)")
+        ->type_name("LANG")->group("decoding");
+    app.add_option("--target-lang", target_lang, "a multilingual pretrained model's target language (e.g. fr, fra_Latn)")
+        ->type_name("LANG")->group("decoding");
     app.add_option("--decode-batch", batch, "sentences decoded together")
         ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(positive_int())
         ->group("decoding");
@@ -30,19 +34,21 @@ void DecodeFlags::add_to(CLI::App& app, bool with_nbest) {
         ->type_name("NAME")->default_str(device)->group("decoding");
 }
 
-DecodeOptions DecodeFlags::options() const {
-    DecodeOptions d;
-    d.max_length = max_length;
+DecodeOptions DecodeFlags::options(const TranslationModel& model) const {
+    DecodeOptions d = model.decode_defaults();
+    if (max_length_opt->count() > 0 || !model.config().is_pretrained()) d.max_length = max_length;
     d.num_hypotheses = nbest;
-    d.beam_size = beam;
-    if (nbest > beam) {
+    if (beam_opt->count() > 0 || !model.config().is_pretrained()) d.beam_size = beam;
+    if (nbest > d.beam_size) {
         if (beam_opt->count() > 0)
             throw UsageError("--nbest " + std::to_string(nbest) + " needs --beam of at least " +
                              std::to_string(nbest));
         d.beam_size = nbest;
     }
-    d.length_penalty = length_penalty;
+    if (length_penalty_opt->count() > 0 || !model.config().is_pretrained()) d.length_penalty = length_penalty;
     d.batch_size = batch;
+    d.source_lang = source_lang;
+    d.target_lang = target_lang;
     return d;
 }
 

@@ -20,11 +20,16 @@ struct DecodeFlags {
     int64_t beam = 1, nbest = 1, max_length = 30, batch = 64;
     double length_penalty = 1.0;
     std::string device = "cpu";
+    std::string source_lang, target_lang;
     CLI::Option* beam_opt = nullptr;
+    CLI::Option* max_length_opt = nullptr;
+    CLI::Option* length_penalty_opt = nullptr;
 
     void add_to(CLI::App& app, bool with_nbest);
-    /// The options the flags ask for; UsageError when --nbest exceeds an explicit --beam.
-    DecodeOptions options() const;
+    /// The options the flags ask for, over the model's own (TranslationModel::decode_defaults: a
+    /// pretrained model's generation config decides what a flag left out does, as generate() does);
+    /// UsageError when --nbest exceeds an explicit --beam.
+    DecodeOptions options(const TranslationModel& model) const;
 };
 
 /// --intervene KIND [--intervene-seed N] (translate adds --intervene-at).

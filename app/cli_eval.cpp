@@ -45,12 +45,12 @@ DecodeScores decode_scores(const TranslationModel& model, const std::vector<Sent
 }
 
 int run_eval(EvalOptions& o) {
-    DecodeOptions d = o.decode.options();
-    d.num_hypotheses = 1;
     const Intervention intervention = o.intervene.at_every_step();
+    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    DecodeOptions d = o.decode.options(*model);
+    d.num_hypotheses = 1;
     if (intervention.active() && d.beam_size > 1)
         throw UsageError("--intervene decodes greedily: leave out --beam");
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
     const HeadSelection heads = o.heads.selection(*model);
     Corpus corpus = o.corpus.load();
     o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line

@@ -1,7 +1,11 @@
-// attnviz-cli export: a model as a safetensors file in d2l's layout, for PyTorch.
+// attnviz-cli export: a model as a safetensors file in d2l's layout, for PyTorch, or a
+// pretrained model as a Hugging Face folder for transformers.
 #include <iostream>
 
 #include "app/cli_common.hpp"
+#include "core/config/pretrained_config.hpp"
+#include "core/io/message.hpp"
+#include "core/persist/hf_folder.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/persist/d2l_interop.hpp"
 #include "core/decode/translation_model.hpp"
@@ -11,12 +15,25 @@ namespace attnviz::cli {
 namespace {
 
 struct ExportOptions {
-    std::string model, out;
+    std::string model, out, format = "auto";
 };
 
+int run_export_hf(const TranslationModel& model, const std::string& out) {
+    save_model_folder(model, out);
+    std::cout << "wrote the model folder " << out << ": " << model.config().pretrained->model.describe()
+              << "; transformers loads it with from_pretrained(\"" << out << "\")\n";
+    return exit_ok;
+}
+
 int run_export(const ExportOptions& o) {
-    check_writable("--out", o.out);
+    if (o.format != "auto" && o.format != "d2l" && o.format != "hf")
+        throw UsageError("--format: expected auto, d2l or hf, got " + quote(o.format));
     const auto model = load_model(o.model);
+    const bool hf = o.format == "hf" || (o.format == "auto" && model->config().is_pretrained());
+    if (hf) return run_export_hf(*model, o.out);
+    if (model->config().is_pretrained())
+        throw UsageError("--format d2l: a pretrained model has no d2l layout; write it as a Hugging Face folder (--format hf)");
+    check_writable("--out", o.out);
     const std::string variant = export_d2l(*model, o.out);
     const auto& c = model->config();
     std::cout << "wrote " << o.out << ": " << model->src_vocab().size() << " + " << model->tgt_vocab().size()
@@ -52,7 +69,8 @@ int run_export(const ExportOptions& o) {
 
 Command add_export_command(CLI::App& parent) {
     auto o = std::make_shared<ExportOptions>();
-    CLI::App* app = parent.add_subcommand("export", "Write a model as safetensors in d2l's PyTorch layout");
+    CLI::App* app = parent.add_subcommand("export", "Write a model for PyTorch: d2l's safetensors layout, or a Hugging Face folder");
+    app->alias("export-model");
     app->footer(
         "The file holds the weights under the names of d2l's state_dict() (encoder.embedding.weight,\n"
         "decoder.attention.W_q.weight, ...) and in its metadata src_vocab, tgt_vocab (idx_to_token)\n"
@@ -60,10 +78,17 @@ Command add_export_command(CLI::App& parent) {
         "Transformers into d2l's TransformerEncoder/-Decoder (encoder.blks.block0.attention.W_q.weight,\n"
         "..., config \"arch\": \"transformer\"); other variants are written for attnviz and Python\n"
         "inspection only.\n"
-        "Example: attnviz-cli export --model fra.ckpt --out fra.safetensors");
+        "A pretrained model (opened from a Hugging Face folder, or fine-tuned from one) is written as a\n"
+        "folder transformers' from_pretrained() loads: config.json, generation_config.json,\n"
+        "model.safetensors and the tokenizer's files (--format hf, the default for such a model).\n"
+        "Examples: attnviz-cli export --model fra.ckpt --out fra.safetensors\n"
+        "          attnviz-cli export-model --model tuned.ckpt --format hf --out tuned-opus-mt");
     app->add_option("--model", o->model, "checkpoint (or any model file translate reads)")
         ->type_name("FILE")->required();
-    app->add_option("--out", o->out, "the .safetensors file to write (atomically)")->type_name("FILE")->required();
+    app->add_option("--out", o->out, "the .safetensors file (d2l) or the folder (hf) to write, each file atomically")
+        ->type_name("PATH")->required();
+    app->add_option("--format", o->format, "auto (hf for a pretrained model, else d2l), d2l or hf")
+        ->type_name("FORMAT")->default_str("auto");
     return {app, [o] { return run_export(*o); }};
 }
 

@@ -22,7 +22,7 @@ namespace {
 struct TrainOptions {
     CorpusFlags corpus;
     SettingFlags settings;
-    std::string save, resume;
+    std::string save, resume, init_from;
     std::string memory_log;  ///< hidden --memory-log FILE: memory figures every 10 s (soak tests)
     bool json = false, quiet = false;
 };
@@ -76,6 +76,8 @@ Corpus corpus_of_checkpoint(const TranslationModel& m, const CorpusFlags& flags)
         // file only, bounded reading), and the message says where the path came from.
         TsvOptions o = flags.tsv_options();
         o.level = m.level();
+        if (const TokenizerPtr t = m.tokenizer().pretrained() ? m.tokenizer_ptr() : nullptr)
+            o.encode = [t](const std::string& text, bool target) { return target ? t->encode_target(text) : t->encode(text); };
         try {
             return read_tsv(m.corpus_name(), o);
         } catch (const FileError& e) {
@@ -99,6 +101,8 @@ nlohmann::json final_json(const TrainingSession& session, StopReason reason, con
     j["global_step"] = h.global_step;
     j["best_epoch"] = h.best_epoch > 0 ? nlohmann::json(h.best_epoch) : nlohmann::json(nullptr);
     j["best_val_loss"] = number_or_null(h.best_val_loss());
+    // A pretrained model's own validation loss before fine-tuning (epoch 0).
+    j["start_val_loss"] = h.start ? number_or_null(h.start->val_loss) : nlohmann::json(nullptr);
     j["kept_epoch"] = info.train.keep_best && h.best_epoch > 0 ? h.best_epoch : h.epochs_done;
     if (!h.epochs.empty()) {
         const EpochReport& e = h.epochs.back();
@@ -136,11 +140,23 @@ int run_train(TrainOptions& o) {
     ModelConfig m;
     TrainConfig t;
     std::shared_ptr<const Checkpoint> ckpt;
-    if (!o.resume.empty()) {
+    if (!o.resume.empty() && !o.init_from.empty()) throw UsageError("--resume and --init-from exclude each other");
+    if (!o.resume.empty() || !o.init_from.empty()) {
         // A checkpoint, or a d2l file (its weights, a fresh optimiser): fine-tuning d2l's model.
-        ckpt = std::make_shared<const Checkpoint>(open_model_file(o.resume));
+        const std::string& from = o.resume.empty() ? o.init_from : o.resume;
+        ckpt = std::make_shared<const Checkpoint>(open_model_file(from));
+        if (!o.init_from.empty()) {
+            // Its weights, vocabularies and tokenizer; a fresh optimiser and history.
+            auto fresh = std::make_shared<Checkpoint>();
+            fresh->model = std::make_shared<const TranslationModel>(
+                ckpt->model->network(), ckpt->model->src_vocab_ptr(), ckpt->model->tgt_vocab_ptr(),
+                ckpt->model->tokenizer_ptr(), TrainConfig{}, TrainHistory{}, ckpt->model->corpus_name());
+            ckpt = fresh;
+        }
         m = ckpt->model->config();
         t = ckpt->model->trained_with();
+        if (m.is_pretrained() && !o.settings.given("lr")) t.lr = 5e-5;  // fine-tuning, not training from scratch
+        if (m.is_pretrained() && !o.settings.given("batch")) t.batch_size = 16;
         auto fixed_flags = o.settings.given_model_flags();
         if (!fixed_flags.empty())
             throw UsageError(fixed_flags.front() + " cannot change when resuming (the model's shape is in the checkpoint)");
@@ -155,11 +171,13 @@ int run_train(TrainOptions& o) {
 
     const auto load_start = std::chrono::steady_clock::now();
     const size_t heap_before = heap_in_use();
-    auto corpus = std::make_shared<const Corpus>(o.corpus.given() || !ckpt ? o.corpus.load(!o.quiet)
+    // A pretrained model reads the corpus's sentences as they are, with its own tokenizer.
+    const TokenizerPtr model_tokenizer = ckpt && ckpt->model->tokenizer().pretrained() ? ckpt->model->tokenizer_ptr() : nullptr;
+    auto corpus = std::make_shared<const Corpus>(o.corpus.given() || !ckpt ? o.corpus.load(!o.quiet, model_tokenizer)
                                                                           : corpus_of_checkpoint(*ckpt->model, o.corpus));
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const size_t heap_after = heap_in_use();
-    if (ckpt && corpus->level != ckpt->model->level())
+    if (ckpt && corpus->level != ckpt->model->level() && !model_tokenizer)
         throw UsageError("--resume: the checkpoint works on " + level_noun(ckpt->model->level()) +
                          " but the corpus is tokenised differently (see --level)");
 
@@ -249,6 +267,11 @@ Command add_train_command(CLI::App& parent) {
                     "continue training from this checkpoint, or from a d2l .safetensors file's weights (model flags are "
                     "fixed; data defaults to its corpus)")
         ->type_name("FILE")
+        ->group("output");
+    app->add_option("--init-from", o->init_from,
+                    "start from this model's weights with a fresh optimiser and history: a Hugging Face model folder "
+                    "or hub id (fine-tuning: learning rate 5e-5 and batch 16 unless given), a checkpoint or a d2l file")
+        ->type_name("MODEL")
         ->group("output");
     app->add_flag("--json", o->json, "print the final metrics as one JSON object on stdout")->group("output");
     app->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->group("output");

@@ -151,9 +151,9 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
 }
 
 int run_translate(TranslateOptions& o) {
-    DecodeOptions d = o.decode.options();
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    DecodeOptions d = o.decode.options(*model);
     if (o.merge_subwords && model->level() != TokenLevel::subword)
         throw UsageError("--merge-subwords: the model works on " + level_noun(model->level()) +
                          ", not subwords: there are no pieces to merge");

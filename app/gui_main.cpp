@@ -14,8 +14,8 @@
 
 #include <ATen/Parallel.h>
 
-#include "ui/MainWindow.hpp"
-#include "ui/TrainingController.hpp"
+#include "ui/window/MainWindow.hpp"
+#include "ui/training/TrainingController.hpp"
 #ifdef ATTNVIZ_APP_TOOLS
 #include "ui/tools/Screenshots.hpp"
 #include "ui/tools/Soak.hpp"

@@ -36,8 +36,8 @@ std::string to_table(E e, const std::vector<std::pair<std::string, E>>& table) {
 const std::vector<std::pair<std::string, Scoring>> k_scorings = {
     {"additive", Scoring::additive}, {"dot", Scoring::dot}, {"scaled-dot", Scoring::scaled_dot},
     {"general", Scoring::general},   {"none", Scoring::none}};
-const std::vector<std::pair<std::string, ModelArch>> k_archs = {{"rnn", ModelArch::rnn},
-                                                                {"transformer", ModelArch::transformer}};
+const std::vector<std::pair<std::string, ModelArch>> k_archs = {
+    {"rnn", ModelArch::rnn}, {"transformer", ModelArch::transformer}, {"pretrained", ModelArch::pretrained}};
 const std::vector<std::pair<std::string, CellType>> k_cells = {{"gru", CellType::gru},
                                                                {"lstm", CellType::lstm}};
 const std::vector<std::pair<std::string, InitScheme>> k_inits = {

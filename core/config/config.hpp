@@ -6,12 +6,15 @@
 // validate(), to_json() and from_json() members below are defined there
 // (core/config/registry.cpp), the enums' names in core/config/config.cpp.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 namespace attnviz {
+
+struct PretrainedSpec;  // core/config/pretrained_config.hpp
 
 /// Attention scoring function a(q, k).
 enum class Scoring {
@@ -27,7 +30,9 @@ enum class CellType { gru, lstm };
 /// The model family (core/model/families.hpp builds one).
 enum class ModelArch {
     rnn,          ///< d2l's RNN encoder-decoder with attention (core/model/rnn_model.hpp)
-    transformer   ///< d2l's Transformer (core/model/transformer_model.hpp): multi-head attention in every layer
+    transformer,  ///< d2l's Transformer (core/model/transformer_model.hpp): multi-head attention in every layer
+    pretrained    ///< a Hugging Face translation model (Marian, M2M100/NLLB: core/model/pretrained_model.hpp),
+                  ///< read from its folder (ModelConfig::pretrained), never built from settings alone
 };
 
 /// Weight initialisation schemes.
@@ -86,10 +91,14 @@ struct ModelConfig {
     InitScheme init = InitScheme::xavier; ///< RNN: weight initialisation (a Transformer's is d2l's:
                                           ///< PyTorch's defaults)
     uint64_t seed = 0;             ///< seed for the initial weights
+    /// ModelArch::pretrained: the folder's configurations and vocabulary layout (null otherwise).
+    /// hidden_size, num_layers, num_heads, ffn_size and dropout then echo its encoder's for display.
+    std::shared_ptr<const PretrainedSpec> pretrained;
 
     bool is_transformer() const { return arch == ModelArch::transformer; }
+    bool is_pretrained() const { return arch == ModelArch::pretrained; }
     /// Whether the model attends (every family but the RNN with Scoring::none).
-    bool has_attention() const { return is_transformer() || scoring != Scoring::none; }
+    bool has_attention() const { return arch != ModelArch::rnn || scoring != Scoring::none; }
 
     /// Throws attnviz::ConfigError when a hyperparameter is out of range or
     /// combinations clash (the registry's rules; the vocabulary sizes are not checked).

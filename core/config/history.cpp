@@ -62,6 +62,7 @@ nlohmann::json TrainHistory::to_json() const {
     // absent: 1 (every file before the bound)
     if (batch_loss.stride() != 1) j["batch_stride"] = batch_loss.stride();
     if (batch_loss.pending_count() > 0) j["batch_pending"] = {batch_loss.pending_sum(), batch_loss.pending_count()};
+    if (start) j["start"] = epoch_to_json(*start);
     return j;
 }
 
@@ -155,6 +156,15 @@ TrainHistory TrainHistory::from_json(const nlohmann::json& j) {
     if (h.batch_loss.stride() > (int64_t(1) << 40))  // what it read back would be refused: refuse it now
         fail("batch loss: " + std::to_string(steps.size()) + " points at a stride of \"batch_stride\" are too many");
 
+    if (const auto st = j.find("start"); st != j.end()) {
+        if (!st->is_object()) fail("\"start\" is " + describe_json(*st) + ", expected an epoch report");
+        try {
+            h.start = epoch_from_json(*st);
+        } catch (const nlohmann::json::exception& ex) {
+            fail(std::string("\"start\": ") + ex.what());
+        }
+        h.start->epoch = 0;
+    }
     const auto& epochs = array("epochs");
     for (size_t i = 0; i < epochs.size(); ++i) {
         const auto& e = epochs[i];

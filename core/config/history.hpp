@@ -3,6 +3,7 @@
 // history a checkpoint keeps and the GUI plots, and why a run ended.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,9 @@ struct TrainHistory {
     /// batches ending at that step (one batch each until max_batch_points is reached).
     BoundedCurve batch_loss{max_batch_points};
     std::vector<EpochReport> epochs;
+    /// Validation before the first epoch, as epoch 0: a pretrained model's own loss before it is
+    /// fine-tuned (Trainer::run measures it; absent for models trained from scratch).
+    std::optional<EpochReport> start;
     int64_t global_step = 0;     ///< batches done so far
     int epochs_done = 0;         ///< completed epochs
     int best_epoch = 0;          ///< epoch with the lowest validation loss so far (0: none measured)

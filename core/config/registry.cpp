@@ -336,6 +336,9 @@ void ModelConfig::validate() const { validate_model_parameters(*this); }
 
 void ModelConfig::validate_for_build() const {
     validate();
+    if (is_pretrained() && !pretrained)
+        throw ConfigError("model: a pretrained network is read from a Hugging Face model folder (--model DIR, "
+                          "or --init-from DIR to fine-tune it), not built from settings");
     if (src_vocab < 5 || tgt_vocab < 5)
         throw ConfigError("model: vocabularies must have at least one token besides the 4 special ones");
 }

@@ -130,15 +130,17 @@ std::vector<ParamSpec> declare_parameters() {
 
     add.group = ParamGroup::model;
     add.choice("arch", "arch", "Architecture",
-               "model family: d2l's RNN encoder-decoder with attention, or d2l's Transformer")
+               "model family: d2l's RNN encoder-decoder with attention, or d2l's Transformer (a pretrained "
+               "Hugging Face model comes from its folder: --init-from)")
         .d2l("rnn").options(&H::model, &M::arch, {{ModelArch::rnn, "RNN with attention"},
-                                                   {ModelArch::transformer, "Transformer"}});
+                                                   {ModelArch::transformer, "Transformer"},
+                                                   {ModelArch::pretrained, "Pretrained (Hugging Face)"}});
     add.integer("embed_size", "embed", "Embedding size", 1, 4096, "RNN: embedding width of both sides")
         .d2l(256).rnn().field(&H::model, &M::embed_size);
     add.integer("hidden_size", "hidden", "Hidden size", 1, 4096,
                 "recurrent hidden width of encoder and decoder; Transformer: the model width")
         .d2l(256).field(&H::model, &M::hidden_size);
-    add.integer("num_layers", "layers", "Layers", 1, 8, "recurrent layers of encoder and decoder; Transformer: blocks")
+    add.integer("num_layers", "layers", "Layers", 1, 48, "recurrent layers of encoder and decoder; Transformer: blocks")
         .d2l(2).field(&H::model, &M::num_layers);
     add.integer("num_heads", "heads", "Heads", 1, 64, "Transformer: attention heads per layer (divides the width)")
         .d2l(4).transformer().field(&H::model, &M::num_heads);

@@ -233,7 +233,8 @@ private:
 /// Adds the pair, or records why not. True when max_pairs is reached.
 bool add_pair(Corpus& corpus, size_t line, std::string src, std::string tgt, const TsvOptions& options) {
     if (options.reverse) std::swap(src, tgt);
-    SentencePair pair{tokenize(src, options.level), tokenize(tgt, options.level)};
+    SentencePair pair = options.encode ? SentencePair{options.encode(src, false), options.encode(tgt, true)}
+                                       : SentencePair{tokenize(src, options.level), tokenize(tgt, options.level)};
     pair.line = line;
     if (pair.src.empty()) corpus.skipped.push_back({line, "empty source"});
     else if (pair.tgt.empty()) corpus.skipped.push_back({line, "empty target"});
@@ -257,7 +258,8 @@ bool add_pair(Corpus& corpus, size_t line, std::string src, std::string tgt, con
 
 Corpus read_lines(LineReader& in, const TsvOptions& options) {
     Corpus corpus;
-    corpus.level = options.level;
+    corpus.level = options.encode ? TokenLevel::subword : options.level;
+    corpus.model_pieces = static_cast<bool>(options.encode);
     corpus.layout = CorpusLayout::pairs;
     ColumnPicker picker(in.name(), options.columns);
     const Progress progress{options, {&in}, corpus};
@@ -318,7 +320,8 @@ Corpus read_two(LineReader& a, LineReader& b, const TsvOptions& options) {
     if (!options.columns.empty())
         throw ConfigError("columns '" + options.columns + "' apply to a TSV file, not to parallel text (one sentence per line)");
     Corpus corpus;
-    corpus.level = options.level;
+    corpus.level = options.encode ? TokenLevel::subword : options.level;
+    corpus.model_pieces = static_cast<bool>(options.encode);
     corpus.layout = CorpusLayout::parallel;
     corpus.detected = "parallel text, one sentence per line: source '" + base_name(a.name()) + "', target '" +
                       base_name(b.name()) + "'";

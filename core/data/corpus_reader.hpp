@@ -73,6 +73,10 @@ struct TsvOptions {
     /// A file larger than this is refused when it would be read whole (max_pairs 0);
     /// 0 = no bound. With max_pairs only what is needed is read, so any size is fine.
     uint64_t max_file_bytes = default_max_file_bytes;
+    /// When set, cuts each side instead of `level` (a pretrained model's tokenizer: sentences as they
+    /// are, neither normalised nor lower-cased); `target` says the text is a target sentence.
+    /// Corpus::level is then subword and Corpus::model_pieces true.
+    std::function<std::vector<std::string>(const std::string& text, bool target)> encode;
     /// Called about every 64 KiB read (and once at the end) on the reading thread;
     /// returning false stops reading with ReadCancelled. Empty: no reports.
     std::function<bool(const ReadProgress&)> progress;
@@ -101,6 +105,7 @@ struct Corpus {
     /// target = column 4 (fra)". Empty for built-in tasks.
     std::string detected;
     size_t lines_read = 0;             ///< lines read (reading may have stopped early at max_pairs)
+    bool model_pieces = false;         ///< the sides were cut by a pretrained model's tokenizer (TsvOptions::encode)
     uint64_t bytes_read = 0;           ///< bytes read
     bool stopped_early = false;        ///< max_pairs was reached before the end of the input
 };

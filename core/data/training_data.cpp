@@ -33,8 +33,25 @@ TokenizerPtr split_into_subwords(std::vector<SentencePair>& train, std::vector<S
 
 }  // namespace
 
-TrainingData prepare_data(const Corpus& corpus, const TrainConfig& config, TokenizerPtr tokenizer) {
+TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, TokenizerPtr tokenizer) {
     config.validate();
+    // A pretrained model cuts sentences as they are with its own tokenizer: a corpus read so is
+    // ready; another (a built-in task's words) is joined back into text and cut again.
+    const bool pretrained = tokenizer && tokenizer->pretrained();
+    Corpus recut;
+    if (pretrained && !corpus_in.model_pieces) {
+        recut.name = corpus_in.name;
+        recut.skipped = corpus_in.skipped;
+        recut.level = TokenLevel::subword;
+        recut.model_pieces = true;
+        for (const auto& p : corpus_in.pairs) {
+            SentencePair q{tokenizer->encode(detokenize(p.src, corpus_in.level), false),
+                           tokenizer->encode_target(detokenize(p.tgt, corpus_in.level), false)};
+            q.line = p.line;
+            recut.pairs.push_back(std::move(q));
+        }
+    }
+    const Corpus& corpus = pretrained && !corpus_in.model_pieces ? recut : corpus_in;
     if (tokenizer && tokenizer->level() != corpus.level)
         throw ConfigError("corpus '" + corpus.name + "' is tokenised into " + level_noun(corpus.level) +
                           " but the model works on " + level_noun(tokenizer->level()));
@@ -42,7 +59,7 @@ TrainingData prepare_data(const Corpus& corpus, const TrainConfig& config, Token
     d.name = corpus.name;
     d.level = corpus.level;
     d.skipped_lines = corpus.skipped.size();
-    if (corpus.level == TokenLevel::subword) {
+    if (corpus.level == TokenLevel::subword && !corpus.model_pieces) {
         // Split first and train the model on the training side only; lengths count pieces.
         std::vector<SentencePair> train, val;
         std::tie(train, val) = split_train_val(corpus.pairs, config.val_fraction, config.seed, config.split_shuffle);

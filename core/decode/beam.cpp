@@ -14,6 +14,13 @@
 // finished; at the length limit its live beams are finished as they are
 // (without <eos>). Prefix decoding gives the prefix's tokens to the first beam,
 // one per step, before the search proper starts.
+//
+// A pretrained model searches as transformers' generate() does (GenerationRules::
+// transformers_search): of the 2K best extensions only the first K may finish (an <eos>
+// further down is passed over), the best K finished hypotheses are kept by log P /
+// length^alpha, and a sentence stops when early_stopping says -- by default once K have
+// finished and no live beam, at its present length, could beat the worst of them. At the
+// length limit the first K extensions finish as they are.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -66,7 +73,7 @@ public:
         : m_tm(tm), m_o(o), m_model(tm.network()), m_device(tm.device()), m_K(o.beam_size),
           m_V(m_model.config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
           m_live(static_cast<size_t>(m_B * m_K), -1), m_finished(static_cast<size_t>(m_B)),
-          m_done(static_cast<size_t>(m_B), false) {
+          m_done(static_cast<size_t>(m_B), false), m_hf(o.generation.transformers_search) {
         const int64_t K = m_K, B = m_B;
         // Each sentence's encoding K times, one per beam.
         m_enc = m_model.encode(batch.src, batch.src_len)
@@ -156,6 +163,10 @@ private:
             for (int64_t k = 0; k < K; ++k) parent[static_cast<size_t>(b * K + k)] = b * K;
             if (m_done[static_cast<size_t>(b)]) continue;
             const bool given_now = forced_at(b, step);
+            if (m_hf && !given_now) {
+                advance_transformers(b, step, s, next_logp, parent, next_tok, next_live);
+                continue;
+            }
             const int64_t candidates = given_now ? 1 : s.total.size(1);
             int64_t filled = 0;
             for (int64_t j = 0; j < candidates; ++j) {
@@ -208,11 +219,100 @@ private:
         return true;
     }
 
+    /// One step of sentence b as transformers' _beam_search takes it (the file's comment).
+    void advance_transformers(int64_t b, int64_t step, const StepOnHost& s, std::vector<float>& next_logp,
+                              std::vector<int64_t>& parent, std::vector<int64_t>& next_tok, std::vector<int64_t>& next_live) {
+        const int64_t K = m_K;
+        auto total = s.total.accessor<float, 2>();
+        auto index = s.index.accessor<int64_t, 2>();
+        auto step_lp = s.step_lp.accessor<float, 2>();
+        auto rank = s.rank.accessor<int64_t, 2>();
+        auto& fin = m_finished[static_cast<size_t>(b)];
+        const bool last = step + 1 >= limit(b);  // every extension hits the length limit
+        const int stopping = m_o.generation.early_stopping;
+        // New finished hypotheses are taken while the sentence may still improve (and, with
+        // early_stopping true, while it has fewer than K).
+        const bool may_finish = !(stopping == 1 && static_cast<int64_t>(fin.size()) >= K);
+        std::vector<Finished> fresh;
+        int64_t filled = 0;
+        for (int64_t j = 0; j < s.total.size(1); ++j) {
+            if (total[b][j] == k_neg_inf) break;
+            const int64_t slot = b * K + index[b][j] / m_V, tok = index[b][j] % m_V;
+            const bool hits = tok == Vocab::eos_id || last;
+            const bool taken = hits ? j < K && may_finish : filled < K;
+            if (!taken) {
+                if (!m_trees.empty()) record(b, slot, j, tok, step_lp[b][j], rank[b][j], BeamNode::Status::pruned, false, s, step);
+                continue;
+            }
+            Link l;
+            l.prev = m_live[static_cast<size_t>(slot)];
+            l.step = step, l.slot = slot, l.token = tok, l.rank = rank[b][j], l.log_prob = step_lp[b][j];
+            l.total = total_of(l.prev) + l.log_prob;
+            l.node = record(b, slot, j, tok, step_lp[b][j], rank[b][j],
+                            hits ? BeamNode::Status::finished : BeamNode::Status::kept, false, s, step);
+            m_links.push_back(l);
+            const auto id = static_cast<int64_t>(m_links.size()) - 1;
+            if (hits) {
+                // transformers scores the search's own running sum (the float totals).
+                fresh.push_back({id, hf_normalized(total[b][j], step + 1)});
+                continue;
+            }
+            const auto dst = static_cast<size_t>(b * K + filled);
+            next_logp[dst] = total[b][j];
+            parent[dst] = slot;
+            next_tok[dst] = tok;
+            next_live[dst] = id;
+            ++filled;
+        }
+        // The K best of those finished before and the new ones (earlier ones first on a tie).
+        fin.insert(fin.end(), fresh.begin(), fresh.end());
+        std::stable_sort(fin.begin(), fin.end(), [](const Finished& x, const Finished& y) { return x.score > y.score; });
+        if (static_cast<int64_t>(fin.size()) > K) {
+            for (size_t i = static_cast<size_t>(K); i < fin.size(); ++i) prune_finished(b, fin[i].link);
+            fin.resize(static_cast<size_t>(K));
+        }
+        // _check_early_stop_heuristic: with K finished, can the best live beam still beat the worst?
+        bool improvable = true;
+        if (static_cast<int64_t>(fin.size()) >= K) {
+            const double best_running = filled > 0 ? next_logp[static_cast<size_t>(b * K)] : -1.0e9;
+            const double length = stopping == 2 && m_o.length_penalty > 0 ? static_cast<double>(limit(b))
+                                                                          : static_cast<double>(step + 1);
+            improvable = static_cast<float>(best_running) / static_cast<float>(std::pow(length, m_o.length_penalty)) >
+                         static_cast<float>(fin.back().score);
+        }
+        if (last || filled == 0 || (stopping == 1 && static_cast<int64_t>(fin.size()) >= K) || (stopping != 2 && !improvable))
+            m_done[static_cast<size_t>(b)] = true;
+    }
+
+    /// transformers' score of a finished hypothesis: its float sum over length^alpha, in float.
+    double hf_normalized(float total, int64_t length) const {
+        return static_cast<float>(total / static_cast<float>(std::pow(static_cast<double>(length), m_o.length_penalty)));
+    }
+
+    /// A finished hypothesis that dropped out of the K best: its tree node says so.
+    void prune_finished(int64_t b, int64_t link) {
+        const int64_t node = m_links[static_cast<size_t>(link)].node;
+        if (node >= 0) m_trees[static_cast<size_t>(b)].nodes[static_cast<size_t>(node)].status = BeamNode::Status::pruned;
+    }
+
+    /// The output ids of the hypothesis ending with `link`, in order (for the n-gram rules).
+    std::vector<int64_t> history(int64_t link) const {
+        std::vector<int64_t> ids;
+        for (int64_t at = link; at >= 0; at = m_links[static_cast<size_t>(at)].prev) ids.push_back(m_links[static_cast<size_t>(at)].token);
+        std::reverse(ids.begin(), ids.end());
+        return ids;
+    }
+
     /// Runs the decoder one step and brings the candidates (and what the hypotheses record) to the host.
     StepOnHost step_on_host(int64_t step) {
         const int64_t B = m_B, K = m_K, V = m_V;
         auto out = m_model.step(m_tokens, *m_cache, *m_enc);
         auto logp = output_log_probs(out.logits);  // [B*K, V]
+        if (m_o.generation.masks()) {
+            std::vector<std::vector<int64_t>> histories;
+            for (int64_t r = 0; r < B * K; ++r) histories.push_back(history(m_live[static_cast<size_t>(r)]));
+            apply_generation_rules(logp, m_o.generation, step, m_o.max_length - 1, histories);
+        }
         auto prev = torch::from_blob(m_beam_logp.data(), {B * K, 1}, torch::kFloat).to(m_device);
         auto flat_logp = logp.view({B, K * V});
         auto total = (logp + prev).view({B, K * V});
@@ -313,6 +413,7 @@ private:
     std::vector<StepOnHost> m_steps;      ///< per step: what the links' hypotheses record
     std::vector<std::vector<Finished>> m_finished;
     std::vector<bool> m_done;
+    const bool m_hf;                      ///< transformers' search (GenerationRules::transformers_search)
     std::vector<BeamTree> m_trees;        ///< per sentence; empty unless recording
 };
 

@@ -39,6 +39,11 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             auto out = model.step(tokens, *cache, *enc, changed);
             if (changed) intervener->check_step(out);
             auto logp = output_log_probs(out.logits);
+            if (options.generation.masks()) {
+                std::vector<std::vector<int64_t>> histories;
+                for (const auto& h : hyps) histories.push_back(h.ids);
+                apply_generation_rules(logp, options.generation, step, options.max_length - 1, histories);
+            }
             auto chosen = std::get<1>(logp.max(-1));
             bool any_given = false;
             if (forced) {

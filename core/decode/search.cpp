@@ -139,6 +139,49 @@ torch::Tensor output_log_probs(const torch::Tensor& logits) {
     return torch::log_softmax(logits.to(torch::kFloat), -1).index_fill_(1, never, -std::numeric_limits<float>::infinity());
 }
 
+void apply_generation_rules(torch::Tensor& log_probs, const GenerationRules& rules, int64_t step, int64_t last_step,
+                            const std::vector<std::vector<int64_t>>& histories) {
+    if (!rules.masks()) return;
+    constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+    const int64_t V = log_probs.size(1);
+    const auto device = log_probs.device();
+    auto ids = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(device); };
+    // NoRepeatNGramLogitsProcessor and the longer bad words need each row's history.
+    const bool per_row = rules.no_repeat_ngram > 0 ||
+                         std::any_of(rules.bad_words.begin(), rules.bad_words.end(), [](const auto& w) { return w.size() > 1; });
+    std::vector<int64_t> single;
+    for (const auto& w : rules.bad_words)
+        if (w.size() == 1 && w[0] >= 0 && w[0] < V) single.push_back(w[0]);
+    if (!single.empty()) log_probs.index_fill_(1, ids(single), neg_inf);
+    if (per_row && !histories.empty()) {
+        std::vector<int64_t> flat;  // row * V + token
+        for (size_t r = 0; r < histories.size() && static_cast<int64_t>(r) < log_probs.size(0); ++r) {
+            const auto& h = histories[r];
+            const int64_t n = rules.no_repeat_ngram;
+            if (n > 0 && static_cast<int64_t>(h.size()) + 1 >= n) {
+                // Every earlier n-gram whose first n-1 tokens end the history bars its last token.
+                for (size_t i = 0; i + static_cast<size_t>(n) <= h.size(); ++i)
+                    if (std::equal(h.begin() + static_cast<std::ptrdiff_t>(i), h.begin() + static_cast<std::ptrdiff_t>(i + n - 1),
+                                   h.end() - (n - 1)))
+                        flat.push_back(static_cast<int64_t>(r) * V + h[i + static_cast<size_t>(n) - 1]);
+            }
+            for (const auto& w : rules.bad_words)
+                if (w.size() > 1 && h.size() >= w.size() - 1 && std::equal(w.begin(), w.end() - 1, h.end() - (w.size() - 1)))
+                    if (w.back() >= 0 && w.back() < V) flat.push_back(static_cast<int64_t>(r) * V + w.back());
+        }
+        if (!flat.empty()) log_probs.view(-1).index_fill_(0, ids(flat), neg_inf);
+    }
+    if (rules.min_length > 0 && step + 1 < rules.min_length)  // the output with its start token is step + 1 long
+        log_probs.index_fill_(1, ids({Vocab::eos_id}), neg_inf);
+    auto force = [&](int64_t token) {
+        if (token < 0 || token >= V) return;
+        log_probs.fill_(neg_inf);
+        log_probs.index_fill_(1, ids({token}), 0.0);
+    };
+    if (step == 0 && rules.forced_first >= 0) force(rules.forced_first);
+    if (step == last_step && rules.forced_last >= 0) force(rules.forced_last);
+}
+
 StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k) {
     if (std::min(k, log_probs.size(-1)) <= 0) return {};
     auto top = log_probs.topk(std::min(k, log_probs.size(-1)), -1);

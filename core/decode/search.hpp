@@ -76,6 +76,14 @@ void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, in
 /// <bos> (never outputs) at -inf: what greedy and beam search both choose from.
 torch::Tensor output_log_probs(const torch::Tensor& logits);
 
+/// transformers' logits processors of a pretrained model's generation config (DecodeOptions::generation)
+/// on a step's log-probabilities [R, V], in place: bad words, the minimum length and n-gram repeats
+/// to -inf; at a forced step every token -inf but the forced one, which scores 0 (as transformers
+/// scores it). `step` is the step's index (0: the first output token), `last_step` the index of the
+/// last step the length limit allows; histories[r] (when the rules need them) row r's output ids so far.
+void apply_generation_rules(torch::Tensor& log_probs, const GenerationRules& rules, int64_t step, int64_t last_step,
+                            const std::vector<std::vector<int64_t>>& histories = {});
+
 /// The k most probable tokens of each row of a step's log-probabilities, on the host.
 struct StepTopK {
     torch::Tensor prob, ids;  ///< [R, k] float and long, contiguous CPU tensors (undefined when k == 0)

@@ -1,6 +1,8 @@
 // DecodeOptions: JSON and range checks.
 #include "core/decode/translation.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/io/error.hpp"
@@ -17,6 +19,18 @@ nlohmann::json DecodeOptions::to_json() const {
             {"top_k", top_k},
             {"beam_tree", beam_tree}};
     if (intervention.active()) j["intervention"] = intervention.to_json();
+    if (!source_lang.empty()) j["source_lang"] = source_lang;
+    if (!target_lang.empty()) j["target_lang"] = target_lang;
+    if (generation.transformers_search || generation.masks()) {
+        static const char* const stopping[] = {"false", "true", "never"};
+        j["generation"] = {{"search", generation.transformers_search ? "transformers" : "attnviz"},
+                           {"early_stopping", stopping[std::clamp(generation.early_stopping, 0, 2)]},
+                           {"forced_first", generation.forced_first},
+                           {"forced_last", generation.forced_last},
+                           {"min_length", generation.min_length},
+                           {"no_repeat_ngram", generation.no_repeat_ngram},
+                           {"bad_words", generation.bad_words}};
+    }
     return j;
 }
 

@@ -24,6 +24,29 @@ namespace attnviz {
 constexpr int64_t max_decode_length = 1000;
 static_assert(max_padded_steps == max_decode_length, "a padded sequence is at most as long as an output");
 
+/// What transformers' generate() adds to a search for a pretrained model (its generation config,
+/// core/config/pretrained_config.hpp), in attnviz's token ids: the logits processors that bar or
+/// force tokens, and how its beam search ranks and stops. TranslationModel::decode_defaults() fills
+/// it from the model; attnviz's own models leave it off.
+struct GenerationRules {
+    /// Beam search as transformers' (generation/utils.py _beam_search): of the 2K best extensions
+    /// only the K best may finish, a finished hypothesis keeps log P / length^length_penalty, and a
+    /// sentence stops as early_stopping says. Off: attnviz's search (core/decode/beam.cpp).
+    bool transformers_search = false;
+    /// transformers' early_stopping: 0 the heuristic (false), 1 as soon as beam_size hypotheses have
+    /// finished (true), 2 only at the length limit ("never").
+    int early_stopping = 0;
+    int64_t forced_first = -1;  ///< the first output token, forced (ForcedBOSTokenLogitsProcessor); -1: none
+    int64_t forced_last = -1;   ///< the token forced at the last step max_length allows (forced_eos); -1: none
+    int64_t min_length = 0;     ///< <eos> is barred while the output (its start token included) is shorter
+    int64_t no_repeat_ngram = 0;  ///< > 0: no n-gram of this size twice in an output
+    std::vector<std::vector<int64_t>> bad_words;  ///< token sequences never produced (NoBadWordsLogitsProcessor)
+    /// Whether any rule changes a step's scores.
+    bool masks() const {
+        return forced_first >= 0 || forced_last >= 0 || min_length > 0 || no_repeat_ngram > 0 || !bad_words.empty();
+    }
+};
+
 /// Options for decoding (CTranslate2's TranslationOptions in spirit).
 struct DecodeOptions {
     int64_t max_length = 30;      ///< maximum output tokens per sentence, <eos> included (1..max_decode_length)
@@ -38,6 +61,9 @@ struct DecodeOptions {
                                   ///< (core/decode/beam_tree.hpp); runs beam search, which at beam_size 1 is greedy
     Intervention intervention;    ///< what-if: change the attention of one step or of every step
                                   ///< (core/decode/intervention.hpp); greedy decoding only; none by default
+    GenerationRules generation;   ///< a pretrained model's generate() rules (off for attnviz's own models)
+    std::string source_lang;      ///< a multilingual pretrained model's source language ("" : its default)
+    std::string target_lang;      ///< ... and target language ("": its generation config's, if any)
     nlohmann::json to_json() const;
     /// Throws ConfigError naming the first option out of its range.
     void validate() const;

@@ -1,10 +1,14 @@
 // TranslationModel: the immutable bundle every translation goes through.
 #include "core/decode/translation_model.hpp"
 
+#include <algorithm>
+
+#include "core/config/pretrained_config.hpp"
 #include "core/decode/beam.hpp"
 #include "core/decode/greedy.hpp"
 #include "core/io/error.hpp"
 #include "core/model/families.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 
 namespace attnviz {
 
@@ -41,6 +45,88 @@ torch::Device TranslationModel::device() const {
 
 int64_t TranslationModel::parameter_count() const { return count_parameters(*m_network); }
 
+DecodeOptions TranslationModel::decode_defaults() const {
+    DecodeOptions d;
+    const auto& spec = config().pretrained;
+    if (!spec || !m_tokenizer->pretrained()) return d;
+    const GenerationConfig& g = spec->generation;
+    // The model's ids -> attnviz's (core/config/pretrained_config.hpp's PretrainedSpec).
+    const auto layout = m_tokenizer->pretrained_layout(/*target=*/true);
+    std::vector<int64_t> to_attnviz(static_cast<size_t>(std::max<int64_t>(spec->model.target_vocab_size(), 1)), -1);
+    for (size_t i = 0; i < layout.rows.size(); ++i)
+        if (layout.rows[i] >= 0 && layout.rows[i] < static_cast<int64_t>(to_attnviz.size()))
+            to_attnviz[static_cast<size_t>(layout.rows[i])] = static_cast<int64_t>(i);
+    auto id = [&](int64_t model_id) {
+        return model_id >= 0 && model_id < static_cast<int64_t>(to_attnviz.size()) ? to_attnviz[static_cast<size_t>(model_id)] : -1;
+    };
+    d.beam_size = std::min<int64_t>(g.num_beams, 100);
+    d.num_hypotheses = std::min<int64_t>(g.num_return_sequences, d.beam_size);
+    d.max_length = std::clamp<int64_t>(g.max_generated(spec->model), 1, max_decode_length);
+    d.length_penalty = std::max(g.length_penalty, 0.0);
+    d.normalize_input = false;  // the model's tokenizer normalises as it was trained to
+    GenerationRules& r = d.generation;
+    r.transformers_search = true;
+    r.early_stopping = g.early_stopping == EarlyStopping::heuristic ? 0 : g.early_stopping == EarlyStopping::on_full ? 1 : 2;
+    r.forced_first = id(g.forced_bos_token_id);
+    r.forced_last = id(g.forced_eos_token_id);
+    r.min_length = g.min_length;
+    r.no_repeat_ngram = g.no_repeat_ngram_size;
+    for (const auto& words : g.bad_words_ids) {
+        std::vector<int64_t> mapped;
+        for (int64_t w : words) mapped.push_back(id(w));
+        if (std::find(mapped.begin(), mapped.end(), -1) == mapped.end()) r.bad_words.push_back(std::move(mapped));
+    }
+    return d;
+}
+
+std::vector<std::string> TranslationModel::source_languages() const {
+    return m_tokenizer->pretrained() ? m_tokenizer->pretrained()->source_languages() : std::vector<std::string>{};
+}
+
+std::vector<std::string> TranslationModel::target_languages() const {
+    return m_tokenizer->pretrained() ? m_tokenizer->pretrained()->target_languages() : std::vector<std::string>{};
+}
+
+DecodeOptions TranslationModel::with_languages(std::vector<std::vector<std::string>>& sources,
+                                               const DecodeOptions& options) const {
+    const auto& pt = m_tokenizer->pretrained();
+    if (!pt) {
+        if (!options.source_lang.empty() || !options.target_lang.empty())
+            throw ConfigError("this model translates one language pair: it has no languages to choose from");
+        return options;
+    }
+    DecodeOptions d = options;
+    if (pt->kind() == PretrainedTokenizerKind::marian) {
+        if (!options.source_lang.empty()) pt->language_token(options.source_lang, false);  // says there is no choice
+        if (!options.target_lang.empty()) {
+            const std::string code = m_tokenizer->pretrained_name(pt->language_token(options.target_lang, true), false);
+            for (auto& s : sources)
+                if (!s.empty()) s.insert(s.begin(), code);
+        }
+        return d;
+    }
+    // M2M100 / NLLB: [source code] tokens </s>; the target's code is the first output token.
+    const std::string src = !options.source_lang.empty() ? options.source_lang : pt->default_source_language();
+    const std::string src_code = m_tokenizer->pretrained_name(pt->language_token(src, false), false);
+    for (auto& s : sources)
+        if (!s.empty()) s.insert(s.begin(), src_code);
+    const std::string tgt = !options.target_lang.empty() ? options.target_lang : pt->default_target_language();
+    if (!tgt.empty()) {
+        d.generation.forced_first = m_tgt_vocab->id(m_tokenizer->pretrained_name(pt->language_token(tgt, true), true));
+    } else if (d.generation.forced_first < 0) {
+        const auto langs = pt->target_languages();
+        throw ConfigError("this model translates into " + std::to_string(langs.size()) +
+                          " languages: choose one with --target-lang (e.g. " + (langs.empty() ? std::string("fr") : langs.front()) + ")");
+    }
+    return d;
+}
+
+void TranslationModel::set_texts(std::vector<Translation>& results) const {
+    if (!m_tokenizer->pretrained()) return;
+    for (auto& t : results)
+        for (auto& h : t.hypotheses) h.text = m_tokenizer->decode(until_eos(h.tokens));
+}
+
 std::vector<Translation> TranslationModel::translate(const std::vector<std::string>& sentences,
                                                      const DecodeOptions& options) const {
     std::vector<std::vector<std::string>> sources;
@@ -51,10 +137,14 @@ std::vector<Translation> TranslationModel::translate(const std::vector<std::stri
     return results;
 }
 
-std::vector<Translation> TranslationModel::translate_tokens(const std::vector<std::vector<std::string>>& sources,
-                                                            const DecodeOptions& options) const {
+std::vector<Translation> TranslationModel::translate_tokens(const std::vector<std::vector<std::string>>& sources_in,
+                                                            const DecodeOptions& options_in) const {
+    std::vector<std::vector<std::string>> sources = sources_in;
+    const DecodeOptions options = with_languages(sources, options_in);
     const bool beam = options.beam_size > 1 || options.beam_tree;  // beam width 1 is greedy, with a tree
-    return beam ? beam_decode(search_model(), sources, options) : greedy_decode(search_model(), sources, options);
+    auto results = beam ? beam_decode(search_model(), sources, options) : greedy_decode(search_model(), sources, options);
+    set_texts(results);
+    return results;
 }
 
 std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std::string, std::string>>& pairs,
@@ -62,16 +152,21 @@ std::vector<Translation> TranslationModel::force(const std::vector<std::pair<std
     std::vector<std::vector<std::string>> sources, targets;
     for (const auto& [source, target] : pairs) {
         sources.push_back(m_tokenizer->encode(source, options.normalize_input));
-        targets.push_back(m_tokenizer->encode(target, options.normalize_input));
+        targets.push_back(m_tokenizer->encode_target(target, options.normalize_input));
     }
     auto results = force_tokens(sources, targets, mode, options);
     for (size_t i = 0; i < pairs.size(); ++i) results[i].input = pairs[i].first;
     return results;
 }
 
-std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::vector<std::string>>& sources,
-                                                        const std::vector<std::vector<std::string>>& targets,
-                                                        ForceMode mode, const DecodeOptions& options) const {
+std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::vector<std::string>>& sources_in,
+                                                        const std::vector<std::vector<std::string>>& targets_in,
+                                                        ForceMode mode, const DecodeOptions& options_in) const {
+    std::vector<std::vector<std::string>> sources = sources_in, targets = targets_in;
+    const DecodeOptions options = with_languages(sources, options_in);
+    // M2M100 / NLLB: the target language's code is the first output token, given with the target.
+    if (options.generation.forced_first >= 0)
+        for (auto& t : targets) t.insert(t.begin(), m_tgt_vocab->token(options.generation.forced_first));
     if (sources.size() != targets.size())
         throw ConfigError("forced decoding: " + std::to_string(sources.size()) + " sources but " +
                           std::to_string(targets.size()) + " targets");
@@ -92,13 +187,18 @@ std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::v
         if (mode == ForceMode::reference) ids.push_back(Vocab::eos_id);
         given.push_back(std::move(ids));
     }
-    if (mode == ForceMode::prefix && (options.beam_size > 1 || options.beam_tree))
-        return beam_decode(search_model(), sources, options, &given);
-    // A reference is one path: nothing to search.
-    DecodeOptions greedy = options;
-    greedy.beam_size = greedy.num_hypotheses = 1;
-    greedy.beam_tree = false;
-    return greedy_decode(search_model(), sources, greedy, &given);
+    std::vector<Translation> results;
+    if (mode == ForceMode::prefix && (options.beam_size > 1 || options.beam_tree)) {
+        results = beam_decode(search_model(), sources, options, &given);
+    } else {
+        // A reference is one path: nothing to search.
+        DecodeOptions greedy = options;
+        greedy.beam_size = greedy.num_hypotheses = 1;
+        greedy.beam_tree = false;
+        results = greedy_decode(search_model(), sources, greedy, &given);
+    }
+    set_texts(results);
+    return results;
 }
 
 Network TranslationModel::clone_network(const torch::Device& device) const {

@@ -60,6 +60,14 @@ public:
     torch::Device device() const;
     int64_t parameter_count() const;
 
+    /// The options a translation starts from: DecodeOptions{} for attnviz's own models; for a
+    /// pretrained model what its generation config asks of generate() -- beams, length limit,
+    /// length penalty, early stopping, bad words, forced tokens -- in GenerationRules.
+    DecodeOptions decode_defaults() const;
+    /// A multilingual pretrained model's languages (core/text/pretrained_tokenizer.hpp); empty otherwise.
+    std::vector<std::string> source_languages() const;
+    std::vector<std::string> target_languages() const;
+
     /// Translates sentences (normalised and tokenised by tokenizer()), greedy or
     /// beam search per options (beam search when beam_size > 1 or beam_tree). An empty sentence gives a Translation without
     /// hypotheses. Throws ConfigError on bad options, Error on invalid UTF-8.
@@ -101,6 +109,13 @@ public:
     // Files: load_model and save_model (core/persist/model_file.hpp).
 
 private:
+    /// A pretrained model's language choice applied: the source language's code before each source
+    /// (M2M100, NLLB; Marian's >>xxx<< for a target language) and the target language's code as the
+    /// forced first token. The options unchanged for attnviz's own models.
+    DecodeOptions with_languages(std::vector<std::vector<std::string>>& sources, const DecodeOptions& options) const;
+    /// Output text as the model's tokenizer joins it (a pretrained model's decode()).
+    void set_texts(std::vector<Translation>& results) const;
+
     Network m_network;
     std::shared_ptr<const Vocab> m_src_vocab, m_tgt_vocab;
     TokenizerPtr m_tokenizer;

@@ -1,6 +1,7 @@
 // Building a network of any family.
 #include "core/model/families.hpp"
 
+#include "core/model/pretrained_model.hpp"
 #include "core/model/rnn_model.hpp"
 #include "core/model/transformer_model.hpp"
 
@@ -9,6 +10,7 @@ namespace attnviz {
 Network build_network(const ModelConfig& config) {
     switch (config.arch) {
     case ModelArch::transformer: return std::make_shared<TransformerImpl>(config);
+    case ModelArch::pretrained: return std::make_shared<PretrainedImpl>(config);
     case ModelArch::rnn: break;
     }
     return std::make_shared<Seq2SeqImpl>(config);

@@ -5,9 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/pretrained_config.hpp"
 #include "core/io/error.hpp"
 #include "core/io/json_bounded.hpp"
 #include "core/decode/translation_model.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 
 namespace attnviz {
 
@@ -16,16 +18,29 @@ using json = nlohmann::json;
 std::string level_name(TokenLevel l) { return to_string(l); }
 
 json meta_to_json(const TranslationModel& m) {
-    return {{"written_by", std::string("attnviz ") + ATTNVIZ_VERSION},
-            {"model", m.config().to_json()},
-            {"train", m.trained_with().to_json()},
-            {"level", level_name(m.level())},
-            {"tokenizer", m.tokenizer().to_json()},
-            {"history", m.history().to_json()},
-            {"corpus", m.corpus_name()}};
+    json j{{"written_by", std::string("attnviz ") + ATTNVIZ_VERSION},
+           {"model", m.config().to_json()},
+           {"train", m.trained_with().to_json()},
+           {"level", level_name(m.level())},
+           {"tokenizer", m.tokenizer().to_json()},
+           {"history", m.history().to_json()},
+           {"corpus", m.corpus_name()}};
+    if (const auto& spec = m.config().pretrained)
+        j["pretrained"] = {{"config", spec->model.to_json()},
+                           {"generation", spec->generation.to_json()},
+                           {"decoder_start_row", spec->decoder_start_row}};
+    return j;
 }
 
 json d2l_style_config(const ModelConfig& c, TokenLevel level) {
+    if (c.is_pretrained() && c.pretrained)
+        return {{"arch", to_string(c.arch)},
+                {"model_type", to_string(c.pretrained->model.family)},
+                {"d_model", c.pretrained->model.d_model},
+                {"encoder_layers", c.pretrained->model.encoder_layers},
+                {"decoder_layers", c.pretrained->model.decoder_layers},
+                {"heads", c.pretrained->model.encoder_heads},
+                {"level", level_name(level)}};
     if (c.is_transformer())
         return {{"arch", to_string(c.arch)},
                 {"hidden", c.hidden_size},
@@ -75,6 +90,21 @@ CheckpointMeta meta_from_json(const json& attnviz, const json& src, const json& 
     try {
         m.model = ModelConfig::from_json(model);
         m.model.validate();
+        if (m.model.is_pretrained()) {
+            part = "pretrained model's configuration";
+            const json& p = member(attnviz, "pretrained", what);
+            if (!p.is_object() || !p.contains("config") || !p.contains("generation") || !p.contains("decoder_start_row") ||
+                !p["decoder_start_row"].is_number_integer())
+                throw FileError("expected {\"config\", \"generation\", \"decoder_start_row\"}");
+            auto spec = std::make_shared<PretrainedSpec>();
+            spec->model = PretrainedConfig::from_json(p["config"], "\"pretrained\" \"config\"");
+            spec->generation = GenerationConfig::from_json(p["generation"], spec->model, "\"pretrained\" \"generation\"");
+            spec->decoder_start_row = p["decoder_start_row"].get<int64_t>();
+            if (spec->decoder_start_row < 0 || spec->decoder_start_row >= m.model.tgt_vocab ||
+                spec->decoder_start_row == Vocab::bos_id)
+                throw FileError("\"decoder_start_row\" is not a row of the target vocabulary");
+            m.model.pretrained = spec;
+        }
         part = "training settings";
         m.train = TrainConfig::from_json(train);
         part = "training history";
@@ -105,6 +135,14 @@ CheckpointMeta meta_from_json(const json& attnviz, const json& src, const json& 
         m.corpus = corpus->get<std::string>();
     m.src_vocab = vocab_from(src, what, "source");
     m.tgt_vocab = vocab_from(tgt, what, "target");
+    if (m.model.is_pretrained() != (m.tokenizer->pretrained() != nullptr))
+        throw FileError(what + " is inconsistent: a pretrained model needs its pretrained tokenizer, and only it has one");
+    if (m.tokenizer->pretrained()) {
+        // The vocabularies are the tokenizer's layout over the model's rows, nothing else.
+        if (m.tokenizer->pretrained_layout(false).names != m.src_vocab->tokens() ||
+            m.tokenizer->pretrained_layout(true).names != m.tgt_vocab->tokens())
+            throw FileError(what + " is inconsistent: its vocabularies are not its pretrained tokenizer's");
+    }
     if (m.model.src_vocab != static_cast<int64_t>(m.src_vocab->size()) ||
         m.model.tgt_vocab != static_cast<int64_t>(m.tgt_vocab->size()))
         throw FileError(what + " is inconsistent: its configuration says " + std::to_string(m.model.src_vocab) +

@@ -2,6 +2,7 @@
 // for every variant and checks that named_parameters() matches it exactly.
 #include "core/persist/parameter_names.hpp"
 
+#include "core/config/pretrained_config.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 
@@ -51,11 +52,59 @@ std::vector<ParameterName> transformer_names(const ModelConfig& c) {
     return out;
 }
 
+/// transformers' state_dict names (core/model/pretrained_model.hpp), rows in attnviz's vocabulary order.
+std::vector<ParameterName> pretrained_names(const ModelConfig& mc) {
+    const PretrainedConfig& c = mc.pretrained->model;
+    const int64_t d = c.d_model;
+    std::vector<ParameterName> out;
+    auto add = [&](const std::string& name, std::vector<int64_t> shape, VocabRows rows = VocabRows::none) {
+        out.push_back({name, name, std::move(shape), rows});
+    };
+    auto linear = [&](const std::string& p, int64_t out_features, int64_t in_features) {
+        add(p + ".weight", {out_features, in_features});
+        add(p + ".bias", {out_features});
+    };
+    auto norm = [&](const std::string& p) {
+        add(p + ".weight", {d});
+        add(p + ".bias", {d});
+    };
+    auto attention = [&](const std::string& p) {
+        for (const char* w : {"k_proj", "v_proj", "q_proj", "out_proj"}) linear(p + "." + w, d, d);
+    };
+    if (c.share_embeddings) add("model.shared.weight", {mc.src_vocab, d}, VocabRows::source);
+    if (!c.share_embeddings) add("model.encoder.embed_tokens.weight", {mc.src_vocab, d}, VocabRows::source);
+    for (int64_t l = 0; l < c.encoder_layers; ++l) {
+        const std::string b = "model.encoder.layers." + std::to_string(l) + ".";
+        attention(b + "self_attn");
+        norm(b + "self_attn_layer_norm");
+        linear(b + "fc1", c.encoder_ffn, d);
+        linear(b + "fc2", d, c.encoder_ffn);
+        norm(b + "final_layer_norm");
+    }
+    if (c.final_layer_norms) norm("model.encoder.layer_norm");
+    if (!c.share_embeddings) add("model.decoder.embed_tokens.weight", {mc.tgt_vocab, d}, VocabRows::target);
+    for (int64_t l = 0; l < c.decoder_layers; ++l) {
+        const std::string b = "model.decoder.layers." + std::to_string(l) + ".";
+        attention(b + "self_attn");
+        norm(b + "self_attn_layer_norm");
+        attention(b + "encoder_attn");
+        norm(b + "encoder_attn_layer_norm");
+        linear(b + "fc1", c.decoder_ffn, d);
+        linear(b + "fc2", d, c.decoder_ffn);
+        norm(b + "final_layer_norm");
+    }
+    if (c.final_layer_norms) norm("model.decoder.layer_norm");
+    if (!c.tie_word_embeddings) add("lm_head.weight", {mc.tgt_vocab, d}, VocabRows::output);
+    if (c.final_logits_bias) add("final_logits_bias", {1, mc.tgt_vocab}, VocabRows::output);
+    return out;
+}
+
 }  // namespace
 
 std::vector<ParameterName> parameter_names(const ModelConfig& c) {
     c.validate_for_build();
     if (c.is_transformer()) return transformer_names(c);
+    if (c.is_pretrained()) return pretrained_names(c);
     const int64_t E = c.embed_size, H = c.hidden_size, L = c.num_layers;
     const int64_t D = c.bidirectional ? 2 : 1, K = D * H;
     const int64_t G = c.cell == CellType::gru ? 3 : 4;
@@ -112,6 +161,7 @@ uint64_t parameter_bytes(const std::vector<ParameterName>& params) {
 }
 
 bool has_d2l_shape(const ModelConfig& c) {
+    if (c.is_pretrained()) return false;
     if (c.is_transformer()) return c.hidden_size % 2 == 0;
     return c.cell == CellType::gru && !c.bidirectional && !c.reverse_source && c.scoring == Scoring::additive &&
            (c.attention_size == 0 || c.attention_size == c.hidden_size);

@@ -75,7 +75,8 @@ void TrainingSession::start_from(std::shared_ptr<const Checkpoint> checkpoint, s
                                  const TrainConfig& train) {
     if (!checkpoint || !checkpoint->model) throw ConfigError("there is no checkpoint to resume");
     if (!corpus || corpus->pairs.empty()) throw ConfigError("the corpus has no sentence pairs");
-    if (corpus->level != checkpoint->model->level())
+    // A pretrained model cuts any corpus with its own tokenizer (core/data/training_data.hpp).
+    if (corpus->level != checkpoint->model->level() && !checkpoint->model->tokenizer().pretrained())
         throw ConfigError("the checkpoint works on " + level_noun(checkpoint->model->level()) +
                           " but the corpus is tokenised differently");
     launch(

@@ -18,6 +18,13 @@
 // options; a denormalizer spec's rule table. Everything else (self-test samples,
 // training options, unknown fields) is dropped. Torch-free (attnviz_base), fuzzed by
 // tests/fuzz/fuzz_sentencepiece.cpp.
+//
+// Pretrained models (a Hugging Face folder's spm files) are another matter: they use
+// SentencePiece's normalizers with their rule tables, control and user-defined pieces, and
+// sometimes byte fallback. check_pretrained_sentencepiece_model() reads them with the same
+// reader under wider rules, checks the rule tables as SentencePiece walks them
+// (core/text/sentencepiece_charsmap.hpp), and rebuilds the model from what it checked.
+// Fuzzed by tests/fuzz/fuzz_sentencepiece_pretrained.cpp.
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -67,5 +74,33 @@ SentencePieceSpec parse_sentencepiece_model(std::string_view bytes);
 
 /// A serialized ModelProto of exactly the spec (identity normalizer); parse gives it back.
 std::string serialize_sentencepiece_model(const SentencePieceSpec& spec);
+
+/// A pretrained model's SentencePiece model (a Hugging Face folder's source.spm, target.spm or
+/// sentencepiece.bpe.model), checked so that SentencePiece may load it: unlike attnviz's own
+/// models these use SentencePiece's normalizers (nmt_nfkc, ...) with their rule tables. Returns
+/// the bytes to load; FileError naming `what` and the problem otherwise.
+///
+/// The bytes returned are a ModelProto rebuilt from the checked parts only, which SentencePiece
+/// encodes and decodes with exactly as with the original: every piece in order (text, score,
+/// type), of the trainer spec the model type, treat_whitespace_as_suffix,
+/// allow_whitespace_only_pieces, byte_fallback, unk_surface and the unk/bos/eos/pad piece
+/// names where set, and the normalizer and denormalizer specs (name, rule table,
+/// add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces). Dropped: training options,
+/// self-test samples (SentencePiece would run them on load), unknown fields.
+///
+/// Refused ("WHAT: ..."): not the wire format (cut short, a bad wire type, a field of the wrong
+/// type); a piece that is empty, longer than max_sentencepiece_piece_bytes, not UTF-8, holds a
+/// NUL, has a non-finite score or an unknown type; a piece twice among the normal,
+/// user-defined and unused pieces or among the unknown, control and byte ones; no or two
+/// unknown pieces; no normal piece; more than max_sentencepiece_pieces pieces; a model type
+/// other than unigram, BPE, word or char; byte pieces without byte fallback, not named
+/// <0x00>..<0xFF>, or byte fallback without all 256; an unk/bos/eos/pad piece name,
+/// unk_surface or normalizer name that is not UTF-8 without NUL of at most
+/// max_sentencepiece_piece_bytes; a normalizer or denormalizer rule table that
+/// sentencepiece_charsmap_problem() finds a problem with (a size prefix past its end, a trie of
+/// partial units, a reachable unit whose children lie past the trie, a rule whose string
+/// lies past the strings, has no NUL or is not UTF-8, a loop, more than 32 matches at one
+/// position, a table over max_sentencepiece_charsmap_bytes).
+std::string check_pretrained_sentencepiece_model(std::string_view bytes, const std::string& what);
 
 }  // namespace attnviz

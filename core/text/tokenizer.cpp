@@ -1,6 +1,7 @@
 // Tokenizer: words, characters, or SentencePiece subwords trained in memory.
 #include "core/text/tokenizer.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 #include "core/text/sentencepiece_model.hpp"
 #include "core/text/vocab.hpp"
 
@@ -135,7 +137,54 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_sentencepiece(const std::string
 
 int Tokenizer::piece_count() const { return m_processor ? m_processor->GetPieceSize() : 0; }
 
+std::shared_ptr<const Tokenizer> Tokenizer::for_pretrained(std::shared_ptr<const PretrainedTokenizer> tokenizer,
+                                                           const PretrainedRows& rows) {
+    if (!tokenizer) throw ConfigError("tokenizer: no pretrained tokenizer");
+    std::shared_ptr<Tokenizer> t(new Tokenizer(TokenLevel::subword));
+    t->m_pretrained = std::move(tokenizer);
+    t->m_rows = rows;
+    const auto src = t->pretrained_layout(false), tgt = t->pretrained_layout(true);
+    t->m_src_names = src.to_name;
+    t->m_tgt_names = tgt.to_name;
+    t->m_from_names = tgt.from_name;
+    return t;
+}
+
+PretrainedVocabLayout Tokenizer::pretrained_layout(bool target) const {
+    if (!m_pretrained) throw ConfigError("tokenizer: not a pretrained model's");
+    return m_pretrained->vocab_layout(target, target ? m_rows.target_rows : m_rows.source_rows, m_rows.pad_id,
+                                      m_rows.eos_id, m_rows.unk_id);
+}
+
+std::string Tokenizer::pretrained_name(const std::string& model_token, bool target) const {
+    const auto& names = target ? m_tgt_names : m_src_names;
+    const auto it = names.find(model_token);
+    return it == names.end() ? model_token : it->second;
+}
+
+std::vector<std::string> Tokenizer::pretrained_names(std::vector<std::string> tokens, bool target) const {
+    const auto& names = target ? m_tgt_names : m_src_names;
+    if (!names.empty())
+        for (auto& token : tokens)
+            if (const auto it = names.find(token); it != names.end()) token = it->second;
+    return tokens;
+}
+
+std::vector<std::string> Tokenizer::encode_target(const std::string& sentence, bool normalize_text) const {
+    if (m_pretrained) return pretrained_names(m_pretrained->encode(sentence, /*target=*/true), true);
+    return encode(sentence, normalize_text);
+}
+
+std::string Tokenizer::decode(const std::vector<std::string>& tokens) const {
+    if (!m_pretrained) return detokenize(tokens, m_level);
+    std::vector<std::string> model_tokens = tokens;
+    for (auto& token : model_tokens)
+        if (const auto it = m_from_names.find(token); it != m_from_names.end()) token = it->second;
+    return m_pretrained->decode(model_tokens);
+}
+
 std::vector<std::string> Tokenizer::encode(const std::string& sentence, bool normalize_text) const {
+    if (m_pretrained) return pretrained_names(m_pretrained->encode(sentence, /*target=*/false), false);
     if (m_level != TokenLevel::subword) return prepare_source(sentence, m_level, normalize_text);
     // SentencePiece works on code points: ill-formed bytes are refused here (word level
     // passes them through; a corpus reader skips such lines).
@@ -149,6 +198,8 @@ std::vector<std::string> Tokenizer::encode(const std::string& sentence, bool nor
 
 std::vector<std::string> Tokenizer::split_words(const std::vector<std::string>& words) const {
     if (m_level != TokenLevel::subword) return words;
+    if (m_pretrained)
+        throw ConfigError("tokenizer: a pretrained model's tokenizer reads sentences as they are, not normalised words");
     std::string text;
     for (const auto& w : words) {
         if (!text.empty()) text += ' ';
@@ -161,6 +212,13 @@ std::vector<std::string> Tokenizer::split_words(const std::vector<std::string>& 
 }
 
 nlohmann::json Tokenizer::to_json() const {
+    if (m_pretrained) {
+        nlohmann::json j = m_pretrained->to_json();
+        j["level"] = to_string(m_level);
+        j["rows"] = {m_rows.source_rows, m_rows.target_rows};
+        j["special_ids"] = {{"pad", m_rows.pad_id}, {"eos", m_rows.eos_id}, {"unk", m_rows.unk_id}};
+        return j;
+    }
     nlohmann::json j{{"level", to_string(m_level)}};
     if (m_level == TokenLevel::subword) {
         j["type"] = "sentencepiece";
@@ -180,6 +238,25 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(const nlohmann::json& j) {
     if (level == "char") return for_level(TokenLevel::character);
     if (level != "subword")
         throw FileError("tokenizer: level " + quote(level) + " is not one of word, char, subword");
+    if (j.value("type", std::string()) == "pretrained") {
+        PretrainedRows rows;
+        const auto& r = j.contains("rows") ? j["rows"] : nlohmann::json();
+        const auto& ids = j.contains("special_ids") ? j["special_ids"] : nlohmann::json();
+        auto id = [&](const nlohmann::json& v, int64_t max) {
+            if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > max)
+                throw FileError("tokenizer: a pretrained tokenizer needs \"rows\" [source, target] and \"special_ids\" "
+                                "{pad, eos, unk} within them");
+            return v.get<int64_t>();
+        };
+        if (!r.is_array() || r.size() != 2 || !ids.is_object()) id(nlohmann::json(), 0);
+        rows.source_rows = id(r[0], 1 << 22);
+        rows.target_rows = id(r[1], 1 << 22);
+        const int64_t last = std::min(rows.source_rows, rows.target_rows) - 1;
+        rows.pad_id = id(ids.value("pad", nlohmann::json()), last);
+        rows.eos_id = id(ids.value("eos", nlohmann::json()), last);
+        rows.unk_id = id(ids.value("unk", nlohmann::json()), last);
+        return for_pretrained(PretrainedTokenizer::from_json(j, std::max(rows.source_rows, rows.target_rows)), rows);
+    }
     if (j.value("type", std::string()) != "sentencepiece" || !j.contains("model") || !j["model"].is_string())
         throw FileError("tokenizer: a subword tokenizer needs \"type\": \"sentencepiece\" and the model as base64 in \"model\"");
     SubwordOptions options;

@@ -14,6 +14,7 @@
 // processor); hold it as TokenizerPtr.
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -26,6 +27,9 @@ class SentencePieceProcessor;
 }
 
 namespace attnviz {
+
+class PretrainedTokenizer;  // core/text/pretrained_tokenizer.hpp
+struct PretrainedVocabLayout;
 
 /// How a subword model is trained (TrainConfig::subword_vocab / subword_model in the registry).
 struct SubwordOptions {
@@ -56,23 +60,44 @@ public:
     static std::shared_ptr<const Tokenizer> from_sentencepiece(const std::string& model_proto,
                                                                const SubwordOptions& options);
 
+    /// A pretrained model's tokenizer (core/text/pretrained_tokenizer.hpp), its tokens named as
+    /// the model's vocabulary layout names them (its eos "</s>" is attnviz's "<eos>", ...): level
+    /// subword, text neither normalised nor lower-cased (the model's SentencePiece model normalises).
+    /// `special`: the model's pad, eos and unk ids; `rows`: its source and target embedding rows.
+    struct PretrainedRows {
+        int64_t source_rows = 0, target_rows = 0;
+        int64_t pad_id = 0, eos_id = 0, unk_id = 0;
+    };
+    static std::shared_ptr<const Tokenizer> for_pretrained(std::shared_ptr<const PretrainedTokenizer> tokenizer,
+                                                           const PretrainedRows& rows);
+    /// The vocabulary layout of one side (core/text/pretrained_tokenizer.hpp); ConfigError for
+    /// attnviz's own tokenizers.
+    PretrainedVocabLayout pretrained_layout(bool target) const;
+    /// A pretrained model's token as attnviz's vocabulary names it (the token itself but for a few).
+    std::string pretrained_name(const std::string& model_token, bool target) const;
+
     ~Tokenizer();
 
     TokenLevel level() const { return m_level; }
+    /// The pretrained model's tokenizer, or null for attnviz's own.
+    const std::shared_ptr<const PretrainedTokenizer>& pretrained() const { return m_pretrained; }
 
     /// A sentence as the model reads it. word: normalize() (when `normalize`) and split
     /// on spaces; character: grapheme clusters (prepare_source of core/text/text.hpp: with
     /// `normalize`, ASCII lower-cased and spaces squeezed); subword: normalize() (when
     /// `normalize`) and SentencePiece pieces. Throws Error on invalid UTF-8.
     std::vector<std::string> encode(const std::string& sentence, bool normalize = true) const;
+    /// A target sentence (a reference to score or train on): encode(), but for a pretrained model
+    /// with its own target tokenizer (Marian's target.spm) that one.
+    std::vector<std::string> encode_target(const std::string& sentence, bool normalize = true) const;
 
     /// Re-tokenises a sentence that tokenize(text, TokenLevel::subword) split into
     /// normalised words (as corpora of level subword are read): subword: the pieces of
     /// the words joined by spaces; word and character: the tokens unchanged.
     std::vector<std::string> split_words(const std::vector<std::string>& words) const;
 
-    /// Text of tokens: detokenize(tokens, level()).
-    std::string decode(const std::vector<std::string>& tokens) const { return detokenize(tokens, m_level); }
+    /// Text of tokens: detokenize(tokens, level()); a pretrained model's decode(skip_special_tokens=True).
+    std::string decode(const std::vector<std::string>& tokens) const;
 
     /// The serialized SentencePiece model (empty for word and character level).
     const std::string& model_proto() const { return m_model_proto; }
@@ -97,6 +122,11 @@ private:
     std::string m_model_proto;
     SubwordOptions m_options;
     std::unique_ptr<sentencepiece::SentencePieceProcessor> m_processor;  ///< subword only
+    std::shared_ptr<const PretrainedTokenizer> m_pretrained;               ///< a pretrained model's
+    PretrainedRows m_rows;
+    /// The model's token -> attnviz's name (source, target) and back, where they differ.
+    std::unordered_map<std::string, std::string> m_src_names, m_tgt_names, m_from_names;
+    std::vector<std::string> pretrained_names(std::vector<std::string> tokens, bool target) const;
 };
 
 using TokenizerPtr = std::shared_ptr<const Tokenizer>;

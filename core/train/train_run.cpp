@@ -84,6 +84,16 @@ void Trainer::begin_run(RunState& run) {
     run.base_seconds = m_history.seconds;
     const int64_t batches_per_epoch = (static_cast<int64_t>(m_data.train.size()) + cfg.batch_size - 1) / cfg.batch_size;
     run.planned = static_cast<int64_t>(cfg.epochs - m_history.epochs_done) * batches_per_epoch;
+    // A pretrained model starts from what it knows: its own validation loss is the curve's first
+    // point, epoch 0, before a batch changes it.
+    if (m_model_config.is_pretrained() && m_history.global_step == 0 && !m_history.start && !m_data.val.empty()) {
+        EpochReport er = evaluate(m_data.val, cfg.eval_sample);
+        er.epoch = 0;
+        er.train_loss = std::nan("");
+        er.lr = learning_rate();
+        m_history.start = er;
+        run.obs->on_epoch(er);
+    }
 }
 
 Trainer::EpochSums Trainer::train_epoch(RunState& run, int epoch) {

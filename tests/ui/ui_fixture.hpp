@@ -18,14 +18,14 @@
 #include <memory>
 #include <vector>
 
-#include "ui/CorpusPanel.hpp"
-#include "ui/MainWindow.hpp"
-#include "ui/ProbePanel.hpp"
+#include "ui/training/CorpusPanel.hpp"
+#include "ui/window/MainWindow.hpp"
+#include "ui/training/ProbePanel.hpp"
 #include "ui/tools/Screenshots.hpp"
 #include "ui/tools/Soak.hpp"
-#include "ui/SettingsPanel.hpp"
-#include "ui/TrainingController.hpp"
-#include "ui/TranslatePanel.hpp"
+#include "ui/training/SettingsPanel.hpp"
+#include "ui/training/TrainingController.hpp"
+#include "ui/translate/TranslatePanel.hpp"
 
 namespace ui_testing {
 using namespace attnviz;

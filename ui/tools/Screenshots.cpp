@@ -7,14 +7,14 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "ui/ComparePanel.hpp"
-#include "ui/CorpusPanel.hpp"
-#include "ui/HeatmapWidget.hpp"
-#include "ui/LossChart.hpp"
-#include "ui/MainWindow.hpp"
-#include "ui/ProbePanel.hpp"
-#include "ui/SettingsPanel.hpp"
-#include "ui/TranslatePanel.hpp"
+#include "ui/compare/ComparePanel.hpp"
+#include "ui/training/CorpusPanel.hpp"
+#include "ui/heatmap/HeatmapWidget.hpp"
+#include "ui/training/LossChart.hpp"
+#include "ui/window/MainWindow.hpp"
+#include "ui/training/ProbePanel.hpp"
+#include "ui/training/SettingsPanel.hpp"
+#include "ui/translate/TranslatePanel.hpp"
 #include "core/model/rnn_model.hpp"
 #include "core/train/train.hpp"
 

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "core/io/process_memory.hpp"
-#include "ui/CorpusPanel.hpp"
-#include "ui/MainWindow.hpp"
-#include "ui/ProbePanel.hpp"
+#include "ui/training/CorpusPanel.hpp"
+#include "ui/window/MainWindow.hpp"
+#include "ui/training/ProbePanel.hpp"
 #include "ui/tools/Screenshots.hpp"
-#include "ui/SettingsPanel.hpp"
-#include "ui/TrainingController.hpp"
+#include "ui/training/SettingsPanel.hpp"
+#include "ui/training/TrainingController.hpp"
 
 namespace attnviz::ui {
 

@@ -1,0 +1,307 @@
+// config.json and generation_config.json of a Hugging Face model folder, checked field by field.
+#include "core/config/pretrained_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/io/error.hpp"
+#include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
+
+namespace attnviz {
+
+using json = nlohmann::json;
+
+namespace {
+
+/// Sizes a real model never exceeds (NLLB-3.3B: d 2048, 24 layers, 16 heads, ffn 8192,
+/// vocabulary 256,206); a file beyond them is refused before anything is allocated for it.
+constexpr int64_t k_max_width = 16384;
+constexpr int64_t k_max_layers = 128;
+constexpr int64_t k_max_heads = 256;
+constexpr int64_t k_max_ffn = 65536;
+constexpr int64_t k_max_vocab = 1 << 20;
+constexpr int64_t k_max_positions = 1 << 16;
+
+/// Reads the fields of one JSON object with messages naming the file and the key.
+class Fields {
+public:
+    Fields(const json& j, const std::string& what) : m_j(j), m_what(what) {
+        if (!j.is_object()) throw FileError(what + ": expected a JSON object, got " + describe_json(j));
+    }
+    bool has(const char* key) const { return m_j.contains(key) && !m_j.at(key).is_null(); }
+    int64_t integer(const char* key, int64_t lo, int64_t hi) const {
+        if (!has(key)) throw FileError(m_what + ": the field \"" + key + "\" is missing");
+        return integer_at(m_j.at(key), key, lo, hi);
+    }
+    int64_t integer_or(const char* key, int64_t fallback, int64_t lo, int64_t hi) const {
+        return has(key) ? integer(key, lo, hi) : fallback;
+    }
+    double real_or(const char* key, double fallback, double lo, double hi) const {
+        if (!has(key)) return fallback;
+        const json& v = m_j.at(key);
+        if (!v.is_number()) throw bad(key, "a number", v);
+        const double d = v.get<double>();
+        if (!std::isfinite(d) || d < lo || d > hi)
+            throw FileError(m_what + ": \"" + key + "\" is " + describe_json(v) + ", expected a number in [" +
+                            number(lo) + ", " + number(hi) + "]");
+        return d;
+    }
+    bool boolean_or(const char* key, bool fallback) const {
+        if (!has(key)) return fallback;
+        const json& v = m_j.at(key);
+        if (!v.is_boolean()) throw bad(key, "true or false", v);
+        return v.get<bool>();
+    }
+    std::string text_or(const char* key, const std::string& fallback) const {
+        if (!has(key)) return fallback;
+        const json& v = m_j.at(key);
+        if (!v.is_string()) throw bad(key, "a string", v);
+        return v.get<std::string>();
+    }
+    /// A token id or a list of them (eos_token_id may be either).
+    std::vector<int64_t> ids_or(const char* key, std::vector<int64_t> fallback, int64_t vocab) const {
+        if (!has(key)) return fallback;
+        const json& v = m_j.at(key);
+        if (v.is_array()) {
+            if (v.size() > 64) throw bad(key, "at most 64 token ids", v);
+            std::vector<int64_t> out;
+            for (const auto& e : v) out.push_back(integer_at(e, key, 0, vocab - 1));
+            return out;
+        }
+        return {integer_at(v, key, 0, vocab - 1)};
+    }
+    FileError bad(const char* key, const char* expected, const json& v) const {
+        return FileError(m_what + ": \"" + key + "\" is " + describe_json(v) + ", expected " + expected);
+    }
+    const std::string& what() const { return m_what; }
+
+private:
+    int64_t integer_at(const json& v, const char* key, int64_t lo, int64_t hi) const {
+        if (!v.is_number_integer()) throw bad(key, "a whole number", v);
+        const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
+        if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
+            throw FileError(m_what + ": \"" + key + "\" is " + describe_json(v) + ", expected " + std::to_string(lo) +
+                            ".." + std::to_string(hi));
+        const int64_t n = negative ? v.get<int64_t>() : static_cast<int64_t>(v.get<uint64_t>());
+        if (n < lo || n > hi)
+            throw FileError(m_what + ": \"" + key + "\" is " + std::to_string(n) + ", expected " + std::to_string(lo) +
+                            ".." + std::to_string(hi));
+        return n;
+    }
+    static std::string number(double d) {
+        std::string s = std::to_string(d);
+        while (s.size() > 1 && s.back() == '0') s.pop_back();
+        if (!s.empty() && s.back() == '.') s.pop_back();
+        return s;
+    }
+    const json& m_j;
+    std::string m_what;
+};
+
+Activation activation_from(const std::string& name, const std::string& what) {
+    if (name == "relu") return Activation::relu;
+    if (name == "gelu") return Activation::gelu;
+    if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
+    if (name == "swish" || name == "silu") return Activation::silu;
+    if (name == "tanh") return Activation::tanh;
+    throw FileError(what + ": \"activation_function\" is " + quote(name) +
+                    ", expected one of relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, swish, silu, tanh");
+}
+
+}  // namespace
+
+std::string to_string(PretrainedFamily f) { return f == PretrainedFamily::marian ? "marian" : "m2m_100"; }
+std::string supported_model_types() { return "marian, m2m_100 (M2M100 and NLLB)"; }
+
+std::string to_string(Activation a) {
+    switch (a) {
+    case Activation::relu: return "relu";
+    case Activation::gelu: return "gelu";
+    case Activation::gelu_tanh: return "gelu_new";
+    case Activation::silu: return "swish";
+    case Activation::tanh: return "tanh";
+    }
+    return "?";
+}
+
+std::string PretrainedConfig::describe() const {
+    const std::string family_name = family == PretrainedFamily::marian ? "Marian" : "M2M100";
+    std::string s = family_name + ", d " + std::to_string(d_model) + ", " + std::to_string(encoder_layers) + "+" +
+                    std::to_string(decoder_layers) + " layers, " + count_of(encoder_heads, "head", "heads") + ", ffn " +
+                    std::to_string(encoder_ffn) + ", vocabulary " + std::to_string(vocab_size);
+    if (!share_embeddings) s += "/" + std::to_string(decoder_vocab_size);
+    return s;
+}
+
+PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& what) {
+    const Fields f(j, what);
+    PretrainedConfig c;
+    const std::string type = f.text_or("model_type", "");
+    if (type.empty())
+        throw FileError(what + ": no \"model_type\" (attnviz reads " + supported_model_types() + ")");
+    if (type == "marian") c.family = PretrainedFamily::marian;
+    else if (type == "m2m_100") c.family = PretrainedFamily::m2m100;
+    else throw FileError(what + ": model_type " + quote(type) + " is not one attnviz reads (it reads " +
+                         supported_model_types() + ")");
+    const bool marian = c.family == PretrainedFamily::marian;
+    c.raw = j;
+    c.vocab_size = f.integer("vocab_size", 4, k_max_vocab);
+    c.decoder_vocab_size = marian ? f.integer_or("decoder_vocab_size", c.vocab_size, 4, k_max_vocab) : c.vocab_size;
+    c.d_model = f.integer("d_model", 2, k_max_width);
+    c.encoder_layers = f.integer("encoder_layers", 1, k_max_layers);
+    c.decoder_layers = f.integer("decoder_layers", 1, k_max_layers);
+    c.encoder_heads = f.integer("encoder_attention_heads", 1, k_max_heads);
+    c.decoder_heads = f.integer("decoder_attention_heads", 1, k_max_heads);
+    c.encoder_ffn = f.integer("encoder_ffn_dim", 1, k_max_ffn);
+    c.decoder_ffn = f.integer("decoder_ffn_dim", 1, k_max_ffn);
+    c.max_positions = f.integer("max_position_embeddings", 1, k_max_positions);
+    for (const auto& [heads, name] : {std::pair{c.encoder_heads, "encoder_attention_heads"},
+                                      std::pair{c.decoder_heads, "decoder_attention_heads"}})
+        if (c.d_model % heads != 0)
+            throw FileError(what + ": d_model " + std::to_string(c.d_model) + " is not a multiple of \"" + name +
+                            "\" " + std::to_string(heads));
+    c.activation_name = f.text_or("activation_function", marian ? "gelu" : "relu");
+    c.activation = activation_from(c.activation_name, what);
+    c.scale_embedding = f.boolean_or("scale_embedding", !marian);
+    c.normalize_before = !marian;
+    c.final_layer_norms = !marian;
+    c.positions = marian ? PositionTable::marian : PositionTable::fairseq;
+    c.final_logits_bias = marian;
+    c.share_embeddings = marian ? f.boolean_or("share_encoder_decoder_embeddings", true) : true;
+    c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", true);
+    if (c.positions == PositionTable::marian && c.d_model % 2 != 0)
+        throw FileError(what + ": d_model " + std::to_string(c.d_model) + " is odd; Marian's position table needs an even width");
+    const int64_t V = std::min(c.vocab_size, c.target_vocab_size());
+    c.pad_token_id = f.integer_or("pad_token_id", marian ? 58100 : 1, 0, V - 1);
+    const auto eos = f.ids_or("eos_token_id", {marian ? 0 : 2}, V);
+    if (eos.size() != 1)
+        throw FileError(what + ": \"eos_token_id\" lists " + std::to_string(eos.size()) +
+                        " tokens; attnviz reads models with one end-of-sentence token");
+    c.eos_token_id = eos.front();
+    c.bos_token_id = f.integer_or("bos_token_id", marian ? -1 : 0, -1, V - 1);
+    c.decoder_start_token_id = f.integer_or("decoder_start_token_id", marian ? c.pad_token_id : c.eos_token_id, 0, V - 1);
+    if (c.pad_token_id == c.eos_token_id)
+        throw FileError(what + ": pad_token_id and eos_token_id are both " + std::to_string(c.eos_token_id) +
+                        "; attnviz needs them apart");
+    c.dropout = f.real_or("dropout", 0.1, 0.0, 0.99);
+    c.attention_dropout = f.real_or("attention_dropout", 0.0, 0.0, 0.99);
+    c.activation_dropout = f.real_or("activation_dropout", 0.0, 0.0, 0.99);
+    if (f.has("layer_norm_eps")) c.layer_norm_eps = f.real_or("layer_norm_eps", 1e-5, 1e-12, 1.0);
+    return c;
+}
+
+json PretrainedConfig::to_json() const {
+    json j = raw.is_object() ? raw : json::object();
+    j["model_type"] = to_string(family);
+    j["vocab_size"] = vocab_size;
+    if (family == PretrainedFamily::marian) {
+        j["decoder_vocab_size"] = decoder_vocab_size;
+        j["share_encoder_decoder_embeddings"] = share_embeddings;
+    }
+    j["d_model"] = d_model;
+    j["encoder_layers"] = encoder_layers;
+    j["decoder_layers"] = decoder_layers;
+    j["encoder_attention_heads"] = encoder_heads;
+    j["decoder_attention_heads"] = decoder_heads;
+    j["encoder_ffn_dim"] = encoder_ffn;
+    j["decoder_ffn_dim"] = decoder_ffn;
+    j["max_position_embeddings"] = max_positions;
+    j["activation_function"] = activation_name.empty() ? to_string(activation) : activation_name;
+    j["scale_embedding"] = scale_embedding;
+    j["tie_word_embeddings"] = tie_word_embeddings;
+    j["pad_token_id"] = pad_token_id;
+    j["eos_token_id"] = eos_token_id;
+    if (bos_token_id >= 0) j["bos_token_id"] = bos_token_id;
+    j["decoder_start_token_id"] = decoder_start_token_id;
+    j["dropout"] = dropout;
+    j["attention_dropout"] = attention_dropout;
+    j["activation_dropout"] = activation_dropout;
+    return j;
+}
+
+GenerationConfig GenerationConfig::from_json(const json& j, const PretrainedConfig& model, const std::string& what) {
+    const Fields f(j, what);
+    GenerationConfig g;
+    g.raw = j;
+    const int64_t V = model.target_vocab_size();
+    g.num_beams = f.integer_or("num_beams", 1, 1, 1024);
+    g.max_length_set = f.has("max_length");
+    g.max_length = f.integer_or("max_length", 20, 1, 1 << 20);
+    g.max_new_tokens = f.integer_or("max_new_tokens", 0, 0, 1 << 20);
+    g.min_length = f.integer_or("min_length", 0, 0, 1 << 20);
+    g.length_penalty = f.real_or("length_penalty", 1.0, -100.0, 100.0);
+    if (f.has("early_stopping")) {
+        const json& e = j.at("early_stopping");
+        if (e.is_boolean()) g.early_stopping = e.get<bool>() ? EarlyStopping::on_full : EarlyStopping::heuristic;
+        else if (e.is_string() && e.get<std::string>() == "never") g.early_stopping = EarlyStopping::never;
+        else throw f.bad("early_stopping", "true, false or \"never\"", e);
+    }
+    g.num_return_sequences = f.integer_or("num_return_sequences", 1, 1, g.num_beams);
+    g.no_repeat_ngram_size = f.integer_or("no_repeat_ngram_size", 0, 0, 1024);
+    if (f.has("bad_words_ids")) {
+        const json& b = j.at("bad_words_ids");
+        if (!b.is_array() || b.size() > 100000) throw f.bad("bad_words_ids", "a list of token id lists", b);
+        for (const auto& seq : b) {
+            if (!seq.is_array() || seq.empty() || seq.size() > 64)
+                throw f.bad("bad_words_ids", "a list of non-empty token id lists", seq);
+            std::vector<int64_t> ids;
+            for (const auto& id : seq) {
+                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= V)
+                    throw f.bad("bad_words_ids", ("token ids 0.." + std::to_string(V - 1)).c_str(), id);
+                ids.push_back(id.get<int64_t>());
+            }
+            g.bad_words_ids.push_back(std::move(ids));
+        }
+    }
+    g.forced_bos_token_id = f.integer_or("forced_bos_token_id", -1, -1, V - 1);
+    g.forced_eos_token_id = f.ids_or("forced_eos_token_id", {-1}, V).front();
+    g.eos_token_ids = f.ids_or("eos_token_id", {model.eos_token_id}, V);
+    g.pad_token_id = f.integer_or("pad_token_id", model.pad_token_id, 0, V - 1);
+    g.decoder_start_token_id = f.integer_or("decoder_start_token_id", model.decoder_start_token_id, 0, V - 1);
+    if (g.eos_token_ids.size() != 1 || g.eos_token_ids.front() != model.eos_token_id)
+        throw FileError(what + ": \"eos_token_id\" differs from the model's (" + std::to_string(model.eos_token_id) +
+                        "); attnviz generates with the model's one end-of-sentence token");
+    if (g.decoder_start_token_id != model.decoder_start_token_id)
+        throw FileError(what + ": \"decoder_start_token_id\" " + std::to_string(g.decoder_start_token_id) +
+                        " differs from config.json's " + std::to_string(model.decoder_start_token_id));
+    // What generate() would do that attnviz does not (it searches greedily or by beams, as it may).
+    if (f.boolean_or("do_sample", false)) g.ignored.push_back("do_sample");
+    if (f.real_or("repetition_penalty", 1.0, 0.0, 1e6) != 1.0) g.ignored.push_back("repetition_penalty");
+    if (f.real_or("diversity_penalty", 0.0, -1e6, 1e6) != 0.0) g.ignored.push_back("diversity_penalty");
+    if (f.integer_or("num_beam_groups", 1, 1, 1024) != 1) g.ignored.push_back("num_beam_groups");
+    if (f.integer_or("encoder_no_repeat_ngram_size", 0, 0, 1024) != 0) g.ignored.push_back("encoder_no_repeat_ngram_size");
+    if (f.has("suppress_tokens")) g.ignored.push_back("suppress_tokens");
+    if (f.has("begin_suppress_tokens")) g.ignored.push_back("begin_suppress_tokens");
+    if (f.has("sequence_bias")) g.ignored.push_back("sequence_bias");
+    if (f.has("min_new_tokens")) g.ignored.push_back("min_new_tokens");
+    return g;
+}
+
+int64_t GenerationConfig::max_generated(const PretrainedConfig& model) const {
+    if (max_new_tokens > 0) return max_new_tokens;
+    if (max_length_set) return std::max<int64_t>(max_length - 1, 0);
+    return std::max<int64_t>(std::min<int64_t>(max_length + 1, model.max_positions) - 1, 0);
+}
+
+json GenerationConfig::to_json() const {
+    json j = raw.is_object() ? raw : json::object();
+    j["num_beams"] = num_beams;
+    if (max_length_set) j["max_length"] = max_length;
+    if (max_new_tokens > 0) j["max_new_tokens"] = max_new_tokens;
+    if (min_length > 0) j["min_length"] = min_length;
+    j["length_penalty"] = length_penalty;
+    if (early_stopping == EarlyStopping::never) j["early_stopping"] = "never";
+    else j["early_stopping"] = early_stopping == EarlyStopping::on_full;
+    if (!bad_words_ids.empty()) j["bad_words_ids"] = bad_words_ids;
+    if (forced_bos_token_id >= 0) j["forced_bos_token_id"] = forced_bos_token_id;
+    if (forced_eos_token_id >= 0) j["forced_eos_token_id"] = forced_eos_token_id;
+    if (no_repeat_ngram_size > 0) j["no_repeat_ngram_size"] = no_repeat_ngram_size;
+    j["eos_token_id"] = eos_token_ids.size() == 1 ? json(eos_token_ids.front()) : json(eos_token_ids);
+    if (pad_token_id >= 0) j["pad_token_id"] = pad_token_id;
+    if (decoder_start_token_id >= 0) j["decoder_start_token_id"] = decoder_start_token_id;
+    return j;
+}
+
+}  // namespace attnviz

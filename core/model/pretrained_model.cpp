@@ -1,0 +1,515 @@
+// The pretrained family (Marian, M2M100/NLLB) behind the family seam (core/model/pretrained_model.hpp).
+#include "core/model/pretrained_model.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/io/error.hpp"
+#include "core/text/vocab.hpp"
+
+namespace F = torch::nn::functional;
+
+namespace attnviz {
+
+namespace {
+
+constexpr float k_neg_inf = -std::numeric_limits<float>::infinity();
+
+template <typename T, typename Base>
+T& as_pretrained(Base& x, const char* what) {
+    auto* p = dynamic_cast<T*>(&x);
+    if (!p) throw std::logic_error(std::string("pretrained decoder step: ") + what + " of another model family");
+    return *p;
+}
+
+/// [B, 1, 1, S]: 0 where mask is true, -inf elsewhere.
+torch::Tensor key_bias(const torch::Tensor& mask) {
+    return torch::zeros(mask.sizes(), torch::TensorOptions().dtype(torch::kFloat).device(mask.device()))
+        .masked_fill(mask.logical_not(), k_neg_inf)
+        .unsqueeze(1)
+        .unsqueeze(1);
+}
+
+/// [h] with 0 for the heads of (kind, layer) that `off` switches off, or undefined when none is.
+torch::Tensor head_keep(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer, int64_t heads,
+                        const torch::Device& device) {
+    if (!intervention) return {};
+    torch::Tensor keep;
+    for (const auto& off : intervention->heads_off) {
+        if (off.kind != kind || off.layer != layer || off.head >= heads) continue;
+        if (!keep.defined()) keep = torch::ones({heads});
+        if (off.head < 0) keep.zero_();
+        else keep[off.head] = 0;
+    }
+    return keep.defined() ? keep.to(device) : keep;
+}
+
+/// What one attention computed for every head.
+struct Heads {
+    torch::Tensor out;      ///< [B, T, d] after out_proj
+    torch::Tensor weights;  ///< [B, h, Tq, Tk] when kept
+    torch::Tensor scores;   ///< [B, h, Tq, Tk] q·k·scaling before the mask, -inf at masked keys, when kept
+};
+
+/// transformers' eager attention: softmax(q·kᵀ·scaling + mask) v, then out_proj. bias: additive
+/// [.., Tq or 1, Tk] (-inf where masked); weights (optional): [B, 1, 1, Tk] replacing every head's
+/// softmax; keep_heads (optional): [h] multiplying each head's output.
+Heads attend(PretrainedAttentionImpl& a, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+             const torch::Tensor& bias, double dropout, bool training, bool keep,
+             const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {}) {
+    auto scores = torch::matmul(q, k.transpose(2, 3)) * a.scaling;  // [B, h, Tq, Tk]
+    auto masked = bias.defined() ? scores + bias : scores;
+    auto w = weights_given.defined() ? weights_given.expand_as(masked).contiguous() : torch::softmax(masked, -1);
+    auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
+    auto o = torch::matmul(wd, v);  // [B, h, Tq, dh]
+    if (keep_heads.defined()) o = o * keep_heads.view({1, -1, 1, 1});
+    Heads out;
+    out.out = a.out_proj->forward(o.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
+    if (keep) {
+        out.weights = w;
+        out.scores = masked;
+    }
+    return out;
+}
+
+torch::Tensor activate(Activation a, const torch::Tensor& x) {
+    switch (a) {
+    case Activation::relu: return torch::relu(x);
+    case Activation::gelu: return torch::gelu(x);
+    case Activation::gelu_tanh: return torch::gelu(x, "tanh");
+    case Activation::silu: return torch::silu(x);
+    case Activation::tanh: return torch::tanh(x);
+    }
+    return x;
+}
+
+torch::nn::LayerNorm layer_norm(const PretrainedConfig& c) {
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model}).eps(c.layer_norm_eps));
+}
+
+/// A matrix of a slice [n, n] as rows.
+AttentionMatrix to_matrix(const torch::Tensor& m) {
+    const auto c = m.to(torch::kCPU, torch::kFloat).contiguous();
+    AttentionMatrix out(static_cast<size_t>(c.size(0)));
+    const float* p = c.data_ptr<float>();
+    for (int64_t r = 0; r < c.size(0); ++r) out[static_cast<size_t>(r)].assign(p + r * c.size(1), p + (r + 1) * c.size(1));
+    return out;
+}
+
+}  // namespace
+
+torch::Tensor pretrained_position_table(PositionTable kind, int64_t n, int64_t width, int64_t padding_idx) {
+    if (kind == PositionTable::marian) {
+        // MarianSinusoidalPositionalEmbedding.create_weight: angles in double (numpy), sin of the even
+        // columns' angles in the first half, cos of the odd columns' in the second, then float.
+        auto table = torch::empty({n, width}, torch::kDouble);
+        auto t = table.accessor<double, 2>();
+        const int64_t half = width / 2 + width % 2;
+        for (int64_t p = 0; p < n; ++p)
+            for (int64_t j = 0; j < width; ++j) {
+                const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / width);
+                if (j % 2 == 0) t[p][j / 2] = std::sin(angle);
+                else t[p][half + j / 2] = std::cos(angle);
+            }
+        return table.to(torch::kFloat);
+    }
+    // M2M100SinusoidalPositionalEmbedding.get_embedding: in float, as transformers computes it.
+    const int64_t half = width / 2;
+    const double step = std::log(10000.0) / static_cast<double>(half - 1);
+    auto freq = torch::exp(torch::arange(half, torch::kLong).to(torch::kFloat) * -step);
+    auto angles = torch::arange(n, torch::kLong).to(torch::kFloat).unsqueeze(1) * freq.unsqueeze(0);
+    auto table = torch::cat({torch::sin(angles), torch::cos(angles)}, 1).view({n, -1});
+    if (width % 2 == 1) table = torch::cat({table, torch::zeros({n, 1})}, 1);
+    if (padding_idx >= 0 && padding_idx < n) table[padding_idx].zero_();
+    return table;
+}
+
+// --- modules ----------------------------------------------------------------------
+
+PretrainedAttentionImpl::PretrainedAttentionImpl(int64_t width, int64_t h) : heads(h), head_dim(width / h) {
+    scaling = std::pow(static_cast<double>(head_dim), -0.5);
+    // transformers' order: k, v, q, out.
+    k_proj = register_module("k_proj", torch::nn::Linear(width, width));
+    v_proj = register_module("v_proj", torch::nn::Linear(width, width));
+    q_proj = register_module("q_proj", torch::nn::Linear(width, width));
+    out_proj = register_module("out_proj", torch::nn::Linear(width, width));
+}
+
+torch::Tensor PretrainedAttentionImpl::split_heads(const torch::Tensor& x) const {
+    return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);
+}
+
+PretrainedEncoderLayerImpl::PretrainedEncoderLayerImpl(const PretrainedConfig& c) {
+    self_attn = register_module("self_attn", PretrainedAttention(c.d_model, c.encoder_heads));
+    self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(c));
+    fc1 = register_module("fc1", torch::nn::Linear(c.d_model, c.encoder_ffn));
+    fc2 = register_module("fc2", torch::nn::Linear(c.encoder_ffn, c.d_model));
+    final_layer_norm = register_module("final_layer_norm", layer_norm(c));
+}
+
+PretrainedDecoderLayerImpl::PretrainedDecoderLayerImpl(const PretrainedConfig& c) {
+    self_attn = register_module("self_attn", PretrainedAttention(c.d_model, c.decoder_heads));
+    self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(c));
+    encoder_attn = register_module("encoder_attn", PretrainedAttention(c.d_model, c.decoder_heads));
+    encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(c));
+    fc1 = register_module("fc1", torch::nn::Linear(c.d_model, c.decoder_ffn));
+    fc2 = register_module("fc2", torch::nn::Linear(c.decoder_ffn, c.d_model));
+    final_layer_norm = register_module("final_layer_norm", layer_norm(c));
+}
+
+PretrainedImpl::PretrainedImpl(const ModelConfig& config) : m_config(config), m_spec(config.pretrained) {
+    config.validate_for_build();
+    if (!config.is_pretrained() || !m_spec) throw ConfigError("model: not a pretrained model's configuration");
+    const PretrainedConfig& c = m_spec->model;
+    const int64_t Vs = config.src_vocab, Vt = config.tgt_vocab, d = c.d_model;
+    if (c.share_embeddings && Vs != Vt)
+        throw ConfigError("model: a model sharing its embeddings needs one vocabulary (" + std::to_string(Vs) + " / " +
+                          std::to_string(Vt) + " rows)");
+    torch::NoGradGuard no_grad;
+    auto model = register_module("model", std::make_shared<torch::nn::Module>());
+    model_module = model.get();
+    if (c.share_embeddings) {
+        auto holder = model->register_module("shared", std::make_shared<torch::nn::Module>());
+        shared = holder->register_parameter("weight", torch::zeros({Vs, d}));
+        encoder_embed = decoder_embed = shared;
+    }
+    auto encoder = model->register_module("encoder", std::make_shared<torch::nn::Module>());
+    auto decoder = model->register_module("decoder", std::make_shared<torch::nn::Module>());
+    if (!c.share_embeddings) {
+        encoder_embed = encoder->register_module("embed_tokens", std::make_shared<torch::nn::Module>())
+                            ->register_parameter("weight", torch::zeros({Vs, d}));
+        decoder_embed = decoder->register_module("embed_tokens", std::make_shared<torch::nn::Module>())
+                            ->register_parameter("weight", torch::zeros({Vt, d}));
+    }
+    auto enc_layers = encoder->register_module("layers", torch::nn::ModuleList());
+    for (int64_t l = 0; l < c.encoder_layers; ++l) {
+        encoder_layers.push_back(PretrainedEncoderLayer(c));
+        enc_layers->push_back(encoder_layers.back());
+    }
+    if (c.final_layer_norms) encoder_norm = encoder->register_module("layer_norm", layer_norm(c));
+    auto dec_layers = decoder->register_module("layers", torch::nn::ModuleList());
+    for (int64_t l = 0; l < c.decoder_layers; ++l) {
+        decoder_layers.push_back(PretrainedDecoderLayer(c));
+        dec_layers->push_back(decoder_layers.back());
+    }
+    if (c.final_layer_norms) decoder_norm = decoder->register_module("layer_norm", layer_norm(c));
+    lm_head = c.tie_word_embeddings
+                  ? decoder_embed
+                  : register_module("lm_head", std::make_shared<torch::nn::Module>())
+                        ->register_parameter("weight", torch::zeros({Vt, d}));
+    // transformers keeps final_logits_bias as a buffer: loaded and saved, never trained.
+    final_logits_bias = c.final_logits_bias ? register_parameter("final_logits_bias", torch::zeros({1, Vt}),
+                                                                 /*requires_grad=*/false)
+                                            : torch::zeros({1, Vt});
+    m_embed_scale = c.scale_embedding ? std::sqrt(static_cast<double>(d)) : 1.0;
+    const int64_t rows = c.positions == PositionTable::fairseq ? c.max_positions + 2 : c.max_positions;
+    m_positions = pretrained_position_table(c.positions, rows, d, c.pad_token_id);
+}
+
+int64_t PretrainedImpl::attention_bytes_per_cell(bool training) const {
+    const auto& c = hf();
+    const int64_t heads = std::max(c.encoder_heads, c.decoder_heads);
+    const int64_t layers = std::max(c.encoder_layers, c.decoder_layers);
+    return 2 * layers * heads * 4 * (training ? 5 : 2);
+}
+
+double PretrainedImpl::dropout_p() const { return is_training() ? hf().dropout : 0.0; }
+
+torch::Tensor PretrainedImpl::input_rows(const torch::Tensor& ids) const {
+    return ids.masked_fill(ids.eq(Vocab::bos_id), m_spec->decoder_start_row);
+}
+
+torch::Tensor PretrainedImpl::embed_source(const torch::Tensor& src) {
+    return torch::embedding(encoder_embed, input_rows(src), Vocab::pad_id);
+}
+
+torch::Tensor PretrainedImpl::embed_target(const torch::Tensor& tgt) {
+    return torch::embedding(decoder_embed, input_rows(tgt), Vocab::pad_id);
+}
+
+torch::Tensor PretrainedImpl::position_ids(const torch::Tensor& ids, const torch::Tensor& seen) const {
+    const auto& c = hf();
+    if (c.positions == PositionTable::marian) {
+        // Marian: 0, 1, ... after the steps before, whatever the tokens.
+        auto pos = torch::arange(ids.size(1), ids.options().dtype(torch::kLong)).unsqueeze(0).expand({ids.size(0), -1});
+        return seen.defined() ? pos + seen.unsqueeze(1) : pos;
+    }
+    // fairseq's make_positions: non-pad tokens count from padding_idx + 1, pads sit at padding_idx.
+    auto real = ids.ne(Vocab::pad_id).to(torch::kLong);
+    auto count = real.cumsum(1);
+    if (seen.defined()) count = count + seen.unsqueeze(1);
+    return count * real + c.pad_token_id;
+}
+
+torch::Tensor PretrainedImpl::position_rows(const torch::Tensor& positions) const {
+    const int64_t need = positions.numel() == 0 ? 0 : positions.max().item<int64_t>() + 1;
+    torch::Tensor table = m_positions;
+    if (need > table.size(0)) {
+        const auto& c = hf();
+        if (c.positions == PositionTable::marian)
+            throw ConfigError("model: position " + std::to_string(need - 1) + " is past the model's " +
+                              std::to_string(c.max_positions) + " positions (max_position_embeddings)");
+        table = pretrained_position_table(c.positions, need + 2, c.d_model, c.pad_token_id);  // transformers grows it too
+    }
+    return table.to(positions.device()).index_select(0, positions.reshape(-1)).view({positions.size(0), positions.size(1), -1});
+}
+
+torch::Tensor PretrainedImpl::embed_with_positions(const torch::Tensor& emb, const torch::Tensor& positions) const {
+    auto x = emb * m_embed_scale + position_rows(positions).to(emb.scalar_type());
+    return dropout_p() > 0 ? torch::dropout(x, dropout_p(), true) : x;
+}
+
+torch::Tensor PretrainedImpl::feed_forward(torch::nn::Linear& fc1, torch::nn::Linear& fc2,
+                                           const torch::Tensor& x) const {
+    auto h = activate(hf().activation, fc1->forward(x));
+    if (is_training() && hf().activation_dropout > 0) h = torch::dropout(h, hf().activation_dropout, true);
+    h = fc2->forward(h);
+    return dropout_p() > 0 ? torch::dropout(h, dropout_p(), true) : h;
+}
+
+torch::Tensor PretrainedImpl::output_logits(const torch::Tensor& hidden) const {
+    auto logits = torch::nn::functional::linear(hidden, lm_head) + final_logits_bias.view({-1});
+    // <bos> is attnviz's, not the model's: never an output, out of every softmax.
+    return logits.index_fill(-1, torch::tensor({Vocab::bos_id}, torch::TensorOptions().dtype(torch::kLong).device(logits.device())),
+                             k_neg_inf);
+}
+
+// --- encoder ----------------------------------------------------------------------
+
+PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, const torch::Tensor& src_len,
+                                                   const torch::Tensor& src_ids, bool keep) {
+    const auto& c = hf();
+    const int64_t B = emb.size(0), S = emb.size(1);
+    PretrainedEncoding enc;
+    enc.src_len = src_len;
+    enc.mask = torch::arange(S, src_len.options().device(emb.device())).unsqueeze(0) <
+               src_len.to(emb.device()).unsqueeze(1);
+    enc.bias = key_bias(enc.mask);
+    // Positions: from the ids where known (M2M100 skips pads), else 0, 1, ... as transformers does for embeddings.
+    torch::Tensor positions;
+    if (src_ids.defined()) positions = position_ids(src_ids, {});
+    else positions = torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(emb.device())).unsqueeze(0).expand({B, S}) +
+                     (c.positions == PositionTable::fairseq ? c.pad_token_id + 1 : 0);
+    auto x = embed_with_positions(emb, positions);
+    const double attn_p = is_training() ? c.attention_dropout : 0.0;
+    for (auto& layer : encoder_layers) {
+        auto& a = *layer->self_attn;
+        auto residual = x;
+        auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(x) : x;
+        auto att = attend(a, a.split_heads(a.q_proj->forward(h)), a.split_heads(a.k_proj->forward(h)),
+                          a.split_heads(a.v_proj->forward(h)), enc.bias, attn_p, is_training(), keep);
+        auto o = dropout_p() > 0 ? torch::dropout(att.out, dropout_p(), true) : att.out;
+        x = residual + o;
+        if (!c.normalize_before) x = layer->self_attn_layer_norm->forward(x);
+        residual = x;
+        h = c.normalize_before ? layer->final_layer_norm->forward(x) : x;
+        x = residual + feed_forward(layer->fc1, layer->fc2, h);
+        if (!c.normalize_before) x = layer->final_layer_norm->forward(x);
+        if (keep) {
+            enc.weights.push_back(att.weights);
+            enc.scores.push_back(att.scores);
+        }
+    }
+    if (c.final_layer_norms) x = encoder_norm->forward(x);
+    enc.output = x;
+    return enc;
+}
+
+std::shared_ptr<const EncodedSource> PretrainedImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+    return std::make_shared<PretrainedEncoding>(encode_embedded(embed_source(src), src_len, src, /*keep=*/true));
+}
+
+std::shared_ptr<const EncodedSource> PretrainedEncoding::select(const torch::Tensor& rows) const {
+    auto e = std::make_shared<PretrainedEncoding>();
+    e->src_len = src_len.index_select(0, rows.to(src_len.device()));
+    e->mask = mask.index_select(0, rows);
+    e->bias = bias.index_select(0, rows);
+    e->output = output.index_select(0, rows);
+    for (const auto& w : weights) e->weights.push_back(w.index_select(0, rows));
+    for (const auto& s : scores) e->scores.push_back(s.index_select(0, rows));
+    return e;
+}
+
+std::vector<AttentionMap> PretrainedEncoding::source_maps(int64_t row, int64_t n) const {
+    std::vector<AttentionMap> maps;
+    for (size_t l = 0; l < weights.size(); ++l) {
+        const int64_t k = std::min(n, weights[l].size(-1));
+        for (int64_t h = 0; h < weights[l].size(1); ++h) {
+            AttentionMap m;
+            m.id = {AttentionKind::encoder_self, static_cast<int>(l), static_cast<int>(h)};
+            m.weights = to_matrix(weights[l][row][h].narrow(0, 0, k).narrow(1, 0, k));
+            if (l < scores.size()) m.scores = to_matrix(scores[l][row][h].narrow(0, 0, k).narrow(1, 0, k));
+            maps.push_back(std::move(m));
+        }
+    }
+    return maps;
+}
+
+// --- decoder, teacher forced ------------------------------------------------------------
+
+torch::Tensor PretrainedImpl::decode_embedded(const torch::Tensor& emb, const torch::Tensor& tgt_ids,
+                                              const PretrainedEncoding& enc) {
+    const auto& c = hf();
+    const int64_t B = emb.size(0), T = emb.size(1);
+    torch::Tensor positions;
+    if (tgt_ids.defined()) positions = position_ids(input_rows(tgt_ids), {});
+    else positions = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(emb.device())).unsqueeze(0).expand({B, T}) +
+                     (c.positions == PositionTable::fairseq ? c.pad_token_id + 1 : 0);
+    auto y = embed_with_positions(emb, positions);
+    const auto causal = torch::full({T, T}, k_neg_inf, torch::TensorOptions().device(emb.device())).triu(1);
+    const double attn_p = is_training() ? c.attention_dropout : 0.0;
+    for (auto& layer : decoder_layers) {
+        auto& sa = *layer->self_attn;
+        auto& ca = *layer->encoder_attn;
+        auto residual = y;
+        auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
+        auto self = attend(sa, sa.split_heads(sa.q_proj->forward(h)), sa.split_heads(sa.k_proj->forward(h)),
+                           sa.split_heads(sa.v_proj->forward(h)), causal, attn_p, is_training(), false);
+        y = residual + (dropout_p() > 0 ? torch::dropout(self.out, dropout_p(), true) : self.out);
+        if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
+        residual = y;
+        h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
+        auto cross = attend(ca, ca.split_heads(ca.q_proj->forward(h)), ca.split_heads(ca.k_proj->forward(enc.output)),
+                            ca.split_heads(ca.v_proj->forward(enc.output)), enc.bias, attn_p, is_training(), false);
+        y = residual + (dropout_p() > 0 ? torch::dropout(cross.out, dropout_p(), true) : cross.out);
+        if (!c.normalize_before) y = layer->encoder_attn_layer_norm->forward(y);
+        residual = y;
+        h = c.normalize_before ? layer->final_layer_norm->forward(y) : y;
+        y = residual + feed_forward(layer->fc1, layer->fc2, h);
+        if (!c.normalize_before) y = layer->final_layer_norm->forward(y);
+    }
+    if (c.final_layer_norms) y = decoder_norm->forward(y);
+    return y;
+}
+
+torch::Tensor PretrainedImpl::forward_embedded(const torch::Tensor& src_emb, const torch::Tensor& src_len,
+                                               const torch::Tensor& tgt_emb) {
+    const auto enc = encode_embedded(src_emb, src_len, {}, /*keep=*/false);
+    return output_logits(decode_embedded(tgt_emb, {}, enc));
+}
+
+torch::Tensor PretrainedImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
+                                      const torch::Tensor& tgt_in, double teacher_forcing) {
+    if (teacher_forcing >= 1.0) {
+        const auto enc = encode_embedded(embed_source(src), src_len, src, /*keep=*/false);
+        return output_logits(decode_embedded(embed_target(tgt_in), tgt_in, enc));
+    }
+    auto enc = encode(src, src_len);
+    auto cache = start(*enc);
+    std::vector<torch::Tensor> logits;
+    torch::Tensor prev;
+    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
+        const bool own = t > 0 && torch::rand({1}).item<double>() >= teacher_forcing;
+        logits.push_back(step(own ? prev : tgt_in.select(1, t), *cache, *enc).logits);
+        prev = logits.back().argmax(-1);
+    }
+    return torch::stack(logits, 1);
+}
+
+TokenLogits PretrainedImpl::real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len,
+                                              const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
+    const auto enc = encode_embedded(embed_source(src), src_len, src, /*keep=*/false);
+    const auto hidden = decode_embedded(embed_target(tgt_in), tgt_in, enc);  // [B, T, d]
+    const auto flat = tgt_out.reshape(-1);
+    const auto rows = flat.ne(Vocab::pad_id).nonzero().squeeze(1);
+    // The output layer over the real target tokens only: at a 59k vocabulary it is most of the work.
+    return {output_logits(hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows)), flat.index_select(0, rows)};
+}
+
+torch::Tensor PretrainedImpl::loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                                   const torch::Tensor& tgt_out, const LossOptions& options) {
+    if (options.teacher_forcing < 1.0)
+        return masked_cross_entropy(forward(src, src_len, tgt_in, options.teacher_forcing), tgt_out, Vocab::pad_id);
+    const TokenLogits t = real_token_logits(src, src_len, tgt_in, tgt_out);
+    return F::cross_entropy(t.logits, t.targets);
+}
+
+// --- decoder, one step at a time -------------------------------------------------------
+
+std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source) {
+    const auto& enc = as_pretrained<const PretrainedEncoding>(source, "an encoding");
+    auto cache = std::make_unique<PretrainedCache>();
+    for (auto& layer : decoder_layers) {
+        auto& a = *layer->encoder_attn;
+        cache->cross_k.push_back(a.split_heads(a.k_proj->forward(enc.output)));
+        cache->cross_v.push_back(a.split_heads(a.v_proj->forward(enc.output)));
+    }
+    cache->self_k.resize(decoder_layers.size());
+    cache->self_v.resize(decoder_layers.size());
+    cache->positions_seen = torch::zeros({enc.output.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(enc.output.device()));
+    return cache;
+}
+
+void PretrainedCache::select(const torch::Tensor& rows) {
+    for (auto* list : {&self_k, &self_v, &cross_k, &cross_v})
+        for (auto& t : *list)
+            if (t.defined()) t = t.index_select(0, rows);
+    positions_seen = positions_seen.index_select(0, rows);
+}
+
+StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache_in, const EncodedSource& source,
+                                const AttentionIntervention* intervention) {
+    auto& cache = as_pretrained<PretrainedCache>(cache_in, "a decoder cache");
+    const auto& enc = as_pretrained<const PretrainedEncoding>(source, "an encoding");
+    const auto& c = hf();
+    const int64_t L = c.decoder_layers, H = c.decoder_heads;
+    const auto ids = tokens.unsqueeze(1);  // [B, 1]
+    torch::Tensor positions;
+    if (c.positions == PositionTable::marian) {
+        positions = torch::full({ids.size(0), 1}, cache.steps, ids.options().dtype(torch::kLong));
+    } else {
+        const auto rows = input_rows(ids);
+        positions = position_ids(rows, cache.positions_seen);
+        cache.positions_seen = cache.positions_seen + rows.ne(Vocab::pad_id).squeeze(1).to(torch::kLong);
+    }
+    auto y = embed_with_positions(torch::embedding(decoder_embed, input_rows(ids), Vocab::pad_id), positions);
+    torch::Tensor cross_weights;  // [B, 1, 1, S]
+    if (intervention && intervention->cross_weights.defined())
+        cross_weights = intervention->cross_weights.to(y.device(), torch::kFloat).unsqueeze(1).unsqueeze(1);
+    std::vector<Heads> self(static_cast<size_t>(L)), cross(static_cast<size_t>(L));
+    torch::Tensor context;
+    for (int64_t l = 0; l < L; ++l) {
+        const auto i = static_cast<size_t>(l);
+        auto& layer = decoder_layers[i];
+        auto& sa = *layer->self_attn;
+        auto& ca = *layer->encoder_attn;
+        auto residual = y;
+        auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
+        auto k = sa.split_heads(sa.k_proj->forward(h)), v = sa.split_heads(sa.v_proj->forward(h));
+        cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
+        cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
+        self[i] = attend(sa, sa.split_heads(sa.q_proj->forward(h)), cache.self_k[i], cache.self_v[i], {}, 0.0, false,
+                         true, {}, head_keep(intervention, AttentionKind::decoder_self, l, H, y.device()));
+        y = residual + self[i].out;
+        if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
+        residual = y;
+        h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
+        cross[i] = attend(ca, ca.split_heads(ca.q_proj->forward(h)), cache.cross_k[i], cache.cross_v[i], enc.bias, 0.0,
+                          false, true, cross_weights, head_keep(intervention, AttentionKind::cross, l, H, y.device()));
+        y = residual + cross[i].out;
+        if (!c.normalize_before) y = layer->encoder_attn_layer_norm->forward(y);
+        residual = y;
+        h = c.normalize_before ? layer->final_layer_norm->forward(y) : y;
+        y = residual + feed_forward(layer->fc1, layer->fc2, h);
+        if (!c.normalize_before) y = layer->final_layer_norm->forward(y);
+        if (l == L - 1) context = cross[i].out.squeeze(1);
+    }
+    if (c.final_layer_norms) y = decoder_norm->forward(y);
+    ++cache.steps;
+    StepOutput out;
+    out.logits = output_logits(y.squeeze(1));  // [B, V]
+    out.context = context;
+    out.maps.push_back(StepMap{AttentionMapId{AttentionKind::cross, static_cast<int>(L - 1), -1},
+                               cross.back().weights.squeeze(2).mean(1), torch::Tensor()});
+    for (const auto kind : {AttentionKind::cross, AttentionKind::decoder_self})
+        for (int64_t l = 0; l < L; ++l) {
+            const auto& a = (kind == AttentionKind::cross ? cross : self)[static_cast<size_t>(l)];
+            for (int64_t h = 0; h < H; ++h)
+                out.maps.push_back(StepMap{AttentionMapId{kind, static_cast<int>(l), static_cast<int>(h)},
+                                           a.weights.select(2, 0).select(1, h), a.scores.select(2, 0).select(1, h)});
+        }
+    return out;
+}
+
+}  // namespace attnviz

@@ -1,0 +1,325 @@
+// Hugging Face model folders in and out (core/persist/hf_folder.hpp).
+#include "core/persist/hf_folder.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/pretrained_config.hpp"
+#include "core/io/atomic_file.hpp"
+#include "core/io/error.hpp"
+#include "core/io/file_read.hpp"
+#include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
+#include "core/model/families.hpp"
+#include "core/persist/parameter_names.hpp"
+#include "core/persist/safetensors_torch.hpp"
+#include "core/persist/weight_files.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
+
+namespace attnviz {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+/// The most a folder's JSON and tokenizer files may be (NLLB's tokenizer.json is ~17 MB; vocab.json
+/// of a 250k vocabulary ~6 MB; a SentencePiece model ~5 MB).
+constexpr uint64_t k_max_text_file = uint64_t(64) << 20;
+
+bool is_file(const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string read_text(const fs::path& p, const std::string& what) {
+    return read_regular_file(p.string(), k_max_text_file, what);
+}
+
+std::string read_if_there(const fs::path& p, const std::string& what) {
+    return is_file(p) ? read_text(p, what) : std::string();
+}
+
+json read_json(const fs::path& p, const std::string& what) { return parse_json_bounded(read_text(p, what), what); }
+
+/// Which tokenizer the folder has: tokenizer_config.json's tokenizer_class, else the files present.
+PretrainedTokenizerKind tokenizer_kind(const fs::path& dir, const PretrainedConfig& c, const std::string& tokenizer_config,
+                                       const std::string& what) {
+    std::string cls;
+    if (!tokenizer_config.empty()) {
+        const json j = parse_json_bounded(tokenizer_config, what + ": tokenizer_config.json");
+        if (j.is_object() && j.contains("tokenizer_class") && j["tokenizer_class"].is_string()) cls = j["tokenizer_class"];
+    }
+    if (cls.rfind("Marian", 0) == 0) return PretrainedTokenizerKind::marian;
+    if (cls.rfind("M2M100", 0) == 0) return PretrainedTokenizerKind::m2m100;
+    if (cls.rfind("Nllb", 0) == 0) return PretrainedTokenizerKind::nllb;
+    if (!cls.empty())
+        throw FileError(what + ": tokenizer_class " + quote(cls) +
+                        " is not one attnviz reads (MarianTokenizer, M2M100Tokenizer, NllbTokenizer)");
+    if (c.family == PretrainedFamily::marian) return PretrainedTokenizerKind::marian;
+    return is_file(dir / "vocab.json") ? PretrainedTokenizerKind::m2m100 : PretrainedTokenizerKind::nllb;
+}
+
+std::shared_ptr<const PretrainedTokenizer> read_tokenizer(const fs::path& dir, const PretrainedConfig& c,
+                                                          const std::string& what) {
+    PretrainedTokenizerFiles f;
+    f.what = what;
+    f.model_vocab_size = std::max(c.vocab_size, c.target_vocab_size());
+    f.tokenizer_config = read_if_there(dir / "tokenizer_config.json", what + ": tokenizer_config.json");
+    f.special_tokens_map = read_if_there(dir / "special_tokens_map.json", what + ": special_tokens_map.json");
+    f.kind = tokenizer_kind(dir, c, f.tokenizer_config, what);
+    auto need = [&](const char* name) {
+        if (!is_file(dir / name))
+            throw FileError(what + " has no " + name + " (the " + to_string(f.kind) + " tokenizer needs it)");
+        return read_text(dir / name, what + ": " + name);
+    };
+    if (f.kind == PretrainedTokenizerKind::marian) {
+        f.source_spm = need("source.spm");
+        f.target_spm = need("target.spm");
+        f.vocab_json = need("vocab.json");
+        f.target_vocab_json = read_if_there(dir / "target_vocab.json", what + ": target_vocab.json");
+    } else {
+        f.source_spm = need("sentencepiece.bpe.model");
+        if (f.kind == PretrainedTokenizerKind::m2m100) f.vocab_json = need("vocab.json");
+    }
+    return PretrainedTokenizer::load(f);
+}
+
+/// The tensor a parameter is read from, by its name or the names older files use for it.
+const torch::Tensor* find_weight(const std::map<std::string, torch::Tensor>& w, const std::string& name,
+                                 std::set<std::string>& used) {
+    std::vector<std::string> names{name};
+    if (name == "model.shared.weight")
+        names.insert(names.end(), {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"});
+    if (name.rfind("model.", 0) == 0) names.push_back(name.substr(6));  // a base model saved without its prefix
+    for (const auto& n : names)
+        if (const auto it = w.find(n); it != w.end()) {
+            used.insert(n);
+            return &it->second;
+        }
+    return nullptr;
+}
+
+/// Tensors a folder may hold that the network does not read: position tables (computed), and
+/// the tied copies of the shared embedding.
+bool ignorable(const std::string& name) {
+    static const std::regex ignored(
+        R"((model\.)?(encoder|decoder)\.embed_positions\.(weight|weights|_float_tensor)|)"
+        R"((model\.)?(encoder|decoder)\.embed_tokens\.weight|lm_head\.weight|final_logits_bias)");
+    return std::regex_match(name, ignored);
+}
+
+/// What the model is called: a hub cache snapshot's ORG/NAME, else the folder's name.
+std::string folder_name(const std::string& dir) {
+    fs::path p = fs::path(dir).lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();
+    const std::string repo = p.parent_path().parent_path().filename().string();
+    if (p.parent_path().filename() == "snapshots" && repo.rfind("models--", 0) == 0) {
+        std::string id = repo.substr(8);
+        if (const size_t sep = id.find("--"); sep != std::string::npos) return id.replace(sep, 2, "/");
+    }
+    return p.filename().string();
+}
+
+}  // namespace
+
+bool is_model_folder(const std::string& dir) {
+    struct stat st {};
+    return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && is_file(fs::path(dir) / "config.json");
+}
+
+bool looks_like_hub_id(const std::string& name) {
+    static const std::regex id(R"([A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95})");
+    return std::regex_match(name, id) && name.find("..") == std::string::npos;
+}
+
+std::vector<std::string> hub_cache_dirs() {
+    std::vector<std::string> dirs;
+    if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) dirs.push_back(c);
+    if (const char* h = std::getenv("HF_HOME"); h && *h) dirs.push_back((fs::path(h) / "hub").string());
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dirs.push_back((fs::path(x) / "huggingface" / "hub").string());
+    if (const char* home = std::getenv("HOME"); home && *home)
+        dirs.push_back((fs::path(home) / ".cache" / "huggingface" / "hub").string());
+    return dirs;
+}
+
+std::string find_in_hub_cache(const std::string& id) {
+    if (!looks_like_hub_id(id)) throw FileError(quote(id) + " is not a hub id (ORGANISATION/NAME)");
+    const std::string repo = "models--" + id.substr(0, id.find('/')) + "--" + id.substr(id.find('/') + 1);
+    std::vector<std::string> looked;
+    for (const auto& cache : hub_cache_dirs()) {
+        const fs::path snapshots = fs::path(cache) / repo / "snapshots";
+        looked.push_back((fs::path(cache) / repo).string());
+        std::error_code ec;
+        if (!fs::is_directory(snapshots, ec)) continue;
+        // The revision refs/main points to, as huggingface_hub resolves it.
+        const fs::path ref = fs::path(cache) / repo / "refs" / "main";
+        if (is_file(ref)) {
+            std::string rev = read_text(ref, "hub cache ref " + quote(ref.string(), 200));
+            rev.erase(rev.find_last_not_of(" \r\n\t") + 1);
+            if (!rev.empty() && rev.find('/') == std::string::npos && is_model_folder((snapshots / rev).string()))
+                return (snapshots / rev).string();
+        }
+        // Else the most recently written snapshot that holds a model.
+        fs::path best;
+        fs::file_time_type best_time{};
+        for (const auto& e : fs::directory_iterator(snapshots, ec)) {
+            if (!is_model_folder(e.path().string())) continue;
+            const auto t = fs::last_write_time(e.path(), ec);
+            if (best.empty() || t > best_time) best = e.path(), best_time = t;
+        }
+        if (!best.empty()) return best.string();
+    }
+    std::string where;
+    for (const auto& l : looked) where += (where.empty() ? "" : ", ") + quote(l, 300);
+    throw FileError("model " + quote(id) + " is neither a folder nor in the local Hugging Face cache (looked in " +
+                    (where.empty() ? std::string("no cache: HOME is not set") : where) +
+                    "); attnviz never downloads: fetch it with `huggingface-cli download " + id + "` (or `hf download " +
+                    id + "`) and open it again");
+}
+
+TranslationModelPtr load_model_folder(const std::string& dir_in) {
+    const fs::path dir(dir_in);
+    const std::string what = "model folder " + quote(dir_in, 300);
+    if (!is_model_folder(dir_in)) throw FileError(what + " has no config.json");
+    const json config = read_json(dir / "config.json", what + ": config.json");
+    auto spec = std::make_shared<PretrainedSpec>();
+    spec->model = PretrainedConfig::from_json(config, what + ": config.json");
+    const PretrainedConfig& c = spec->model;
+    spec->generation = is_file(dir / "generation_config.json")
+                           ? GenerationConfig::from_json(read_json(dir / "generation_config.json", what + ": generation_config.json"),
+                                                         c, what + ": generation_config.json")
+                           : GenerationConfig::from_json(config, c, what + ": config.json");
+    const auto pretrained = read_tokenizer(dir, c, what);
+    Tokenizer::PretrainedRows rows;
+    rows.source_rows = c.vocab_size;
+    rows.target_rows = c.target_vocab_size();
+    rows.pad_id = c.pad_token_id;
+    rows.eos_id = c.eos_token_id;
+    rows.unk_id = pretrained->token_id(pretrained->unk_token());
+    if (rows.unk_id < 0 || rows.unk_id == rows.pad_id || rows.unk_id == rows.eos_id)
+        throw FileError(what + ": the tokenizer's unknown token " + quote(pretrained->unk_token()) +
+                        " has no id of its own in the vocabulary");
+    const auto eos_id = pretrained->token_id(pretrained->eos_token());
+    if (eos_id != c.eos_token_id)
+        throw FileError(what + ": the tokenizer's " + quote(pretrained->eos_token()) + " has id " + std::to_string(eos_id) +
+                        ", config.json's eos_token_id is " + std::to_string(c.eos_token_id) + ": they disagree");
+    const TokenizerPtr tokenizer = Tokenizer::for_pretrained(pretrained, rows);
+    const auto src_layout = tokenizer->pretrained_layout(false), tgt_layout = tokenizer->pretrained_layout(true);
+    const auto start = std::find(tgt_layout.rows.begin(), tgt_layout.rows.end(), c.decoder_start_token_id);
+    if (start == tgt_layout.rows.end())
+        throw FileError(what + ": decoder_start_token_id " + std::to_string(c.decoder_start_token_id) + " is not a row of the model");
+    spec->decoder_start_row = start - tgt_layout.rows.begin();
+
+    ModelConfig mc;
+    mc.arch = ModelArch::pretrained;
+    mc.src_vocab = static_cast<int64_t>(src_layout.names.size());
+    mc.tgt_vocab = static_cast<int64_t>(tgt_layout.names.size());
+    mc.hidden_size = c.d_model;
+    mc.num_layers = std::min<int64_t>(c.encoder_layers, 48);
+    mc.num_heads = std::min<int64_t>(c.encoder_heads, 64);
+    mc.ffn_size = std::min<int64_t>(c.encoder_ffn, 16384);
+    mc.dropout = c.dropout;
+    mc.pretrained = spec;
+    auto src_vocab = std::make_shared<const Vocab>(Vocab::from_json(json{{"tokens", src_layout.names}}));
+    auto tgt_vocab = std::make_shared<const Vocab>(Vocab::from_json(json{{"tokens", tgt_layout.names}}));
+
+    const auto weights = read_model_weights(dir_in);
+    const auto expected = parameter_names(mc);
+    Network network = build_network(mc);
+    auto named = network->named_parameters();
+    std::set<std::string> used;
+    torch::NoGradGuard no_grad;
+    for (const auto& p : expected) {
+        const torch::Tensor* t = find_weight(weights.tensors, p.file, used);
+        if (!t) throw FileError(what + ": the weights have no " + quote(p.file) + " (a " + c.describe() + " model needs it)");
+        torch::Tensor value = t->to(torch::kFloat);
+        if (p.rows != VocabRows::none) {
+            const auto& layout = p.rows == VocabRows::source ? src_layout : tgt_layout;
+            const int64_t dim = p.file == "final_logits_bias" ? 1 : 0;
+            const int64_t model_rows = p.rows == VocabRows::source ? c.vocab_size : c.target_vocab_size();
+            if (value.dim() != static_cast<int64_t>(p.shape.size()) || value.size(dim) != model_rows)
+                throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(value.sizes().vec()) + ", but the " +
+                                "vocabulary has " + std::to_string(model_rows) + " rows (config.json's vocab_size)");
+            auto index = torch::tensor(layout.rows, torch::kLong);
+            auto picked = value.index_select(dim, index.clamp_min(0));
+            picked.select(dim, Vocab::bos_id).zero_();  // <bos>: a row the network never reads nor outputs
+            value = picked;
+        }
+        torch::Tensor& dst = named[p.module];
+        if (value.sizes() != dst.sizes())
+            throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
+                            ", which does not fit " + c.describe() + " (config.json)");
+        dst.copy_(value);
+    }
+    for (const auto& [name, t] : weights.tensors)
+        if (!used.count(name) && !ignorable(name))
+            throw FileError(what + ": unexpected tensor " + quote(name, 200) + " (not a weight of a " + to_string(c.family) +
+                            " model as config.json describes it: another architecture?)");
+    auto model = std::make_shared<const TranslationModel>(network, src_vocab, tgt_vocab, tokenizer, TrainConfig{},
+                                                          TrainHistory{}, folder_name(dir_in));
+    return model;
+}
+
+void save_model_folder(const TranslationModel& model, const std::string& dir_in) {
+    const auto& spec = model.config().pretrained;
+    if (!model.config().is_pretrained() || !spec || !model.tokenizer().pretrained())
+        throw ConfigError("export --format hf: only a pretrained (Hugging Face) model can be written as a model folder; "
+                          "attnviz's own models export to d2l's layout (--format d2l)");
+    const fs::path dir(dir_in);
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+        throw FileError("cannot write the model folder " + quote(dir_in, 300) + ": it is a file");
+    fs::create_directories(dir, ec);
+    if (ec) throw FileError("cannot create the model folder " + quote(dir_in, 300) + ": " + ec.message());
+    const PretrainedConfig& c = spec->model;
+    const auto src_layout = model.tokenizer().pretrained_layout(false), tgt_layout = model.tokenizer().pretrained_layout(true);
+    // Every path first: nothing is written when one cannot be.
+    const auto files = model.tokenizer().pretrained()->files();
+    std::vector<std::pair<std::string, std::string>> outputs;
+    outputs.emplace_back("config.json", spec->model.to_json().dump(2) + "\n");
+    outputs.emplace_back("generation_config.json", spec->generation.to_json().dump(2) + "\n");
+    safetensors::TensorWriter writer;
+    auto named = model.network()->named_parameters();
+    for (const auto& p : parameter_names(model.config())) {
+        torch::Tensor t = named[p.module].detach().to(torch::kCPU, torch::kFloat);
+        if (p.rows != VocabRows::none) {
+            // Back to the model's order: attnviz id i holds model row rows[i] (<bos>: none).
+            const auto& layout = p.rows == VocabRows::source ? src_layout : tgt_layout;
+            const int64_t dim = p.file == "final_logits_bias" ? 1 : 0;
+            const int64_t model_rows = p.rows == VocabRows::source ? c.vocab_size : c.target_vocab_size();
+            std::vector<int64_t> ids, to;
+            for (size_t i = 0; i < layout.rows.size(); ++i)
+                if (layout.rows[i] >= 0) ids.push_back(static_cast<int64_t>(i)), to.push_back(layout.rows[i]);
+            std::vector<int64_t> shape = t.sizes().vec();
+            shape[static_cast<size_t>(dim)] = model_rows;
+            auto out = torch::zeros(shape);
+            out.index_copy_(dim, torch::tensor(to, torch::kLong), t.index_select(dim, torch::tensor(ids, torch::kLong)));
+            t = out;
+        }
+        writer.add(p.file, t);
+    }
+    outputs.emplace_back("model.safetensors", writer.serialize({{"format", "pt"}}));
+    if (files.kind == PretrainedTokenizerKind::marian) {
+        outputs.emplace_back("source.spm", files.source_spm);
+        outputs.emplace_back("target.spm", files.target_spm.empty() ? files.source_spm : files.target_spm);
+        outputs.emplace_back("vocab.json", files.vocab_json);
+        if (!files.target_vocab_json.empty()) outputs.emplace_back("target_vocab.json", files.target_vocab_json);
+    } else {
+        outputs.emplace_back("sentencepiece.bpe.model", files.source_spm);
+        if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);
+    }
+    if (!files.tokenizer_config.empty()) outputs.emplace_back("tokenizer_config.json", files.tokenizer_config);
+    if (!files.special_tokens_map.empty()) outputs.emplace_back("special_tokens_map.json", files.special_tokens_map);
+    for (const auto& [name, _] : outputs) check_writable_path((dir / name).string());
+    for (const auto& [name, contents] : outputs) write_file_atomic((dir / name).string(), contents);
+}
+
+}  // namespace attnviz

@@ -1,0 +1,48 @@
+#pragma once
+// Hugging Face model folders: a pretrained translation model (Marian / opus-mt,
+// M2M100, NLLB) read into a TranslationModel, and a TranslationModel of the
+// pretrained family written back as a folder transformers' from_pretrained() loads.
+//
+// A folder holds config.json, generation_config.json (older folders keep those fields
+// in config.json), the weights (model.safetensors, a sharded model.safetensors.index.json,
+// or pytorch_model.bin: core/persist/weight_files.hpp) and the tokenizer's files
+// (core/text/pretrained_tokenizer.hpp). A hub id ("Helsinki-NLP/opus-mt-en-fr") is found
+// in the local Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub:
+// models--ORG--NAME/snapshots/REV/); attnviz never downloads.
+//
+// Rows are put in attnviz's vocabulary order (core/config/pretrained_config.hpp's
+// PretrainedSpec) on reading and back on writing: nothing else changes, so a folder written
+// back holds the same tensors (a fine-tuned model: its new values).
+#include <string>
+#include <vector>
+
+#include "core/decode/translation_model.hpp"
+
+namespace attnviz {
+
+/// Whether `dir` is a directory with a config.json (a model folder to read).
+bool is_model_folder(const std::string& dir);
+
+/// Whether `name` has the form of a hub id: ORG/NAME (one slash, letters, digits, '-', '_', '.').
+bool looks_like_hub_id(const std::string& name);
+
+/// The snapshot folder of hub id `id` in the local Hugging Face cache (the revision refs/main
+/// names, else the newest snapshot); FileError saying where it looked and how to fetch the model
+/// (huggingface-cli download ID) when it is not there.
+std::string find_in_hub_cache(const std::string& id);
+
+/// The caches find_in_hub_cache() searches, in order.
+std::vector<std::string> hub_cache_dirs();
+
+/// Reads a model folder. FileError naming the file and what is wrong: a missing or unknown
+/// config field, an unsupported model_type (naming the supported ones), weights missing or of
+/// the wrong shape, a tokenizer that disagrees with the model, a hostile weight file.
+TranslationModelPtr load_model_folder(const std::string& dir);
+
+/// Writes a pretrained-family model as a folder: config.json, generation_config.json,
+/// model.safetensors and the tokenizer's files, each atomically. `dir` is created when absent;
+/// ConfigError for a model of another family; FileError when `dir` is a file or cannot be written.
+/// Files of other names already in `dir` are left alone.
+void save_model_folder(const TranslationModel& model, const std::string& dir);
+
+}  // namespace attnviz

@@ -1,0 +1,425 @@
+// Pretrained tokenizers as transformers' (core/text/pretrained_tokenizer.hpp).
+#include "core/text/pretrained_tokenizer.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+#include <sentencepiece_processor.h>
+
+#include "core/io/error.hpp"
+#include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
+#include "core/text/sentencepiece_model.hpp"
+#include "core/text/tokenizer.hpp"  // base64
+#include "core/text/unicode.hpp"
+#include "core/text/vocab.hpp"
+
+namespace attnviz {
+
+using json = nlohmann::json;
+
+namespace {
+
+/// M2M100Tokenizer's FAIRSEQ_LANGUAGE_CODES (tokenizer_config.json's "language_codes"): the
+/// language codes that follow the vocabulary, in id order, for folders whose
+/// tokenizer_config.json does not list its added tokens.
+const std::vector<std::string> k_m2m100_languages = {
+    "af", "am", "ar", "ast", "az", "ba", "be", "bg", "bn", "br", "bs", "ca", "ceb", "cs", "cy", "da", "de", "el", "en",
+    "es", "et", "fa", "ff", "fi", "fr", "fy", "ga", "gd", "gl", "gu", "ha", "he", "hi", "hr", "ht", "hu", "hy", "id",
+    "ig", "ilo", "is", "it", "ja", "jv", "ka", "kk", "km", "kn", "ko", "lb", "lg", "ln", "lo", "lt", "lv", "mg", "mk",
+    "ml", "mn", "mr", "ms", "my", "ne", "nl", "no", "ns", "oc", "or", "pa", "pl", "ps", "pt", "ro", "ru", "sd", "si",
+    "sk", "sl", "so", "sq", "sr", "ss", "su", "sv", "sw", "ta", "th", "tl", "tn", "tr", "uk", "ur", "uz", "vi", "wo",
+    "xh", "yi", "yo", "zh", "zu"};
+const std::vector<std::string> k_wmt21_languages = {"en", "ha", "is", "ja", "cs", "ru", "zh", "de"};
+
+/// The most tokens a vocabulary file may hold (NLLB: 256,206).
+constexpr size_t k_max_vocab = size_t{1} << 20;
+
+std::string token_content(const json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return {};
+}
+
+json parse_optional(const std::string& text, const std::string& what) {
+    if (text.empty()) return json::object();
+    json j = parse_json_bounded(text, what);
+    if (!j.is_object()) throw FileError(what + ": expected a JSON object, got " + describe_json(j));
+    return j;
+}
+
+/// vocab.json: {"token": id, ...} with ids in [0, rows) and no id twice.
+std::unordered_map<std::string, int64_t> read_vocab(const std::string& text, int64_t rows, const std::string& what,
+                                                    std::vector<std::string>& by_id) {
+    const json j = parse_json_bounded(text, what);
+    if (!j.is_object()) throw FileError(what + ": expected a JSON object of token ids, got " + describe_json(j));
+    if (j.size() > k_max_vocab) throw FileError(what + ": " + std::to_string(j.size()) + " tokens, more than attnviz reads");
+    std::unordered_map<std::string, int64_t> ids;
+    by_id.assign(static_cast<size_t>(std::max<int64_t>(rows, 0)), std::string());
+    for (const auto& [token, v] : j.items()) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= rows)
+            throw FileError(what + ": token " + quote(token) + " has id " + describe_json(v) + ", expected 0.." +
+                            std::to_string(rows - 1) + " (the model's vocab_size is " + std::to_string(rows) + ")");
+        const int64_t id = v.get<int64_t>();
+        if (!by_id[static_cast<size_t>(id)].empty())
+            throw FileError(what + ": tokens " + quote(by_id[static_cast<size_t>(id)]) + " and " + quote(token) +
+                            " have the same id " + std::to_string(id));
+        if (token.empty()) throw FileError(what + ": an empty token (id " + std::to_string(id) + ")");
+        by_id[static_cast<size_t>(id)] = token;
+        ids.emplace(token, id);
+    }
+    return ids;
+}
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& bytes, const std::string& what) {
+    const std::string checked = check_pretrained_sentencepiece_model(bytes, what);
+    auto p = std::make_unique<sentencepiece::SentencePieceProcessor>();
+    const auto status = p->LoadFromSerializedProto(checked);
+    if (!status.ok()) throw FileError(what + ": not a SentencePiece model: " + printable(status.ToString(), 200));
+    return p;
+}
+
+/// Python's str.strip(): whitespace at both ends (ASCII and the Unicode spaces SentencePiece leaves).
+std::string strip(const std::string& s) {
+    auto space_at = [&](size_t i, size_t& len) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return len = 1, true;
+        return false;
+    };
+    size_t b = 0, e = s.size(), len = 0;
+    while (b < e && space_at(b, len)) b += len;
+    while (e > b && space_at(e - 1, len)) e -= len;
+    return s.substr(b, e - b);
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    return s;
+}
+
+/// tokenization_utils_base.py's clean_up_tokenization.
+std::string clean_up_tokenization(std::string s) {
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"},
+             {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+        s = replace_all(std::move(s), from, to);
+    return s;
+}
+
+}  // namespace
+
+std::string to_string(PretrainedTokenizerKind k) {
+    switch (k) {
+    case PretrainedTokenizerKind::marian: return "marian";
+    case PretrainedTokenizerKind::m2m100: return "m2m100";
+    case PretrainedTokenizerKind::nllb: return "nllb";
+    }
+    return "?";
+}
+
+PretrainedTokenizer::~PretrainedTokenizer() = default;
+
+std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const PretrainedTokenizerFiles& files) {
+    std::shared_ptr<PretrainedTokenizer> t(new PretrainedTokenizer());
+    t->m_files = files;
+    const std::string& what = files.what;
+    const int64_t rows = files.model_vocab_size;
+    const json config = parse_optional(files.tokenizer_config, what + ": tokenizer_config.json");
+    const json special_map = parse_optional(files.special_tokens_map, what + ": special_tokens_map.json");
+    auto named = [&](const char* key, const std::string& fallback) {
+        for (const json* j : {&config, &special_map})
+            if (j->contains(key)) {
+                const std::string s = token_content((*j)[key]);
+                if (!s.empty()) return s;
+            }
+        return fallback;
+    };
+    t->m_eos = named("eos_token", "</s>");
+    t->m_unk = named("unk_token", "<unk>");
+    t->m_pad = named("pad_token", "<pad>");
+    t->m_clean_up_spaces = config.value("clean_up_tokenization_spaces", false);
+    for (const auto& s : {t->m_eos, t->m_unk, t->m_pad}) t->m_special[s] = 1;
+    if (files.kind != PretrainedTokenizerKind::marian) {
+        t->m_special[named("bos_token", "<s>")] = 1;
+        t->m_special[named("sep_token", t->m_eos)] = 1;
+    }
+    for (const json* j : {&config, &special_map})
+        for (const char* key : {"additional_special_tokens", "extra_special_tokens"})
+            if (j->contains(key) && (*j)[key].is_array())
+                for (const auto& v : (*j)[key])
+                    if (const std::string s = token_content(v); !s.empty()) t->m_special[s] = 1;
+    // Added tokens: the strings the text is split at before SentencePiece sees it.
+    std::map<int64_t, std::string> added_by_id;
+    if (config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object())
+        for (const auto& [id, v] : config["added_tokens_decoder"].items()) {
+            const std::string s = token_content(v);
+            if (s.empty()) continue;
+            t->m_strip[s] = {v.is_object() && v.value("lstrip", false), v.is_object() && v.value("rstrip", false)};
+            if (v.is_object() && v.value("special", false)) t->m_special[s] = 1;
+            try {
+                added_by_id[std::stoll(id)] = s;
+            } catch (const std::exception&) {
+                throw FileError(what + ": tokenizer_config.json: added token id " + quote(id) + " is not a number");
+            }
+        }
+    for (const auto& [s, _] : t->m_special) t->m_added[s] = s;
+    for (const auto& [id, s] : added_by_id) t->m_added[s] = s;
+
+    t->m_src_spm = load_spm(files.source_spm, what + ": " + (files.kind == PretrainedTokenizerKind::marian ? "source.spm" : "sentencepiece.bpe.model"));
+    if (files.kind == PretrainedTokenizerKind::marian) {
+        t->m_tgt_spm = load_spm(files.target_spm.empty() ? files.source_spm : files.target_spm, what + ": target.spm");
+        t->m_src_ids = read_vocab(files.vocab_json, rows, what + ": vocab.json", t->m_src_tokens);
+        if (!files.target_vocab_json.empty()) {
+            t->m_tgt_ids = read_vocab(files.target_vocab_json, rows, what + ": target_vocab.json", t->m_tgt_tokens);
+        } else {
+            t->m_tgt_ids = t->m_src_ids;
+            t->m_tgt_tokens = t->m_src_tokens;
+        }
+        for (const auto& s : {t->m_eos, t->m_unk})
+            if (!t->m_src_ids.count(s)) throw FileError(what + ": vocab.json has no " + quote(s) + " (the model's special token)");
+        // A multilingual model's targets: its >>xxx<< tokens (MarianTokenizer.supported_language_codes).
+        for (const auto& token : t->m_tgt_tokens)
+            if (token.size() > 4 && token.rfind(">>", 0) == 0 && token.compare(token.size() - 2, 2, "<<") == 0) {
+                const std::string code = token.substr(2, token.size() - 4);
+                t->m_languages.push_back(code);
+                t->m_language_tokens[code] = token;
+            }
+    } else if (files.kind == PretrainedTokenizerKind::m2m100) {
+        t->m_src_ids = read_vocab(files.vocab_json, rows, what + ": vocab.json", t->m_src_tokens);
+        const int64_t base = static_cast<int64_t>(t->m_src_ids.size());
+        const auto& codes = config.value("language_codes", std::string("m2m100")) == "wmt21" ? k_wmt21_languages
+                                                                                               : k_m2m100_languages;
+        for (size_t i = 0; i < codes.size(); ++i) {
+            const std::string token = "__" + codes[i] + "__";
+            const int64_t id = base + static_cast<int64_t>(i);
+            if (id >= rows) throw FileError(what + ": the language code " + token + " would have id " + std::to_string(id) +
+                                            ", past the model's " + std::to_string(rows) + " rows");
+            // transformers 5 neither splits the text at these codes nor drops them on decoding: they
+            // are the source's first token and the output's first (forced) token, nothing more.
+            t->m_src_ids[token] = id;
+            t->m_src_tokens[static_cast<size_t>(id)] = token;
+            t->m_languages.push_back(codes[i]);
+            t->m_language_tokens[codes[i]] = token;
+        }
+        t->m_tgt_ids = t->m_src_ids;
+        t->m_tgt_tokens = t->m_src_tokens;
+        t->m_default_src_lang = config.value("src_lang", std::string("en"));
+        if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
+    } else {
+        // NLLB: fairseq's ids over SentencePiece's: <s> 0, <pad> 1, </s> 2, <unk> 3, a piece its id + 1.
+        t->m_spm_offset = 1;
+        const int pieces = t->m_src_spm->GetPieceSize();
+        t->m_src_tokens.assign(static_cast<size_t>(rows), std::string());
+        auto put = [&](const std::string& token, int64_t id) {
+            if (id < 0 || id >= rows)
+                throw FileError(what + ": token " + quote(token) + " would have id " + std::to_string(id) + ", past the model's " +
+                                std::to_string(rows) + " rows");
+            t->m_src_ids[token] = id;
+            t->m_src_tokens[static_cast<size_t>(id)] = token;
+        };
+        put("<s>", 0), put(t->m_pad, 1), put(t->m_eos, 2), put(t->m_unk, 3);
+        for (int i = 3; i < pieces; ++i) put(t->m_src_spm->IdToPiece(i), i + 1);
+        for (const auto& [id, token] : added_by_id)
+            if (!t->m_src_ids.count(token)) put(token, id);
+        for (const auto& [id, token] : added_by_id)
+            if (token.size() == 8 && token[3] == '_') {  // "fra_Latn"
+                t->m_languages.push_back(token);
+                t->m_language_tokens[token] = token;
+                t->m_special[token] = 1;
+            }
+        t->m_tgt_ids = t->m_src_ids;
+        t->m_tgt_tokens = t->m_src_tokens;
+        t->m_default_src_lang = config.value("src_lang", std::string("eng_Latn"));
+        if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
+    }
+    return t;
+}
+
+std::vector<std::pair<std::string, bool>> PretrainedTokenizer::split_added(const std::string& text) const {
+    std::vector<std::pair<std::string, bool>> parts;
+    std::string plain;
+    size_t i = 0;
+    while (i < text.size()) {
+        // The longest added token starting here (m_added is ordered: scan the candidates sharing its first byte).
+        size_t best = 0;
+        for (auto it = m_added.lower_bound(std::string(1, text[i])); it != m_added.end() && it->first[0] == text[i]; ++it)
+            if (it->first.size() > best && text.compare(i, it->first.size(), it->first) == 0) best = it->first.size();
+        if (best == 0) {
+            plain += text[i++];
+            continue;
+        }
+        if (!plain.empty()) parts.emplace_back(std::move(plain), false);
+        plain.clear();
+        parts.emplace_back(text.substr(i, best), true);
+        i += best;
+    }
+    if (!plain.empty()) parts.emplace_back(std::move(plain), false);
+    // An added token with lstrip / rstrip eats the spaces beside it.
+    for (size_t k = 0; k < parts.size(); ++k) {
+        if (!parts[k].second) continue;
+        const auto it = m_strip.find(parts[k].first);
+        if (it == m_strip.end()) continue;
+        if (it->second.first && k > 0 && !parts[k - 1].second) {
+            auto& left = parts[k - 1].first;
+            left.erase(left.find_last_not_of(" \t\n\r\f\v") + 1);
+        }
+        if (it->second.second && k + 1 < parts.size() && !parts[k + 1].second) {
+            auto& right = parts[k + 1].first;
+            right.erase(0, right.find_first_not_of(" \t\n\r\f\v") == std::string::npos ? right.size()
+                                                                                        : right.find_first_not_of(" \t\n\r\f\v"));
+        }
+    }
+    return parts;
+}
+
+std::vector<std::string> PretrainedTokenizer::encode(const std::string& text, bool target) const {
+    if (!is_valid_utf8(text)) throw Error("the sentence is not valid UTF-8: expected UTF-8 text");
+    const bool marian = kind() == PretrainedTokenizerKind::marian;
+    auto& spm = marian && target ? *m_tgt_spm : *m_src_spm;
+    std::vector<std::string> out;
+    for (auto& [part, added] : split_added(text)) {
+        if (part.empty()) continue;
+        if (added) {
+            out.push_back(part);
+            continue;
+        }
+        std::string rest = part;
+        if (marian && rest.rfind(">>", 0) == 0) {  // MarianTokenizer.remove_language_code
+            if (const size_t end = rest.find("<<"); end != std::string::npos) {
+                out.push_back(rest.substr(0, end + 2));
+                rest = rest.substr(end + 2);
+            }
+        }
+        std::vector<std::string> pieces;
+        const auto status = spm.Encode(rest, &pieces);
+        if (!status.ok()) throw Error("subword tokenisation failed: " + printable(status.ToString(), 200));
+        out.insert(out.end(), pieces.begin(), pieces.end());
+    }
+    return out;
+}
+
+std::string PretrainedTokenizer::decode(const std::vector<std::string>& tokens) const {
+    std::vector<std::string> pieces;
+    for (const auto& t : tokens)
+        if (!is_special(t)) pieces.push_back(t);
+    // MarianTokenizer decodes with the source model unless the vocabularies are separate.
+    const bool marian = kind() == PretrainedTokenizerKind::marian;
+    auto& spm = marian && !m_files.target_vocab_json.empty() ? *m_tgt_spm : *m_src_spm;
+    std::string text;
+    const auto status = spm.Decode(pieces, &text);
+    if (!status.ok()) throw Error("subword detokenisation failed: " + printable(status.ToString(), 200));
+    if (marian) text = replace_all(std::move(text), "\xE2\x96\x81", " ");
+    text = strip(text);
+    return m_clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
+}
+
+int64_t PretrainedTokenizer::token_id(const std::string& token, bool target) const {
+    const auto& ids = target ? m_tgt_ids : m_src_ids;
+    const auto it = ids.find(token);
+    if (it != ids.end()) return it->second;
+    if (m_spm_offset > 0) {  // NLLB: SentencePiece's own id
+        const int id = m_src_spm->PieceToId(token);
+        if (id > 2 && m_src_spm->IdToPiece(id) == token) return id + m_spm_offset;
+    }
+    return -1;
+}
+
+const std::vector<std::string>& PretrainedTokenizer::id_tokens(bool target) const { return target ? m_tgt_tokens : m_src_tokens; }
+
+std::vector<std::string> PretrainedTokenizer::source_languages() const {
+    return kind() == PretrainedTokenizerKind::marian ? std::vector<std::string>{} : m_languages;
+}
+
+std::vector<std::string> PretrainedTokenizer::target_languages() const { return m_languages; }
+
+std::string PretrainedTokenizer::language_token(const std::string& language, bool target) const {
+    const auto it = m_language_tokens.find(language);
+    if (it != m_language_tokens.end() && (target || kind() != PretrainedTokenizerKind::marian)) return it->second;
+    const auto& list = target ? target_languages() : source_languages();
+    if (list.empty())
+        throw ConfigError(std::string("this model has no ") + (target ? "target" : "source") +
+                          " languages to choose from (it translates one language pair)");
+    std::string names;
+    for (size_t i = 0; i < list.size() && i < 40; ++i) names += (i ? ", " : "") + list[i];
+    if (list.size() > 40) names += ", ... (" + std::to_string(list.size()) + " in all)";
+    throw ConfigError(std::string("the model has no ") + (target ? "target" : "source") + " language " + quote(language) +
+                      "; it has: " + names);
+}
+
+PretrainedVocabLayout PretrainedTokenizer::vocab_layout(bool target, int64_t rows, int64_t pad_id, int64_t eos_id,
+                                                       int64_t unk_id) const {
+    const auto& tokens = id_tokens(target);
+    PretrainedVocabLayout v;
+    v.names = {Vocab::pad_token, Vocab::bos_token, Vocab::eos_token, Vocab::unk_token};
+    v.rows = {pad_id, -1, eos_id, unk_id};
+    std::unordered_set<std::string> taken(v.names.begin(), v.names.end());
+    auto token_of = [&](int64_t id) { return id < static_cast<int64_t>(tokens.size()) ? tokens[static_cast<size_t>(id)] : std::string(); };
+    for (const auto& [id, name] : {std::pair{pad_id, Vocab::pad_token}, std::pair{eos_id, Vocab::eos_token},
+                                   std::pair{unk_id, Vocab::unk_token}})
+        if (const std::string t = token_of(id); !t.empty() && t != name) {
+            v.to_name[t] = name;
+            v.from_name[name] = t;
+        }
+    for (int64_t id = 0; id < rows; ++id) {
+        if (id == pad_id || id == eos_id || id == unk_id) continue;
+        const std::string token = token_of(id);
+        std::string name = token;
+        if (token.empty()) {
+            name = "<hf:" + std::to_string(id) + ">";
+        } else if (!is_vocab_token(token) || taken.count(token)) {
+            name = replace_all(printable(token, token.size() * 4 + 8), "|||", "||\\x7c");
+            if (name.empty() || taken.count(name)) name = "<hf:" + std::to_string(id) + ">";
+        }
+        while (taken.count(name)) name += "#";
+        taken.insert(name);
+        if (name != token && !token.empty()) {
+            v.to_name[token] = name;
+            v.from_name[name] = token;
+        }
+        v.names.push_back(std::move(name));
+        v.rows.push_back(id);
+    }
+    return v;
+}
+
+json PretrainedTokenizer::to_json() const {
+    json j{{"type", "pretrained"}, {"kind", to_string(kind())}};
+    auto put = [&](const char* key, const std::string& bytes) {
+        if (!bytes.empty()) j[key] = base64_encode(bytes);
+    };
+    put("source_spm", m_files.source_spm);
+    put("target_spm", m_files.target_spm);
+    put("vocab_json", m_files.vocab_json);
+    put("target_vocab_json", m_files.target_vocab_json);
+    put("tokenizer_config", m_files.tokenizer_config);
+    put("special_tokens_map", m_files.special_tokens_map);
+    return j;
+}
+
+std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::from_json(const json& j, int64_t model_vocab_size) {
+    if (!j.is_object() || j.value("type", std::string()) != "pretrained" || !j.contains("kind") || !j["kind"].is_string())
+        throw FileError("tokenizer: expected {\"type\": \"pretrained\", \"kind\": ...}");
+    PretrainedTokenizerFiles f;
+    const std::string kind = j["kind"];
+    if (kind == "marian") f.kind = PretrainedTokenizerKind::marian;
+    else if (kind == "m2m100") f.kind = PretrainedTokenizerKind::m2m100;
+    else if (kind == "nllb") f.kind = PretrainedTokenizerKind::nllb;
+    else throw FileError("tokenizer: kind " + quote(kind) + " is not marian, m2m100 or nllb");
+    auto get = [&](const char* key) {
+        if (!j.contains(key)) return std::string();
+        if (!j[key].is_string()) throw FileError(std::string("tokenizer: \"") + key + "\" is not a base64 string");
+        return base64_decode(j[key].get<std::string>());
+    };
+    f.source_spm = get("source_spm");
+    f.target_spm = get("target_spm");
+    f.vocab_json = get("vocab_json");
+    f.target_vocab_json = get("target_vocab_json");
+    f.tokenizer_config = get("tokenizer_config");
+    f.special_tokens_map = get("special_tokens_map");
+    f.model_vocab_size = model_vocab_size;
+    f.what = "the checkpoint's tokenizer";
+    return load(f);
+}
+
+}  // namespace attnviz

@@ -1,0 +1,342 @@
+// Pretrained Hugging Face models (Marian, M2M100) against transformers itself: the fixtures
+// tools/make_hf_fixtures.py made (tiny models trained a little by transformers, and what
+// transformers computed with them: tokenizer ids, logits, every attention map, greedy and beam
+// outputs of generate()). Skipped when the fixtures are absent (no transformers in the .venv).
+#include "catch_torch.hpp"
+#include "test_support.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/pretrained_config.hpp"
+#include "core/io/error.hpp"
+#include "core/io/safetensors.hpp"
+#include "core/decode/translation_model.hpp"
+#include "core/persist/hf_folder.hpp"
+#include "core/persist/model_file.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
+
+using namespace attnviz;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string k_fixtures = ATTNVIZ_HF_FIXTURES;
+
+bool have_fixtures() {
+    if (std::filesystem::exists(k_fixtures + "/reference.json")) return true;
+    WARN("no pretrained fixtures at " << k_fixtures << " (tools/make_hf_fixtures.py needs transformers); skipping");
+    return false;
+}
+
+const json& reference() {
+    static const json j = [] {
+        std::ifstream in(k_fixtures + "/reference.json");
+        return json::parse(in);
+    }();
+    return j;
+}
+
+/// The model's ids of attnviz ids (and back), for one side.
+struct IdMap {
+    std::vector<int64_t> to_model;
+    std::map<int64_t, int64_t> to_attnviz;
+    IdMap(const TranslationModel& m, bool target) {
+        to_model = m.tokenizer().pretrained_layout(target).rows;
+        for (size_t i = 0; i < to_model.size(); ++i)
+            if (to_model[i] >= 0) to_attnviz[to_model[i]] = static_cast<int64_t>(i);
+    }
+    std::vector<int64_t> model_ids(const std::vector<int64_t>& ids) const {
+        std::vector<int64_t> out;
+        for (auto id : ids) out.push_back(to_model.at(static_cast<size_t>(id)));
+        return out;
+    }
+};
+
+std::vector<int64_t> ints(const json& j) { return j.get<std::vector<int64_t>>(); }
+
+/// generate()'s sequences without the padding it adds after an end when it returns several.
+std::vector<int64_t> without_padding(std::vector<int64_t> ids, int64_t pad) {
+    while (!ids.empty() && ids.back() == pad) ids.pop_back();
+    return ids;
+}
+
+/// The source tokens attnviz reads for a sample, as model ids, with the </s> the model adds.
+std::vector<int64_t> source_ids(const TranslationModel& m, const std::string& text, const std::string& src_lang) {
+    auto tokens = m.tokenizer().encode(text, false);
+    if (!src_lang.empty())
+        tokens.insert(tokens.begin(), m.tokenizer().pretrained_name(m.tokenizer().pretrained()->language_token(src_lang, false), false));
+    std::vector<int64_t> ids = m.src_vocab().encode(tokens);
+    ids.push_back(Vocab::eos_id);
+    return IdMap(m, false).model_ids(ids);
+}
+
+DecodeOptions options_for(const TranslationModel& m, const json& variant, const std::string& tgt_lang) {
+    DecodeOptions d = m.decode_defaults();
+    d.target_lang = tgt_lang;
+    if (variant.contains("num_beams")) d.beam_size = variant["num_beams"];
+    if (variant.contains("length_penalty")) d.length_penalty = variant["length_penalty"];
+    if (variant.contains("num_return_sequences")) d.num_hypotheses = variant["num_return_sequences"];
+    if (variant.contains("no_repeat_ngram_size")) d.generation.no_repeat_ngram = variant["no_repeat_ngram_size"];
+    if (variant.contains("early_stopping")) {
+        const auto& e = variant["early_stopping"];
+        d.generation.early_stopping = e.is_boolean() ? (e.get<bool>() ? 1 : 0) : 2;
+    }
+    return d;
+}
+
+struct Case {
+    const char* name;
+    const char* folder;
+    const char* src_lang;
+    const char* tgt_lang;
+};
+const Case k_cases[] = {{"marian", "marian", "", ""}, {"m2m100", "m2m100", "en", "fr"}};
+
+}  // namespace
+
+TEST_CASE("a Marian folder and an M2M100 folder open, and tokenise as transformers does", "[pretrained][tokenizer]") {
+    if (!have_fixtures()) return;
+    for (const auto& c : k_cases) {
+        INFO(c.name);
+        const auto model = load_model(k_fixtures + "/" + c.folder);
+        REQUIRE(model->config().is_pretrained());
+        for (const auto& e : reference()[c.name]) {
+            const std::string text = e["text"];
+            INFO("sentence " << json(text).dump());
+            CHECK(source_ids(*model, text, c.src_lang) == ints(e["input_ids"]));
+            // decode(skip_special_tokens=True) of the same ids.
+            std::vector<std::string> tokens;
+            IdMap map(*model, false);
+            for (auto id : ints(e["input_ids"])) tokens.push_back(model->src_vocab().token(map.to_attnviz.at(id)));
+            CHECK(model->tokenizer().decode(tokens) == e["decoded"].get<std::string>());
+        }
+    }
+}
+
+TEST_CASE("pretrained logits and every attention map equal transformers' (1e-5)", "[pretrained][maps]") {
+    if (!have_fixtures()) return;
+    torch::NoGradGuard no_grad;
+    for (const auto& c : k_cases) {
+        INFO(c.name);
+        const auto model = load_model(k_fixtures + "/" + c.folder);
+        const IdMap src_map(*model, false), tgt_map(*model, true);
+        for (const auto& e : reference()[c.name]) {
+            const std::string text = e["text"];
+            INFO("sentence " << json(text).dump());
+            std::vector<int64_t> src;
+            for (auto id : ints(e["input_ids"])) src.push_back(src_map.to_attnviz.at(id));
+            std::vector<int64_t> tgt{Vocab::bos_id};
+            const auto dec = ints(e["decoder_input_ids"]);
+            for (size_t i = 1; i < dec.size(); ++i) tgt.push_back(tgt_map.to_attnviz.at(dec[i]));
+            const auto S = static_cast<int64_t>(src.size()), T = static_cast<int64_t>(tgt.size());
+            auto logits = model->network()->forward(torch::tensor(src).view({1, S}), torch::tensor({S}),
+                                                    torch::tensor(tgt).view({1, T}));
+            const auto ref = e["logits"];
+            float worst = 0;
+            for (int64_t t = 0; t < T; ++t)
+                for (size_t id = 0; id < tgt_map.to_model.size(); ++id) {
+                    if (tgt_map.to_model[id] < 0) continue;
+                    const float want = ref[static_cast<size_t>(t)][static_cast<size_t>(tgt_map.to_model[id])];
+                    worst = std::max(worst, std::abs(logits[0][t][static_cast<int64_t>(id)].item<float>() - want));
+                }
+            CHECK(worst < 2e-4f);
+            // Every map of greedy decoding (the same tokens as the pass above) against output_attentions.
+            // (An empty sentence is nothing to translate for attnviz, whatever the model; transformers
+            // still generates from its lone </s>.)
+            if (text.empty()) continue;
+            DecodeOptions d = model->decode_defaults();
+            d.beam_size = d.num_hypotheses = 1;
+            d.target_lang = c.tgt_lang;
+            const auto t = model->translate({text}, d).at(0);
+            REQUIRE_FALSE(t.empty());
+            const auto& h = t.best();
+            REQUIRE(tgt_map.model_ids(h.ids) == ints(e["greedy"]));
+            float worst_map = 0;
+            size_t maps = 0;
+            for (const auto& [kind, key] : {std::pair{AttentionKind::encoder_self, "encoder_attentions"},
+                                            std::pair{AttentionKind::decoder_self, "decoder_attentions"},
+                                            std::pair{AttentionKind::cross, "cross_attentions"}}) {
+                const auto& layers = e[key];
+                for (size_t l = 0; l < layers.size(); ++l)
+                    for (size_t hd = 0; hd < layers[l].size(); ++hd) {
+                        const auto* m = h.attention.find({kind, static_cast<int>(l), static_cast<int>(hd)});
+                        REQUIRE(m != nullptr);
+                        ++maps;
+                        const auto& want = layers[l][hd];
+                        REQUIRE(m->weights.size() == std::min(want.size(), m->weights.size()));
+                        for (size_t q = 0; q < m->weights.size(); ++q)
+                            for (size_t k = 0; k < m->weights[q].size(); ++k)
+                                worst_map = std::max(worst_map, std::abs(m->weights[q][k] - want[q][k].get<float>()));
+                    }
+            }
+            CHECK(maps > 0);
+            CHECK(worst_map < 1e-5f);
+        }
+    }
+}
+
+TEST_CASE("pretrained greedy and beam search are token-identical to generate()", "[pretrained][generate]") {
+    if (!have_fixtures()) return;
+    const json variants = {
+        {"marian", {{"beam", json::object()},
+                    {"beam_lp", {{"num_beams", 3}, {"length_penalty", 0.6}, {"num_return_sequences", 2}}},
+                    {"beam_early", {{"num_beams", 5}, {"early_stopping", true}}},
+                    {"beam_never", {{"num_beams", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 2}}}}},
+        {"m2m100", {{"beam", json::object()},
+                    {"beam_lp", {{"num_beams", 4}, {"length_penalty", 2.0}, {"num_return_sequences", 2}}}}}};
+    for (const auto& c : k_cases) {
+        INFO(c.name);
+        const auto model = load_model(k_fixtures + "/" + c.folder);
+        const IdMap tgt_map(*model, true);
+        for (const auto& e : reference()[c.name]) {
+            const std::string text = e["text"];
+            INFO("sentence " << json(text).dump());
+            if (text.empty()) continue;  // nothing to translate (see above)
+            DecodeOptions greedy = model->decode_defaults();
+            greedy.beam_size = greedy.num_hypotheses = 1;
+            greedy.target_lang = c.tgt_lang;
+            const auto g = model->translate({text}, greedy).at(0);
+            REQUIRE_FALSE(g.empty());
+            CHECK(tgt_map.model_ids(g.best().ids) == ints(e["greedy"]));
+            CHECK(g.best().text == e["greedy_text"].get<std::string>());
+            for (const auto& [name, variant] : variants[c.name].items()) {
+                INFO("variant " << name);
+                const auto t = model->translate({text}, options_for(*model, variant, c.tgt_lang)).at(0);
+                const auto& want = e[name];
+                REQUIRE(t.hypotheses.size() == want.size());
+                const int64_t pad = model->config().pretrained->model.pad_token_id;
+                for (size_t i = 0; i < want.size(); ++i)
+                    CHECK(tgt_map.model_ids(t.hypotheses[i].ids) == without_padding(ints(want[i]), pad));
+            }
+        }
+    }
+}
+
+TEST_CASE("the generation config becomes attnviz's decoding defaults", "[pretrained][generate]") {
+    if (!have_fixtures()) return;
+    const auto marian = load_model(k_fixtures + "/marian");
+    const DecodeOptions d = marian->decode_defaults();
+    CHECK(d.beam_size == 4);
+    CHECK(d.max_length == 15);  // max_length 16 counts the decoder's start token
+    CHECK(d.generation.transformers_search);
+    CHECK(d.generation.forced_last == Vocab::eos_id);
+    REQUIRE(d.generation.bad_words.size() == 1);
+    CHECK(d.generation.bad_words[0] == std::vector<int64_t>{Vocab::pad_id});
+    CHECK(marian->target_languages() == std::vector<std::string>({"fra", "deu"}));
+    const auto m2m = load_model(k_fixtures + "/m2m100");
+    CHECK(m2m->decode_defaults().beam_size == 3);
+    CHECK(m2m->source_languages().size() == 100);
+    DecodeOptions bad = m2m->decode_defaults();
+    bad.target_lang = "xx";
+    CHECK_THROWS_WITH(m2m->translate({"Hello"}, bad), Catch::Contains("no target language 'xx'"));
+}
+
+namespace {
+
+/// A copy of a fixture folder to break, in this run's scratch directory.
+std::string copy_fixture(const std::string& name, const std::string& as) {
+    static const attnviz::testing::ScratchDir scratch("pretrained");
+    const std::string dir = scratch / as;
+    std::filesystem::copy(k_fixtures + "/" + name, dir, std::filesystem::copy_options::recursive);
+    return dir;
+}
+
+json read_json_file(const std::string& path) {
+    std::ifstream in(path);
+    return json::parse(in);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+}
+
+}  // namespace
+
+TEST_CASE("a broken model folder is refused in one line naming the file and the problem", "[pretrained][hostile]") {
+    if (!have_fixtures()) return;
+    auto edit_config = [](const std::string& as, const std::function<void(json&)>& edit) {
+        const auto dir = copy_fixture("marian", as);
+        json c = read_json_file(dir + "/config.json");
+        edit(c);
+        write_text(dir + "/config.json", c.dump());
+        return dir;
+    };
+    SECTION("a missing field") {
+        const auto dir = edit_config("no-d-model", [](json& c) { c.erase("d_model"); });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("config.json") && Catch::Contains("\"d_model\" is missing"));
+    }
+    SECTION("an unknown model_type names the supported ones") {
+        const auto dir = edit_config("bart", [](json& c) { c["model_type"] = "bart"; });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("'bart'") && Catch::Contains("marian, m2m_100"));
+    }
+    SECTION("a field of the wrong type") {
+        const auto dir = edit_config("heads-text", [](json& c) { c["encoder_attention_heads"] = "four"; });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("\"encoder_attention_heads\"") && Catch::Contains("whole number"));
+    }
+    SECTION("shapes that disagree with config.json") {
+        const auto dir = edit_config("wider", [](json& c) { c["d_model"] = 64; });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("model.safetensors") || Catch::Contains("has shape"));
+    }
+    SECTION("a vocabulary size that disagrees") {
+        const auto smaller = edit_config("smaller-vocab", [](json& c) { c["vocab_size"] = 100; });
+        CHECK_THROWS_WITH(load_model(smaller), Catch::Contains("config.json") && Catch::Contains("\"pad_token_id\" is"));
+        const auto larger = edit_config("larger-vocab", [](json& c) { c["vocab_size"] = 300; });
+        CHECK_THROWS_WITH(load_model(larger), Catch::Contains("model.shared.weight") && Catch::Contains("300 rows"));
+    }
+    SECTION("a vocab.json without the model's special token") {
+        const auto dir = copy_fixture("marian", "no-eos");
+        json v = read_json_file(dir + "/vocab.json");
+        const auto id = v["</s>"];
+        v.erase("</s>");
+        v["<eos-renamed>"] = id;
+        write_text(dir + "/vocab.json", v.dump());
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("vocab.json has no '</s>'"));
+    }
+    SECTION("a truncated weights file") {
+        const auto dir = copy_fixture("marian", "truncated");
+        const auto path = dir + "/model.safetensors";
+        std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+        CHECK_THROWS_AS(load_model(dir), FileError);
+    }
+    SECTION("a tensor of another architecture") {
+        const auto dir = copy_fixture("marian", "extra");
+        // A model folder of another kind shows itself by a tensor this family does not have.
+        const auto src = safetensors::read_file(dir + "/model.safetensors");
+        std::vector<safetensors::TensorToWrite> out;
+        for (const auto& t : src.tensors)
+            out.push_back({t.name, t.dtype, t.shape, src.data(t), t.end - t.begin});
+        const float one = 1;
+        out.push_back({"model.encoder.layernorm_embedding.weight", safetensors::DType::F32, {1}, &one, sizeof one});
+        write_text(dir + "/model.safetensors", safetensors::serialize(out, src.metadata));
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("unexpected tensor 'model.encoder.layernorm_embedding.weight'"));
+    }
+    SECTION("a folder without config.json, and a hub id that is not in the cache") {
+        const auto dir = copy_fixture("marian", "no-config");
+        std::filesystem::remove(dir + "/config.json");
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("without config.json"));
+        CHECK_THROWS_WITH(load_model("nobody-here/opus-mt-xx-yy"),
+                          Catch::Contains("local Hugging Face cache") && Catch::Contains("download nobody-here/opus-mt-xx-yy"));
+    }
+}
+
+TEST_CASE("a hub id is found in the local Hugging Face cache", "[pretrained][hub]") {
+    if (!have_fixtures()) return;
+    const attnviz::testing::ScratchDir scratch("hub-cache");
+    const std::filesystem::path cache = scratch.path;
+    const auto snap = cache / "models--Tiny-NLP--opus-mt-tiny" / "snapshots" / "0123abcd";
+    std::filesystem::create_directories(snap.parent_path());
+    std::filesystem::copy(k_fixtures + "/marian", snap, std::filesystem::copy_options::recursive);
+    std::filesystem::create_directories(cache / "models--Tiny-NLP--opus-mt-tiny" / "refs");
+    write_text((cache / "models--Tiny-NLP--opus-mt-tiny" / "refs" / "main").string(), "0123abcd");
+    setenv("HF_HUB_CACHE", cache.c_str(), 1);
+    const auto model = load_model("Tiny-NLP/opus-mt-tiny");
+    unsetenv("HF_HUB_CACHE");
+    CHECK(model->config().is_pretrained());
+    CHECK(model->corpus_name() == "Tiny-NLP/opus-mt-tiny");
+}

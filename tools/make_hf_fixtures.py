@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Tiny pretrained translation models made by transformers, and what transformers computes
+with them: the fixtures of attnviz's pretrained-model tests (tests/pretrained).
+
+    make_hf_fixtures.py OUT_DIR
+
+Writes, each a Hugging Face model folder as save_pretrained() writes it:
+  OUT/marian        MarianMTModel (swish, scale_embedding, shared + tied embeddings,
+                    final_logits_bias, language codes >>fra<< >>deu<< in its vocabulary),
+                    weights in model.safetensors
+  OUT/marian_bin    the same model, weights in pytorch_model.bin (torch.save of its state_dict)
+  OUT/m2m100        M2M100ForConditionalGeneration (pre-norm, final LayerNorms, fairseq
+                    positions, language codes __en__ ...), SentencePiece BPE
+and OUT/reference.json: per model, per sample sentence, the tokenizer's ids and decoded text,
+greedy and beam outputs of generate(), and the logits and every attention map of a
+teacher-forced pass (encoder_attentions, decoder_attentions, cross_attentions, eager
+attention) over the greedy output.
+
+The SentencePiece models are trained on tests/data's sentences and a few of this file's
+own, so nothing outside the repository is read. A model with transformers' random
+initialisation repeats one token until the length limit, which would make equal outputs
+prove little; so each model is trained for a few hundred steps to copy its input (seeded,
+one thread), and its final_logits_bias randomised: outputs then differ from sentence to
+sentence, end at different lengths, and beams disagree.
+Exit status 77 when torch, transformers or sentencepiece is missing (the tests then skip).
+A second run with the same script and library versions finds OUT/stamp and does nothing.
+"""
+import hashlib
+import json
+import os
+import sys
+
+try:
+    import sentencepiece as spm
+    import torch
+    import transformers
+    from transformers import (GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer,
+                              MarianConfig, MarianMTModel, MarianTokenizer)
+except ImportError as e:  # pragma: no cover
+    print(f"make_hf_fixtures: {e}; skipping", file=sys.stderr)
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+EXTRA = [
+    "Le chat est sur la table.", "Der Hund läuft schnell über die Straße.", "où est l'arrêt de bus ?",
+    "naïve café déjà vu", "Ich bin ein kleiner Frosch.", "Tom a demandé conseil à son professeur.",
+    "The quick brown fox jumps over the lazy dog.", "Ελληνικά και русский текст вместе.",
+    "I am a small frog.", "She sells sea shells by the sea shore.", "¿Dónde está la biblioteca?",
+]
+
+SAMPLES = [
+    "Hello, Tom.", "I am a small frog.", "Привет, мир!", "Le chat est sur la table.",
+    ">>fra<< Hello world", "naïve café ☃ zzz", "Where is the bus stop?", "a  b", "Ελληνικά",
+    "Tom </s> x", "",
+]
+
+
+def corpus_lines():
+    lines = []
+    for name in ("eng-rus.tsv", "eng-ell.tsv"):
+        with open(os.path.join(ROOT, "tests", "data", name), encoding="utf-8") as f:
+            for line in f:
+                lines.extend(p for p in line.rstrip("\n").split("\t") if p)
+    return lines + EXTRA * 3
+
+
+def train_spm(path_prefix, lines, vocab_size, model_type):
+    text = path_prefix + ".txt"
+    with open(text, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    spm.SentencePieceTrainer.train(input=text, model_prefix=path_prefix, vocab_size=vocab_size,
+                                   character_coverage=1.0, model_type=model_type, minloglevel=2,
+                                   normalization_rule_name="nmt_nfkc")
+    os.remove(text)
+    return path_prefix + ".model"
+
+
+def train_to_copy(model, tok, lines, seed, steps=300, **lang):
+    """A few hundred Adam steps on copying sentences: varied outputs of varied lengths."""
+    torch.manual_seed(seed)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        batch = [lines[i] for i in torch.randint(len(lines), (16,), generator=g).tolist()]
+        enc = tok(batch, text_target=batch, return_tensors="pt", padding=True, truncation=True, max_length=24, **lang)
+        enc["labels"][enc["labels"] == tok.pad_token_id] = -100
+        loss = model(**enc).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        bias = getattr(model, "final_logits_bias", None)
+        if bias is not None:
+            bias.copy_(0.5 * torch.randn(bias.shape, generator=g))
+    return float(loss)
+
+
+def references(model, tok, sentences, gen_variants, src_lang=None, tgt_lang=None):
+    model.eval()
+    out = []
+    for s in sentences:
+        if src_lang is not None:
+            tok.src_lang = src_lang
+        enc = tok(s, return_tensors="pt")
+        ids = enc.input_ids
+        entry = {"text": s, "input_ids": ids[0].tolist(), "tokens": tok.convert_ids_to_tokens(ids[0].tolist()),
+                 "decoded": tok.decode(ids[0], skip_special_tokens=True)}
+        extra = {}
+        if tgt_lang is not None:
+            extra["forced_bos_token_id"] = tok.get_lang_id(tgt_lang)
+        with torch.no_grad():
+            greedy = model.generate(**enc, num_beams=1, **extra)[0]
+            entry["greedy"] = greedy[1:].tolist()
+            entry["greedy_text"] = tok.decode(greedy, skip_special_tokens=True)
+            for name, kw in gen_variants.items():
+                seqs = model.generate(**enc, **kw, **extra)
+                entry[name] = [q[1:].tolist() for q in seqs]
+            # Teacher forced over the greedy output: logits and every map.
+            dec_in = greedy.unsqueeze(0)
+            fw = model(input_ids=ids, attention_mask=enc.attention_mask, decoder_input_ids=dec_in,
+                       output_attentions=True)
+            entry["decoder_input_ids"] = dec_in[0].tolist()
+            entry["logits"] = fw.logits[0].tolist()
+            entry["encoder_attentions"] = [a[0].tolist() for a in fw.encoder_attentions]
+            entry["decoder_attentions"] = [a[0].tolist() for a in fw.decoder_attentions]
+            entry["cross_attentions"] = [a[0].tolist() for a in fw.cross_attentions]
+        out.append(entry)
+    return out
+
+
+def make_marian(out, lines):
+    work = os.path.join(out, "_marian_spm")
+    os.makedirs(work, exist_ok=True)
+    src = train_spm(os.path.join(work, "src"), lines, 220, "unigram")
+    tgt = train_spm(os.path.join(work, "tgt"), lines, 200, "unigram")
+    pieces = []
+    for path in (src, tgt):
+        sp = spm.SentencePieceProcessor(model_file=path)
+        pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    vocab = {}
+    for p in ["</s>", "<unk>"] + [p for p in pieces if p not in ("<unk>", "<s>", "</s>")] + [">>fra<<", ">>deu<<", "<pad>"]:
+        vocab.setdefault(p, len(vocab))
+    folder = os.path.join(out, "marian")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    tok = MarianTokenizer(src, tgt, os.path.join(folder, "vocab.json"))
+    tok.save_pretrained(folder)
+    V = len(vocab)
+    cfg = MarianConfig(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                       decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=48, max_position_embeddings=64,
+                       activation_function="swish", scale_embedding=True, pad_token_id=tok.pad_token_id,
+                       eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id,
+                       forced_eos_token_id=tok.eos_token_id)
+    torch.manual_seed(3)
+    model = MarianMTModel(cfg)
+    train_to_copy(model, tok, lines, 3)
+    model.generation_config = GenerationConfig(num_beams=4, max_length=16, bad_words_ids=[[tok.pad_token_id]],
+                                               decoder_start_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                                               forced_eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    model.save_pretrained(folder)
+    # The same weights as torch.save writes a state_dict (what older folders hold as pytorch_model.bin;
+    # transformers 5 itself writes safetensors only): tied tensors share one storage.
+    binary = os.path.join(out, "marian_bin")
+    model.save_pretrained(binary)
+    os.remove(os.path.join(binary, "model.safetensors"))
+    torch.save(model.state_dict(), os.path.join(binary, "pytorch_model.bin"))
+    tok.save_pretrained(binary)
+    model.config._attn_implementation = "eager"
+    variants = {"beam": {}, "beam_lp": {"num_beams": 3, "length_penalty": 0.6, "num_return_sequences": 2},
+                "beam_early": {"num_beams": 5, "early_stopping": True},
+                "beam_never": {"num_beams": 2, "early_stopping": "never", "no_repeat_ngram_size": 2}}
+    return references(model, tok, SAMPLES, variants)
+
+
+def make_m2m100(out, lines):
+    folder = os.path.join(out, "m2m100")
+    os.makedirs(folder, exist_ok=True)
+    work = os.path.join(out, "_m2m_spm")
+    os.makedirs(work, exist_ok=True)
+    model_file = train_spm(os.path.join(work, "bpe"), lines, 260, "bpe")
+    sp = spm.SentencePieceProcessor(model_file=model_file)
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for i in range(sp.get_piece_size()):
+        vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    tok = M2M100Tokenizer(os.path.join(folder, "vocab.json"), model_file, src_lang="en", tgt_lang="fr")
+    tok.save_pretrained(folder)
+    V = len(vocab) + 100 + 8  # the vocabulary, 100 language codes, M2M100's 8 made-up words
+    cfg = M2M100Config(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
+                       decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=40, max_position_embeddings=64,
+                       activation_function="relu", scale_embedding=True, pad_token_id=1, bos_token_id=0,
+                       eos_token_id=2, decoder_start_token_id=2)
+    torch.manual_seed(5)
+    model = M2M100ForConditionalGeneration(cfg)
+    train_to_copy(model, tok, lines, 5)
+    model.generation_config = GenerationConfig(num_beams=3, max_length=14, decoder_start_token_id=2, eos_token_id=2,
+                                               pad_token_id=1, bos_token_id=0, bad_words_ids=[[1]])
+    model.save_pretrained(folder)
+    model.config._attn_implementation = "eager"
+    variants = {"beam": {}, "beam_lp": {"num_beams": 4, "length_penalty": 2.0, "num_return_sequences": 2}}
+    return references(model, tok, [s for s in SAMPLES if ">>" not in s], variants, src_lang="en", tgt_lang="fr")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.abspath(__file__), "rb") as f:
+        stamp = hashlib.sha256(f.read()).hexdigest() + " " + transformers.__version__ + " " + torch.__version__
+    stamp_file = os.path.join(out, "stamp")
+    if os.path.exists(stamp_file) and os.path.exists(os.path.join(out, "reference.json")):
+        with open(stamp_file) as f:
+            if f.read() == stamp:
+                return 0
+    torch.set_num_threads(1)
+    lines = corpus_lines()
+    ref = {"transformers": transformers.__version__, "torch": torch.__version__,
+           "marian": make_marian(out, lines), "m2m100": make_m2m100(out, lines)}
+    with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:
+        json.dump(ref, f, ensure_ascii=False)
+    with open(stamp_file, "w") as f:
+        f.write(stamp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+#include "ui/translate/TranslatePanel.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "core/decode/beam_tree.hpp"
+#include "core/analysis/subword_merge.hpp"
+#include "ui/analysis/AttributionView.hpp"
+#include "ui/translate/BeamTreeView.hpp"
+#include "ui/common/Format.hpp"
+#include "ui/heatmap/HeatmapWidget.hpp"
+#include "ui/analysis/InterventionPanel.hpp"
+#include "ui/heatmap/MapChoice.hpp"
+#include "ui/translate/StepInspector.hpp"
+#include "ui/translate/Translator.hpp"
+
+namespace attnviz::ui {
+namespace {
+constexpr int kTopK = 5;  // candidates per step for the step inspector
+}  // namespace
+
+void TranslatePanel::setModel(TranslationModelPtr model) {
+    m_model = std::move(model);
+    m_mergeBox->setVisible(m_model && m_model->level() == TokenLevel::subword);
+    if (!m_model) {
+        m_modelLabel->setText(tr("No model yet: press Train, or open a checkpoint (Ctrl+O)."));
+        return;
+    }
+    const TrainHistory& h = m_model->history();
+    const ModelConfig& c = m_model->config();
+    if (c.is_transformer()) {
+        m_modelLabel->setText(tr("Model: %1 · Transformer, %2 × %3 wide, %4 heads, feed-forward %5 · weights "
+                                 "after epoch %6, batch %7")
+                                  .arg(qs(m_model->corpus_name()))
+                                  .arg(c.num_layers == 1 ? tr("1 block") : tr("%1 blocks").arg(c.num_layers))
+                                  .arg(c.hidden_size)
+                                  .arg(c.num_heads)
+                                  .arg(c.ffn_size)
+                                  .arg(h.epochs_done)
+                                  .arg(h.global_step));
+        return;
+    }
+    m_modelLabel->setText(tr("Model: %1 · %2 scoring, %3 × %4 %5 · weights after epoch %6, batch %7")
+                              .arg(qs(m_model->corpus_name()), qs(to_string(m_model->config().scoring)))
+                              .arg(m_model->config().num_layers)
+                              .arg(m_model->config().hidden_size)
+                              .arg(qs(to_string(m_model->config().cell)).toUpper())
+                              .arg(h.epochs_done)
+                              .arg(h.global_step));
+}
+
+void TranslatePanel::setExamples(const QStringList& examples) {
+    auto* button = findChild<QToolButton*>(QStringLiteral("examplesButton"));
+    QMenu* menu = button->menu();
+    menu->clear();
+    for (const QString& e : examples)
+        menu->addAction(e, this, [this, e] {
+            m_input->setText(e);
+            translateInput();
+        });
+    button->setEnabled(!examples.isEmpty());
+    if (!examples.isEmpty()) m_input->setPlaceholderText(tr("Type a sentence and press Enter, e.g. “%1”").arg(examples.front()));
+}
+
+DecodeOptions TranslatePanel::decodeOptions() const {
+    DecodeOptions o;
+    o.beam_size = m_beam->value();
+    o.num_hypotheses = std::min(m_nbest->value(), m_beam->value());
+    o.top_k = kTopK;
+    o.beam_tree = o.beam_size > 1;
+    return o;
+}
+
+void TranslatePanel::setBeamWidth(int width) {
+    m_beam->setValue(width);
+    m_nbest->setValue(width);
+}
+
+void TranslatePanel::translateInput() { translateText(m_input->text()); }
+
+void TranslatePanel::translateText(const QString& sentence) {
+    if (m_input->text() != sentence) m_input->setText(sentence);
+    if (!m_model) {
+        const QString message = tr("There is no model yet: press Train, or open a checkpoint.");
+        m_result->setText(message);
+        Q_EMIT translationFailed(message);
+        return;
+    }
+    m_translator->request(m_model, sentence, decodeOptions());
+    requestForced(sentence);
+}
+
+void TranslatePanel::showNode(qint64 id) {
+    const auto tree = m_tree->tree();
+    if (!tree || id < 0 || id >= qint64(tree->nodes.size())) {
+        m_nodeLabel->setText(QString());
+        m_nodeHeatmap->clear(tree ? tr("Click a node of the tree to see its partial hypothesis and where it looked.")
+                                  : tr("Translate with a beam wider than 1 to see the search tree."));
+        return;
+    }
+    const BeamNode& n = tree->nodes[size_t(id)];
+    Translation partial;
+    partial.src_tokens = tree->source;
+    partial.attention_available = tree->attention_available;
+    partial.hypotheses.push_back(tree->partial_hypothesis(id));
+    const Hypothesis& h = partial.hypotheses.front();
+    m_nodeLabel->setText(tr("<b>%1</b> — %2 at step %3 · log P %4 · score %5")
+                             .arg(qs(h.text).toHtmlEscaped(), qs(to_string(n.status)))
+                             .arg(n.step + 1)
+                             .arg(n.log_prob, 0, 'f', 3)
+                             .arg(n.score, 0, 'f', 3));
+    if (!partial.attention_available) {
+        m_nodeHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
+        return;
+    }
+    QString title = tr("Partial hypothesis: %1").arg(qs(h.text));
+    // A Transformer's nodes keep one map, not every layer and head: say which, whatever the Map row shows.
+    if (m_translation && !m_translation->empty() && hasMapChoice(m_translation->best().attention))
+        title += tr("   ·   %1 (the search tree keeps this map for each node)").arg(qs(describe(tree->attention_map)));
+    HeatmapData data = heatmapFor(partial, 0, title);
+    m_nodeHeatmap->setHeatmapData(data);
+    m_nodeHeatmap->setSelectedRow(data.rows() - 1);
+}
+
+ForceMode TranslatePanel::forceMode() const { return ForceMode(m_forceModeBox->currentData().toInt()); }
+
+void TranslatePanel::setForceMode(ForceMode mode) { m_forceModeBox->setCurrentIndex(m_forceModeBox->findData(int(mode))); }
+
+void TranslatePanel::requestForced(const QString& sentence) {
+    if (!m_model || m_reference->text().trimmed().isEmpty()) {
+        m_forced.reset();
+        m_forcedPane->hide();
+        return;
+    }
+    DecodeOptions o = decodeOptions();
+    o.beam_size = o.num_hypotheses = 1;
+    o.top_k = kTopK;
+    m_forcer->requestForced(m_model, sentence, m_reference->text(), forceMode(), o);
+}
+
+void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {
+    m_forced = std::move(t);
+    m_forcedPane->show();
+    if (!m_forced || m_forced->empty()) {
+        m_forcedLabel->setText(tr("(empty input)"));
+        m_forcedHeatmap->clear(tr("Nothing to show for an empty sentence."));
+        Q_EMIT forcedReady();
+        return;
+    }
+    const Hypothesis& h = m_forced->best();
+    m_forcedLabel->setText(forcedSummary());
+    if (!m_forced->attention_available) {
+        m_forcedHeatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
+    } else {
+        refreshMerged();
+        const Translation& shown = m_forcedMerged ? *m_forcedMerged : *m_forced;
+        HeatmapData data = heatmapFor(
+            shown, 0,
+            (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text)) +
+                levelNote(shown));
+        m_forcedHeatmap->setHeatmapData(data);
+        m_forcedHeatmap->setSelectedRow(data.highlightRow);
+    }
+    Q_EMIT forcedReady();
+}
+
+QString TranslatePanel::forcedSummary() const {
+    if (!m_forced || m_forced->empty()) return {};
+    const Hypothesis& h = m_forced->best();
+    const size_t given = size_t(std::max<int64_t>(0, h.forced_steps));
+    QString text = forceMode() == ForceMode::reference
+                       ? tr("The model gives this translation log P = <b>%1</b> (%2 tokens with &lt;eos&gt;, mean "
+                            "p per token %3).")
+                             .arg(h.log_prob, 0, 'f', 3)
+                             .arg(h.ids.size())
+                             .arg(h.ids.empty() ? 0.0 : std::exp(h.log_prob / double(h.ids.size())), 0, 'f', 3)
+                       : tr("After the %1 given tokens the model goes on: <b>%2</b>.").arg(given).arg(qs(h.text).toHtmlEscaped());
+    if (h.first_divergence < 0)
+        text += tr(" At every given step it is the model's own first choice.");
+    else {
+        const auto step = size_t(h.first_divergence);
+        QString preferred;
+        if (step < h.top_k.size() && !h.top_k[step].empty())
+            preferred = tr(" (it preferred “%1”)").arg(displayToken(qs(h.top_k[step].front().token)).toHtmlEscaped());
+        text += tr(" <span style='color:#b00020'>First step where the model would say something else: %1, “%2”%3.</span>")
+                    .arg(step + 1)
+                    .arg(step < h.tokens.size() ? displayToken(qs(h.tokens[step])).toHtmlEscaped() : QString())
+                    .arg(preferred);
+    }
+    return text;
+}
+
+void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model) {
+    m_translation = std::move(t);
+    m_translationModel = std::move(model);
+    refreshMerged();
+    m_hypotheses->blockSignals(true);
+    m_hypotheses->clear();
+    for (const Hypothesis& h : m_translation->hypotheses)
+        m_hypotheses->addItem(tr("%1   (score %2, log P %3)").arg(qs(h.text)).arg(h.score, 0, 'f', 3).arg(h.log_prob, 0, 'f', 3));
+    m_hypotheses->blockSignals(false);
+    m_tree->setTree(m_translation->beam_tree);
+    m_views->setTabText(1, m_translation->beam_tree ? tr("Beam search tree (%1 nodes)").arg(m_translation->beam_tree->nodes.size())
+                                                    : tr("Beam search tree"));
+    if (m_translation->beam_tree && !m_translation->beam_tree->finished.empty())
+        m_tree->setSelectedNode(m_translation->beam_tree->finished.front());
+    else
+        showNode(-1);
+    if (m_translation->empty()) {
+        m_result->setText(tr("(empty input)"));
+        m_heatmap->clear(tr("Nothing to show for an empty sentence."));
+        m_inspector->clear();
+        refreshModelView();
+        m_attribution->setTranslation(nullptr, nullptr, 0);
+        m_intervention->setTranslation(nullptr, nullptr, 0);
+    } else {
+        m_hypotheses->setCurrentRow(0);
+        showHypothesis(0);
+    }
+    Q_EMIT translationReady();
+}
+
+void TranslatePanel::revealSelectedNode() {
+    const QRect box = m_tree->nodeRect(m_tree->selectedNode());
+    if (box.isNull()) return;
+    const QWidget* view = m_treeScroll->viewport();
+    m_treeScroll->ensureVisible(box.center().x(), box.center().y(), std::min(view->width() / 3, 2 * box.width()),
+                                view->height() / 3);
+}
+
+void TranslatePanel::showHypothesis(int index) {
+    if (!m_translation || index < 0 || index >= int(m_translation->hypotheses.size())) return;
+    const Hypothesis& h = m_translation->hypotheses[index];
+    refreshModelView();
+    QString text = QStringLiteral("→ <b>%1</b>").arg(qs(h.text).toHtmlEscaped());
+    if (!m_translation->unknown.empty())
+        text += tr(" <span style='color:#c0392b'>(unknown: %1, read as &lt;unk&gt;)</span>")
+                    .arg(toQStringList(m_translation->unknown).join(QStringLiteral(", ")).toHtmlEscaped());
+    m_result->setText(text);
+    if (!m_translation->attention_available) {
+        m_heatmap->clear(tr("This model has no attention (scoring “none”): there is nothing to show."));
+        m_inspector->clear();
+        m_attribution->setTranslation(nullptr, nullptr, 0);
+        m_intervention->setTranslation(nullptr, nullptr, 0);
+        return;
+    }
+    m_attribution->setMergeSubwords(m_merged != nullptr);
+    m_attribution->setTranslation(m_translationModel, m_translation, index,
+                                  m_merged ? tr("   ·   subwords merged into words: a word's pieces summed")
+                                           : levelNote(*m_translation),
+                                  attributionMap(h.attention));
+    const Translation& shown = m_merged ? *m_merged : *m_translation;
+    HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown));
+    const int row = std::max(0, m_heatmap->selectedRow());
+    m_heatmap->setHeatmapData(data);
+    m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));
+    m_inspector->setStep(m_heatmap->heatmapData(), m_heatmap->selectedRow());
+    // Interventions change the pieces' own rows: not offered on merged words.
+    m_intervention->setTranslation(m_merged ? nullptr : m_translationModel, m_translation, index);
+    m_intervention->setStep(m_heatmap->selectedRow());
+}
+
+int TranslatePanel::selectedHypothesis() const { return std::max(0, m_hypotheses->currentRow()); }
+
+void TranslatePanel::selectHypothesis(int index) { m_hypotheses->setCurrentRow(index); }
+
+int TranslatePanel::hypothesisCount() const { return m_translation ? int(m_translation->hypotheses.size()) : 0; }
+
+QString TranslatePanel::resultText() const {
+    return (m_translation && !m_translation->empty()) ? qs(m_translation->hypotheses[selectedHypothesis()].text) : QString();
+}
+
+bool TranslatePanel::mergeSubwords() const { return !m_mergeBox->isHidden() && m_mergeBox->isChecked(); }
+
+void TranslatePanel::setMergeSubwords(bool merge) { m_mergeBox->setChecked(merge); }
+
+std::shared_ptr<const Translation> TranslatePanel::shownTranslation() const {
+    return m_merged ? m_merged : m_translation;
+}
+
+void TranslatePanel::refreshMerged() {
+    // Only a subword model's translations have pieces to merge.
+    const bool subword = m_translationModel && m_translationModel->level() == TokenLevel::subword;
+    const bool merge = subword && m_mergeBox->isChecked();
+    m_merged = merge && m_translation ? std::make_shared<const Translation>(merge_subwords(*m_translation)) : nullptr;
+    m_forcedMerged = merge && m_forced ? std::make_shared<const Translation>(merge_subwords(*m_forced)) : nullptr;
+}
+
+QString TranslatePanel::levelNote(const Translation& t) const {
+    if (!t.merged.empty()) return tr("   ·   subwords merged into words: columns summed, rows averaged");
+    if (m_translationModel && m_translationModel->level() == TokenLevel::subword)
+        return tr("   ·   subword pieces (▁ starts a word)");
+    return {};
+}
+
+}  // namespace attnviz::ui

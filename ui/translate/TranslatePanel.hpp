@@ -1,0 +1,181 @@
+#pragma once
+// Translate and inspect: a sentence box (Enter translates with the current
+// weights), beam width and N-best list, the heatmap of the selected hypothesis
+// and the step inspector for the selected output row (with the step's top-k
+// candidates). An optional reference translation is scored teacher-forced
+// (or used as a prefix the model continues): its heatmap stands beside the
+// model's own, with the probability of each given token and the first step
+// where the model would have said something else marked. With a beam wider
+// than 1 the search itself is shown as a tree; a node's partial hypothesis
+// gets its own heatmap. A subword model's heatmaps show its pieces, or, with
+// "Merge subwords", words (columns of a word summed, rows averaged; said above the grid).
+#include <QWidget>
+#include <memory>
+#include <optional>
+
+#include "core/decode/translation.hpp"
+#include "core/decode/translation_model.hpp"
+
+QT_BEGIN_NAMESPACE
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPushButton;
+class QScrollArea;
+class QSpinBox;
+class QTabWidget;
+class QToolBar;
+QT_END_NAMESPACE
+
+namespace attnviz::ui {
+
+class AttributionView;
+class BeamTreeView;
+struct HeatmapData;
+class HeatmapWidget;
+class MapSelector;
+class ModelView;
+class InterventionPanel;
+class StepInspector;
+class Translator;
+
+class TranslatePanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit TranslatePanel(QWidget* parent = nullptr);
+
+    void setModel(TranslationModelPtr model);
+    TranslationModelPtr model() const { return m_model; }
+    void setExamples(const QStringList& examples);
+    DecodeOptions decodeOptions() const;
+    void setBeamWidth(int width);
+
+    std::shared_ptr<const Translation> translation() const { return m_translation; }
+    /// What the heatmap shows: translation(), or its subword pieces merged into words
+    /// (core/analysis/subword_merge.hpp) when mergeSubwords() is on. Exports take this one.
+    std::shared_ptr<const Translation> shownTranslation() const;
+    /// Subword models: show words (a word's columns summed, its rows averaged) instead of pieces.
+    bool mergeSubwords() const;
+    void setMergeSubwords(bool merge);
+    QCheckBox* mergeSubwordsBox() const { return m_mergeBox; }
+    /// The model that produced translation() (for export settings).
+    TranslationModelPtr translationModel() const { return m_translationModel; }
+    int selectedHypothesis() const;
+    void selectHypothesis(int index);
+
+    QLineEdit* lineEdit() const { return m_input; }
+    /// The reference (or prefix) field; empty: no forced decoding.
+    QLineEdit* referenceEdit() const { return m_reference; }
+    /// Reference: score the whole given translation; prefix: force it, then let the model go on.
+    ForceMode forceMode() const;
+    void setForceMode(ForceMode mode);
+    /// The forced decoding of the reference (null when there is no reference).
+    std::shared_ptr<const Translation> forcedTranslation() const { return m_forced; }
+    HeatmapWidget* forcedHeatmap() const { return m_forcedHeatmap; }
+    /// The line above the forced heatmap (log-probability, first divergence).
+    QString forcedSummary() const;
+    HeatmapWidget* heatmap() const { return m_heatmap; }
+    /// The beam search tree of the last translation (beam > 1) and the heatmap of its selected node.
+    BeamTreeView* beamTreeView() const { return m_tree; }
+    HeatmapWidget* nodeHeatmap() const { return m_nodeHeatmap; }
+    /// "Attention" and "Beam search tree".
+    QTabWidget* viewTabs() const { return m_views; }
+    StepInspector* inspector() const { return m_inspector; }
+    /// Attribution beside the attention heatmap (ui/analysis/AttributionView.hpp).
+    AttributionView* attributionView() const { return m_attribution; }
+    /// What-if interventions on the selected step, under the inspector (ui/analysis/InterventionPanel.hpp).
+    InterventionPanel* interventionPanel() const { return m_intervention; }
+    QToolBar* heatmapToolBar() const { return m_tools; }
+    int hypothesisCount() const;
+    QString resultText() const;
+    /// A Transformer's maps (ui/translate/TranslatePanelMaps.cpp): the "Map" row the heatmap, the step
+    /// inspector and the exports follow, and the model view (a tab of viewTabs(), hidden for the RNN).
+    MapSelector* mapSelector() const { return m_mapSelector; }
+    ModelView* modelView() const { return m_modelView; }
+    /// What the CSV/JSON exports write: shownTranslation() with the chosen map as its primary one
+    /// (*hypothesis: the hypothesis' index in it).
+    std::shared_ptr<const Translation> exportTranslation(size_t* hypothesis) const;
+
+public Q_SLOTS:
+    /// Translates the line edit's text (Enter does this).
+    void translateInput();
+    void translateText(const QString& sentence);
+
+Q_SIGNALS:
+    void translationReady();
+    /// The forced decoding of the reference arrived (forcedTranslation()).
+    void forcedReady();
+    void translationFailed(const QString& message);
+    /// Another attention map was chosen (mapSelector()).
+    void mapChoiceChanged();
+
+private:
+    // The constructor's steps (ui/translate/TranslatePanelBuild.cpp).
+    QLayout* createInputRow();
+    QLayout* createReferenceRow();
+    void createResultLabels();
+    QWidget* createAttentionPane();
+    QWidget* createTreePane();
+    void connectInputs();
+    void connectViews();
+    void connectTranslators();
+
+    void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
+    void showHypothesis(int index);
+    void requestForced(const QString& sentence);
+    void showNode(qint64 id);
+    /// Scrolls the tree so that its selected node is in view.
+    void revealSelectedNode();
+    void showForced(std::shared_ptr<const Translation> t);
+
+    /// A heading for the heatmap of `t`: says whether it shows subword pieces or merged words.
+    QString levelNote(const Translation& t) const;
+    void refreshMerged();
+    // The chosen map (ui/translate/TranslatePanelMaps.cpp).
+    QWidget* createModelViewPane();
+    /// The heatmap of hypothesis `hypothesis` of t for the chosen map, titled (and the map named).
+    HeatmapData heatmapFor(const Translation& t, size_t hypothesis, const QString& title) const;
+    /// The cross-attention map of the Map row, for the attribution's agreement (a Transformer's
+    /// head or layer mean); none for the RNN's one map and for the self-attention kinds.
+    std::optional<AttentionMapId> attributionMap(const AttentionRecord& record) const;
+    void refreshModelView();
+    void showChosenMap();
+
+    MapSelector* m_mapSelector;
+    ModelView* m_modelView;
+    QWidget* m_modelPane;
+
+    Translator* m_translator;
+    QCheckBox* m_mergeBox;
+    std::shared_ptr<const Translation> m_merged, m_forcedMerged;  ///< merged copies (null: not merging)
+    Translator* m_forcer;
+    std::shared_ptr<const Translation> m_forced;
+    QLineEdit* m_reference;
+    QComboBox* m_forceModeBox;
+    QWidget* m_forcedPane;
+    QLabel* m_forcedLabel;
+    HeatmapWidget* m_forcedHeatmap;
+    QTabWidget* m_views;
+    BeamTreeView* m_tree;
+    QScrollArea* m_treeScroll;
+    QLabel* m_nodeLabel;
+    HeatmapWidget* m_nodeHeatmap;
+    TranslationModelPtr m_model, m_translationModel;
+    std::shared_ptr<const Translation> m_translation;
+    QLineEdit* m_input;
+    QPushButton* m_go;
+    QSpinBox* m_beam;
+    QSpinBox* m_nbest;
+    QLabel* m_modelLabel;
+    QLabel* m_result;
+    QListWidget* m_hypotheses;
+    QToolBar* m_tools;
+    HeatmapWidget* m_heatmap;
+    StepInspector* m_inspector;
+    AttributionView* m_attribution;
+    InterventionPanel* m_intervention;
+};
+
+}  // namespace attnviz::ui
