@@ -259,16 +259,23 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
             if (value.dim() != static_cast<int64_t>(p.shape.size()) || value.size(dim) != model_rows)
                 throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(value.sizes().vec()) + ", but the " +
                                 "vocabulary has " + std::to_string(model_rows) + " rows (config.json's vocab_size)");
-            auto index = torch::tensor(layout.rows, torch::kLong);
-            auto picked = value.index_select(dim, index.clamp_min(0));
-            picked.select(dim, Vocab::bos_id).zero_();  // <bos>: a row the network never reads nor outputs
-            value = picked;
+            // Straight into the parameter (no temporary copy of a 120 MB embedding).
+            torch::Tensor& dst = named[p.module];
+            auto out_shape = value.sizes().vec();
+            out_shape[static_cast<size_t>(dim)] = static_cast<int64_t>(layout.rows.size());
+            if (out_shape != dst.sizes().vec())
+                throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
+                                ", which does not fit " + c.describe() + " (config.json)");
+            const auto index = torch::tensor(layout.rows, torch::kLong).clamp_min(0);
+            torch::index_select_out(dst, value, dim, index);
+            dst.select(dim, Vocab::bos_id).zero_();  // <bos>: a row the network never reads nor outputs
+            continue;
         }
         torch::Tensor& dst = named[p.module];
         if (value.sizes() != dst.sizes())
             throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
                             ", which does not fit " + c.describe() + " (config.json)");
-        if (value.is_contiguous() && p.rows == VocabRows::none)
+        if (value.is_contiguous())
             dst.set_data(value);  // the file's pages (or the converted copy), no second copy
         else
             dst.copy_(value);
