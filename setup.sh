@@ -37,7 +37,7 @@ for arg in "$@"; do
     --no-apt) DO_APT=0 ;;
     --run) ACTION=run ;;
     --test) ACTION=test ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
