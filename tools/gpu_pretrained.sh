@@ -9,14 +9,15 @@
 #
 # Environment: ATTNVIZ_PYTHON (python with torch, transformers, sentencepiece; default
 # .venv/bin/python, else python3), CT2_WHEEL (a ctranslate2 wheel to pip install first when
-# the python lacks it), JOBS (build jobs, default nproc).
+# the python lacks it), JOBS (build jobs, default nproc), ATTNVIZ_BUILD (the build folder,
+# default build/headless: e.g. build/release with a binary carried from another machine).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:?usage: tools/gpu_pretrained.sh OUT [STEPS]}"; mkdir -p "$OUT"
 STEPS=" ${2:-build fixtures tests cuda decode finetune} "; want() { [[ "$STEPS" == *" $1 "* ]]; }
 PY="${ATTNVIZ_PYTHON:-$ROOT/.venv/bin/python}"; [ -x "$PY" ] || PY=python3
 JOBS="${JOBS:-$(nproc)}"
-B="$ROOT/build/headless"
+B="${ATTNVIZ_BUILD:-$ROOT/build/headless}"  # a build folder made elsewhere works too (its app/attnviz-cli)
 C="$B/app/attnviz-cli"
 FX="$B/tests/hf_fixtures"  # where attnviz_tests_pretrained looks (tests/CMakeLists.txt)
 t0=$(date +%s); step() { echo "--- $(( $(date +%s) - t0 )) s: $*"; }

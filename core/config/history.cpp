@@ -20,10 +20,10 @@ double number_or_nan(const nlohmann::json& j, const char* key) {
 
 nlohmann::json epoch_to_json(const EpochReport& e) {
     return {{"epoch", e.epoch},
-            {"train_loss", e.train_loss},
+            {"train_loss", finite_or_null(e.train_loss)},  // NaN for the start report: nothing trained yet
             {"val_loss", std::isfinite(e.val_loss) ? nlohmann::json(e.val_loss) : nlohmann::json(nullptr)},
             {"val_accuracy", finite_or_null(e.val_accuracy)},
-            {"val_token_accuracy", e.val_token_accuracy},
+            {"val_token_accuracy", finite_or_null(e.val_token_accuracy)},
             {"val_bleu", finite_or_null(e.val_bleu)},
             {"val_align_accuracy", finite_or_null(e.val_align_accuracy)},
             {"val_aer", finite_or_null(e.val_aer)},
@@ -34,10 +34,11 @@ nlohmann::json epoch_to_json(const EpochReport& e) {
 EpochReport epoch_from_json(const nlohmann::json& j) {
     EpochReport e;
     e.epoch = j.at("epoch").get<int>();
-    e.train_loss = j.at("train_loss").get<double>();
+    e.train_loss = j.at("train_loss").is_null() ? std::nan("") : j.at("train_loss").get<double>();
     e.val_loss = j.at("val_loss").is_null() ? std::nan("") : j.at("val_loss").get<double>();
     e.val_accuracy = number_or_nan(j, "val_accuracy");
-    e.val_token_accuracy = j.value("val_token_accuracy", 0.0);
+    e.val_token_accuracy = j.contains("val_token_accuracy") && j.at("val_token_accuracy").is_null() ? std::nan("")
+                                                                                        : j.value("val_token_accuracy", 0.0);
     e.val_bleu = number_or_nan(j, "val_bleu");
     e.val_align_accuracy = number_or_nan(j, "val_align_accuracy");  // absent before alignments were measured
     e.val_aer = number_or_nan(j, "val_aer");

@@ -1,5 +1,7 @@
 // The training history's bounded loss curve (core/config/bounded_curve.hpp): the
 // rule the checkpoint's history and the GUI's chart share.
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -103,4 +105,25 @@ TEST_CASE("the history keeps a bounded loss curve: averaged points, any run leng
     CHECK(TrainHistory::from_json(huge).batch_loss.stride() == int64_t(1) << 40);
     for (int s = 45001; s <= 45000 + 2 * 9000; ++s) huge["batch_step"].push_back(s), huge["batch_loss"].push_back(1.0);
     CHECK_THROWS_WITH(TrainHistory::from_json(huge), Catch::Contains("too many"));  // compacting would pass the bound
+}
+
+TEST_CASE("a pretrained model's start report, with nothing trained yet, goes through JSON and back", "[history]") {
+    // The start report (epoch 0: the pretrained model before fine-tuning) has no training loss;
+    // NaN is written as null and read back as NaN (a checkpoint of a fine-tuned model loads).
+    TrainHistory h;
+    EpochReport start;
+    start.epoch = 0;
+    start.train_loss = std::nan("");
+    start.val_loss = 2.5;
+    start.val_token_accuracy = std::nan("");
+    start.val_bleu = 0.125;
+    h.start = start;
+    const auto j = h.to_json();
+    CHECK(j.at("start").at("train_loss").is_null());
+    const TrainHistory back = TrainHistory::from_json(nlohmann::json::parse(j.dump()));
+    REQUIRE(back.start.has_value());
+    CHECK(std::isnan(back.start->train_loss));
+    CHECK(std::isnan(back.start->val_token_accuracy));
+    CHECK(back.start->val_loss == 2.5);
+    CHECK(back.start->val_bleu == 0.125);
 }
