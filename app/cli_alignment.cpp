@@ -4,6 +4,7 @@
 #include "app/cli_common.hpp"
 #include "core/analysis/alignment_eval.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/analysis/export.hpp"
 
 #include <cstdio>
@@ -42,7 +43,7 @@ void AlignmentOutFlags::add_to(CLI::App& app) {
 void AlignmentOutFlags::check(const TranslationModel& model) {
     if (!given()) return;
     if (!model.has_attention())
-        throw UsageError("--alignment-out " + path + ": the model has no attention (scoring none) to align with");
+        throw UsageError("--alignment-out " + quote(path, quote_path_max) + ": the model has no attention (scoring none) to align with");
     selection = heads.selection(model);
     check_writable("--alignment-out", path);
 }

@@ -15,20 +15,27 @@
 #include "core/analysis/web_page.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz::cli {
 
 namespace {
 
-/// --method NAME (repeatable, or comma-separated; "all": the four) -> the methods.
+/// --method NAME (repeatable, or comma-separated; "all": the four) -> the methods. Every name
+/// is checked, "all" among them too (method_check() has already, as CLI11 parsed them).
 std::vector<AttributionMethod> parse_methods(const std::vector<std::string>& names,
                                              const std::vector<AttributionMethod>& fallback) {
     if (names.empty()) return fallback;
     std::vector<AttributionMethod> methods;
+    bool all = false;
     for (const auto& list : names) {
+        if (list.empty()) throw UsageError("--method: expected a method name, got ''");
         std::stringstream in(list);
         for (std::string name; std::getline(in, name, ',');) {
-            if (name == "all") return all_attribution_methods();
+            if (name == "all") {
+                all = true;
+                continue;
+            }
             try {
                 methods.push_back(attribution_method_from_string(name));
             } catch (const ConfigError& e) {
@@ -36,7 +43,21 @@ std::vector<AttributionMethod> parse_methods(const std::vector<std::string>& nam
             }
         }
     }
-    return methods;
+    return all ? all_attribution_methods() : methods;
+}
+
+/// --method's values checked as CLI11 reads them: a wrong name is one usage line before any work.
+CLI::Validator method_check() {
+    return CLI::Validator(
+        [](std::string& value) {
+            try {
+                parse_methods({value}, {});
+            } catch (const UsageError& e) {
+                return std::string(e.what()).substr(std::string("--method: ").size());
+            }
+            return std::string();
+        },
+        "");
 }
 
 struct AttributeOptions {
@@ -60,8 +81,8 @@ std::map<int64_t, std::string> parse_contrast(const std::vector<std::string>& gi
             step = -1;
         }
         if (colon == std::string::npos || used != colon || step < 0 || colon + 1 >= c.size())
-            throw UsageError("--contrast: expected STEP:TOKEN (a 0-based output step and a target token), got '" + c +
-                             "'");
+            throw UsageError("--contrast: expected STEP:TOKEN (a 0-based output step and a target token), got " +
+                             quote(c));
         out[step] = c.substr(colon + 1);
     }
     return out;
@@ -224,7 +245,7 @@ Command add_attribute_command(CLI::App& parent) {
     app->add_option("sentences", o->sentences, "sentences (default: read stdin)")->type_name("SENTENCE");
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all\n"
                                             "(repeat or separate with commas; default all)")
-        ->type_name("NAME")->allow_extra_args(false);  // one value each: the sentences follow
+        ->type_name("NAME")->allow_extra_args(false)->check(method_check());  // one value each: the sentences follow
     app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
         ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
     app->add_option("--contrast", o->contrast,
@@ -257,7 +278,7 @@ Command add_agreement_command(CLI::App& parent) {
     app->add_option("--max-sentences", o->max_sentences, "at most this many sentences (the first; 0: all)")
         ->type_name("INT")->default_str("0")->group("data");
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all")
-        ->type_name("NAME")->allow_extra_args(false);
+        ->type_name("NAME")->allow_extra_args(false)->check(method_check());
     app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
         ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
     app->add_flag("--json", o->json, "print the table as one JSON object")->group("output");

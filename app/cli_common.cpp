@@ -1,5 +1,8 @@
 #include "app/cli_common.hpp"
 
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +19,9 @@
 
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/data/tasks.hpp"
+#include "core/text/unicode.hpp"
 
 namespace attnviz::cli {
 
@@ -158,9 +163,103 @@ void check_writable(const std::string& flag, const std::string& path) {
     }
 }
 
+FileRole file_role(const std::string& command, const std::string& flag) {
+    static const char* const inputs[] = {"--model", "--with",      "--data", "--target-data",
+                                         "--resume", "--init-from", "--alignments", "OLD"};
+    static const char* const outputs[] = {"--save",         "--out",    "--attention-out", "--beam-tree", "--html-out",
+                                          "--alignment-out", "--curves", "--memory-log",    "NEW"};
+    if (command == "export-model" && flag == "--out") return FileRole::output_file_or_folder;
+    for (const char* name : inputs)
+        if (flag == name) return FileRole::input;
+    for (const char* name : outputs)
+        if (flag == name) return FileRole::output;
+    return FileRole::none;
+}
+
+std::string flag_name(const CLI::Option& option) {
+    return option.get_lnames().empty() ? option.get_single_name() : "--" + option.get_lnames().front();
+}
+
+namespace {
+
+/// A path given to a flag, and what it names on disk (when it exists).
+struct GivenPath {
+    std::string flag, path;
+    FileRole role = FileRole::none;
+    bool exists = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::string resolved;  ///< the path with its existing directories resolved (outputs)
+};
+
+/// Outputs that may replace the input they name: the command reads all of it first and
+/// writes atomically (a checkpoint trained on, or upgraded, in place).
+bool may_replace(const std::string& output, const std::string& input) {
+    return (output == "--save" && input == "--resume") || (output == "NEW" && input == "OLD");
+}
+
+/// The path with its directory resolved (symbolic links, "." and ".."), its last part as
+/// given; the path itself when the directory does not exist. POSIX rather than
+/// std::filesystem, whose symbols LibTorch's library exports too (tests/support/cli_support.hpp).
+std::string resolved_path(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    char buf[PATH_MAX];
+    if (::realpath(dir.c_str(), buf) == nullptr) return path;
+    return std::string(buf) + "/" + (slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
+std::string flag_and_path(const GivenPath& p) { return p.flag + " " + quote(p.path, 200); }
+
+}  // namespace
+
+void check_file_flags(const CLI::App& command) {
+    std::vector<GivenPath> given;
+    for (const CLI::Option* opt : command.get_options()) {
+        if (opt->count() == 0) continue;
+        const std::string flag = flag_name(*opt);
+        const FileRole role = file_role(command.get_name(), flag);
+        if (role == FileRole::none) continue;
+        for (const std::string& path : opt->results()) {
+            if (path.empty()) throw UsageError(flag + ": the path is empty; give a file name");
+            if (role == FileRole::input && !is_valid_utf8(path))
+                throw UsageError(flag + " " + quote(path, 200) +
+                                 ": the path is not UTF-8; attnviz writes the paths it reads into its JSON, pages and "
+                                 "checkpoints, which hold UTF-8 text: rename the file");
+            GivenPath g{flag, path, role};
+            struct stat st;
+            if (::stat(path.c_str(), &st) == 0) {
+                g.exists = true;
+                g.dev = st.st_dev;
+                g.ino = st.st_ino;
+            }
+            if (role != FileRole::input) g.resolved = resolved_path(path);
+            given.push_back(std::move(g));
+        }
+    }
+    for (size_t i = 0; i < given.size(); ++i) {
+        const GivenPath& out = given[i];
+        if (out.role == FileRole::input) continue;
+        for (size_t j = 0; j < given.size(); ++j) {
+            const GivenPath& other = given[j];
+            if (j == i || (other.role != FileRole::input && j > i)) continue;  // each pair of outputs once
+            const bool same = (out.exists && other.exists && out.dev == other.dev && out.ino == other.ino) ||
+                              (other.role != FileRole::input && out.resolved == other.resolved);
+            if (!same || (other.role == FileRole::input && may_replace(out.flag, other.flag))) continue;
+            if (other.role == FileRole::input)
+                throw UsageError(flag_and_path(out) + " is the same file as " + flag_and_path(other) +
+                                 ": writing it would replace what the command reads; give another path");
+            throw UsageError(flag_and_path(out) + " and " + flag_and_path(other) +
+                             " are the same file: one would replace the other; give each its own path");
+        }
+    }
+    for (const GivenPath& p : given)
+        if (p.role == FileRole::output) check_writable(p.flag, p.path);
+}
+
 // --- output ------------------------------------------------------------------------
 
-void warn(const std::string& message) { std::cerr << "attnviz-cli: warning: " << message << "\n"; }
+void warn(const std::string& message) { std::cerr << "attnviz-cli: warning: " << escape_controls(message) << "\n"; }
 
 std::string fixed(double value, int decimals) {
     std::ostringstream s;

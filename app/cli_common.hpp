@@ -136,9 +136,34 @@ private:
 /// Checked before training rather than after an hour of it.
 void check_writable(const std::string& flag, const std::string& path);
 
+/// What a command does with the path a flag names (the same in every command that has the flag).
+enum class FileRole {
+    none,    ///< not a path
+    input,   ///< read: --model, --with, --data, --target-data, --resume, --init-from, --alignments, OLD
+    output,  ///< written (a file): --save, --out, --attention-out, --beam-tree, --html-out, --alignment-out,
+             ///< --curves, --memory-log, NEW
+    output_file_or_folder,  ///< export-model's --out: a file (d2l) or a folder (hf); the command checks which
+};
+/// The role of a flag of `command` (e.g. "translate", "--html-out"; a positional: "OLD").
+FileRole file_role(const std::string& command, const std::string& flag);
+/// An option's name as file_role() takes it: "--" and its first long name, else its positional
+/// name (hidden options too, which CLI11's get_name() leaves nameless).
+std::string flag_name(const CLI::Option& option);
+
+/// Checks every path given to a parsed command before it runs, in one place for all
+/// commands (main calls it). UsageError, one line naming the flag, for: an empty path; an
+/// input path that is not UTF-8 (attnviz writes the paths it reads into its JSON, pages and
+/// checkpoints, which hold UTF-8); an output that is the same file as an input or as another
+/// output (same device and inode: a hard link or a symbolic link is the same file; two
+/// outputs that do not exist yet by their resolved paths). Allowed: train's --save over its
+/// --resume and upgrade-checkpoint's NEW over OLD (both read the whole file first and write
+/// atomically: a checkpoint trained or upgraded in place). Then each output file as
+/// check_writable() checks it (FileError).
+void check_file_flags(const CLI::App& command);
+
 // --- output ------------------------------------------------------------------------
 
-/// Prints `attnviz-cli: warning: ...` on stderr.
+/// Prints `attnviz-cli: warning: ...` on stderr, control characters escaped (escape_controls).
 void warn(const std::string& message);
 /// "12.3" style fixed formatting.
 std::string fixed(double value, int decimals);

@@ -7,6 +7,7 @@
 
 #include "app/cli_common.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/analysis/export.hpp"
 #include "core/data/tasks.hpp"
 
@@ -30,13 +31,13 @@ struct Variation {
 Variation parse_vary(const std::string& spec) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-        throw UsageError("--vary " + spec + ": expected NAME=VALUE,VALUE,... (e.g. scoring=additive,dot,none)");
+        throw UsageError("--vary " + quote(spec) + ": expected NAME=VALUE,VALUE,... (e.g. scoring=additive,dot,none)");
     Variation v{&find_setting(spec.substr(0, eq)), {}};
     std::string rest = spec.substr(eq + 1);
     for (size_t start = 0;;) {
         size_t comma = rest.find(',', start);
         std::string value = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (value.empty()) throw UsageError("--vary " + spec + ": empty value");
+        if (value.empty()) throw UsageError("--vary " + quote(spec) + ": empty value");
         v.values.push_back(value);
         if (comma == std::string::npos) break;
         start = comma + 1;

@@ -5,6 +5,7 @@
 
 #include "app/cli_common.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/model/device.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/text/unicode.hpp"
@@ -108,7 +109,7 @@ std::vector<SentencePair> evaluation_pairs(const TranslationModel& model, const 
         TrainingData data = prepare_data(corpus, model.trained_with(), model.tokenizer_ptr());
         pairs = data.val;
     }
-    if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split '" + split + "')");
+    if (pairs.empty()) throw ConfigError(corpus.name + ": no pairs to evaluate (split " + quote(split) + ")");
     return pairs;
 }
 

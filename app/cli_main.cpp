@@ -16,15 +16,18 @@
 #include "app/cli_common.hpp"
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
 
 namespace {
 
+/// The message on one line, and nothing a terminal would take for a command: every site
+/// quotes what it repeats (quote()), this catches what a library's message may hold.
 std::string one_line(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     for (char& c : s)
         if (c == '\n' || c == '\r') c = ' ';
-    return s;
+    return attnviz::escape_controls(s);
 }
 
 int fail(int code, const std::string& message) {
@@ -62,7 +65,10 @@ int main(int argc, char** argv) {
                      " CPU cores this process may use: using " + std::to_string(cores));
             at::set_num_threads(std::min(cli->threads, cores));
         }
-        if (const Command* c = cli->parsed()) return c->run();
+        if (const Command* c = cli->parsed()) {
+            check_file_flags(*c->app);  // every path, before any work
+            return c->run();
+        }
         return fail(exit_usage, "no command given (see --help)");
     } catch (const UsageError& e) {
         return fail(exit_usage, e.what());

@@ -12,6 +12,7 @@
 #include "core/session/session.hpp"
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
 #include "core/data/tasks.hpp"
 
@@ -42,7 +43,7 @@ public:
     explicit MemoryLog(const std::string& path) : m_start(std::chrono::steady_clock::now()), m_next(m_start) {
         if (path.empty()) return;
         m_out.open(path, std::ios::out | std::ios::trunc);
-        if (!m_out) throw FileError("--memory-log: cannot write '" + path + "'");
+        if (!m_out) throw FileError("--memory-log: cannot write " + quote(path, quote_path_max));
     }
     void tick() {
         if (!m_out.is_open()) return;
@@ -85,8 +86,8 @@ Corpus corpus_of_checkpoint(const TranslationModel& m, const CorpusFlags& flags)
                             " (give --task or --data to train on something else)");
         }
     }
-    throw UsageError("--resume: the checkpoint was trained on '" + m.corpus_name() +
-                     "', which is neither a task nor a readable file: give --task or --data");
+    throw UsageError("--resume: the checkpoint was trained on " + quote(m.corpus_name(), quote_path_max) +
+                     ", which is neither a task nor a readable file: give --task or --data");
 }
 
 nlohmann::json final_json(const TrainingSession& session, StopReason reason, const ProgressPrinter& progress,

@@ -63,7 +63,7 @@ std::string attention_format_of(const TranslateOptions& o) {
     if (!o.attention_format.empty()) return o.attention_format;
     std::string ext = extension_of(o.attention_out);
     if (ext == "json" || ext == "csv") return ext;
-    throw UsageError("--attention-out " + o.attention_out +
+    throw UsageError("--attention-out " + quote(o.attention_out, quote_path_max) +
                      ": cannot tell the format from the extension; use .json or .csv, or --attention-format");
 }
 
@@ -158,7 +158,7 @@ int run_translate(TranslateOptions& o) {
         throw UsageError("--merge-subwords: the model works on " + level_noun(model->level()) +
                          ", not subwords: there are no pieces to merge");
     if (format == "csv" && !model->has_attention())
-        throw UsageError("--attention-out " + o.attention_out +
+        throw UsageError("--attention-out " + quote(o.attention_out, quote_path_max) +
                          ": the model has no attention (scoring none), so there is no CSV table; use .json");
     o.alignment.check(*model);
     if (!o.attention_out.empty()) check_writable("--attention-out", o.attention_out);
@@ -185,7 +185,7 @@ int run_translate(TranslateOptions& o) {
         for (size_t i = 0; i < ts.size(); ++i)
             if (!ts[i].unknown.empty()) {
                 std::string words;
-                for (const auto& w : ts[i].unknown) words += (words.empty() ? "" : " ") + w;
+                for (const auto& w : ts[i].unknown) words += (words.empty() ? "" : " ") + quote(w);
                 std::cerr << "attnviz-cli: sentence " << i + 1 << ": unknown words (read as <unk>): " << words << "\n";
             }
     // --merge-subwords: the files show words (pieces' columns summed, rows averaged); the
@@ -297,7 +297,7 @@ Command add_translate_command(CLI::App& parent) {
                     "change only this output step (0-based) of the model's own translation and decode on\n"
                     "greedily; prints 'NEW ||| ORIGINAL ||| DELTA_LOG_P' (the original token's log-probability\n"
                     "change at the step); the files show the new decoding")
-        ->type_name("STEP")->check(CLI::NonNegativeNumber)->group("what if");
+        ->type_name("STEP")->check(non_negative_int())->group("what if");
     app->add_option("--html-out", o->html_out,
                     "write one self-contained web page (no network access): attention, attributions by\n"
                     "four methods, top-k; hovering an output token lights up its source weights")

@@ -7,6 +7,7 @@
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/checkpoint_legacy.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz::cli {
 
@@ -33,14 +34,14 @@ Command add_upgrade_command(CLI::App& parent) {
     return {app, [o] {
                 if (!o->trust)
                     throw UsageError("upgrade-checkpoint reads the old format with LibTorch's archive loader, which "
-                                     "trusts sizes stored in the file: add --trust if you trust where '" + o->from +
-                                     "' came from");
+                                     "trusts sizes stored in the file: add --trust if you trust where " +
+                                     quote(o->from, quote_path_max) + " came from");
                 switch (detect_model_file(o->from)) {
                 case ModelFileKind::legacy_checkpoint: break;
                 case ModelFileKind::checkpoint:
-                    throw FileError("'" + o->from + "' is already in the current checkpoint format; nothing to do");
+                    throw FileError(quote(o->from, quote_path_max) + " is already in the current checkpoint format; nothing to do");
                 default:
-                    throw FileError("'" + o->from + "' is not a version-1 attnviz checkpoint. attnviz reads " +
+                    throw FileError(quote(o->from, quote_path_max) + " is not a version-1 attnviz checkpoint. attnviz reads " +
                                     readable_model_formats());
                 }
                 check_writable("NEW", o->to);

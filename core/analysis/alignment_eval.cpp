@@ -53,7 +53,7 @@ HeadSelection cross_heads(const ModelConfig& model, int layer, const std::string
                           count_of(layers, "layer", "layers") + ", 0.." + std::to_string(layers - 1) + " (-1: the last)");
     for (int h : s.heads)
         if (h >= per_layer)
-            throw ConfigError("alignment heads '" + heads + "': the model has " +
+            throw ConfigError("alignment heads " + quote(heads) + ": the model has " +
                               count_of(per_layer, "head", "heads") + " per layer, 0.." + std::to_string(per_layer - 1));
     return s;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -215,7 +216,7 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     for (const auto& [step, token] : options.contrast) {
         if (step >= s.T) continue;  // a step the output does not reach
         if (!model.tgt_vocab().contains(token))
-            throw ConfigError("attribution: the contrast token '" + token + "' is not in the target vocabulary");
+            throw ConfigError("attribution: the contrast token " + quote(token) + " is not in the target vocabulary");
         s.contrast[static_cast<size_t>(step)] = model.tgt_vocab().id(token);
     }
 

@@ -7,6 +7,7 @@
 
 #include "core/analysis/sinks.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -38,8 +39,8 @@ std::string cli_name(AttributionMethod method) {
 AttributionMethod attribution_method_from_string(const std::string& name) {
     for (auto m : all_attribution_methods())
         if (name == to_string(m) || name == cli_name(m)) return m;
-    throw ConfigError("unknown attribution method '" + name +
-                      "': expected saliency, grad-input, integrated-gradients or occlusion");
+    throw ConfigError("unknown attribution method " + quote(name) +
+                      ": expected saliency, grad-input, integrated-gradients or occlusion");
 }
 
 const AttributionScores* StepAttribution::find(AttributionMethod method) const {

@@ -8,6 +8,7 @@
 #include "core/analysis/colormap_tables.hpp"
 #include "core/analysis/pixel_font.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -22,7 +23,7 @@ const std::array<uint32_t, 256>& table(const std::string& name) {
     if (n == "cividis") return colormaps::cividis;
     if (n == "reds") return colormaps::reds;
     if (n == "bone") return colormaps::bone;
-    throw ConfigError("unknown colour map '" + name + "': viridis, magma, plasma, cividis, Reds or bone");
+    throw ConfigError("unknown colour map " + quote(name) + ": viridis, magma, plasma, cividis, Reds or bone");
 }
 
 /// matplotlib's lookup: index int(x * N), clipped; NaN and x <= 0 the first entry.

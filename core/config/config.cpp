@@ -74,8 +74,8 @@ std::vector<int> parse_head_list(const std::string& text) {
     std::vector<int> heads;
     if (text.empty() || text == "mean") return heads;
     const auto refuse = [&] {
-        return ConfigError("heads '" + text.substr(0, 40) +
-                           "': expected \"mean\" (every head, averaged) or head numbers from 0 separated by commas "
+        return ConfigError("heads " + quote(text, 40) +
+                           ": expected \"mean\" (every head, averaged) or head numbers from 0 separated by commas "
                            "(\"2\", \"0,3\")");
     };
     size_t i = 0;

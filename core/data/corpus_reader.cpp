@@ -45,7 +45,7 @@ ColumnChoice parse_column_choice(const std::string& text) {
                                  "two language codes of a Tatoeba-Challenge file (e.g. fra,eng)";
     const size_t comma = text.find(',');
     if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
-        throw ConfigError("columns '" + text + "': " + expected);
+        throw ConfigError("columns " + quote(text) + ": " + expected);
     const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
     auto number = [](const std::string& s) -> size_t {
         if (s.empty() || s.size() > 4 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
@@ -60,9 +60,9 @@ ColumnChoice parse_column_choice(const std::string& text) {
         c.src_lang = a;
         c.tgt_lang = b;
     } else {
-        throw ConfigError("columns '" + text + "': " + expected);
+        throw ConfigError("columns " + quote(text) + ": " + expected);
     }
-    if (c.src == c.tgt && !c.by_language()) throw ConfigError("columns '" + text + "': " + expected);
+    if (c.src == c.tgt && !c.by_language()) throw ConfigError("columns " + quote(text) + ": " + expected);
     return c;
 }
 
@@ -118,13 +118,13 @@ struct Progress {
         }
         p.lines = inputs.front()->line_number();
         p.pairs = corpus.pairs.size();
-        if (!options.progress(p)) throw ReadCancelled("reading '" + inputs.front()->name() + "' was cancelled");
+        if (!options.progress(p)) throw ReadCancelled("reading " + quote(inputs.front()->name(), quote_path_max) + " was cancelled");
     }
 };
 
 /// "'f.tsv' line 7 has 5 columns: ..." (what follows the line number, with its own ": " where needed).
 [[noreturn]] void layout_error(const std::string& where, size_t line, const std::string& what) {
-    throw FileError("'" + where + "' line " + std::to_string(line) + (what.front() == ':' ? "" : " ") + what);
+    throw FileError(quote(where, quote_path_max) + " line " + std::to_string(line) + (what.front() == ':' ? "" : " ") + what);
 }
 
 /// Picks the two sentence columns of each line under the layout found on the first line with a tab.
@@ -161,7 +161,7 @@ public:
                 if (!m_choice.by_language()) return {2, 3};
                 if (matches(a, m_choice.src_lang) && matches(b, m_choice.tgt_lang)) return {2, 3};
                 if (matches(b, m_choice.src_lang) && matches(a, m_choice.tgt_lang)) return {3, 2};
-                layout_error(m_where, line, ": the languages are '" + a + "' and '" + b + "', but the columns asked for are " +
+                layout_error(m_where, line, ": the languages are " + quote(a) + " and " + quote(b) + ", but the columns asked for are " +
                                                 m_choice.src_lang + "," + m_choice.tgt_lang);
             }
             default:  // columns
@@ -244,14 +244,14 @@ bool add_pair(Corpus& corpus, size_t line, std::string src, std::string tgt, con
 
 /// The error for a corpus without a usable pair.
 [[noreturn]] void no_pairs(const Corpus& corpus, const std::string& where, bool any_line, const std::string& expected) {
-    if (!any_line) throw FileError("'" + where + "' has no sentence pairs: it is empty or has only blank lines; " + expected);
+    if (!any_line) throw FileError(quote(where, quote_path_max) + " has no sentence pairs: it is empty or has only blank lines; " + expected);
     std::map<std::string, size_t> reasons;
     for (const auto& s : corpus.skipped) ++reasons[s.reason.substr(0, s.reason.find(" ("))];
     std::string summary;
     for (const auto& [reason, count] : reasons)
         summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + reason;
     const auto& first = corpus.skipped.front();
-    throw FileError("'" + where + "' has no usable sentence pair: all " + std::to_string(corpus.skipped.size()) +
+    throw FileError(quote(where, quote_path_max) + " has no usable sentence pair: all " + std::to_string(corpus.skipped.size()) +
                     " non-blank lines were skipped (" + summary + "); first at line " + std::to_string(first.line) +
                     ": " + first.reason + "; " + expected);
 }
@@ -318,13 +318,13 @@ std::pair<size_t, std::string> rest_of(LineReader& in, std::string_view current)
 
 Corpus read_two(LineReader& a, LineReader& b, const TsvOptions& options) {
     if (!options.columns.empty())
-        throw ConfigError("columns '" + options.columns + "' apply to a TSV file, not to parallel text (one sentence per line)");
+        throw ConfigError("columns " + quote(options.columns) + " apply to a TSV file, not to parallel text (one sentence per line)");
     Corpus corpus;
     corpus.level = options.encode ? TokenLevel::subword : options.level;
     corpus.model_pieces = static_cast<bool>(options.encode);
     corpus.layout = CorpusLayout::parallel;
-    corpus.detected = "parallel text, one sentence per line: source '" + base_name(a.name()) + "', target '" +
-                      base_name(b.name()) + "'";
+    corpus.detected = "parallel text, one sentence per line: source " + quote(base_name(a.name()), quote_path_max) +
+                      ", target " + quote(base_name(b.name()), quote_path_max);
     const Progress progress{options, {&a, &b}, corpus};
     a.on_chunk([&progress] { progress.report(); });
     b.on_chunk([&progress] { progress.report(); });
@@ -339,11 +339,11 @@ Corpus read_two(LineReader& a, LineReader& b, const TsvOptions& options) {
             const size_t ended = shorter.line_number();
             const auto [first_no, first] = rest_of(longer, hs ? ls : lt);
             if (first_no == 0) break;  // only blank lines left: nothing without a partner
-            throw FileError("'" + a.name() + "' and '" + b.name() + "' have different line counts (" +
+            throw FileError(quote(a.name(), quote_path_max) + " and " + quote(b.name(), quote_path_max) + " have different line counts (" +
                             std::to_string(a.line_number()) + " and " + std::to_string(b.line_number()) +
                             "): parallel text needs one line in each file per pair; line " + std::to_string(first_no) +
-                            " of '" + longer.name() + "' (" + first + ") has no partner in '" + shorter.name() +
-                            "', which ends at line " + std::to_string(ended));
+                            " of " + quote(longer.name(), quote_path_max) + " (" + first + ") has no partner in " + quote(shorter.name(), quote_path_max) +
+                            ", which ends at line " + std::to_string(ended));
         }
         const size_t no = a.line_number();
         if (!a.too_long() && !b.too_long() && blank(ls) && blank(lt)) continue;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -291,7 +292,7 @@ TaskKind task_from_name(const std::string& name) {
         if (task_name(k) == name) return k;
         valid += (valid.empty() ? "" : ", ") + task_name(k);
     }
-    throw ConfigError("unknown task '" + name + "': expected one of " + valid);
+    throw ConfigError("unknown task " + quote(name) + ": expected one of " + valid);
 }
 
 std::vector<TaskKind> all_tasks() {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -53,7 +54,7 @@ TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, To
     }
     const Corpus& corpus = pretrained && !corpus_in.model_pieces ? recut : corpus_in;
     if (tokenizer && tokenizer->level() != corpus.level)
-        throw ConfigError("corpus '" + corpus.name + "' is tokenised into " + level_noun(corpus.level) +
+        throw ConfigError("corpus " + quote(corpus.name, quote_path_max) + " is tokenised into " + level_noun(corpus.level) +
                           " but the model works on " + level_noun(tokenizer->level()));
     TrainingData d;
     d.name = corpus.name;
@@ -68,7 +69,7 @@ TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, To
         d.train = filter_by_length(train, max_len);
         d.val = filter_by_length(val, max_len);
         if (d.train.empty() && d.val.empty())
-            throw ConfigError("corpus '" + corpus.name + "': no pair is short enough for max length " +
+            throw ConfigError("corpus " + quote(corpus.name, quote_path_max) + ": no pair is short enough for max length " +
                               std::to_string(config.max_length));
     } else {
         // Positions rather than copies: each pair is copied once, into train or val (a corpus
@@ -81,7 +82,7 @@ TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, To
             if (max_length == 0 || (p.src.size() <= max_length && p.tgt.size() <= max_length)) keep.push_back(i);
         }
         if (keep.empty())
-            throw ConfigError("corpus '" + corpus.name + "': no pair is short enough for max length " +
+            throw ConfigError("corpus " + quote(corpus.name, quote_path_max) + ": no pair is short enough for max length " +
                               std::to_string(config.max_length));
         const auto [train, val] = split_indices(keep.size(), config.val_fraction, config.seed, config.split_shuffle);
         d.train.reserve(train.size());
@@ -90,7 +91,7 @@ TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, To
         for (size_t i : val) d.val.push_back(corpus.pairs[keep[i]]);
     }
     d.tokenizer = tokenizer ? tokenizer : Tokenizer::for_level(corpus.level);
-    if (d.train.empty()) throw ConfigError("corpus '" + corpus.name + "': no training pairs left after the split");
+    if (d.train.empty()) throw ConfigError("corpus " + quote(corpus.name, quote_path_max) + ": no training pairs left after the split");
     // One side at a time: only one side's tokens are copied for Vocab::build at once.
     auto side = [&](std::vector<std::string> SentencePair::*member) {
         std::vector<std::vector<std::string>> sentences;

@@ -35,7 +35,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         if (options.intervention.active())
             intervener = std::make_unique<StepIntervener>(model, *enc, options.intervention, lens);
         for (int64_t step = 0; step < max_steps; ++step) {
-            const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens) : nullptr;
+            const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens, *cache) : nullptr;
             auto out = model.step(tokens, *cache, *enc, changed);
             if (changed) intervener->check_step(out);
             auto logp = output_log_probs(out.logits);

@@ -1,4 +1,4 @@
-// Interventions as the decoder step takes them, and the replay that reads a step's own weights.
+// Interventions as the decoder step takes them, and the copy of a step that reads its own weights.
 #include "core/decode/intervene.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -77,27 +77,22 @@ StepIntervener::StepIntervener(EncoderDecoder& model, const EncodedSource& sourc
     if (!model.has_attention()) throw ConfigError("intervention: the model has no attention (scoring none) to change");
 }
 
-torch::Tensor StepIntervener::own_weights(const torch::Tensor& tokens) {
-    auto cache = m_model.start(m_source);
-    for (size_t k = 0; k < m_tokens.size(); ++k) m_model.step(m_tokens[k], *cache, m_source, m_applied[k].get());
-    const StepOutput out = m_model.step(tokens, *cache, m_source);
-    return out.maps.at(0).weights;
-}
-
-const AttentionIntervention* StepIntervener::before_step(int64_t step, const torch::Tensor& tokens) {
-    std::unique_ptr<AttentionIntervention> applied;
-    if (m_iv.applies_at(step)) {
-        applied = std::make_unique<AttentionIntervention>();
-        if (m_iv.kind == InterventionKind::head_off) {
-            applied->heads_off.push_back(m_iv.head);
-        } else {
-            const auto own = m_iv.needs_own_weights() ? own_weights(tokens) : torch::Tensor();
-            applied->cross_weights = intervention_weights(m_iv, own, m_source.mask, m_lengths, m_generator);
+const AttentionIntervention* StepIntervener::before_step(int64_t step, const torch::Tensor& tokens,
+                                                         const DecoderCache& cache) {
+    m_applied.reset();
+    if (!m_iv.applies_at(step)) return nullptr;
+    m_applied = std::make_unique<AttentionIntervention>();
+    if (m_iv.kind == InterventionKind::head_off) {
+        m_applied->heads_off.push_back(m_iv.head);
+    } else {
+        torch::Tensor own;  // the weights the step would have used: the step run on a copy
+        if (m_iv.needs_own_weights()) {
+            const auto copy = cache.clone();
+            own = m_model.step(tokens, *copy, m_source).maps.at(0).weights;
         }
+        m_applied->cross_weights = intervention_weights(m_iv, own, m_source.mask, m_lengths, m_generator);
     }
-    m_tokens.push_back(tokens);
-    m_applied.push_back(std::move(applied));
-    return m_applied.back().get();
+    return m_applied.get();
 }
 
 void StepIntervener::check_step(const StepOutput& out) const {

@@ -26,30 +26,29 @@ torch::Tensor intervention_weights(const Intervention& iv, const torch::Tensor& 
 
 /// Applies an Intervention to the steps of one greedy decoding of a batch. Where it is
 /// computed from the weights a step would have used (permute, zero_token) it reads them by
-/// running the decoder again from its start with the tokens and interventions so far (the
-/// seam has no copy of a cache): t extra steps at step t.
+/// running that step once, unchanged, on a copy of the decoder's cache (DecoderCache::clone):
+/// two decoder steps per output token whatever the output's length, where replaying the
+/// decoder from its start took t + 1 at step t.
 class StepIntervener {
 public:
     /// model and source must outlive it; lengths: each row's source length. Throws
     /// ConfigError when the model has no attention to change.
     StepIntervener(EncoderDecoder& model, const EncodedSource& source, Intervention intervention,
                    std::vector<int64_t> lengths);
-    /// What the step about to run with `tokens` [B] attends (null: as usual); remembers both
-    /// for later replays.
-    const AttentionIntervention* before_step(int64_t step, const torch::Tensor& tokens);
+    /// What the step about to run with `tokens` [B] from `cache` attends (null: as usual);
+    /// valid until the next call. The cache is read, not moved on.
+    const AttentionIntervention* before_step(int64_t step, const torch::Tensor& tokens, const DecoderCache& cache);
     /// After a step that switched a head off: throws ConfigError when the step recorded no
     /// such map (the model has no such head).
     void check_step(const StepOutput& out) const;
 
 private:
-    torch::Tensor own_weights(const torch::Tensor& tokens);
     EncoderDecoder& m_model;
     const EncodedSource& m_source;
     Intervention m_iv;
     std::vector<int64_t> m_lengths;
     torch::Generator m_generator;
-    std::vector<torch::Tensor> m_tokens;                             ///< fed at each step so far
-    std::vector<std::unique_ptr<AttentionIntervention>> m_applied;  ///< per step so far (null: none)
+    std::unique_ptr<AttentionIntervention> m_applied;  ///< the current step's (null: none)
 };
 
 }  // namespace attnviz

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -72,7 +73,7 @@ void Intervention::validate() const {
 
 namespace {
 [[noreturn]] void bad_form(const std::string& text, const std::string& why) {
-    throw ConfigError("intervention '" + text + "': " + why +
+    throw ConfigError("intervention " + quote(text) + ": " + why +
                       "; expected uniform, permute, zero=POS, weights=W1,W2,... or head-off=[KIND:]LAYER:HEAD");
 }
 
@@ -82,10 +83,10 @@ int64_t parse_int(const std::string& text, const std::string& s) {
     try {
         v = std::stoll(s, &used);
     } catch (const std::exception&) {
-        bad_form(text, "'" + s + "' is not a whole number");
+        bad_form(text, quote(s) + " is not a whole number");
     }
-    if (used != s.size()) bad_form(text, "'" + s + "' is not a whole number");
-    if (v < -1000000000LL || v > 1000000000LL) bad_form(text, "'" + s + "' is out of range");
+    if (used != s.size()) bad_form(text, quote(s) + " is not a whole number");
+    if (v < -1000000000LL || v > 1000000000LL) bad_form(text, quote(s) + " is out of range");
     return v;
 }
 }  // namespace
@@ -110,9 +111,9 @@ Intervention parse_intervention(const std::string& text) {
             try {
                 w = std::stof(part, &used);
             } catch (const std::exception&) {
-                bad_form(text, "'" + part + "' is not a number");
+                bad_form(text, quote(part) + " is not a number");
             }
-            if (used != part.size()) bad_form(text, "'" + part + "' is not a number");
+            if (used != part.size()) bad_form(text, quote(part) + " is not a number");
             iv.weights.push_back(w);
         }
     } else if (name == "head-off" && has_arg) {

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/io/file_read.hpp"
 
 namespace attnviz {
@@ -130,8 +131,8 @@ bool all_digits(const std::string& s, size_t from, size_t to) {
 void refuse_non_regular_target(const std::string& path) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
-    if (S_ISDIR(st.st_mode)) throw FileError("cannot write '" + path + "': it is a directory (give a file name)");
-    throw FileError("cannot write '" + path + "': it is " + describe_file_type(st.st_mode) +
+    if (S_ISDIR(st.st_mode)) throw FileError("cannot write " + quote(path, quote_path_max) + ": it is a directory (give a file name)");
+    throw FileError("cannot write " + quote(path, quote_path_max) + ": it is " + describe_file_type(st.st_mode) +
                     ", not a regular file (give the name of a new or a regular file)");
 }
 
@@ -193,16 +194,16 @@ void check_writable_path(const std::string& path) {
     refuse_non_regular_target(path);
     struct stat st;
     if (p.base.empty() || p.base == "." || p.base == "..")
-        throw FileError("cannot write '" + path + "': it names a directory (give a file name)");
+        throw FileError("cannot write " + quote(path, quote_path_max) + ": it names a directory (give a file name)");
     if (::stat(p.dir.c_str(), &st) != 0)
-        throw FileError("cannot write '" + path + "': directory '" + p.dir + "' " +
+        throw FileError("cannot write " + quote(path, quote_path_max) + ": directory " + quote(p.dir, quote_path_max) + " " +
                         (errno == ENOENT ? std::string("does not exist") : std::strerror(errno)));
-    if (!S_ISDIR(st.st_mode)) throw FileError("cannot write '" + path + "': '" + p.dir + "' is not a directory");
+    if (!S_ISDIR(st.st_mode)) throw FileError("cannot write " + quote(path, quote_path_max) + ": " + quote(p.dir, quote_path_max) + " is not a directory");
     std::string tmp;
     std::unique_ptr<InProgress> registered;
     const int fd = create_temporary(path, tmp, registered);
     if (fd < 0)
-        throw FileError("cannot write '" + path + "': " + std::strerror(errno) + " (directory '" + p.dir + "')");
+        throw FileError("cannot write " + quote(path, quote_path_max) + ": " + std::strerror(errno) + " (directory " + quote(p.dir, quote_path_max) + ")");
     ::close(fd);
     ::unlink(tmp.c_str());
 }
@@ -213,11 +214,11 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     std::string tmp;
     std::unique_ptr<InProgress> registered;
     const int fd = create_temporary(path, tmp, registered);
-    if (fd < 0) throw FileError("cannot write '" + path + "': " + std::strerror(errno));
+    if (fd < 0) throw FileError("cannot write " + quote(path, quote_path_max) + ": " + std::strerror(errno));
     auto fail = [&](int err, bool close_fd) {
         if (close_fd) ::close(fd);
         ::unlink(tmp.c_str());
-        throw FileError("cannot write '" + path + "': " + std::strerror(err));
+        throw FileError("cannot write " + quote(path, quote_path_max) + ": " + std::strerror(err));
     };
     size_t done = 0;
     while (done < contents.size()) {
@@ -247,7 +248,7 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
         const int err = errno;
         ::close(dfd);
         if (rc != 0 && err == EIO)
-            throw FileError("'" + path + "' was written, but syncing its directory failed: " + std::strerror(err));
+            throw FileError(quote(path, quote_path_max) + " was written, but syncing its directory failed: " + std::strerror(err));
     }
 }
 

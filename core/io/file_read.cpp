@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz {
 
@@ -34,16 +35,16 @@ private:
 
 int open_regular_file(const std::string& path, const std::string& what, uint64_t* size) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) throw FileError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
+    if (fd < 0) throw FileError("cannot open " + what + " " + quote(path, quote_path_max) + ": " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
         ::close(fd);
-        throw FileError("cannot read " + what + " '" + path + "': " + std::strerror(err));
+        throw FileError("cannot read " + what + " " + quote(path, quote_path_max) + ": " + std::strerror(err));
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw FileError(what + " '" + path + "' is " + describe_file_type(st.st_mode) + ", not a regular file; refused");
+        throw FileError(what + " " + quote(path, quote_path_max) + " is " + describe_file_type(st.st_mode) + ", not a regular file; refused");
     }
     // Regular files never block; clear the flag anyway so reads behave as usual.
     const int flags = ::fcntl(fd, F_GETFL);
@@ -62,7 +63,7 @@ std::string read_n(int fd, size_t n, const std::string& path, const std::string&
         const ssize_t r = ::read(fd, &out[got], n - got);
         if (r < 0) {
             if (errno == EINTR) continue;
-            throw FileError("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+            throw FileError("cannot read " + what + " " + quote(path, quote_path_max) + ": " + std::strerror(errno));
         }
         if (r == 0) break;
         got += static_cast<size_t>(r);
@@ -86,11 +87,11 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, const
     uint64_t size = 0;
     Fd fd(open_regular_file(path, what, &size));
     if (size > max_bytes)
-        throw FileError(what + " '" + path + "' is " + std::to_string(size) + " bytes, more than the " +
+        throw FileError(what + " " + quote(path, quote_path_max) + " is " + std::to_string(size) + " bytes, more than the " +
                         std::to_string(max_bytes) + " this reads; refused");
     std::string bytes = read_n(fd.get(), static_cast<size_t>(size), path, what);
     if (bytes.size() != size)
-        throw FileError(what + " '" + path + "' changed while it was read (" + std::to_string(bytes.size()) + " of " +
+        throw FileError(what + " " + quote(path, quote_path_max) + " changed while it was read (" + std::to_string(bytes.size()) + " of " +
                         std::to_string(size) + " bytes)");
     return bytes;
 }

@@ -128,7 +128,7 @@ void LineReader::sniff() {
     const char* data = m_text ? m_text->data() : m_buf.data();
     const auto* b = reinterpret_cast<const unsigned char*>(data);
     const size_t n = std::min(m_end, chunk_bytes);
-    const std::string iconv_hint = " '" + m_name + "' > '" + converted_name(m_name, "-utf8") + "'";
+    const std::string iconv_hint = " " + quote(m_name, quote_path_max) + " > " + quote(converted_name(m_name, "-utf8"), quote_path_max);
     auto starts = [&](std::initializer_list<unsigned char> bom) {
         return n >= bom.size() && std::equal(bom.begin(), bom.end(), b);
     };
@@ -167,8 +167,8 @@ void LineReader::sniff() {
     }
     if (bare_cr > 0 && bare_cr > lf)
         throw FileError(quoted(m_name) + " has CR-only line endings (classic Mac OS): lines must end with LF or "
-                        "CRLF; convert it with  tr '\\r' '\\n' < '" + m_name + "' > '" +
-                        converted_name(m_name, "-lf") + "'");
+                        "CRLF; convert it with  tr '\\r' '\\n' < " + quote(m_name, quote_path_max) + " > " +
+                        quote(converted_name(m_name, "-lf"), quote_path_max));
 }
 
 bool LineReader::next(std::string_view& line, size_t limit) {

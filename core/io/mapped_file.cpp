@@ -12,6 +12,7 @@
 #include <new>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/io/file_read.hpp"
 
 namespace attnviz {
@@ -27,7 +28,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint
     const int fd = open_regular_file(path, what, &size);
     if (size > max_bytes || size > std::numeric_limits<size_t>::max()) {
         ::close(fd);
-        throw FileError(what + " '" + path + "' is " + std::to_string(size) + " bytes, more than the " +
+        throw FileError(what + " " + quote(path, quote_path_max) + " is " + std::to_string(size) + " bytes, more than the " +
                         std::to_string(max_bytes) + " this reads; refused");
     }
     std::shared_ptr<MappedFile> f(new MappedFile());
@@ -57,7 +58,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint
     }
     ::close(fd);
     if (!f->m_heap || got != f->m_size)
-        throw FileError("cannot map " + what + " '" + path + "' (" + std::to_string(size) +
+        throw FileError("cannot map " + what + " " + quote(path, quote_path_max) + " (" + std::to_string(size) +
                         " bytes) into memory (" + std::strerror(map_error) + "), nor read it");
     f->m_data = f->m_heap.get();
     return f;

@@ -51,11 +51,12 @@ bool reorders_text(uint32_t cp) {
            (cp >= 0x2066 && cp <= 0x2069);
 }
 
-}  // namespace
+/// Whether a terminal or a line-based output reads code point cp as more than text.
+bool is_control(uint32_t cp) { return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029; }
 
-std::string quote(std::string_view text, size_t max) { return "'" + printable(text, max) + "'"; }
-
-std::string printable(std::string_view text, size_t max) {
+/// printable() and escape_controls(): the text with what they escape as \xNN or \u{NNNN},
+/// at most max bytes of it (then "...").
+std::string escaped(std::string_view text, size_t max, bool reordering_too) {
     std::string out;
     char buf[16];
     size_t i = 0;
@@ -72,7 +73,7 @@ std::string printable(std::string_view text, size_t max) {
         if (cp < 0x20 || cp == 0x7F) {
             std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(cp));
             out += buf;
-        } else if ((cp >= 0x80 && cp <= 0x9F) || reorders_text(cp)) {
+        } else if (is_control(cp) || (reordering_too && reorders_text(cp))) {
             std::snprintf(buf, sizeof buf, "\\u{%04X}", static_cast<unsigned>(cp));
             out += buf;
         } else {
@@ -83,5 +84,24 @@ std::string printable(std::string_view text, size_t max) {
     if (i < text.size()) out += "...";
     return out;
 }
+
+}  // namespace
+
+std::string quote(std::string_view text, size_t max) { return "'" + printable(text, max) + "'"; }
+
+std::string printable(std::string_view text, size_t max) { return escaped(text, max, true); }
+
+bool has_control_characters(std::string_view text) {
+    size_t i = 0;
+    while (i < text.size()) {
+        uint32_t cp = 0;
+        const size_t n = utf8_sequence(text.substr(i), &cp);
+        if (n == 0 || is_control(cp)) return true;
+        i += n;
+    }
+    return false;
+}
+
+std::string escape_controls(std::string_view text) { return escaped(text, text.size(), false); }
 
 }  // namespace attnviz

@@ -21,17 +21,32 @@ std::string shape_to_string(const std::vector<int64_t>& shape);
 
 /// How much of a text quote() shows by default, in bytes.
 constexpr size_t quote_default_max = 80;
+/// How much of a path quote() shows: all of it (Linux's PATH_MAX), since the end names the file.
+constexpr size_t quote_path_max = 4096;
 
 /// Text that came from outside (a file's token, tensor name or column, a line of input)
 /// as a message quotes it: in single quotes, one short line that a terminal shows as it
 /// is. At most `max` bytes of it (cut at a character boundary, then "..."); control
-/// characters (C0, DEL, C1), bytes that are not UTF-8 and the invisible characters that
-/// reorder text (bidirectional controls) are written as \xNN or \u{NNNN}. Every
-/// message that quotes untrusted text goes through it.
+/// characters (C0, DEL, C1), the line and paragraph separators U+2028 and U+2029, bytes
+/// that are not UTF-8 and the invisible characters that reorder text (bidirectional
+/// controls) are written as \xNN or \u{NNNN}. Every message that quotes untrusted text
+/// (a flag's value, a path, a file's contents) goes through it.
 std::string quote(std::string_view text, size_t max = quote_default_max);
 
 /// quote() without the quotes: for a message from a library that may hold such text
 /// (a parser's "last read: ..."), put inside attnviz's own.
 std::string printable(std::string_view text, size_t max = quote_default_max);
+
+/// Whether text holds what a terminal or a line-based output (one translation per line,
+/// " ||| " fields) reads as more than text: a control character (C0 with tab, line feed
+/// and escape, DEL, C1 with NEL U+0085), a line or paragraph separator (U+2028, U+2029)
+/// or bytes that are not UTF-8. printable() escapes every one of them.
+bool has_control_characters(std::string_view text);
+
+/// Text as one line of output: what has_control_characters() finds written as printable()
+/// writes it, everything else as it is (bidirectional marks included: a translation into
+/// Arabic or Hebrew may hold them), whatever its length. For output made from a file's
+/// contents (a pretrained model's detokenised text) and the CLI's last line of defence.
+std::string escape_controls(std::string_view text);
 
 }  // namespace attnviz

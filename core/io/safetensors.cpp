@@ -48,7 +48,7 @@ std::string known_dtypes() {
 std::string quoted(const std::string& s) { return quote(s, 100); }
 
 [[noreturn]] void refuse(const std::string& file, const std::string& what) {
-    throw FileError("'" + file + "' " + what);
+    throw FileError(quote(file, quote_path_max) + " " + what);
 }
 
 uint64_t read_u64(const char* p) {
@@ -216,7 +216,7 @@ uint64_t header_length(const char* first8, uint64_t size, const std::string& nam
 /// The header's JSON object, its size bounded; the metadata goes to `metadata`.
 json header_json(const std::string& text, const std::string& name, const Limits& limits,
                  std::map<std::string, std::string>& metadata) {
-    json header = parse_json_bounded(text, "'" + name + "': safetensors header", limits.max_json_depth);
+    json header = parse_json_bounded(text, quote(name, quote_path_max) + ": safetensors header", limits.max_json_depth);
     if (!header.is_object()) refuse(name, "has a bad header: it is " + describe_json(header) + ", expected a JSON object");
     const auto meta = header.find("__metadata__");
     const size_t tensors = header.size() - (meta != header.end() ? 1 : 0);

@@ -15,6 +15,7 @@
 
 #include "core/io/crc32c.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 
 namespace attnviz::tensorboard {
 
@@ -87,7 +88,7 @@ std::string summary_event(double wall_time, int64_t step, const std::string& tag
 }
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
-    throw FileError("TensorBoard: cannot " + what + " '" + path + "': " + std::strerror(err));
+    throw FileError("TensorBoard: cannot " + what + " " + quote(path, quote_path_max) + ": " + std::strerror(err));
 }
 
 }  // namespace
@@ -190,7 +191,7 @@ EventWriter::EventWriter(const std::string& dir) {
     if (dir.empty()) throw FileError("TensorBoard: no directory given");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) throw FileError("TensorBoard: cannot create the directory '" + dir + "': " + ec.message());
+    if (ec) throw FileError("TensorBoard: cannot create the directory " + quote(dir, quote_path_max) + ": " + ec.message());
     char host[256] = {0};
     if (gethostname(host, sizeof host - 1) != 0 || !host[0]) std::strcpy(host, "localhost");
     for (char* h = host; *h; ++h)

@@ -19,7 +19,7 @@ namespace attnviz::torch_bin {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& file, const std::string& what) { throw FileError("'" + file + "' " + what); }
+[[noreturn]] void refuse(const std::string& file, const std::string& what) { throw FileError(quote(file, quote_path_max) + " " + what); }
 
 /// The records besides data.pkl and data/KEY that torch.save writes (all small).
 bool tolerated(const std::string& rest) {

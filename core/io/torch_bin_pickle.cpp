@@ -80,7 +80,7 @@ public:
     }
 
     [[noreturn]] void fail(const std::string& what) const {
-        throw FileError("'" + m_file + "' " + what + " (data.pkl, byte " + std::to_string(m_op) + ")");
+        throw FileError(quote(m_file, quote_path_max) + " " + what + " (data.pkl, byte " + std::to_string(m_op) + ")");
     }
 
     PickledStateDict run();
@@ -458,10 +458,10 @@ PickledStateDict Unpickler::result() {
 
 PickledStateDict unpickle_state_dict(std::string_view pickle, const std::string& file, const Limits& limits) {
     if (pickle.size() > limits.max_pickle_bytes)
-        throw FileError("'" + file + "' has a data.pkl of " + std::to_string(pickle.size()) + " bytes, more than the " +
+        throw FileError(quote(file, quote_path_max) + " has a data.pkl of " + std::to_string(pickle.size()) + " bytes, more than the " +
                         std::to_string(limits.max_pickle_bytes) + " this reads");
     if (pickle.size() > std::numeric_limits<uint32_t>::max() / 2)
-        throw FileError("'" + file + "' has a data.pkl too large to read");
+        throw FileError(quote(file, quote_path_max) + " has a data.pkl too large to read");
     return Unpickler(pickle, file, limits).run();
 }
 

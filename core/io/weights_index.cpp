@@ -67,7 +67,7 @@ WeightsFormat weights_format(const std::string& path) {
     else if (static_cast<unsigned char>(head[0]) == 0x80)
         looks = "it is a bare Python pickle (torch.save before PyTorch 1.6, or with _use_new_zipfile_serialization=False), "
                 "which this reader does not read: save it again with a newer torch, or as safetensors";
-    throw FileError("weights file '" + path + "' is not safetensors, a torch.save zip or a JSON shard index: " + looks);
+    throw FileError("weights file " + quote(path, quote_path_max) + " is not safetensors, a torch.save zip or a JSON shard index: " + looks);
 }
 
 std::string find_weights_file(const std::string& folder) {
@@ -79,11 +79,11 @@ std::string find_weights_file(const std::string& folder) {
         if (is_file(p)) return p;
         tried += (tried.empty() ? "" : ", ") + std::string(n);
     }
-    throw FileError("model folder '" + folder + "' has no weights file (looked for " + tried + ")");
+    throw FileError("model folder " + quote(folder, quote_path_max) + " has no weights file (looked for " + tried + ")");
 }
 
 ShardIndex read_shard_index(const std::string& path, uint64_t max_bytes, size_t max_tensors) {
-    const std::string what = "shard index '" + path + "'";
+    const std::string what = "shard index " + quote(path, quote_path_max);
     const nlohmann::json j = parse_json_bounded(read_regular_file(path, max_bytes, "shard index"), what, 32);
     if (!j.is_object()) throw FileError(what + " is " + describe_json(j) + ", expected a JSON object");
     const auto map = j.find("weight_map");

@@ -32,7 +32,7 @@ public:
     Reader(std::string_view bytes, const std::string& name, const Limits& limits)
         : m_b(bytes), m_name(name), m_limits(limits) {}
 
-    [[noreturn]] void fail(const std::string& what) const { throw FileError("'" + m_name + "' " + what); }
+    [[noreturn]] void fail(const std::string& what) const { throw FileError(quote(m_name, quote_path_max) + " " + what); }
 
     /// n bytes at `at` as a little-endian number; `what` names the record for a truncation message.
     uint64_t num(uint64_t at, int n, const char* what) const {

@@ -25,7 +25,7 @@ std::string to_string(AttentionKind kind) {
 AttentionKind attention_kind_from_string(const std::string& s) {
     for (const auto kind : {AttentionKind::cross, AttentionKind::encoder_self, AttentionKind::decoder_self})
         if (to_string(kind) == s) return kind;
-    throw ConfigError("unknown attention kind '" + s + "' (expected one of: cross, encoder_self, decoder_self)");
+    throw ConfigError("unknown attention kind " + quote(s) + " (expected one of: cross, encoder_self, decoder_self)");
 }
 
 std::string describe(const AttentionMapId& id) {

@@ -49,19 +49,19 @@ torch::Device resolve_device(const std::string& name) {
     if (name == "cpu") return torch::kCPU;
     if (name.rfind("cuda", 0) == 0) {
         if (!cuda_available())
-            throw ConfigError("device '" + name + "' asked for, but LibTorch sees no CUDA GPU "
+            throw ConfigError("device " + quote(name) + " asked for, but LibTorch sees no CUDA GPU "
                               "(use --device cpu or auto; is this a CUDA build of LibTorch?)");
         try {
             torch::Device d(name);
             if (d.index() >= static_cast<int>(torch::cuda::device_count()))
-                throw ConfigError("device '" + name + "': only " +
+                throw ConfigError("device " + quote(name) + ": only " +
                                   count_of(torch::cuda::device_count(), "CUDA device", "CUDA devices") + " present");
             return d;
         } catch (const c10::Error&) {
-            throw ConfigError("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");
+            throw ConfigError("unknown device " + quote(name) + " (expected auto, cpu, cuda or cuda:N)");
         }
     }
-    throw ConfigError("unknown device '" + name + "' (expected auto, cpu, cuda or cuda:N)");
+    throw ConfigError("unknown device " + quote(name) + " (expected auto, cpu, cuda or cuda:N)");
 }
 
 std::string describe_device(const torch::Device& device) {

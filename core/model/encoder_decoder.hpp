@@ -44,6 +44,11 @@ public:
     /// Keeps the rows `rows` [R] (long, on the cache's device), in that order: beam
     /// search's reordering of its hypotheses (CTranslate2's gather_state).
     virtual void select(const torch::Tensor& rows) = 0;
+    /// An independent copy: stepping either leaves the other where it was (what-if
+    /// interventions read the weights a step would have used from a copy,
+    /// core/decode/intervene.hpp). Cheap: a step replaces a cache's tensors and never writes
+    /// them in place, so the copy shares them.
+    virtual std::unique_ptr<DecoderCache> clone() const = 0;
 };
 
 /// One attention map of one decoding step: every row's query over its keys.

@@ -95,6 +95,7 @@ struct PretrainedCache : DecoderCache {
     std::vector<torch::Tensor> self_k, self_v;    ///< per layer [B, h, steps, dh]
     std::vector<torch::Tensor> cross_k, cross_v;  ///< per layer [B, h, S, dh]
     void select(const torch::Tensor& rows) override;
+    std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<PretrainedCache>(*this); }
 };
 
 /// The pretrained encoder-decoder. Built from config.pretrained with weights at zero: a model

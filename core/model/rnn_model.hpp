@@ -33,6 +33,7 @@ struct RnnState : DecoderCache {
     torch::Tensor h;  ///< [L, B, H]
     torch::Tensor c;  ///< [L, B, H] (LSTM only)
     void select(const torch::Tensor& rows) override;
+    std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<RnnState>(*this); }
 };
 
 /// What one RNN decoder step reads of the source.

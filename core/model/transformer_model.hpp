@@ -50,6 +50,7 @@ struct TransformerCache : DecoderCache {
     std::vector<torch::Tensor> self_k, self_v;    ///< per block [B, h, steps, dh] (self-attention)
     std::vector<torch::Tensor> cross_k, cross_v;  ///< per block [B, h, S, dh] (the encoder output projected)
     void select(const torch::Tensor& rows) override;
+    std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<TransformerCache>(*this); }
 };
 
 /// d2l's TransformerEncoder's parameters: embedding and blks.block{i}.

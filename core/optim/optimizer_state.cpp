@@ -61,7 +61,7 @@ OptimizerState capture_optimizer_state(const torch::optim::Optimizer& optimizer,
         const torch::Tensor& p = item.value();
         const auto it = states.find(p.unsafeGetTensorImpl());
         if (it == states.end() || !it->second) continue;
-        const std::string who = "optimiser state of '" + item.key() + "'";
+        const std::string who = "optimiser state of " + quote(item.key());
         OptimizerState::Param param;
         auto slot = [&](const char* name, const torch::Tensor& t, bool optional = false) {
             if (optional && !t.defined()) return;
@@ -111,11 +111,11 @@ void restore_optimizer_state(const OptimizerState& state, torch::optim::Optimize
     const auto& valid = optimizer_slots(state.kind);
     for (const auto& [name, param] : state.params) {
         const torch::Tensor* p = named.find(name);
-        if (!p) throw FileError("optimiser state for an unknown parameter '" + name + "'");
-        const std::string who = "optimiser state of '" + name + "'";
+        if (!p) throw FileError("optimiser state for an unknown parameter " + quote(name));
+        const std::string who = "optimiser state of " + quote(name);
         for (const auto& [slot, t] : param.slots) {
             if (std::find(valid.begin(), valid.end(), slot) == valid.end())
-                throw FileError(who + ": '" + slot + "' is not a slot of " + to_string(state.kind));
+                throw FileError(who + ": " + quote(slot) + " is not a slot of " + to_string(state.kind));
             check_slot(who + " (" + slot + ")", t, *p);
         }
         const auto& slots = param.slots;  // a structured binding cannot be captured before C++20 (clang)

@@ -122,12 +122,12 @@ void check_weights(const st::File& f, const std::vector<ParameterName>& expected
                                                  human_bytes(have) + ")";
     for (const auto& p : expected) {
         const st::TensorInfo* t = f.find(p.file);
-        if (!t) throw FileError(what + ": tensor '" + p.file + "' is missing" + sizes);
+        if (!t) throw FileError(what + ": tensor " + quote(p.file) + " is missing" + sizes);
         if (t->dtype != st::DType::F32)
-            throw FileError(what + ": tensor '" + p.file + "' has dtype " + st::to_string(t->dtype) +
+            throw FileError(what + ": tensor " + quote(p.file) + " has dtype " + st::to_string(t->dtype) +
                             ", expected F32");
         if (t->shape != p.shape)
-            throw FileError(what + ": tensor '" + p.file + "' has shape " + shape_to_string(t->shape) + ", expected " +
+            throw FileError(what + ": tensor " + quote(p.file) + " has shape " + shape_to_string(t->shape) + ", expected " +
                             shape_to_string(p.shape) + sizes);
     }
     if (need != have) throw FileError(what + ": the weights do not match the configuration" + sizes);
@@ -166,9 +166,9 @@ OptimizerState read_optimizer(const st::File& f, const json& meta, const std::ve
             throw FileError(what + ": unexpected tensor " + quote(t.name, 100) + " (expected optimizer.<weight>." +
                             "<slot>, a slot of " + to_string(s.kind) + ")");
         if (t.dtype != st::DType::F32)
-            throw FileError(what + ": tensor '" + t.name + "' has dtype " + st::to_string(t.dtype) + ", expected F32");
+            throw FileError(what + ": tensor " + quote(t.name) + " has dtype " + st::to_string(t.dtype) + ", expected F32");
         if (t.shape != p->second->shape)
-            throw FileError(what + ": tensor '" + t.name + "' has shape " + shape_to_string(t.shape) + ", expected " +
+            throw FileError(what + ": tensor " + quote(t.name) + " has shape " + shape_to_string(t.shape) + ", expected " +
                             shape_to_string(p->second->shape));
         s.params[p->second->module].slots[slot] = st::to_tensor(f, t, st::DType::F32);
     }
@@ -186,10 +186,10 @@ OptimizerState read_optimizer(const st::File& f, const json& meta, const std::ve
 }
 
 Checkpoint checkpoint_from_file(const st::File& f) {
-    const std::string what = "checkpoint '" + f.name + "'";
+    const std::string what = "checkpoint " + quote(f.name, quote_path_max);
     const auto format = f.metadata.find("format");
     if (format == f.metadata.end() || format->second != k_format)
-        throw FileError("'" + f.name + "' is a safetensors file but not an attnviz checkpoint (its metadata has no "
+        throw FileError(quote(f.name, quote_path_max) + " is a safetensors file but not an attnviz checkpoint (its metadata has no "
                         "\"format\": \"attnviz-checkpoint\"). attnviz reads " + readable_model_formats());
     const auto version = f.metadata.find("version");
     if (version == f.metadata.end() || version->second != std::to_string(checkpoint_version)) {
@@ -262,7 +262,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
     const std::string refused = "cannot save " + quote(path, 400) + " (it is left as it was): ";
     for (const auto& p : names)
         if (!torch::isfinite(params[p.module]).all().item<bool>())
-            throw FileError(refused + "weight '" + p.file + "' holds NaN or infinite values (training diverged)");
+            throw FileError(refused + "weight " + quote(p.file) + " holds NaN or infinite values (training diverged)");
     check_optimizer_state_values(c.optimizer_state, refused);
     for (const auto& p : names) writer.add(p.file, params[p.module].to(torch::kFloat));
     for (const auto& p : names) {
@@ -279,7 +279,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
                     {"tgt_vocab", json(m.tgt_vocab().tokens()).dump()},
                     {"config", d2l_style_config(m.config(), m.level()).dump()}};
     } catch (const json::type_error&) {
-        throw FileError("cannot save '" + path + "': a vocabulary token or the corpus name is not valid UTF-8");
+        throw FileError("cannot save " + quote(path, quote_path_max) + ": a vocabulary token or the corpus name is not valid UTF-8");
     }
     write_file_atomic(path, serialize_checkpoint(writer.entries(), std::move(metadata)));
 }
@@ -299,10 +299,10 @@ bool is_legacy_checkpoint(const std::string& head) {
 }
 
 std::string legacy_checkpoint_message(const std::string& path) {
-    return "'" + path + "' is a checkpoint in attnviz's old format (version 1). Its weights are a LibTorch archive, "
+    return quote(path, quote_path_max) + " is a checkpoint in attnviz's old format (version 1). Its weights are a LibTorch archive, "
            "whose loader trusts sizes stored in the file, so a damaged or crafted file could crash attnviz or read "
            "memory it should not: it is not opened automatically. If you trust where it came from, convert it once "
-           "with: attnviz-cli upgrade-checkpoint '" + path + "' NEW.ckpt --trust";
+           "with: attnviz-cli upgrade-checkpoint " + quote(path, quote_path_max) + " NEW.ckpt --trust";
 }
 
 ModelFileKind detect_model_file(const std::string& path) {
@@ -325,7 +325,7 @@ namespace {
 void check_checkpoint_head(const std::string& head, const std::string& name) {
     if (is_legacy_checkpoint(head)) throw FileError(legacy_checkpoint_message(name));
     if (!st::looks_like_safetensors(head))
-        throw FileError("'" + name + "' is not an attnviz checkpoint: " + looks_like(head) + ". attnviz reads " +
+        throw FileError(quote(name, quote_path_max) + " is not an attnviz checkpoint: " + looks_like(head) + ". attnviz reads " +
                         readable_model_formats());
 }
 

@@ -15,6 +15,7 @@
 #include "core/persist/checkpoint_meta.hpp"
 #include "core/io/checksum.hpp"
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/model/families.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
@@ -52,7 +53,7 @@ public:
 private:
     void need(uint64_t n, const char* what) {
         if (n > m_data.size() - m_pos)
-            throw FileError("checkpoint '" + m_path + "' is truncated: it ends inside the " + what + " (file has " +
+            throw FileError("checkpoint " + quote(m_path, quote_path_max) + " is truncated: it ends inside the " + what + " (file has " +
                             std::to_string(m_data.size()) + " bytes)");
     }
     const std::string& m_data;
@@ -64,7 +65,7 @@ void check_archive_size(uint64_t size, uint64_t floats, size_t tensors, const ch
     uint64_t most = 0;
     if (__builtin_add_overflow(floats, k_archive_base + k_archive_per_tensor * tensors, &most) || size < floats ||
         size > most)
-        throw FileError("checkpoint '" + path + "': its " + what + " take " + std::to_string(size) +
+        throw FileError("checkpoint " + quote(path, quote_path_max) + ": its " + what + " take " + std::to_string(size) +
                         " bytes, implausible for its configuration (" + std::to_string(floats) +
                         " bytes of float32 data); refused before reading them");
 }
@@ -81,12 +82,12 @@ struct LegacyParts {
 LegacyParts read_legacy(const std::string& path) {
     const std::string data = read_regular_file(path, k_max_file, "checkpoint");
     if (!is_legacy_checkpoint(data))
-        throw FileError("'" + path + "' is not a version-1 attnviz checkpoint (it does not start with ATTNVIZ\\x01)");
+        throw FileError(quote(path, quote_path_max) + " is not a version-1 attnviz checkpoint (it does not start with ATTNVIZ\\x01)");
     Reader r(data, path);
     for (size_t i = 0; i < sizeof(legacy_checkpoint_magic); ++i) r.get<uint8_t>("header");
     const auto version = r.get<uint32_t>("header");
     if (version != 1)
-        throw FileError("checkpoint '" + path + "' has format version " + std::to_string(version) + ", expected 1");
+        throw FileError("checkpoint " + quote(path, quote_path_max) + " has format version " + std::to_string(version) + ", expected 1");
     LegacyParts parts;
     const std::string meta_text = r.blob("metadata");
     parts.weights = r.blob("model weights");
@@ -96,12 +97,12 @@ LegacyParts read_legacy(const std::string& path) {
     const size_t body = r.pos();
     const auto checksum = r.get<uint64_t>("checksum");
     if (checksum != fnv1a(data.data(), body))
-        throw FileError("checkpoint '" + path + "' is corrupt (checksum mismatch); it was damaged after it was written");
+        throw FileError("checkpoint " + quote(path, quote_path_max) + " is corrupt (checksum mismatch); it was damaged after it was written");
     if (r.pos() != data.size())
-        throw FileError("checkpoint '" + path + "' has " + std::to_string(data.size() - r.pos()) +
+        throw FileError("checkpoint " + quote(path, quote_path_max) + " has " + std::to_string(data.size() - r.pos()) +
                         " unexpected bytes after its end");
 
-    const std::string what = "checkpoint '" + path + "'";
+    const std::string what = "checkpoint " + quote(path, quote_path_max);
     const auto meta_json = parse_json_bounded(meta_text, what + ": metadata");
     if (!meta_json.is_object() || !meta_json.contains("format") || meta_json["format"] != "attnviz-checkpoint")
         throw FileError(what + ": its metadata is not an attnviz checkpoint's");
@@ -135,7 +136,7 @@ Checkpoint load_legacy_checkpoint(const std::string& path) {
     const CheckpointMeta& meta = parts.meta;
     const std::string& weights = parts.weights;
     const std::string& optimizer = parts.optimizer;
-    const std::string what = "checkpoint '" + path + "'";
+    const std::string what = "checkpoint " + quote(path, quote_path_max);
     Network network = build_network(meta.model);
     OptimizerState state;
     try {

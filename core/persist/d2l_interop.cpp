@@ -171,7 +171,7 @@ namespace {
 
 TranslationModelPtr import_file(const safetensors::File& file) {
     const std::string& path = file.name;
-    const std::string what = "'" + path + "'";
+    const std::string what = quote(path, quote_path_max);
     if (!is_d2l_metadata(file.metadata))
         throw FileError(what + " is a safetensors file but no model attnviz knows: a d2l model's __metadata__ has "
                         "src_vocab, tgt_vocab and config. attnviz reads " + readable_model_formats());
@@ -209,7 +209,7 @@ TranslationModelPtr import_file(const safetensors::File& file) {
     for (const auto& n : names) {
         const auto* entry = file.find(n.file);
         if (!entry)
-            throw FileError(what + " has no tensor '" + n.file + "' (expected for " +
+            throw FileError(what + " has no tensor " + quote(n.file) + " (expected for " +
                             (mc.is_transformer()
                                  ? "a Transformer of width " + std::to_string(mc.hidden_size) + ", " +
                                        std::to_string(mc.num_layers) + " blocks, feed-forward " +
@@ -222,11 +222,11 @@ TranslationModelPtr import_file(const safetensors::File& file) {
         if (const auto* vocab = rows_of(n, src, tgt))  // rows in d2l's order and count
             shape[0] = static_cast<int64_t>(vocab == &src ? src_tokens.size() : tgt_tokens.size());
         if (entry->shape != shape)
-            throw FileError(what + ": tensor '" + n.file + "' has shape " + shape_to_string(entry->shape) +
+            throw FileError(what + ": tensor " + quote(n.file) + " has shape " + shape_to_string(entry->shape) +
                             ", expected " + shape_to_string(shape));
         if (entry->dtype != safetensors::DType::F32 && entry->dtype != safetensors::DType::F64 &&
             entry->dtype != safetensors::DType::F16 && entry->dtype != safetensors::DType::BF16)
-            throw FileError(what + ": tensor '" + n.file + "' holds " + safetensors::to_string(entry->dtype) +
+            throw FileError(what + ": tensor " + quote(n.file) + " holds " + safetensors::to_string(entry->dtype) +
                             ", expected floating-point weights (F32)");
         entries[n.module] = entry;
     }

@@ -311,7 +311,7 @@ std::string PretrainedTokenizer::decode(const std::vector<std::string>& tokens) 
     if (!status.ok()) throw Error("subword detokenisation failed: " + printable(status.ToString(), 200));
     if (marian) text = replace_all(std::move(text), "\xE2\x96\x81", " ");
     text = strip(text);
-    return m_clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
+    return escape_controls(m_clean_up_spaces ? clean_up_tokenization(std::move(text)) : text);
 }
 
 int64_t PretrainedTokenizer::token_id(const std::string& token, bool target) const {

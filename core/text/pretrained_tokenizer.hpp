@@ -56,9 +56,10 @@ struct PretrainedTokenizerFiles {
 
 /// attnviz's vocabulary over a pretrained model's rows (core/config/pretrained_config.hpp's
 /// PretrainedSpec): <pad>, <bos>, <eos>, <unk>, then every other row in the model's order. A
-/// row's name is its token, but where attnviz could not hold the token as it is (empty, a line
-/// break or control character, "|||", or one of attnviz's special names): there it is the token
-/// escaped (\xNN), or "<hf:ID>" for a row without a token.
+/// row's name is its token, but where attnviz could not hold the token as it is (empty, or
+/// refused by is_vocab_token: a control character, a line separator, "|||"; or one of attnviz's
+/// special names): there it is the token as printable() writes it (\xNN, \u{NNNN}; always a
+/// token is_vocab_token accepts), or "<hf:ID>" for a row without a token.
 struct PretrainedVocabLayout {
     std::vector<std::string> names;  ///< attnviz id -> name
     std::vector<int64_t> rows;       ///< attnviz id -> the model's row (<bos>: -1, a zero row)
@@ -82,7 +83,10 @@ public:
     /// </s> the model adds; M2M100/NLLB without the language code (language_prefix() says it).
     /// Error on text that is not UTF-8.
     std::vector<std::string> encode(const std::string& text, bool target = false) const;
-    /// Text of output tokens as decode(skip_special_tokens=True) gives it.
+    /// Text of output tokens as decode(skip_special_tokens=True) gives it, but on one line:
+    /// control characters and line separators a model's pieces may hold written as
+    /// escape_controls() writes them (core/io/message.hpp), as attnviz's own vocabularies
+    /// cannot hold them (is_vocab_token).
     std::string decode(const std::vector<std::string>& tokens) const;
 
     /// The model's id of a token: vocab.json's (target: target_vocab.json's), a language code's,

@@ -14,6 +14,7 @@
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/message.hpp"
 #include "core/text/unicode.hpp"
 
 namespace attnviz {
@@ -185,7 +186,7 @@ std::string to_string(TokenLevel level) {
 TokenLevel token_level_from_string(const std::string& s) {
     for (const TokenLevel l : {TokenLevel::word, TokenLevel::character, TokenLevel::subword})
         if (to_string(l) == s) return l;
-    throw ConfigError("unknown token level '" + s + "' (expected one of: word, char, subword)");
+    throw ConfigError("unknown token level " + quote(s) + " (expected one of: word, char, subword)");
 }
 
 std::string level_noun(TokenLevel level) {

@@ -113,8 +113,9 @@ Vocab Vocab::from_json(const nlohmann::json& j) {
         if (!is_vocab_token(token))
             throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) +
                             (token.empty() ? " is empty"
-                                           : " holds a line break, a NUL or \"|||\", which would break the output's "
-                                             "one line per sentence"));
+                                           : " holds a control character (a line break, tab, escape, NEL, ...), a "
+                                             "line separator, bytes that are not UTF-8 or \"|||\", which would break "
+                                             "the output's one line per sentence or the terminal showing it"));
         if (vocab.contains(token))
             throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) + " appears twice");
         vocab.add(token);
@@ -127,17 +128,16 @@ void Vocab::save(const std::string& path) const { write_file_atomic(path, to_jso
 Vocab Vocab::load(const std::string& path) {
     // A vocabulary file is a list of tokens: 256 MiB is far more than any real one.
     const std::string text = read_regular_file(path, uint64_t(256) << 20, "vocabulary");
-    const nlohmann::json j = parse_json_bounded(text, "vocabulary '" + path + "'");
+    const nlohmann::json j = parse_json_bounded(text, "vocabulary " + quote(path, quote_path_max));
     try {
         return from_json(j);
     } catch (const FileError& e) {
-        throw FileError("vocabulary '" + path + "': " + e.what());
+        throw FileError("vocabulary " + quote(path, quote_path_max) + ": " + e.what());
     }
 }
 
 bool is_vocab_token(const std::string& token) {
-    return !token.empty() && token.find_first_of(std::string("\0\r\n", 3)) == std::string::npos &&
-           token.find("|||") == std::string::npos;
+    return !token.empty() && !has_control_characters(token) && token.find("|||") == std::string::npos;
 }
 
 std::vector<std::string> until_eos(const std::vector<std::string>& tokens) {

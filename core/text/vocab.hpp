@@ -60,10 +60,14 @@ private:
     std::unordered_map<std::string, int64_t> m_index;
 };
 
-/// Whether a vocabulary may hold this token: not empty, and no NUL, CR or LF and no "|||"
-/// in it. Output is one line per input line, with " ||| " between the fields of a line
-/// (n-best lists, forced decoding): a token with a line break or "|||" would break both.
-/// Tokenising text never gives such a token but for "|||" itself, which maps to <unk>.
+/// Whether a vocabulary may hold this token: not empty, no "|||" and nothing
+/// has_control_characters() finds (core/io/message.hpp: C0 with NUL, tab, CR, LF, VT, FF
+/// and escape; DEL; C1 with NEL; U+2028, U+2029; bytes that are not UTF-8). Output is one
+/// line per input line, with " ||| " between the fields of a line (n-best lists, forced
+/// decoding), often on a terminal: such a token would break the lines, or send the terminal
+/// an escape sequence. A vocabulary file with one is refused; a corpus's such tokens map to
+/// <unk>; a pretrained model's are renamed as printable() writes them
+/// (core/text/pretrained_tokenizer.hpp).
 bool is_vocab_token(const std::string& token);
 
 /// The tokens before the first "<eos>" (all of them when there is none): an output as text sees it.
