@@ -3,16 +3,31 @@
 # safe to run again (a second run only checks and finishes in seconds).
 #
 #   ./setup.sh            install system packages + LibTorch (PyTorch wheel) into .venv
-#   ./setup.sh --run      ... then build (release preset) and start the desktop app
-#   ./setup.sh --test     ... then build and run every test (ctest)
+#   ./setup.sh --run      ... then build the app and the CLI (release preset) and start the app
+#   ./setup.sh --test     ... then build everything, tests included, and run every test (ctest)
 #   ./setup.sh --no-apt   skip the Debian packages (e.g. on a machine without root)
 #
-# LibTorch comes from the PyTorch wheel on PyPI, installed into a project-local
-# virtual environment (.venv); CMake finds it through torch.utils.cmake_prefix_path.
+# Environment:
+#   ATTNVIZ_VENV=DIR           the virtual environment to install into and build against
+#                              (default ./.venv; one environment can serve several clones;
+#                              `cmake --preset ...` reads it too)
+#   ATTNVIZ_JOBS=N             build jobs (default: the cores, fewer where memory is short)
+#   ATTNVIZ_BENCH_PEERS=1      also install the benchmark peers (ctranslate2)
+#   ATTNVIZ_TORCH_VERSION=V    another torch wheel than 2.11.0
+#   PYTHON=python3.x           the Python that creates the environment
+#   CCACHE_DIR=DIR             ccache's own settings apply (default ~/.cache/ccache)
+#
+# LibTorch comes from the PyTorch wheel on PyPI, installed into the virtual
+# environment; CMake finds it through torch.utils.cmake_prefix_path. Builds go
+# through ccache and link with mold (both installed here; CMake uses them when present).
 set -euo pipefail
 
 TORCH_VERSION="${ATTNVIZ_TORCH_VERSION:-2.11.0}"
-SAFETENSORS_VERSION="0.8.0"
+# Python packages of the tests and tools (pinned): safetensors (the PyTorch side of the
+# interop tests), transformers + sentencepiece (models to and from Hugging Face),
+# tensorboard (its reader checks the event files); ctranslate2 is a benchmark peer only.
+PY_PACKAGES=(safetensors==0.8.0 transformers==5.24.0 sentencepiece==0.2.3 tensorboard==2.21.0)
+BENCH_PACKAGES=(ctranslate2==4.8.5)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VENV="${ATTNVIZ_VENV:-$ROOT/.venv}"
 DO_APT=1
@@ -22,7 +37,7 @@ for arg in "$@"; do
     --no-apt) DO_APT=0 ;;
     --run) ACTION=run ;;
     --test) ACTION=test ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -72,10 +87,27 @@ else
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install --progress-bar off "torch==$TORCH_VERSION" numpy
 fi
-# safetensors: the PyTorch side of the interop tests (tools/ and tests/interop).
-if ! "$VENV/bin/python" -c 'import safetensors' 2>/dev/null; then
-  say "safetensors: installing from PyPI into $VENV"
-  "$VENV/bin/python" -m pip install -q --progress-bar off "safetensors==$SAFETENSORS_VERSION"
+wanted=("${PY_PACKAGES[@]}")
+[ "${ATTNVIZ_BENCH_PEERS:-0}" = 1 ] && wanted+=("${BENCH_PACKAGES[@]}")
+# One Python start lists the pins that are not installed at their version.
+need=$("$VENV/bin/python" - "${wanted[@]}" <<'PYEOF'
+import importlib.metadata as md, sys
+for pin in sys.argv[1:]:
+    name, version = pin.split("==")
+    try:
+        ok = md.version(name) == version
+    except md.PackageNotFoundError:
+        ok = False
+    if not ok:
+        print(pin)
+PYEOF
+)
+if [ -z "$need" ]; then
+  say "Python packages: all ${#wanted[@]} pinned versions present"
+else
+  say "Python packages: installing" $need
+  # shellcheck disable=SC2086
+  "$VENV/bin/python" -m pip install -q --progress-bar off $need
 fi
 prefix=$("$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 say "LibTorch: CMAKE_PREFIX_PATH=$prefix"

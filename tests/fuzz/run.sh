@@ -11,7 +11,8 @@
 # build/fuzz/artifacts/NAME/crash-*, the script prints how to replay it and
 # exits 1. Fixed bugs keep their input in tests/fuzz/regressions/NAME, which
 # ctest replays in every build (fuzz_replay_NAME).
-# Environment: ATTNVIZ_PYTHON (python with torch), ATTNVIZ_JOBS (build jobs),
+# Environment: ATTNVIZ_PYTHON (python with torch; default $ATTNVIZ_VENV/bin/python, else
+# .venv/bin/python), ATTNVIZ_JOBS (build jobs),
 # FUZZ_TIMEOUT (seconds one input may take, default 30: a slower one is a hang),
 # FUZZ_FLAGS (more libFuzzer flags, e.g. "-jobs=4 -workers=4").
 set -euo pipefail
@@ -19,7 +20,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 SECONDS_EACH="${1:-30}"
 shift || true
-PY="${ATTNVIZ_PYTHON:-$ROOT/.venv/bin/python}"
+PY="${ATTNVIZ_PYTHON:-${ATTNVIZ_VENV:-$ROOT/.venv}/bin/python}"
 JOBS="${ATTNVIZ_JOBS:-$(nproc)}"
 BUILD="$ROOT/build/fuzz"
 say() { printf '[fuzz] %s\n' "$*"; }
