@@ -53,6 +53,7 @@ APT_PACKAGES=(
   libicu-dev libsentencepiece-dev
   clang libclang-rt-14-dev
   xvfb xauth
+  ccache mold
 )
 
 if [ "$DO_APT" = 1 ]; then
