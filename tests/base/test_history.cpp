@@ -1,6 +1,6 @@
 // The training history's bounded loss curve (core/config/bounded_curve.hpp): the
 // rule the checkpoint's history and the GUI's chart share.
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: see there (unity batches)
 
 #include <nlohmann/json.hpp>
 
