@@ -50,7 +50,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev libvulkan-dev
   catch2 libcli11-dev nlohmann-json3-dev
-  libicu-dev libsentencepiece-dev
+  libicu-dev libsentencepiece-dev zlib1g-dev
   clang libclang-rt-14-dev
   xvfb xauth
   ccache mold
@@ -109,6 +109,11 @@ else
   say "Python packages: installing" $need
   # shellcheck disable=SC2086
   "$VENV/bin/python" -m pip install -q --progress-bar off $need
+fi
+# tensorboard: to watch training (train --tensorboard DIR) and the test that TensorBoard reads it.
+if ! "$VENV/bin/python" -c 'import tensorboard' 2>/dev/null; then
+  say "tensorboard: installing from PyPI into $VENV"
+  "$VENV/bin/python" -m pip install -q --progress-bar off tensorboard==2.21.0
 fi
 prefix=$("$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 say "LibTorch: CMAKE_PREFIX_PATH=$prefix"

@@ -90,6 +90,11 @@ void ProgressPrinter::on_saved(const SaveResult& result) {
     m_save_error = result.ok ? std::string() : result.error;
 }
 
+void ProgressPrinter::on_warning(const std::string& message) {
+    clear_line();
+    warn(message);
+}
+
 int ProgressPrinter::saves() const {
     std::lock_guard<std::mutex> lock(m_save_mutex);
     return m_saves;

@@ -82,6 +82,8 @@ public:
     void on_epoch(const EpochReport& r) override;
     void on_finished(StopReason reason, const std::string& message) override;
     void on_saved(const SaveResult& result) override;
+    /// "attnviz-cli: warning: ..." on stderr, also with --quiet (it is not progress).
+    void on_warning(const std::string& message) override;
     const std::string& message() const { return m_message; }
     /// Saves reported so far, and the last one's error ("" when it succeeded); any thread.
     int saves() const;

@@ -2,6 +2,7 @@
 // table of the results and the per-epoch curves as CSV (seed 002, Q27, Q31-34).
 // Also the `tasks` listing.
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "app/cli_common.hpp"
@@ -114,6 +115,15 @@ int run_compare(CompareOptions& o) {
         runs = std::move(next);
     }
     if (runs.size() < 2) throw UsageError("--vary: give at least two values to compare");
+    // --tensorboard DIR: each run in a folder of its own named by its settings, which TensorBoard
+    // lists as runs side by side (one folder would mix their curves into one run).
+    for (auto& r : runs)
+        if (!r.train.tensorboard.empty() && r.train.tensorboard == base_t.tensorboard) {
+            std::string name = r.label;
+            for (char& c : name)
+                if (c == ' ' || c == '/') c = '_';
+            r.train.tensorboard = (std::filesystem::path(base_t.tensorboard) / name).string();
+        }
     for (auto& r : runs) {
         try {
             r.train.validate();
@@ -210,6 +220,7 @@ Command add_compare_command(CLI::App& parent) {
         "All runs share the data split (the base --seed) and the other flags. The table goes to stdout,\n"
         "progress to stderr. --curves CSV columns: run,epoch,train_loss,val_loss,val_bleu,val_accuracy,\n"
         "val_token_accuracy,tokens_per_second,elapsed,val_align_accuracy,val_aer (alignment: tasks only).\n"
+        "--tensorboard DIR logs each run in DIR/<its settings> (e.g. DIR/scoring=dot), side by side in TensorBoard.\n"
         "Examples:\n"
         "  attnviz-cli compare --task toy-french --epochs 10 --vary scoring=additive,dot,none --curves c.csv\n"
         "  attnviz-cli compare --task reverse --vary teacher-forcing=1.0,0.5 --vary hidden=64,128");

@@ -29,7 +29,7 @@ const char* type_name(const ParamSpec& p) {
         case ParamType::real: return "FLOAT";
         case ParamType::boolean: return "BOOL";
         case ParamType::choice: return "NAME";
-        case ParamType::text: return "TEXT";
+        case ParamType::text: return p.folder ? "DIR" : "TEXT";
     }
     return "VALUE";
 }

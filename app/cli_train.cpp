@@ -28,7 +28,7 @@ struct TrainOptions {
 };
 
 /// Heap bytes in use (glibc's count over all arenas); 0 where it cannot be known. The
-/// difference around loading is what the corpus takes (README "Corpora": bytes per pair).
+/// difference around loading is what the corpus takes (docs/corpora.md, "Large corpora": bytes per pair).
 size_t heap_in_use() {
     const HeapStats h = heap_stats();
     return h.available ? static_cast<size_t>(h.in_use_mb * 1024.0 * 1024.0) : 0;

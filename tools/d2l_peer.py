@@ -8,7 +8,7 @@ attnviz benchmark uses, so that the two compare like for like:
                        autocast: training, validation and the four sample translations.
   --flush-subnormals   with torch.set_flush_denormal(True): subnormal floats read and
                        written as zero on the CPU, as attnviz's training threads compute
-                       (core/train/precision.hpp, README "Subnormal numbers").
+                       (core/train/precision.hpp, docs/benchmarks.md, "Subnormal numbers").
 
 Usage: d2l_peer.py [--bf16] [--flush-subnormals] REFERENCE.py DATA.tsv [the reference's own flags ...]
 """

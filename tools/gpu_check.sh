@@ -4,7 +4,7 @@
 # every attention map, the four attribution methods) and prints the largest differences;
 # then the training benchmark beside d2l's PyTorch code (interleaved rounds), decoding and
 # attribution speed on both devices and a corpus agreement run. Prints a summary; every
-# JSON it wrote stays in the work directory. How the README's GPU figures were made.
+# JSON it wrote stays in the work directory. How the GPU figures of docs/benchmarks.md were made.
 #
 #   tools/gpu_check.sh DATA.tsv [D2L_DIR]
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Builds the 16,000-pair, ~3,600-word benchmark corpus of README's
-"The d2l reproduction and speed" from the 5,000-pair Tatoeba sample.
+"""Builds the 16,000-pair, ~3,600-word benchmark corpus of docs/benchmarks.md
+("The 16,000-pair corpus") from the 5,000-pair Tatoeba sample.
 
 Usage: make_speed_corpus.py ../shared/data/tatoeba-eng-fra-5000.tsv > speed-16000.tsv
        [--pairs 16000] [--seed 0]

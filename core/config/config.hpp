@@ -191,6 +191,11 @@ struct TrainConfig {
                                       ///< aligns (-1: the last; the RNN has one)
     std::string alignment_heads = "mean";  ///< ... and its heads: "mean" (all of them averaged) or a
                                            ///< comma-separated list of heads, averaged ("0" or "1,3")
+    std::string tensorboard;          ///< a folder (created when missing) that receives TensorBoard event
+                                      ///< files: training scalars, validation scores, attention heatmaps and
+                                      ///< translations (core/train/tensorboard_log.hpp); "" = off
+    int tensorboard_every = 10;       ///< TensorBoard: training loss, learning rate and speed every this
+                                      ///< many batches (the loss their mean)
 
     void validate() const;            ///< throws ConfigError
     nlohmann::json to_json() const;

@@ -25,6 +25,7 @@ struct BatchReport {
     double tokens_per_second = 0.0;  ///< target tokens/s over the last batches
     double elapsed = 0.0;         ///< seconds of training in this run (pauses excluded)
     double eta = 0.0;             ///< estimated seconds left
+    double lr = 0.0;              ///< the learning rate the batch trained with
 };
 
 /// One epoch's report.

@@ -45,7 +45,7 @@ std::string expectation(const ParamSpec& p) {
         case ParamType::choice:
             for (const auto& c : p.choices) names += (names.empty() ? "" : ", ") + c;
             return "one of " + names;
-        case ParamType::text: return p.check_text ? p.check_text("") : "text";
+        case ParamType::text: return p.folder ? "a folder (empty: off)" : p.check_text ? p.check_text("") : "text";
     }
     return {};
 }
@@ -207,7 +207,7 @@ std::string describe_range(const ParamSpec& p) {
             for (const auto& c : p.choices) s += (s.empty() ? "" : " | ") + c;
             return s;
         }
-        case ParamType::text: return p.check_text ? p.check_text("") : "text";
+        case ParamType::text: return p.folder ? "a folder (empty: off)" : p.check_text ? p.check_text("") : "text";
     }
     return {};
 }
@@ -308,6 +308,7 @@ nlohmann::json registry_json() {
             o["choice_labels"] = p.choice_labels;
         }
         if (!p.zero_means.empty()) o["zero_means"] = p.zero_means;
+        if (p.type == ParamType::text) o["folder"] = p.folder;
         all.push_back(std::move(o));
     }
     return all;

@@ -73,6 +73,9 @@ struct ParamSpec {
     /// ("auto, cpu, cuda or cuda:N"; the empty text is never acceptable, so
     /// check_text("") describes the forms for --help).
     std::function<std::string(const std::string&)> check_text;
+    /// text parameters: a folder's path, any text, "" meaning off (the CLI says DIR, the form
+    /// offers a folder chooser); check_text is then null.
+    bool folder = false;
 };
 
 /// Every parameter, in the order of the CLI's --help and the GUI form.

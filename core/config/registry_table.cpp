@@ -24,6 +24,7 @@ public:
     Decl& exclusive_min() { m_p.min_exclusive = true; return *this; }
     Decl& rnn() { m_p.family = ParamFamily::rnn; return *this; }
     Decl& transformer() { m_p.family = ParamFamily::transformer; return *this; }
+    Decl& folder() { m_p.folder = true; return *this; }
     /// A plain number, bool or string member of ModelConfig or TrainConfig.
     template <class S, class F>
     Decl& field(S H::*part, F S::*member) {
@@ -214,6 +215,15 @@ std::vector<ParamSpec> declare_parameters() {
                "slower on other CPUs")
         .transformer()
         .options(&H::train, &T::precision, {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16 mixed"}});
+    add.text("tensorboard", "tensorboard", "TensorBoard folder",
+             "write TensorBoard event files to this folder (created when missing): training loss, learning rate "
+             "and speed, validation loss, BLEU and accuracy, heatmaps of the first three validation sentences' "
+             "attention and the validation translations; empty = off")
+        .folder().field(&H::train, &T::tensorboard);
+    add.integer("tensorboard_every", "tensorboard-every", "TensorBoard every (batches)", 1, 1000000,
+                "TensorBoard: write the training loss (the mean of these batches), learning rate and speed every "
+                "this many batches")
+        .advanced().field(&H::train, &T::tensorboard_every);
     add.integer("patience", "patience", "Early stopping patience", 0, 10000,
                 "stop after this many epochs without a lower validation loss; 0 = off")
         .zero("off").field(&H::train, &T::patience);

@@ -72,7 +72,7 @@ TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, To
                               std::to_string(config.max_length));
     } else {
         // Positions rather than copies: each pair is copied once, into train or val (a corpus
-        // of 200,000 pairs is ~100 MB of token strings; see README "Corpora").
+        // of 200,000 pairs is ~100 MB of token strings; see docs/corpora.md).
         const auto max_length = static_cast<size_t>(config.max_length);
         std::vector<size_t> keep;
         keep.reserve(corpus.pairs.size());

@@ -30,8 +30,9 @@ private:
     int m_fd;
 };
 
-/// Opens path, checks it is a regular file; returns the descriptor and its size.
-int open_regular(const std::string& path, const std::string& what, uint64_t* size) {
+}  // namespace
+
+int open_regular_file(const std::string& path, const std::string& what, uint64_t* size) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw FileError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
     struct stat st {};
@@ -50,6 +51,8 @@ int open_regular(const std::string& path, const std::string& what, uint64_t* siz
     *size = static_cast<uint64_t>(st.st_size);
     return fd;
 }
+
+namespace {
 
 /// Reads up to n bytes (stops early at end of file).
 std::string read_n(int fd, size_t n, const std::string& path, const std::string& what) {
@@ -81,7 +84,7 @@ std::string describe_file_type(mode_t mode) {
 
 std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& what) {
     uint64_t size = 0;
-    Fd fd(open_regular(path, what, &size));
+    Fd fd(open_regular_file(path, what, &size));
     if (size > max_bytes)
         throw FileError(what + " '" + path + "' is " + std::to_string(size) + " bytes, more than the " +
                         std::to_string(max_bytes) + " this reads; refused");
@@ -94,7 +97,7 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, const
 
 std::string read_file_head(const std::string& path, size_t n, const std::string& what, uint64_t* file_size) {
     uint64_t size = 0;
-    Fd fd(open_regular(path, what, &size));
+    Fd fd(open_regular_file(path, what, &size));
     if (file_size) *file_size = size;
     return read_n(fd.get(), static_cast<size_t>(std::min<uint64_t>(n, size)), path, what);
 }

@@ -14,6 +14,12 @@ namespace attnviz {
 /// "a character device", "a block device", "a socket", else "not a regular file".
 std::string describe_file_type(mode_t mode);
 
+/// Opens path for reading (O_CLOEXEC) and checks that it is a regular file; returns the
+/// descriptor (the caller closes it) and its size in *size. Throws FileError
+/// "cannot open WHAT 'path': ..." or "WHAT 'path' is a FIFO (named pipe), not a regular
+/// file; refused". Never blocks on a FIFO.
+int open_regular_file(const std::string& path, const std::string& what, uint64_t* size);
+
 /// Reads the whole file at path. Throws FileError "cannot open WHAT 'path': ..."
 /// when it cannot be opened, "... is not a regular file" for a FIFO, device,
 /// socket or directory, and "... is N bytes, more than the M this reads" when it

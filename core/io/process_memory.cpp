@@ -38,18 +38,33 @@ HeapStats heap_stats() {
     return s;
 }
 
-double resident_mb() {
+namespace {
+/// A "Key:   N kB" line of /proc/self/status in MB; negative where absent.
+double status_mb(const char* key) {
     std::FILE* f = std::fopen("/proc/self/status", "r");
     if (!f) return -1;
     char line[256];
     double kb = -1;
+    const size_t n = std::strlen(key);
     while (std::fgets(line, sizeof line, f))
-        if (std::strncmp(line, "VmRSS:", 6) == 0) {
-            std::sscanf(line + 6, "%lf", &kb);
+        if (std::strncmp(line, key, n) == 0) {
+            std::sscanf(line + n, "%lf", &kb);
             break;
         }
     std::fclose(f);
     return kb < 0 ? -1 : kb / 1024.0;
+}
+}  // namespace
+
+double resident_mb() { return status_mb("VmRSS:"); }
+
+double peak_resident_mb() { return status_mb("VmHWM:"); }
+
+bool reset_peak_resident() {
+    std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    const bool written = std::fputs("5", f) >= 0;
+    return std::fclose(f) == 0 && written;
 }
 
 bool release_free_heap() {

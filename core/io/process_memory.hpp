@@ -29,6 +29,16 @@ HeapStats heap_stats();
 /// The process's resident memory in MB (VmRSS from /proc/self/status); negative where unknown.
 double resident_mb();
 
+/// The process's peak resident memory in MB since it started or since the last
+/// reset_peak_resident() (VmHWM from /proc/self/status); negative where unknown.
+/// Mapped file pages that were touched count, as they do in VmRSS.
+double peak_resident_mb();
+
+/// Starts the peak over from the current resident memory (writes "5" to
+/// /proc/self/clear_refs, Linux 4.0 and later), so that a test can bound the peak of
+/// one operation. Returns false where that is not possible (then the peak keeps counting).
+bool reset_peak_resident();
+
 /// Hands the pages of the heap's free blocks back to the system (glibc's malloc_trim):
 /// the resident memory falls to what is in use. Takes milliseconds for hundreds of MB;
 /// the pages cost a page fault each when reused. Returns true when memory was released.

@@ -11,6 +11,7 @@
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
+#include "core/io/mapped_file.hpp"
 #include "core/io/message.hpp"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -238,13 +239,16 @@ json header_json(const std::string& text, const std::string& name, const Limits&
 
 }  // namespace
 
-File parse(std::string bytes, const std::string& name, const Limits& limits) {
+namespace {
+
+/// Parses bytes that something else keeps alive; the caller sets storage.
+File parse_view(std::string_view bytes, const std::string& name, const Limits& limits) {
     const uint64_t size = bytes.size();
     const uint64_t header_size = header_length(bytes.data(), size, name, limits);
     File f;
     f.name = name;
     f.data_start = static_cast<size_t>(8 + header_size);
-    const json header = header_json(bytes.substr(8, header_size), name, limits, f.metadata);
+    const json header = header_json(std::string(bytes.substr(8, header_size)), name, limits, f.metadata);
     const HeaderReader reader(name, limits, size - 8 - header_size);
     f.tensors.reserve(header.size());
     for (const auto& [key, value] : header.items()) f.tensors.push_back(reader.tensor(key, value));
@@ -252,12 +256,25 @@ File parse(std::string bytes, const std::string& name, const Limits& limits) {
         return a.begin != b.begin ? a.begin < b.begin : a.end != b.end ? a.end < b.end : a.name < b.name;
     });
     reader.check_tiling(f.tensors);
-    f.bytes = std::move(bytes);
+    f.bytes = bytes;
+    return f;
+}
+
+}  // namespace
+
+File parse(std::string bytes, const std::string& name, const Limits& limits) {
+    auto owned = std::make_shared<std::string>(std::move(bytes));
+    File f = parse_view(*owned, name, limits);
+    f.owner = std::move(owned);
     return f;
 }
 
 File read_file(const std::string& path, const Limits& limits) {
-    return parse(read_regular_file(path, limits.max_file_bytes, "file"), path, limits);
+    MappedFilePtr mapping = MappedFile::open(path, limits.max_file_bytes, "file");
+    File f = parse_view(mapping->view(), path, limits);
+    f.mapped = mapping->mapped();
+    f.owner = std::move(mapping);
+    return f;
 }
 
 std::map<std::string, std::string> read_metadata(const std::string& path, const Limits& limits) {

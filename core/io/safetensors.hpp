@@ -15,7 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attnviz::safetensors {
@@ -46,18 +48,27 @@ struct Limits {
     int max_json_depth = 32;                         ///< nesting of the header JSON
 };
 
-/// A parsed file. Owns its bytes; the entries point into them.
+/// A parsed file. Holds its bytes (shared: copies of a File, and tensors that view
+/// its entries, keep them alive); the entries point into them.
 struct File {
     std::string name;                                ///< path or label, for messages
     std::map<std::string, std::string> metadata;     ///< "__metadata__" (string values only, as the format says)
     std::vector<TensorInfo> tensors;                 ///< in data-offset order
-    std::string bytes;                               ///< the whole file
+    std::string_view bytes;                          ///< the whole file, valid while `owner` lives
+    /// Owns what `bytes` shows: the file's mapping (read_file: a MappedFile,
+    /// core/io/mapped_file.hpp) or the bytes given to parse (a std::string).
+    std::shared_ptr<const void> owner;
+    bool mapped = false;                             ///< bytes is a mapping of the file (read_file; MappedFile::mapped)
     size_t data_start = 0;                           ///< offset of the data section in bytes
 
     /// The entry named `name`, or nullptr.
     const TensorInfo* find(const std::string& name) const;
     /// First byte of an entry's data (inside `bytes`).
     const char* data(const TensorInfo& t) const { return bytes.data() + data_start + t.begin; }
+    /// The same address, writable, for tensors that view the entry (view_tensor,
+    /// core/persist/safetensors_torch.hpp): `owner` is a private writable mapping or
+    /// a string of this library's, so a write changes this process's copy, never the file.
+    char* writable_data(const TensorInfo& t) const { return const_cast<char*>(data(t)); }
 };
 
 /// Parses bytes already in memory. Throws FileError naming `name` and what is wrong
@@ -65,9 +76,10 @@ struct File {
 /// a limit exceeded).
 File parse(std::string bytes, const std::string& name, const Limits& limits = {});
 
-/// Reads and parses a file. Only regular files are read (a FIFO, a device or a
-/// directory is refused at once), and the file's size is checked against
-/// limits.max_file_bytes before it is read. Throws FileError.
+/// Maps (core/io/mapped_file.hpp) and parses a file: nothing is copied, and only
+/// the pages that are used become resident. Only regular files are read (a FIFO, a
+/// device or a directory is refused at once), and the file's size is checked against
+/// limits.max_file_bytes before it is mapped. Throws FileError.
 File read_file(const std::string& path, const Limits& limits = {});
 
 /// Reads only the header of a file and returns its "__metadata__", for telling

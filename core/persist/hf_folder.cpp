@@ -20,7 +20,7 @@
 #include "core/model/families.hpp"
 #include "core/persist/parameter_names.hpp"
 #include "core/persist/safetensors_torch.hpp"
-#include "core/persist/weight_files.hpp"
+#include "core/persist/weights_file.hpp"
 #include "core/text/pretrained_tokenizer.hpp"
 
 namespace attnviz {
@@ -231,15 +231,26 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
     auto src_vocab = std::make_shared<const Vocab>(Vocab::from_json(json{{"tokens", src_layout.names}}));
     auto tgt_vocab = std::make_shared<const Vocab>(Vocab::from_json(json{{"tokens", tgt_layout.names}}));
 
-    const auto weights = read_model_weights(dir_in);
+    // The weights are views of the mapped file (core/persist/weights_file.hpp): a parameter
+    // stored as float32 in the order the network uses becomes a view of the file's pages
+    // (copied page by page only if training writes it), so opening a 300 MB model costs
+    // its pages once, not a copy on top of them. Vocabulary rows are permuted into a copy.
+    WeightsReadOptions read_options;
+    read_options.view = true;
+    std::map<std::string, torch::Tensor> tensors;
+    for (auto& [name, t] : read_weights(dir_in, read_options))
+        if (!tensors.emplace(name, t).second) throw FileError(what + ": the weights hold " + quote(name, 200) + " twice");
     const auto expected = parameter_names(mc);
     Network network = build_network(mc);
     auto named = network->named_parameters();
     std::set<std::string> used;
     torch::NoGradGuard no_grad;
     for (const auto& p : expected) {
-        const torch::Tensor* t = find_weight(weights.tensors, p.file, used);
+        const torch::Tensor* t = find_weight(tensors, p.file, used);
         if (!t) throw FileError(what + ": the weights have no " + quote(p.file) + " (a " + c.describe() + " model needs it)");
+        if (!t->is_floating_point())
+            throw FileError(what + ": " + quote(p.file) + " holds " + std::string(c10::toString(t->scalar_type())) +
+                            " values, expected floating point");
         torch::Tensor value = t->to(torch::kFloat);
         if (p.rows != VocabRows::none) {
             const auto& layout = p.rows == VocabRows::source ? src_layout : tgt_layout;
@@ -257,9 +268,12 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
         if (value.sizes() != dst.sizes())
             throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
                             ", which does not fit " + c.describe() + " (config.json)");
-        dst.copy_(value);
+        if (value.is_contiguous() && p.rows == VocabRows::none)
+            dst.set_data(value);  // the file's pages (or the converted copy), no second copy
+        else
+            dst.copy_(value);
     }
-    for (const auto& [name, t] : weights.tensors)
+    for (const auto& [name, t] : tensors)
         if (!used.count(name) && !ignorable(name))
             throw FileError(what + ": unexpected tensor " + quote(name, 200) + " (not a weight of a " + to_string(c.family) +
                             " model as config.json describes it: another architecture?)");

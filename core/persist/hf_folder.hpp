@@ -5,7 +5,7 @@
 //
 // A folder holds config.json, generation_config.json (older folders keep those fields
 // in config.json), the weights (model.safetensors, a sharded model.safetensors.index.json,
-// or pytorch_model.bin: core/persist/weight_files.hpp) and the tokenizer's files
+// or pytorch_model.bin: core/persist/weights_file.hpp) and the tokenizer's files
 // (core/text/pretrained_tokenizer.hpp). A hub id ("Helsinki-NLP/opus-mt-en-fr") is found
 // in the local Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub:
 // models--ORG--NAME/snapshots/REV/); attnviz never downloads.

@@ -2,7 +2,9 @@
 // reader refuses to build elsewhere), so a copy is a memcpy.
 #include "core/persist/safetensors_torch.hpp"
 
+#include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -41,6 +43,35 @@ torch::Tensor to_tensor(const File& file, const TensorInfo& entry, DType expecte
     auto t = torch::empty(entry.shape, torch::TensorOptions().dtype(scalar_type(entry.dtype)));
     if (entry.end > entry.begin) std::memcpy(t.data_ptr(), file.data(entry), entry.end - entry.begin);
     return t;
+}
+
+torch::Tensor view_tensor(const File& file, const TensorInfo& entry, DType expected) {
+    check_dtype(file, entry, expected);
+    const size_t align = element_size(entry.dtype);
+    if (!file.owner || reinterpret_cast<uintptr_t>(file.data(entry)) % align != 0)
+        return to_tensor(file, entry, expected);
+    // The deleter holds the bytes' owner: the tensor keeps the mapping (or string) alive.
+    std::shared_ptr<const void> keep = file.owner;
+    return torch::from_blob(
+        file.writable_data(entry), entry.shape, [keep](void*) mutable { keep.reset(); },
+        torch::TensorOptions().dtype(scalar_type(entry.dtype)));
+}
+
+bool is_float(DType dtype) {
+    return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
+}
+
+torch::Tensor to_float_tensor(const File& file, const TensorInfo& entry, bool view) {
+    if (!is_float(entry.dtype))
+        throw FileError("'" + file.name + "': tensor " + quote(entry.name) + " has dtype " + to_string(entry.dtype) +
+                        ", expected a floating type (F32, F16, BF16 or F64)");
+    if (entry.dtype == DType::F32) return view ? view_tensor(file, entry, DType::F32) : to_tensor(file, entry, DType::F32);
+    // Converted from a temporary view where aligned (one copy), else from a copy.
+    const size_t align = element_size(entry.dtype);
+    if (reinterpret_cast<uintptr_t>(file.data(entry)) % align == 0)
+        return torch::from_blob(file.writable_data(entry), entry.shape, torch::TensorOptions().dtype(scalar_type(entry.dtype)))
+            .to(torch::kFloat);
+    return to_tensor(file, entry, entry.dtype).to(torch::kFloat);
 }
 
 void copy_into(const File& file, const TensorInfo& entry, torch::Tensor& dst) {

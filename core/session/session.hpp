@@ -82,6 +82,9 @@ public:
     virtual void on_snapshot(const TranslationModelPtr& model) {}
     virtual void on_probe(const ProbeResult& probe) {}
     virtual void on_saved(const SaveResult& result) {}
+    /// Something went wrong that does not stop training, said once (e.g. the TensorBoard
+    /// folder cannot be written: "TensorBoard: cannot create ...; training goes on without it").
+    virtual void on_warning(const std::string& message) {}
     /// The run ended; message says why in words ("training finished", the error).
     virtual void on_finished(StopReason reason, const std::string& message) {}
 };

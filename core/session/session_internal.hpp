@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/session/session.hpp"
+#include "core/train/tensorboard_log.hpp"
 #include "core/train/train.hpp"
 
 namespace attnviz {
@@ -63,12 +64,15 @@ SaveResult save_now(const Checkpoint& c, const std::string& path);
 std::string short_message(const std::exception& e);
 
 /// Forwards the trainer's reports to the session observer, serves saves between
-/// batches and translates the probe at each snapshot. Runs on the worker.
+/// batches, translates the probe at each snapshot and keeps the TensorBoard log
+/// (TrainConfig::tensorboard). Runs on the worker.
 class SessionRelay : public TrainObserver {
 public:
-    SessionRelay(TrainingSession::Shared& s, Trainer& t) : m_s(s), m_t(t) {}
+    /// Opens the TensorBoard log when the trainer's configuration asks for one.
+    SessionRelay(TrainingSession::Shared& s, Trainer& t);
     void on_batch(const BatchReport& r) override;
     void on_epoch(const EpochReport& r) override;
+    void on_validation(const ValidationSample& s) override;
     void on_snapshot(int epoch, int64_t step) override { publish(m_t.snapshot(), epoch, step); }
     void on_finished(StopReason reason, const std::string& message) override;
     StopReason reason() const { return m_reason; }
@@ -81,6 +85,7 @@ public:
 private:
     TrainingSession::Shared& m_s;
     Trainer& m_t;
+    std::unique_ptr<TensorBoardLog> m_tensorboard;  ///< null: off
     StopReason m_reason = StopReason::error;
     std::string m_message = "training ended unexpectedly";
 };

@@ -18,15 +18,30 @@ SaveResult save_now(const Checkpoint& c, const std::string& path) {
 
 std::string short_message(const std::exception& e) { return without_stack_trace(e.what()); }
 
+SessionRelay::SessionRelay(TrainingSession::Shared& s, Trainer& t) : m_s(s), m_t(t) {
+    const TrainConfig& config = t.train_config();
+    if (config.tensorboard.empty()) return;
+    SessionObserver* observer = s.observer;
+    m_tensorboard = std::make_unique<TensorBoardLog>(config, t.history().global_step, [observer](const std::string& m) {
+        if (observer) observer->on_warning(m);
+    });
+}
+
 void SessionRelay::on_batch(const BatchReport& r) {
     {
         std::lock_guard<std::mutex> lock(m_s.mutex);
         m_s.unsaved = true;
     }
+    if (m_tensorboard) m_tensorboard->batch(r);
     if (m_s.observer) m_s.observer->on_batch(r);
 }
 
+void SessionRelay::on_validation(const ValidationSample& s) {
+    if (m_tensorboard) m_tensorboard->validation(s);
+}
+
 void SessionRelay::on_epoch(const EpochReport& r) {
+    if (m_tensorboard) m_tensorboard->epoch(r);
     if (m_s.observer) m_s.observer->on_epoch(r);
 }
 

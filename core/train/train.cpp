@@ -21,6 +21,7 @@
 #include "core/optim/fused_adam.hpp"
 #include "core/analysis/metrics.hpp"
 #include "core/optim/optimizer_state.hpp"
+#include "core/text/text.hpp"
 #include "core/train/split_step.hpp"
 
 namespace attnviz {
@@ -227,6 +228,10 @@ double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::stri
 }
 
 EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max_decode) {
+    return evaluate(pairs, max_decode, nullptr);
+}
+
+EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max_decode, ValidationSample* sample) {
     EpochReport r;
     r.val_loss = std::nan("");
     if (pairs.empty()) return r;
@@ -261,14 +266,28 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
     // A view of the live network (no copy); it switches the network to eval mode, restored below.
     const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.tokenizer);
-    for (auto& t : view.translate_tokens(sources, dopts))
-        hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
+    std::vector<Translation> translations = view.translate_tokens(sources, dopts);
+    for (auto& t : translations) hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
     r.val_accuracy = exact_match(hyps, refs);
     r.val_bleu = corpus_bleu(hyps, refs).score;
+    if (sample) {  // what a log shows of this decoding: no second one
+        const auto text = [&](const std::vector<std::string>& tokens) {
+            return m_data.tokenizer ? m_data.tokenizer->decode(tokens) : detokenize(tokens, m_data.level);
+        };
+        for (size_t i = 0; i < n; ++i) {
+            sample->sources.push_back(text(sources[i]));
+            sample->references.push_back(text(refs[i]));
+            sample->hypotheses.push_back(text(hyps[i]));
+        }
+        const size_t kept = std::min(n, ValidationSample::kept_translations);
+        sample->first.assign(std::make_move_iterator(translations.begin()),
+                             std::make_move_iterator(translations.begin() + static_cast<std::ptrdiff_t>(kept)));
+    }
+    translations.clear();
     // Where the pairs know their true alignment (built-in tasks): how well the attention aligns.
-    const std::vector<SentencePair> sample(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::vector<SentencePair> sample_pairs(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n));
     const AlignmentScore align =
-        evaluate_alignment(view, sample, dopts, 0.0f,
+        evaluate_alignment(view, sample_pairs, dopts, 0.0f,
                            cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads));
     r.val_align_accuracy = align.accuracy();
     r.val_aer = align.aer();

@@ -25,12 +25,26 @@
 
 namespace attnviz {
 
+/// What one validation decoded, for logs that show translations (core/train/tensorboard_log.hpp):
+/// the first sentences of the greedily decoded sample with their attention, and the whole
+/// sample as text.
+struct ValidationSample {
+    static constexpr size_t kept_translations = 3;  ///< how many translations `first` keeps
+    int epoch = 0;                  ///< the epoch validated (0: a pretrained model before fine-tuning)
+    int64_t global_step = 0;        ///< batches trained when it was validated
+    std::vector<Translation> first; ///< the sample's first kept_translations sentences, attention included
+    /// The sample (TrainConfig::eval_sample pairs) as text, in order: source, reference, the greedy output.
+    std::vector<std::string> sources, references, hypotheses;
+};
+
 /// Receives progress; called on the training thread (the ui adapter queues it to the GUI).
 class TrainObserver {
 public:
     virtual ~TrainObserver() = default;
     virtual void on_batch(const BatchReport&) {}
     virtual void on_epoch(const EpochReport&) {}
+    /// Each validation's decoded sample, just before its on_epoch (none without a sample to decode).
+    virtual void on_validation(const ValidationSample&) {}
     /// A fresh copy of the weights was published (see Trainer::snapshot()).
     virtual void on_snapshot(int epoch, int64_t global_step) {}
     virtual void on_paused(bool paused) {}
@@ -106,6 +120,9 @@ public:
     /// forcing the references of those among them with a true alignment for alignment
     /// accuracy and AER (evaluate_alignment; NaN when none has one).
     EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode);
+    /// The same, keeping what the greedy decoding produced in *sample (when not null):
+    /// ValidationSample's first, sources, references and hypotheses.
+    EpochReport evaluate(const std::vector<SentencePair>& pairs, size_t max_decode, ValidationSample* sample);
 
 private:
     struct RunState;

@@ -87,11 +87,13 @@ void Trainer::begin_run(RunState& run) {
     // A pretrained model starts from what it knows: its own validation loss is the curve's first
     // point, epoch 0, before a batch changes it.
     if (m_model_config.is_pretrained() && m_history.global_step == 0 && !m_history.start && !m_data.val.empty()) {
-        EpochReport er = evaluate(m_data.val, cfg.eval_sample);
+        ValidationSample sample;
+        EpochReport er = evaluate(m_data.val, cfg.eval_sample, &sample);
         er.epoch = 0;
         er.train_loss = std::nan("");
         er.lr = learning_rate();
         m_history.start = er;
+        if (!sample.hypotheses.empty()) run.obs->on_validation(sample);
         run.obs->on_epoch(er);
     }
 }
@@ -153,13 +155,15 @@ void Trainer::report_batch(const RunState& run, int epoch, int batch, int batche
     br.tokens_per_second = run.active > 0 ? run.total_tokens / run.active : 0;
     br.elapsed = run.active;
     const int64_t left = std::max<int64_t>(0, run.planned - run.run_batches);
+    br.lr = learning_rate();
     br.eta = run.run_batches > 0 ? run.active / static_cast<double>(run.run_batches) * static_cast<double>(left) : 0;
     run.obs->on_batch(br);
 }
 
 bool Trainer::finish_epoch(RunState& run, int epoch, double epoch_lr, const EpochSums& sums) {
     const auto& cfg = m_train_config;
-    EpochReport er = evaluate(m_data.val, cfg.eval_sample);
+    ValidationSample sample;
+    EpochReport er = evaluate(m_data.val, cfg.eval_sample, &sample);
     er.epoch = epoch;
     er.train_loss = sums.tokens > 0 ? sums.loss / sums.tokens : std::nan("");
     er.tokens_per_second = sums.seconds > 0 ? sums.tokens / sums.seconds : 0;
@@ -170,6 +174,11 @@ bool Trainer::finish_epoch(RunState& run, int epoch, double epoch_lr, const Epoc
     m_history.seconds = run.base_seconds + run.active;
     const bool early = after_epoch(er);
     publish_snapshot();
+    if (!sample.hypotheses.empty()) {
+        sample.epoch = epoch;
+        sample.global_step = m_history.global_step;
+        run.obs->on_validation(sample);
+    }
     run.obs->on_epoch(er);
     run.obs->on_snapshot(epoch, m_history.global_step);
     if (!early || epoch >= cfg.epochs) return false;

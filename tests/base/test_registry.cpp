@@ -38,7 +38,8 @@ std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfi
             {"patience", t.patience}, {"min_delta", t.min_delta}, {"keep_best", t.keep_best},
             {"lr_schedule", to_string(t.lr_schedule)},
             {"lr_factor", t.lr_factor}, {"lr_step", t.lr_step}, {"lr_patience", t.lr_patience},
-            {"subword_vocab", t.subword_vocab}, {"subword_model", to_string(t.subword_model)}};
+            {"subword_vocab", t.subword_vocab}, {"subword_model", to_string(t.subword_model)},
+            {"tensorboard", t.tensorboard}, {"tensorboard_every", t.tensorboard_every}};
 }
 
 /// A valid value of p other than its default.
@@ -54,6 +55,7 @@ json other_value(const ParamSpec& p) {
         case ParamType::choice: return json(p.choices.at(p.choices.at(0) == d ? 1 : 0));
         case ParamType::text:
             if (p.name == "alignment_heads") return json("0,2");
+            if (p.name == "tensorboard") return json("runs/a");
             return json(d == "cpu" ? "cuda:1" : "cpu");
     }
     return {};
@@ -171,6 +173,22 @@ TEST_CASE("registry: out-of-range values are refused, naming the flag or the key
     TrainConfig t;
     t.lr = -1;
     CHECK_THROWS_WITH(t.validate(), Catch::Contains("learning rate") && Catch::Contains("--lr"));
+}
+
+TEST_CASE("registry: the TensorBoard folder is any text, empty for off", "[registry][tensorboard]") {
+    const ParamSpec& p = find_parameter("tensorboard");
+    CHECK(p.type == ParamType::text);
+    CHECK(p.folder);
+    CHECK(p.in_form);  // the app's Training box has it
+    CHECK(p.default_value == "");
+    CHECK(describe_range(p) == "a folder (empty: off)");
+    CHECK(parse_value(p, "") == "");
+    CHECK(parse_value(p, "runs/toy french") == "runs/toy french");
+    CHECK_FALSE(find_parameter("device").folder);
+    CHECK_FALSE(find_parameter("tensorboard_every").in_form);
+    CHECK_THROWS_WITH(parse_value(find_parameter("tensorboard-every"), "0"), Catch::Contains("1..1000000"));
+    for (const auto& entry : registry_json())
+        if (entry.at("name") == "tensorboard") CHECK(entry.at("folder") == true);
 }
 
 TEST_CASE("registry: parsing command-line text", "[registry]") {

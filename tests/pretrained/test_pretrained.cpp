@@ -217,6 +217,27 @@ TEST_CASE("pretrained greedy and beam search are token-identical to generate()",
     }
 }
 
+TEST_CASE("pytorch_model.bin opens through the restricted reader with the same weights as model.safetensors",
+          "[pretrained][bin]") {
+    if (!have_fixtures()) return;
+    // marian_bin holds the marian fixture's weights as torch.save wrote them (tools/make_hf_fixtures.py).
+    const auto safe = load_model(k_fixtures + "/marian");
+    const auto bin = load_model(k_fixtures + "/marian_bin");
+    auto a = safe->network()->named_parameters(), b = bin->network()->named_parameters();
+    REQUIRE(a.size() == b.size());
+    size_t compared = 0;
+    for (const auto& item : a) {
+        INFO(item.key());
+        REQUIRE(b.contains(item.key()));
+        CHECK(torch::equal(item.value(), b[item.key()]));
+        ++compared;
+    }
+    CHECK(compared > 10);
+    DecodeOptions d = safe->decode_defaults();
+    d.target_lang = "fra";
+    CHECK(safe->translate({"the cat sees the dog"}, d).at(0).best().ids == bin->translate({"the cat sees the dog"}, d).at(0).best().ids);
+}
+
 TEST_CASE("the generation config becomes attnviz's decoding defaults", "[pretrained][generate]") {
     if (!have_fixtures()) return;
     const auto marian = load_model(k_fixtures + "/marian");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the direction of includes inside core/ (README, Layout).
+"""Checks the direction of includes inside core/ (docs/developing.md, Layout).
 
 core/ is arranged in folders by concern, in one order:
 

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
-#include "ui/common/ColorMapTables.hpp"
+#include "core/analysis/colormap_tables.hpp"
 
 namespace attnviz::ui {
 namespace {
+
+namespace tables = attnviz::colormaps;  // 0xAARRGGBB, which is what a QRgb holds
+static_assert(std::is_same_v<QRgb, uint32_t>, "the core's colour tables are QRgb values");
 
 using Table = std::array<QRgb, 256>;
 

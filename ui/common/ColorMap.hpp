@@ -1,5 +1,5 @@
 #pragma once
-// The heatmap's colour maps: matplotlib's own tables (ui/common/ColorMapTables.cpp,
+// The heatmap's colour maps: matplotlib's own tables (core/analysis/colormap_tables.cpp,
 // entry for entry), looked up the way matplotlib does, so a heatmap here and a
 // matplotlib figure of the same weights have the same colours. viridis, magma,
 // plasma and cividis are perceptually uniform (equal steps in weight look like

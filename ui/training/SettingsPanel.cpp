@@ -1,14 +1,18 @@
 #include "ui/training/SettingsPanel.hpp"
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStyle>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <climits>
@@ -153,6 +157,20 @@ QWidget* SettingsPanel::makeEditor(const ParamSpec& p, QWidget* parent) {
         if (*p.min == 0 && !p.zero_means.empty()) s->setSpecialValueText(qs(p.zero_means));
         connect(s, &QDoubleSpinBox::valueChanged, this, &SettingsPanel::onChanged);
         editor = s;
+    } else if (p.type == ParamType::text && p.folder) {
+        // A folder (the TensorBoard log's): typed, or chosen with the button at its end; empty = off.
+        auto* e = new QLineEdit(parent);
+        e->setPlaceholderText(tr("off"));
+        e->setClearButtonEnabled(true);
+        QAction* choose = e->addAction(style()->standardIcon(QStyle::SP_DirOpenIcon), QLineEdit::TrailingPosition);
+        choose->setObjectName(qs(p.name) + QStringLiteral("Choose"));
+        choose->setToolTip(tr("Choose a folder…"));
+        connect(choose, &QAction::triggered, this, [this, e, label = qs(p.label)] {
+            const QString dir = QFileDialog::getExistingDirectory(this, label, e->text());
+            if (!dir.isEmpty()) e->setText(dir);
+        });
+        connect(e, &QLineEdit::textChanged, this, &SettingsPanel::onChanged);
+        editor = e;
     } else if (p.type == ParamType::boolean) {
         auto* c = new QCheckBox(qs(p.label), parent);
         connect(c, &QCheckBox::toggled, this, &SettingsPanel::onChanged);
@@ -184,6 +202,7 @@ json SettingsPanel::read(const Field& f) const {
     if (auto* s = qobject_cast<QDoubleSpinBox*>(f.editor))
         return f.spec->type == ParamType::integer ? json(int64_t(std::llround(s->value()))) : json(s->value());
     if (auto* c = qobject_cast<QCheckBox*>(f.editor)) return json(c->isChecked());
+    if (auto* e = qobject_cast<QLineEdit*>(f.editor)) return json(ss(e->text().trimmed()));
     return json(ss(static_cast<QComboBox*>(f.editor)->currentData().toString()));
 }
 
@@ -194,6 +213,8 @@ void SettingsPanel::write(const Field& f, const json& v) {
         s->setValue(clampTo(*f.spec, v.get<double>()));
     } else if (auto* c = qobject_cast<QCheckBox*>(f.editor)) {
         c->setChecked(v.get<bool>());
+    } else if (auto* e = qobject_cast<QLineEdit*>(f.editor)) {
+        e->setText(qs(v.get<std::string>()));
     } else {
         auto* combo = static_cast<QComboBox*>(f.editor);
         const QString name = qs(v.get<std::string>());

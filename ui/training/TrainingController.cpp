@@ -1,5 +1,7 @@
 #include "ui/training/TrainingController.hpp"
 
+#include <QDateTime>
+#include <QDir>
 #include <QTimer>
 #include <atomic>
 #include <chrono>
@@ -46,6 +48,7 @@ public:
         TranslationModelPtr snapshot;  ///< only the newest since the last drain
         std::vector<ProbeResult> probes;
         std::vector<SaveResult> saves;
+        std::vector<std::string> warnings;
         std::optional<std::pair<StopReason, std::string>> finished;
     };
 
@@ -85,6 +88,10 @@ public:
         std::lock_guard<std::mutex> lock(m_mutex);
         m_pending.saves.push_back(result);
     }
+    void on_warning(const std::string& message) override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_pending.warnings.push_back(message);
+    }
     void on_finished(StopReason reason, const std::string& message) override {
         std::lock_guard<std::mutex> lock(m_mutex);
         m_pending.finished.emplace(reason, message);
@@ -122,17 +129,50 @@ bool TrainingController::hasModel() const { return m_session->has_model(); }
 bool TrainingController::unsaved() const { return m_session->unsaved(); }
 TrainHistory TrainingController::history() const { return m_session->history(); }
 
+QString TrainingController::tensorboardRunFolder(const QString& root, const ModelConfig& model) const {
+    // As PyTorch's SummaryWriter names its runs: the start time, then what tells the runs apart.
+    const QString name = QStringLiteral("%1_run%2_%3_%4")
+                             .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+                             .arg(m_runs + 1)
+                             .arg(qs(to_string(model.arch)),
+                                  qs(model.arch == ModelArch::rnn ? to_string(model.scoring) : std::string("heads") +
+                                                                        std::to_string(model.num_heads)));
+    return QDir(root).filePath(name);
+}
+
 bool TrainingController::start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train,
                                QString* error) {
     const QString label = tr("run %1 · %2 %3").arg(m_runs + 1).arg(qs(to_string(model.scoring)), qs(to_string(model.cell)));
-    if (!launch(label, error, [&] { m_session->start(std::move(corpus), model, train); })) return false;
+    // The TensorBoard folder is where the runs go: each fresh run logs in a folder of its own
+    // (one folder would mix the runs' curves into one), which Continue keeps logging in.
+    TrainConfig t = train;
+    const QString root = qs(train.tensorboard);
+    const QString folder = root.isEmpty() ? QString() : tensorboardRunFolder(root, model);
+    t.tensorboard = ss(folder);
+    if (!launch(label, error, [&] { m_session->start(std::move(corpus), model, t); })) return false;
+    m_tensorboardRoot = root;
+    m_tensorboardRun = folder;
     ++m_runs;
     return true;
 }
 
 bool TrainingController::continueTraining(const TrainConfig& train, std::shared_ptr<const Corpus> corpus,
                                           QString* error) {
-    return launch(QString(), error, [&] { m_session->continue_training(train, std::move(corpus)); });
+    // The run's own TensorBoard folder goes on; an opened checkpoint (or another folder set) starts one.
+    TrainConfig t = train;
+    const QString root = qs(train.tensorboard);
+    QString folder;
+    if (!root.isEmpty() && root == m_tensorboardRoot && !m_tensorboardRun.isEmpty()) {
+        folder = m_tensorboardRun;
+    } else if (!root.isEmpty()) {
+        const TranslationModelPtr model = m_session->model();
+        folder = tensorboardRunFolder(root, model ? model->config() : ModelConfig{});
+    }
+    t.tensorboard = ss(folder);
+    if (!launch(QString(), error, [&] { m_session->continue_training(t, std::move(corpus)); })) return false;
+    m_tensorboardRoot = root;
+    m_tensorboardRun = folder;
+    return true;
 }
 
 bool TrainingController::launch(const QString& label, QString* error, const std::function<void()>& begin) {
@@ -174,6 +214,7 @@ bool TrainingController::open(const QString& path, QString* error) {
         return false;
     }
     m_path = path;
+    m_tensorboardRun.clear();  // continuing the opened model is a run of its own
     return true;
 }
 
@@ -261,6 +302,7 @@ void TrainingController::poll() {
         Q_EMIT snapshotReady(m_latest);
     }
     for (const auto& p : b.probes) Q_EMIT probeReady(p);
+    for (const auto& w : b.warnings) Q_EMIT warning(qs(w));
     for (const auto& s : b.saves) {
         if (s.ok) m_path = qs(s.path);
         Q_EMIT saveFinished(s.ok, qs(s.path), qs(s.error));

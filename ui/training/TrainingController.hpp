@@ -35,6 +35,8 @@ public:
 
     /// Trains a fresh model (data preparation and model construction run on the
     /// worker too). False with *error when a run is active or a setting is refused.
+    /// train.tensorboard, when set, is the folder of the runs: this run logs in a
+    /// subfolder of its own (tensorboardRun()), which continueTraining() keeps.
     bool start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train,
                QString* error = nullptr);
     /// Trains the current model further -- the last run's, or an opened checkpoint's on
@@ -57,6 +59,8 @@ public:
     bool save(const QString& path);
     /// Where Save writes without asking: the file opened or last saved to (a run starting clears it).
     QString checkpointPath() const { return m_path; }
+    /// The folder the current run logs to TensorBoard in ("" when it does not).
+    QString tensorboardRun() const { return m_tensorboardRun; }
 
     State state() const { return m_state; }
     bool isActive() const { return m_state != State::Idle; }
@@ -96,6 +100,8 @@ Q_SIGNALS:
     void probeReady(const attnviz::ProbeResult& probe);
     void finished(attnviz::StopReason reason, const QString& message);
     void saveFinished(bool ok, const QString& path, const QString& error);
+    /// Something went wrong that does not stop training (e.g. the TensorBoard folder cannot be written).
+    void warning(const QString& message);
 
 private:
     bool launch(const QString& label, QString* error, const std::function<void()>& begin);
@@ -103,6 +109,8 @@ private:
     void refreshState();
     void setState(State state);
     void newSession();
+    /// ROOT/<start time>_run<N>_<arch>_<scoring or heads>.
+    QString tensorboardRunFolder(const QString& root, const ModelConfig& model) const;
 
     // Declared in this order so that the session (and its worker) goes before the buffer it reports to.
     std::shared_ptr<SessionBuffer> m_buffer;
@@ -110,6 +118,7 @@ private:
     QTimer* m_timer;
     State m_state = State::Idle;
     QString m_device, m_runLabel, m_probe, m_path;
+    QString m_tensorboardRoot, m_tensorboardRun;  ///< the TensorBoard folder set, and the run's folder in it
     TranslationModelPtr m_latest;
     int m_plannedEpochs = 0;
     int m_flushes = 0;

@@ -35,6 +35,8 @@ void MainWindow::connectController() {
     connect(m_controller, &TrainingController::probeReady, m_probe, &ProbePanel::addSnapshot);
     connect(m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
     connect(m_controller, &TrainingController::saveFinished, this, &MainWindow::onSaved);
+    connect(m_controller, &TrainingController::warning, this,
+            [this](const QString& message) { showError(tr("Training goes on"), sentence(message)); });
 }
 
 void MainWindow::startTraining() {

@@ -2,6 +2,7 @@
 // what the window remembers between runs.
 // LibTorch's c10 logging defines a CHECK macro of its own: include everything
 // that pulls in LibTorch first, then let Catch2 define CHECK last.
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -170,6 +171,33 @@ TEST_CASE("settings: the form is generated from the parameter registry", "[ui][s
     CHECK(loaded.trainConfig().seed == 5000000000ULL);
     CHECK(loaded.trainConfig().lr_schedule == LrSchedule::step);
     CHECK(loaded.modelConfig().dropout == panel.modelConfig().dropout);
+}
+
+TEST_CASE("settings: the TensorBoard folder is a line edit, empty for off, and is remembered",
+          "[ui][settings][tensorboard]") {
+    app();
+    SettingsPanel panel;
+    auto* folder = panel.findChild<QLineEdit*>(QStringLiteral("tensorboard"));
+    REQUIRE(folder);
+    CHECK(folder->text().isEmpty());  // off by default
+    CHECK(folder->placeholderText() == QStringLiteral("off"));
+    CHECK(panel.trainConfig().tensorboard.empty());
+    CHECK(panel.findChild<QAction*>(QStringLiteral("tensorboardChoose")) != nullptr);  // the folder chooser
+    folder->setText(QStringLiteral("  runs/a "));
+    CHECK(panel.trainConfig().tensorboard == "runs/a");
+    CHECK(panel.isValid());
+    TrainConfig t = panel.trainConfig();
+    t.tensorboard = "runs/b";
+    panel.setTrainConfig(t);
+    CHECK(folder->text() == QStringLiteral("runs/b"));
+    QTemporaryDir dir;
+    QSettings store(dir.filePath(QStringLiteral("s.ini")), QSettings::IniFormat);
+    panel.saveSettings(store);
+    SettingsPanel loaded;
+    loaded.loadSettings(store);
+    CHECK(loaded.trainConfig().tensorboard == "runs/b");
+    folder->clear();
+    CHECK(panel.trainConfig().tensorboard.empty());
 }
 
 TEST_CASE("the window remembers settings, view choices and the corpus", "[ui][settings]") {

@@ -1,0 +1,70 @@
+// The descriptor is opened and checked by open_regular_file (core/io/file_read.cpp)
+// and closed once the mapping exists: a mapping keeps its file alive by itself.
+// Where the file system cannot map files, the file is read into memory instead.
+#include "core/io/mapped_file.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "core/io/error.hpp"
+#include "core/io/file_read.hpp"
+
+namespace attnviz {
+
+namespace {
+// What data() points at for an empty file: never null, never written (size 0).
+char k_empty[1] = {0};
+}  // namespace
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes,
+                                                   const std::string& what) {
+    uint64_t size = 0;
+    const int fd = open_regular_file(path, what, &size);
+    if (size > max_bytes || size > std::numeric_limits<size_t>::max()) {
+        ::close(fd);
+        throw FileError(what + " '" + path + "' is " + std::to_string(size) + " bytes, more than the " +
+                        std::to_string(max_bytes) + " this reads; refused");
+    }
+    std::shared_ptr<MappedFile> f(new MappedFile());
+    f->m_path = path;
+    f->m_size = static_cast<size_t>(size);
+    f->m_data = k_empty;
+    if (size == 0) {
+        ::close(fd);
+        return f;
+    }
+    void* p = ::mmap(nullptr, f->m_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+        ::close(fd);
+        f->m_data = static_cast<char*>(p);
+        f->m_mapped = true;
+        return f;
+    }
+    // A file system that cannot map files (some FUSE ones): read it instead.
+    const int map_error = errno;
+    f->m_heap.reset(new (std::nothrow) char[f->m_size]);
+    size_t got = 0;
+    while (f->m_heap && got < f->m_size) {
+        const ssize_t r = ::pread(fd, f->m_heap.get() + got, f->m_size - got, static_cast<off_t>(got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+    }
+    ::close(fd);
+    if (!f->m_heap || got != f->m_size)
+        throw FileError("cannot map " + what + " '" + path + "' (" + std::to_string(size) +
+                        " bytes) into memory (" + std::strerror(map_error) + "), nor read it");
+    f->m_data = f->m_heap.get();
+    return f;
+}
+
+MappedFile::~MappedFile() {
+    if (m_mapped) ::munmap(m_data, m_size);
+}
+
+}  // namespace attnviz
