@@ -148,7 +148,7 @@ def private_names(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         text = strip_code(f.read())
     found = []
-    stack = []  # one entry per open brace: ("ns", name or None) or ("block", enum or None)
+    stack = []  # one entry per open brace: ("ns", name; None when unnamed) or ("block", ...)
     stmt = ""
     i = 0
     while i < len(text):
@@ -165,8 +165,8 @@ def private_names(path):
                         found.append((scope_of(stack), name, "namespace", ""))
                     stack.append(("ns", name))
                 else:
-                    if s.startswith('extern ""'):
-                        stack.append(("ns", "extern"))
+                    if s.startswith('extern ""'):  # extern "C" { ... }: a linkage block, no scope
+                        stack.append(("ns", ""))
                         stmt = ""
                         i += 1
                         continue
