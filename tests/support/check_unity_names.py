@@ -15,7 +15,8 @@ It reads the build folder's compile_commands.json, finds each target's generated
 Unity/unity_N_cxx.cxx files and the sources they include, and reports a private name
 declared in two of them, keyed by the named namespaces around it. Files listed with
 SKIP_UNITY_BUILD_INCLUSION compile on their own and are not read. Not a clash: two
-functions of one name with different parameter types (overloads), and two identical
+functions of one name that no call can confuse (overloads whose parameter types differ
+for every number of arguments both take, default arguments counted), and two identical
 alias declarations (`using json = nlohmann::json;`) or using-declarations.
 
 The parser is a small scanner, not a C++ front end: it strips comments and literals,
@@ -88,7 +89,8 @@ def top_level(s, chars):
 
 
 def parameter_types(params):
-    """'const std::string& s, int n = 3' -> 'const std::string&,int' (names and defaults dropped)."""
+    """'const std::string& s, int n = 3' -> 'const std::string&,int=' (names dropped; a
+    parameter with a default value ends in '=')."""
     types, depth, cur = [], 0, ""
     for c in params + ",":
         if c in "(<[":
@@ -100,11 +102,24 @@ def parameter_types(params):
             words = IDENT.findall(p)
             if len(words) > 1 and words[-1] not in KEYWORDS and re.search(r"\b" + words[-1] + r"\s*(\[[^\]]*\])?$", p):
                 p = p[: p.rfind(words[-1])]
-            types.append(re.sub(r"\s+", "", p))
+            p = re.sub(r"\s+", "", p)
+            if p and p != "void":
+                types.append(p + ("=" if "=" in cur else ""))
             cur = ""
         else:
             cur += c
-    return ",".join(t for t in types if t)
+    return ",".join(types)
+
+
+def callable_alike(a, b):
+    """Whether two parameter lists (parameter_types) accept one argument list: some number of
+    arguments both take, with the same types for those -- a call would be ambiguous."""
+    pa, pb = [t for t in a.split(",") if t], [t for t in b.split(",") if t]
+    least = lambda p: sum(1 for t in p if not t.endswith("="))
+    for n in range(max(least(pa), least(pb)), min(len(pa), len(pb)) + 1):
+        if [t.rstrip("=") for t in pa[:n]] == [t.rstrip("=") for t in pb[:n]]:
+            return True
+    return False
 
 
 def declaration(stmt, internal):
@@ -154,6 +169,11 @@ def private_names(path):
     while i < len(text):
         c = text[i]
         in_ns = all(kind == "ns" for kind, _ in stack)
+        if c == "{" and in_ns and stmt.count("(") > stmt.count(")"):
+            end = matching_brace(text, i)  # braces inside parentheses: a default argument's {}
+            stmt += text[i:end + 1]
+            i = end + 1
+            continue
         if c == "{":
             if in_ns:
                 s = " ".join(stmt.split())
@@ -251,8 +271,9 @@ def clashes(build, root=None):
                 continue
             kinds = {k for k, _ in by_file.values()}
             details = [d for _, d in by_file.values()]
-            if kinds == {"function"} and len(set(details)) == len(details):
-                continue  # overloads: different parameter types
+            if kinds == {"function"} and not any(
+                    callable_alike(x, y) for i, x in enumerate(details) for y in details[i + 1:]):
+                continue  # overloads that no call can confuse
             if kinds <= {"alias", "using"} and len(kinds) == 1 and len(set(details)) == 1:
                 continue  # the same alias or using-declaration twice
             where = " ".join(os.path.relpath(p, root) if root else p for p in by_file)
@@ -266,7 +287,8 @@ def self_test():
         # file name -> (source, in a batch)
         "a.cpp": ("namespace {\nint helper(int x) { return x; }\nstruct Fixture { int v; };\n"
                   "constexpr char k_alphabet[] = \"ab\";\nusing json = int;\nenum Input { i_a, i_b };\n"
-                  "void over(const std::string& s) {}\nnamespace field { int x; }\n}\n"
+                  "void over(const std::string& s) {}\nnamespace field { int x; }\n"
+                  "std::string refusal(const std::string& b) { return b; }\nint scaled(int v) { return v; }\n}\n"
                   "namespace attnviz {\nstatic int counter = 0;\nconst int k_limit = 3;\n"
                   "int public_function(int x) { return x; }\n}\n", True),
         "b.cpp": ("// namespace { int helper(int y); } in a comment\n#include <x>\nnamespace {\n"
@@ -275,11 +297,14 @@ def self_test():
                   "void over(std::ostream& out) {}\ntemplate <typename T>\nT field(const T& v) { return v; }\n}\n"
                   "namespace attnviz {\nstatic int counter = 1;\nint public_function(int x);\nusing torch::Tensor;\n}\n"
                   "namespace {\nusing testing::small_model;\n}\n", True),
-        "c.cpp": ("namespace {\nenum Other : int { i_b = 2 };\nint small_model() { return 1; }\n}\n"
+        "c.cpp": ("namespace {\nenum Other : int { i_b = 2 };\nint small_model() { return 1; }\n"
+                  "std::string refusal(const std::string& bytes, const Limits& limits = {}) { return bytes; }\n"
+                  "int scaled(int v, int k) { return v * k; }\n}\n"
                   "namespace attnviz {\nconst int k_limit = 4;\nusing torch::Tensor;\n}\n", True),
         "skipped.cpp": ("namespace {\nint helper(int z) { return z; }\n}\n", False),
     }
-    want = {"helper", "Fixture", "k_alphabet", "field", "attnviz::counter", "attnviz::k_limit", "i_b", "small_model"}
+    want = {"helper", "Fixture", "k_alphabet", "field", "attnviz::counter", "attnviz::k_limit", "i_b", "small_model",
+            "refusal"}
     with tempfile.TemporaryDirectory() as tmp:
         unity_dir = os.path.join(tmp, "lib", "CMakeFiles", "t.dir", "Unity")
         os.makedirs(unity_dir)
