@@ -19,7 +19,7 @@
 #
 # LibTorch comes from the PyTorch wheel on PyPI, installed into the virtual
 # environment; CMake finds it through torch.utils.cmake_prefix_path. Builds go
-# through ccache (installed here; CMake uses it when present: tools/build_speed.cmake).
+# through ccache and link with mold (both installed here; CMake uses them when present).
 set -euo pipefail
 
 TORCH_VERSION="${ATTNVIZ_TORCH_VERSION:-2.11.0}"
@@ -53,7 +53,7 @@ APT_PACKAGES=(
   libicu-dev libsentencepiece-dev zlib1g-dev
   clang libclang-rt-14-dev
   xvfb xauth
-  ccache
+  ccache mold
 )
 
 if [ "$DO_APT" = 1 ]; then

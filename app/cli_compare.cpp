@@ -45,7 +45,7 @@ Variation parse_vary(const std::string& spec) {
     return v;
 }
 
-struct Run {
+struct ComparedRun {
     std::string label;
     ModelConfig model;
     TrainConfig train;
@@ -58,7 +58,7 @@ struct Run {
 
 std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
 
-void print_table(const std::vector<Run>& runs) {
+void print_table(const std::vector<ComparedRun>& runs) {
     size_t w = 3;
     for (const auto& r : runs) w = std::max(w, r.label.size());
     std::cout << pad("run", w) << "  val_loss  val_bleu  val_acc  tok_acc  train_loss  seconds    tok/s  status\n";
@@ -79,7 +79,7 @@ void print_table(const std::vector<Run>& runs) {
     std::cout << std::flush;
 }
 
-std::string curves_csv(const std::vector<Run>& runs) {
+std::string curves_csv(const std::vector<ComparedRun>& runs) {
     std::string out = "run,epoch,train_loss,val_loss,val_bleu,val_accuracy,val_token_accuracy,tokens_per_second,elapsed,"
                       "val_align_accuracy,val_aer\n";
     auto num = [](double x) { return std::isfinite(x) ? fixed(x, 6) : std::string(); };
@@ -101,14 +101,14 @@ int run_compare(CompareOptions& o) {
     // Every configuration is built and checked before the first one trains.
     std::vector<Variation> vars;
     for (const auto& spec : o.vary) vars.push_back(parse_vary(spec));
-    std::vector<Run> runs(1);
+    std::vector<ComparedRun> runs(1);
     runs[0].model = base_m;
     runs[0].train = base_t;
     for (const auto& v : vars) {
-        std::vector<Run> next;
+        std::vector<ComparedRun> next;
         for (const auto& r : runs)
             for (const auto& value : v.values) {
-                Run x = r;
+                ComparedRun x = r;
                 v.setting->set(x.model, x.train, value);
                 x.label += (x.label.empty() ? "" : " ") + v.setting->name + "=" + value;
                 next.push_back(std::move(x));
@@ -139,7 +139,7 @@ int run_compare(CompareOptions& o) {
     set_signal_mode(SignalMode::defer);  // --curves is written before a signal ends the program
     bool failed = false;
     for (size_t i = 0; i < runs.size() && !interrupted(); ++i) {
-        Run& r = runs[i];
+        ComparedRun& r = runs[i];
         TrainConfig data_config = r.train;
         data_config.seed = base_t.seed;  // same split for every run, even when the seed varies
         auto data = std::make_shared<const TrainingData>(prepare_data(*corpus, data_config));

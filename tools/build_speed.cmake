@@ -2,8 +2,7 @@
 # Included by the top-level CMakeLists.txt before any target is made. Three levers, each an
 # option, each used only where its tool is present:
 #
-#   ATTNVIZ_UNITY_BUILD  (off by default until every target's name clashes are listed)
-#                        compile each target's sources in batches of ATTNVIZ_UNITY_BATCH
+#   ATTNVIZ_UNITY_BUILD  compile each target's sources in batches of ATTNVIZ_UNITY_BATCH
 #                        files (CMake's unity build). With GCC, a file that loads the
 #                        LibTorch precompiled header spends ~11 s of CPU on it before its
 #                        own code: GCC instantiates the header's pending templates again in
@@ -22,13 +21,12 @@
 #                        directory or after `git pull`, takes seconds. The precompiled headers
 #                        need ccache's sloppiness pch_defines,time_macros, set here for these
 #                        compiles only (added to the user's own setting, which stays as is).
-#   ATTNVIZ_LINKER       mold, lld, auto (mold, else lld, where the compiler accepts it) or
-#                        default (the default: the compiler's own linker). The links against
-#                        LibTorch are large.
-option(ATTNVIZ_UNITY_BUILD "Compile each target's sources in batches (one LibTorch header load per batch)" OFF)
+#   ATTNVIZ_LINKER       mold, lld or default; auto (the default) takes mold, else lld, where
+#                        the compiler accepts it. The links against LibTorch are large.
+option(ATTNVIZ_UNITY_BUILD "Compile each target's sources in batches (one LibTorch header load per batch)" ON)
 set(ATTNVIZ_UNITY_BATCH 8 CACHE STRING "Files per unity batch (ATTNVIZ_UNITY_BUILD)")
 option(ATTNVIZ_CCACHE "Compile through ccache when it is installed" ON)
-set(ATTNVIZ_LINKER default CACHE STRING "Linker: auto (mold, else lld, else the compiler's), mold, lld or default")
+set(ATTNVIZ_LINKER auto CACHE STRING "Linker: auto (mold, else lld, else the compiler's), mold, lld or default")
 set_property(CACHE ATTNVIZ_LINKER PROPERTY STRINGS auto mold lld default)
 
 if(ATTNVIZ_UNITY_BUILD)
@@ -47,8 +45,16 @@ if(ATTNVIZ_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
     list(APPEND _sloppiness pch_defines time_macros)
     list(REMOVE_DUPLICATES _sloppiness)
     list(JOIN _sloppiness "," _sloppiness)
+    # base_dir (unless the user set one): paths under the source folder enter the cache key
+    # relative to the build folder, so another build folder or another clone of the same tree
+    # hits the cache too (a fresh clone beside an old one, a second folder with the same flags).
+    execute_process(COMMAND "${ATTNVIZ_CCACHE_PROGRAM}" --get-config base_dir
+                    OUTPUT_VARIABLE _base_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(NOT _base_dir)
+      set(_base_dir "${CMAKE_SOURCE_DIR}")
+    endif()
     set(CMAKE_CXX_COMPILER_LAUNCHER "${CMAKE_COMMAND}" -E env "CCACHE_SLOPPINESS=${_sloppiness}"
-        "${ATTNVIZ_CCACHE_PROGRAM}")
+        "CCACHE_BASEDIR=${_base_dir}" "${ATTNVIZ_CCACHE_PROGRAM}")
     message(STATUS "attnviz: compiling through ${ATTNVIZ_CCACHE_PROGRAM} (sloppiness ${_sloppiness})")
   endif()
 endif()

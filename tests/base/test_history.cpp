@@ -2,7 +2,7 @@
 // rule the checkpoint's history and the GUI's chart share.
 #include <cmath>
 
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: see there (unity batches)
 
 #include <nlohmann/json.hpp>
 

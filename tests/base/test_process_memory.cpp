@@ -1,5 +1,5 @@
 // The heap figures and giving free heap pages back (core/process_memory).
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: see there (unity batches)
 
 #include <cstdlib>
 #include <condition_variable>

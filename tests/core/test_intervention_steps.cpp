@@ -60,7 +60,7 @@ std::vector<std::string> words(const std::string& sentence) {
     return out;
 }
 
-Intervention make(InterventionKind kind, int64_t source_token = 0, uint64_t seed = 0) {
+Intervention make_intervention(InterventionKind kind, int64_t source_token = 0, uint64_t seed = 0) {
     Intervention iv;
     iv.kind = kind;
     iv.source_token = source_token;
@@ -120,13 +120,13 @@ Replayed replay_decode(const TranslationModel& model, const std::vector<std::str
 
 /// The trained reverse RNN and a tiny Transformer (2 blocks, 4 heads, untrained), each with
 /// sentences of its vocabulary.
-struct Case {
+struct InterventionCase {
     std::string name;
     TranslationModelPtr model;
     std::vector<std::string> sentences;
 };
-std::vector<Case> cases() {
-    std::vector<Case> out;
+std::vector<InterventionCase> cases() {
+    std::vector<InterventionCase> out;
     out.push_back({"rnn", testing::trained_reverse(), {"a b c d e", "j i h g f e d c", "c a"}});
     const Vocab src = Vocab::build({{"a", "b", "c", "d", "e"}});
     const Vocab tgt = Vocab::build({{"v", "w", "x", "y", "z"}});
@@ -154,7 +154,7 @@ TEST_CASE("permute and zero run two decoder steps per output token however long 
                 DecodeOptions o;
                 o.max_length = length;
                 o.generation.min_length = length + 1;  // <eos> barred: every output is `length` long
-                o.intervention = make(kind, 0, 5);
+                o.intervention = make_intervention(kind, 0, 5);
                 counting->steps = 0;
                 const auto t = greedy_decode(searcher, {{"a", "b", "c"}}, o);
                 REQUIRE(static_cast<int64_t>(t.at(0).best().ids.size()) == length);
@@ -169,8 +169,8 @@ TEST_CASE("permute and zero run two decoder steps per output token however long 
 
 TEST_CASE("permute and zero decode what replaying every step from the start decoded", "[intervention]") {
     for (const auto& c : cases()) {
-        for (const auto& iv : {make(InterventionKind::permute, 0, 7), make(InterventionKind::permute, 0, 12),
-                               make(InterventionKind::zero_token, 0), make(InterventionKind::zero_token, 1)}) {
+        for (const auto& iv : {make_intervention(InterventionKind::permute, 0, 7), make_intervention(InterventionKind::permute, 0, 12),
+                               make_intervention(InterventionKind::zero_token, 0), make_intervention(InterventionKind::zero_token, 1)}) {
             for (const auto& sentence : c.sentences) {
                 INFO(c.name << ", " << iv.describe() << ", \"" << sentence << "\"");
                 const std::vector<std::string> source = words(sentence);

@@ -4,6 +4,12 @@
 // header comes last wins, and a torch CHECK aborts the process instead of
 // recording a failure. Including torch first and dropping its macros makes the
 // order safe with or without precompiled headers.
+// In a unity batch (tools/build_speed.cmake) the test files of one executable
+// follow each other in one translation unit: a file there that included
+// <catch2/catch.hpp> itself would let the next file's #undef remove Catch's CHECK
+// for good (catch.hpp's include guard keeps it from coming back), so every test
+// file of tests/base, core and cli includes this header instead. (tests/ui's
+// files all include catch.hpp after their ui headers, which include LibTorch.)
 #include <torch/torch.h>
 
 #undef CHECK

@@ -31,8 +31,7 @@
 #include "ui/translate/TranslatePanel.hpp"
 #include "ui/analysis/WebPageWriter.hpp"
 
-#undef CHECK
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: a unity batch (see there)
 
 #include "ui_fixture.hpp"
 #include "web_page_check.hpp"

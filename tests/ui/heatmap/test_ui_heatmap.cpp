@@ -50,8 +50,7 @@
 #include "ui/translate/StepInspector.hpp"
 #include "ui/translate/TranslatePanel.hpp"
 
-#undef CHECK
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: a unity batch (see there)
 
 #include "ui_fixture.hpp"
 

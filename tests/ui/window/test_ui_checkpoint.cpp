@@ -11,8 +11,7 @@
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/d2l_interop.hpp"
 
-#undef CHECK
-#include <catch2/catch.hpp>
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: a unity batch (see there)
 
 #include "ui_fixture.hpp"
 
