@@ -168,7 +168,7 @@ FileRole file_role(const std::string& command, const std::string& flag) {
                                          "--resume", "--init-from", "--alignments", "OLD"};
     static const char* const outputs[] = {"--save",         "--out",    "--attention-out", "--beam-tree", "--html-out",
                                           "--alignment-out", "--curves", "--memory-log",    "NEW"};
-    if (command == "export-model" && flag == "--out") return FileRole::output_file_or_folder;
+    if (command == "export" && flag == "--out") return FileRole::output_file_or_folder;  // alias export-model
     for (const char* name : inputs)
         if (flag == name) return FileRole::input;
     for (const char* name : outputs)
