@@ -7,17 +7,17 @@
 
 namespace attnviz {
 
-Network build_network(const ModelConfig& config) {
+Network build_network(const ModelConfig& config, NetworkFill fill) {
     switch (config.arch) {
     case ModelArch::transformer: return std::make_shared<TransformerImpl>(config);
-    case ModelArch::pretrained: return std::make_shared<PretrainedImpl>(config);
+    case ModelArch::pretrained: return std::make_shared<PretrainedImpl>(config, fill == NetworkFill::initialised);
     case ModelArch::rnn: break;
     }
     return std::make_shared<Seq2SeqImpl>(config);
 }
 
 Network clone_network(const EncoderDecoder& network, const torch::Device& device) {
-    Network copy = build_network(network.config());
+    Network copy = build_network(network.config(), NetworkFill::unfilled);
     copy_weights(*copy, network);
     copy->to(device);
     copy->eval();

@@ -7,11 +7,20 @@
 
 namespace attnviz {
 
-/// The network of the configuration's family, weights initialised from config.seed
-/// (ConfigError when the configuration is invalid or its vocabulary sizes unset).
-Network build_network(const ModelConfig& config);
+/// Whether build_network writes the weights.
+enum class NetworkFill {
+    initialised,  ///< the family's own initialisation (from config.seed)
+    /// Allocated, not written, where the family can (the pretrained family: its weights are only
+    /// ever loaded): for callers that overwrite every parameter next (loading, copying), so a
+    /// 300 MB model's random copy never takes memory beside the loaded one.
+    unfilled,
+};
 
-/// A deep copy (weights cloned) on `device`, in evaluation mode.
+/// The network of the configuration's family, weights initialised from config.seed unless `fill`
+/// says otherwise (ConfigError when the configuration is invalid or its vocabulary sizes unset).
+Network build_network(const ModelConfig& config, NetworkFill fill = NetworkFill::initialised);
+
+/// A deep copy (weights cloned, built unfilled) on `device`, in evaluation mode.
 Network clone_network(const EncoderDecoder& network, const torch::Device& device);
 
 }  // namespace attnviz

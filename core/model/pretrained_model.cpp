@@ -88,6 +88,18 @@ torch::nn::LayerNorm layer_norm(const PretrainedConfig& c) {
     return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model}).eps(c.layer_norm_eps));
 }
 
+/// A Linear layer [out, in] with bias: torch's initialisation when filled, else allocated and never
+/// written (built as 1 x 1, then given its real shape), so that no random copy of the weights is
+/// ever resident beside the loaded ones.
+torch::nn::Linear pretrained_linear(int64_t in, int64_t out, bool filled) {
+    if (filled) return torch::nn::Linear(in, out);
+    torch::nn::Linear layer(torch::nn::LinearOptions(1, 1));
+    layer->weight.set_data(torch::empty({out, in}));
+    layer->bias.set_data(torch::empty({out}));
+    layer->options.in_features(in).out_features(out);
+    return layer;
+}
+
 /// A matrix of a slice [n, n] as rows.
 AttentionMatrix to_matrix(const torch::Tensor& m) {
     const auto c = m.to(torch::kCPU, torch::kFloat).contiguous();
@@ -127,38 +139,39 @@ torch::Tensor pretrained_position_table(PositionTable kind, int64_t n, int64_t w
 
 // --- modules ----------------------------------------------------------------------
 
-PretrainedAttentionImpl::PretrainedAttentionImpl(int64_t width, int64_t h) : heads(h), head_dim(width / h) {
+PretrainedAttentionImpl::PretrainedAttentionImpl(int64_t width, int64_t h, bool filled)
+    : heads(h), head_dim(width / h) {
     scaling = std::pow(static_cast<double>(head_dim), -0.5);
     // transformers' order: k, v, q, out.
-    k_proj = register_module("k_proj", torch::nn::Linear(width, width));
-    v_proj = register_module("v_proj", torch::nn::Linear(width, width));
-    q_proj = register_module("q_proj", torch::nn::Linear(width, width));
-    out_proj = register_module("out_proj", torch::nn::Linear(width, width));
+    k_proj = register_module("k_proj", pretrained_linear(width, width, filled));
+    v_proj = register_module("v_proj", pretrained_linear(width, width, filled));
+    q_proj = register_module("q_proj", pretrained_linear(width, width, filled));
+    out_proj = register_module("out_proj", pretrained_linear(width, width, filled));
 }
 
 torch::Tensor PretrainedAttentionImpl::split_heads(const torch::Tensor& x) const {
     return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);
 }
 
-PretrainedEncoderLayerImpl::PretrainedEncoderLayerImpl(const PretrainedConfig& c) {
-    self_attn = register_module("self_attn", PretrainedAttention(c.d_model, c.encoder_heads));
+PretrainedEncoderLayerImpl::PretrainedEncoderLayerImpl(const PretrainedConfig& c, bool filled) {
+    self_attn = register_module("self_attn", PretrainedAttention(c.d_model, c.encoder_heads, filled));
     self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(c));
-    fc1 = register_module("fc1", torch::nn::Linear(c.d_model, c.encoder_ffn));
-    fc2 = register_module("fc2", torch::nn::Linear(c.encoder_ffn, c.d_model));
+    fc1 = register_module("fc1", pretrained_linear(c.d_model, c.encoder_ffn, filled));
+    fc2 = register_module("fc2", pretrained_linear(c.encoder_ffn, c.d_model, filled));
     final_layer_norm = register_module("final_layer_norm", layer_norm(c));
 }
 
-PretrainedDecoderLayerImpl::PretrainedDecoderLayerImpl(const PretrainedConfig& c) {
-    self_attn = register_module("self_attn", PretrainedAttention(c.d_model, c.decoder_heads));
+PretrainedDecoderLayerImpl::PretrainedDecoderLayerImpl(const PretrainedConfig& c, bool filled) {
+    self_attn = register_module("self_attn", PretrainedAttention(c.d_model, c.decoder_heads, filled));
     self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(c));
-    encoder_attn = register_module("encoder_attn", PretrainedAttention(c.d_model, c.decoder_heads));
+    encoder_attn = register_module("encoder_attn", PretrainedAttention(c.d_model, c.decoder_heads, filled));
     encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(c));
-    fc1 = register_module("fc1", torch::nn::Linear(c.d_model, c.decoder_ffn));
-    fc2 = register_module("fc2", torch::nn::Linear(c.decoder_ffn, c.d_model));
+    fc1 = register_module("fc1", pretrained_linear(c.d_model, c.decoder_ffn, filled));
+    fc2 = register_module("fc2", pretrained_linear(c.decoder_ffn, c.d_model, filled));
     final_layer_norm = register_module("final_layer_norm", layer_norm(c));
 }
 
-PretrainedImpl::PretrainedImpl(const ModelConfig& config) : m_config(config), m_spec(config.pretrained) {
+PretrainedImpl::PretrainedImpl(const ModelConfig& config, bool filled) : m_config(config), m_spec(config.pretrained) {
     config.validate_for_build();
     if (!config.is_pretrained() || !m_spec) throw ConfigError("model: not a pretrained model's configuration");
     const PretrainedConfig& c = m_spec->model;
@@ -167,37 +180,40 @@ PretrainedImpl::PretrainedImpl(const ModelConfig& config) : m_config(config), m_
         throw ConfigError("model: a model sharing its embeddings needs one vocabulary (" + std::to_string(Vs) + " / " +
                           std::to_string(Vt) + " rows)");
     torch::NoGradGuard no_grad;
+    const auto matrix = [filled](int64_t rows, int64_t cols) {
+        return filled ? torch::zeros({rows, cols}) : torch::empty({rows, cols});
+    };
     auto model = register_module("model", std::make_shared<torch::nn::Module>());
     model_module = model.get();
     if (c.share_embeddings) {
         auto holder = model->register_module("shared", std::make_shared<torch::nn::Module>());
-        shared = holder->register_parameter("weight", torch::zeros({Vs, d}));
+        shared = holder->register_parameter("weight", matrix(Vs, d));
         encoder_embed = decoder_embed = shared;
     }
     auto encoder = model->register_module("encoder", std::make_shared<torch::nn::Module>());
     auto decoder = model->register_module("decoder", std::make_shared<torch::nn::Module>());
     if (!c.share_embeddings) {
         encoder_embed = encoder->register_module("embed_tokens", std::make_shared<torch::nn::Module>())
-                            ->register_parameter("weight", torch::zeros({Vs, d}));
+                            ->register_parameter("weight", matrix(Vs, d));
         decoder_embed = decoder->register_module("embed_tokens", std::make_shared<torch::nn::Module>())
-                            ->register_parameter("weight", torch::zeros({Vt, d}));
+                            ->register_parameter("weight", matrix(Vt, d));
     }
     auto enc_layers = encoder->register_module("layers", torch::nn::ModuleList());
     for (int64_t l = 0; l < c.encoder_layers; ++l) {
-        encoder_layers.push_back(PretrainedEncoderLayer(c));
+        encoder_layers.push_back(PretrainedEncoderLayer(c, filled));
         enc_layers->push_back(encoder_layers.back());
     }
     if (c.final_layer_norms) encoder_norm = encoder->register_module("layer_norm", layer_norm(c));
     auto dec_layers = decoder->register_module("layers", torch::nn::ModuleList());
     for (int64_t l = 0; l < c.decoder_layers; ++l) {
-        decoder_layers.push_back(PretrainedDecoderLayer(c));
+        decoder_layers.push_back(PretrainedDecoderLayer(c, filled));
         dec_layers->push_back(decoder_layers.back());
     }
     if (c.final_layer_norms) decoder_norm = decoder->register_module("layer_norm", layer_norm(c));
     lm_head = c.tie_word_embeddings
                   ? decoder_embed
                   : register_module("lm_head", std::make_shared<torch::nn::Module>())
-                        ->register_parameter("weight", torch::zeros({Vt, d}));
+                        ->register_parameter("weight", matrix(Vt, d));
     // transformers keeps final_logits_bias as a buffer: loaded and saved, never trained.
     final_logits_bias = c.final_logits_bias ? register_parameter("final_logits_bias", torch::zeros({1, Vt}),
                                                                  /*requires_grad=*/false)

@@ -45,7 +45,9 @@ namespace attnviz {
 /// transformers' MarianAttention / M2M100Attention: q, k, v and out projections with biases.
 class PretrainedAttentionImpl : public torch::nn::Module {
 public:
-    PretrainedAttentionImpl(int64_t width, int64_t heads);
+    /// filled: initialised (zeros, torch's Linear init); else allocated, never written (a loader
+    /// overwrites every parameter: the untouched pages cost no memory until then).
+    PretrainedAttentionImpl(int64_t width, int64_t heads, bool filled = true);
     /// [B, T, d] -> [B, h, T, dh]
     torch::Tensor split_heads(const torch::Tensor& x) const;
     torch::nn::Linear k_proj{nullptr}, v_proj{nullptr}, q_proj{nullptr}, out_proj{nullptr};
@@ -57,7 +59,7 @@ TORCH_MODULE(PretrainedAttention);
 /// One encoder layer: self_attn, self_attn_layer_norm, fc1, fc2, final_layer_norm.
 class PretrainedEncoderLayerImpl : public torch::nn::Module {
 public:
-    PretrainedEncoderLayerImpl(const PretrainedConfig& c);
+    PretrainedEncoderLayerImpl(const PretrainedConfig& c, bool filled = true);
     PretrainedAttention self_attn{nullptr};
     torch::nn::LayerNorm self_attn_layer_norm{nullptr};
     torch::nn::Linear fc1{nullptr}, fc2{nullptr};
@@ -68,7 +70,7 @@ TORCH_MODULE(PretrainedEncoderLayer);
 /// One decoder layer: self_attn (causal), encoder_attn (cross), the feed-forward network, three LayerNorms.
 class PretrainedDecoderLayerImpl : public torch::nn::Module {
 public:
-    PretrainedDecoderLayerImpl(const PretrainedConfig& c);
+    PretrainedDecoderLayerImpl(const PretrainedConfig& c, bool filled = true);
     PretrainedAttention self_attn{nullptr};
     torch::nn::LayerNorm self_attn_layer_norm{nullptr};
     PretrainedAttention encoder_attn{nullptr};
@@ -98,11 +100,13 @@ struct PretrainedCache : DecoderCache {
     std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<PretrainedCache>(*this); }
 };
 
-/// The pretrained encoder-decoder. Built from config.pretrained with weights at zero: a model
-/// folder's weights are copied in (core/persist/hf_folder.hpp); there is no initialisation of its own.
+/// The pretrained encoder-decoder. Built from config.pretrained with weights at zero, or, with
+/// filled = false, allocated and never written: a model folder's weights replace them
+/// (core/persist/hf_folder.hpp) without a random model of the same size in memory first (a 300 MB
+/// opus-mt would otherwise peak at twice its size). There is no initialisation of its own.
 class PretrainedImpl : public EncoderDecoder {
 public:
-    explicit PretrainedImpl(const ModelConfig& config);
+    explicit PretrainedImpl(const ModelConfig& config, bool filled = true);
     const ModelConfig& config() const override { return m_config; }
     const PretrainedConfig& hf() const { return m_spec->model; }
     const PretrainedSpec& spec() const { return *m_spec; }

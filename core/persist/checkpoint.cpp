@@ -218,7 +218,7 @@ Checkpoint checkpoint_from_file(const st::File& f) {
     OptimizerState optimizer = read_optimizer(f, attnviz, expected, what);
 
     // Everything matches: now the model may be built and filled.
-    Network network = build_network(meta.model);
+    Network network = build_network(meta.model, NetworkFill::unfilled);
     auto named = network->named_parameters();
     for (const auto& p : expected) copy_into(f, *f.find(p.file), named[p.module]);
     Checkpoint c;

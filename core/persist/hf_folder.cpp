@@ -241,7 +241,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
     for (auto& [name, t] : read_weights(dir_in, read_options))
         if (!tensors.emplace(name, t).second) throw FileError(what + ": the weights hold " + quote(name, 200) + " twice");
     const auto expected = parameter_names(mc);
-    Network network = build_network(mc);
+    Network network = build_network(mc, NetworkFill::unfilled);
     auto named = network->named_parameters();
     std::set<std::string> used;
     torch::NoGradGuard no_grad;
