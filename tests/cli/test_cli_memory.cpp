@@ -1,7 +1,8 @@
 // attnviz-cli within the one memory bound (issue 40, items 1 and 3): lines from stdin are
 // bounded as the corpus reader bounds a file's, and every command that decodes or
 // attributes refuses, in one line naming the input, work that cannot fit the bound even
-// alone. The tests set a small bound through ATTNVIZ_MEMORY_BOUND so that they stay fast.
+// alone (a ConfigError: exit code 2, as a pair too long to train; a stdin line too long is a
+// file's fault: 1). The tests set a small bound through ATTNVIZ_MEMORY_BOUND so that they stay fast.
 #include "catch_torch.hpp"
 
 #include <string>
@@ -56,7 +57,7 @@ TEST_CASE("cli: translate refuses a sentence that cannot decode within the bound
     Result r = bounded(dir, "8M", {"translate", "--model", model, "--max-length", "1000", "--attention-out",
                                    dir / "a.json"},
                        input);
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);
     require_one_error_line(r, "sentence 2 is too long to decode");
     CHECK(r.err.find("8 MB") != std::string::npos);
     CHECK_FALSE(exists(dir / "a.json"));
@@ -72,16 +73,16 @@ TEST_CASE("cli: --html-out, attribute and agreement refuse a sentence too long t
     const std::string model = train_tiny(dir);
     const std::string input = "1 2 3\n" + words(3000, "4") + "\n";
     Result page = bounded(dir, "6M", {"translate", "--model", model, "--html-out", dir / "p.html"}, input);
-    CHECK(page.code == 1);
+    CHECK(page.code == 2);
     require_one_error_line(page, "sentence 2: a sentence of 3001 source");
     CHECK_FALSE(exists(dir / "p.html"));
     Result attr = bounded(dir, "6M", {"attribute", "--model", model}, input);
-    CHECK(attr.code == 1);
+    CHECK(attr.code == 2);
     require_one_error_line(attr, "sentence 2:");
     // agreement over a corpus whose second line is that long
     write_file(dir / "c.tsv", "1 2 3\t3 2 1\n" + words(3000, "4") + "\t4 4\n");
     Result agree = bounded(dir, "6M", {"agreement", "--model", model, "--data", dir / "c.tsv", "--split", "all"});
-    CHECK(agree.code == 1);
+    CHECK(agree.code == 2);
     require_one_error_line(agree, "sentence 2");
     // The same commands with room enough run.
     Result fits = bounded(dir, "512M", {"attribute", "--model", model, "--method", "saliency"}, "1 2 3\n");
