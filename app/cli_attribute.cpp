@@ -186,8 +186,12 @@ int run_bench_attribute(BenchAttributeOptions& o) {
         if (source.empty()) throw ConfigError("the corpus has no source sentence of " + std::to_string(o.words) + " tokens");
     }
     DecodeOptions d;
+    d.maps = MapsKept::primary;  // what attribution reads
     const Translation t = model->translate_tokens({source}, d).at(0);
     if (t.empty()) throw ConfigError("the sentence is empty");
+    AttributionOptions every;
+    every.methods = all_attribution_methods();
+    check_attribution_fits(*model, {t}, every);  // within the memory bound, or refused before any run
     struct Run {
         std::string name;
         std::vector<AttributionMethod> methods;

@@ -5,7 +5,9 @@
 
 #include "app/cli_common.hpp"
 #include "core/io/error.hpp"
+#include "core/io/line_reader.hpp"
 #include "core/io/message.hpp"
+#include "core/model/memory_bound.hpp"
 #include "core/model/device.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/text/unicode.hpp"
@@ -76,14 +78,11 @@ TranslationModelPtr load_model_on(const std::string& path, const std::string& de
 }
 
 std::vector<std::string> read_sentences(const std::vector<std::string>& given) {
-    std::vector<std::string> sentences = given;
-    if (sentences.empty()) {
-        std::string line;
-        while (std::getline(std::cin, line)) {
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            sentences.push_back(line);
-        }
-    }
+    // Lines from stdin as the corpus reader bounds a file's: one too long is refused before
+    // memory grows for it, and so is more input than a piece of work may take.
+    std::vector<std::string> sentences =
+        given.empty() ? read_stream_lines(std::cin, "<stdin>", hard_line_limit, static_cast<uint64_t>(memory_bound()))
+                      : given;
     for (size_t i = 0; i < sentences.size(); ++i)
         if (!is_valid_utf8(sentences[i]))
             throw FileError((given.empty() ? "<stdin>:" + std::to_string(i + 1) : "sentence " + std::to_string(i + 1)) +

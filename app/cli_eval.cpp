@@ -39,7 +39,9 @@ DecodeScores decode_scores(const TranslationModel& model, const std::vector<Sent
         sources.push_back(p.src);
         refs.push_back(p.tgt);
     }
-    for (const auto& t : model.translate_tokens(sources, d))
+    DecodeOptions text = d;  // the scores read the tokens alone
+    text.maps = MapsKept::none;
+    for (const auto& t : model.translate_tokens(sources, text))
         hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
     return {exact_match(hyps, refs), token_accuracy(hyps, refs), corpus_bleu(hyps, refs)};
 }
@@ -59,10 +61,10 @@ int run_eval(EvalOptions& o) {
 
     // Teacher-forced loss and token accuracy, token-weighted like the trainer's (and with
     // its --steps padding/truncation, so the numbers match training's validation), in chunks
-    // within the step memory bound; a pair too long for it is refused first, naming its line.
+    // within the memory bound; a pair too long for it is refused first, naming its line.
     const torch::Device dev = model->device();
     Network network = model->network();  // teacher-forced loss: read-only use of the weights
-    check_pairs_fit(pairs, training_cost(*network), model->trained_with().fixed_steps, model->config().source_steps,
+    check_pairs_fit(pairs, evaluation_cost(*network), model->trained_with().fixed_steps, model->config().source_steps,
                     corpus.name, "pair");
     const ValidationSums sums = validation_sums(*network, pairs, model->src_vocab(), model->tgt_vocab(), d.batch_size,
                                                 model->trained_with().fixed_steps, dev);

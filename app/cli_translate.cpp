@@ -141,8 +141,9 @@ Intervention what_if_flags(const TranslateOptions& o, DecodeOptions& d) {
 void write_web_page(const TranslateOptions& o, const TranslationModel& model, const std::vector<Translation>& ts) {
     AttributionOptions a;
     a.ig_steps = o.ig_steps;
+    check_attribution_fits(model, ts, a);  // within the memory bound, or refused by number before any
     std::vector<SentenceAttribution> sentences;
-    for (const auto& t : ts) sentences.push_back(attribute(model, t, a));
+    for (size_t i = 0; i < ts.size(); ++i) sentences.push_back(attribute_sentence(model, ts[i], a, i));
     WebPageOptions page;
     const ModelConfig& c = model.config();
     page.model = o.model + ": " + to_string(c.cell) + ", " + to_string(c.scoring) + " attention, hidden " +
@@ -173,6 +174,10 @@ int run_translate(TranslateOptions& o) {
     if (!o.html_out.empty()) check_writable("--html-out", o.html_out);
     d.top_k = o.html_out.empty() ? o.topk : std::max<int64_t>(o.topk, 5);  // the page shows the top 5
     d.beam_tree = !o.beam_tree.empty();
+    // The hypotheses keep the maps the outputs show, and the memory bound counts them with the
+    // copies the attention file makes while it is written (core/decode/translation.hpp).
+    if (format.empty() && o.html_out.empty()) d.maps = o.alignment.given() ? MapsKept::cross : MapsKept::none;
+    if (!format.empty()) d.kept_copies = (format == "json" ? 8 : 3) + (o.merge_subwords || o.exclude_sinks ? 1 : 0);
     const Intervention at_step = what_if_flags(o, d);
     std::vector<Translation> ts;
     if (o.force || o.prefix)

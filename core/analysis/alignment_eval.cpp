@@ -18,7 +18,7 @@ struct ForcedGold {
 };
 
 ForcedGold force_gold(const TranslationModel& model, const std::vector<SentencePair>& pairs,
-                      const DecodeOptions& options) {
+                      const DecodeOptions& options, AttentionKind kind = AttentionKind::cross) {
     ForcedGold f;
     if (!model.has_attention()) return f;
     std::vector<std::vector<std::string>> sources, targets;
@@ -28,7 +28,10 @@ ForcedGold force_gold(const TranslationModel& model, const std::vector<SentenceP
             sources.push_back(p.src);
             targets.push_back(p.tgt);
         }
-    if (!f.gold.empty()) f.forced = model.force_tokens(sources, targets, ForceMode::reference, options);
+    // Alignments from cross maps read those alone: the others are not kept.
+    DecodeOptions cross = options;
+    if (cross.maps == MapsKept::all && kind == AttentionKind::cross) cross.maps = MapsKept::cross;
+    if (!f.gold.empty()) f.forced = model.force_tokens(sources, targets, ForceMode::reference, cross);
     return f;
 }
 
@@ -60,7 +63,7 @@ HeadSelection cross_heads(const ModelConfig& model, int layer, const std::string
 
 AlignmentScore evaluate_alignment(const TranslationModel& model, const std::vector<SentencePair>& pairs,
                                   const DecodeOptions& options, float threshold, const HeadSelection& heads) {
-    return score(force_gold(model, pairs, options), heads, threshold);
+    return score(force_gold(model, pairs, options, heads.kind), heads, threshold);
 }
 
 std::vector<HeadAlignmentScore> evaluate_alignment_per_head(const TranslationModel& model,

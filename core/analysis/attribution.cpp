@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/io/process_memory.hpp"
+#include "core/model/memory_bound.hpp"
 
 namespace attnviz {
 
@@ -100,35 +103,79 @@ std::vector<double> step_values(const torch::Tensor& logits, const Sentence& s) 
     return {v.data_ptr<double>(), v.data_ptr<double>() + v.numel()};
 }
 
+/// How the rows of a sentence's attribution run within the memory bound: a pass of n rows
+/// whose steps reach step t costs n x row_bytes(t + 1) (the teacher-forced target read up
+/// to t + 1 positions), at most max_rows rows and `budget` bytes.
+struct PassPlan {
+    int64_t max_rows = 1;
+    int64_t budget = 0;
+    std::function<int64_t(int64_t)> row_bytes;
+    /// Whether n rows reaching `width` target positions fit (one row always runs: attribute()
+    /// refused a sentence whose row cannot fit before any work).
+    bool fits(int64_t n, int64_t width) const { return n <= 1 || (n <= max_rows && bytes_times(n, row_bytes(width)) <= budget); }
+};
+
+/// What the gradient methods read of the rows' gradients, per step: the sum over its rows of
+/// weight x (gradient . embedding) per position, and of weight x |gradient| (saliency: one row
+/// of weight 1 per step). Reduced as each pass ends: never [T, S, E] at once.
+struct StepGradients {
+    torch::Tensor dot_src, dot_tgt;    ///< [T, S], [T, T]
+    torch::Tensor norm_src, norm_tgt;  ///< [T, S], [T, T] (when asked for)
+};
+
 /// Gradients of rows of embeddings: row r is the sentence with its embeddings scaled by
-/// scale[r], its value taken at step steps[r]. Adds weight[r] x the gradients of row r to
-/// grad_src[steps[r]] [T, S, E] and grad_tgt[steps[r]] [T, T, E], in chunks of max_rows.
-void accumulate_gradients(EncoderDecoder& net, const Sentence& s, const torch::Tensor& src_emb,
-                          const torch::Tensor& tgt_emb, const std::vector<int64_t>& steps,
-                          const std::vector<double>& scale, const std::vector<double>& weight, int64_t max_rows,
-                          torch::Tensor& grad_src, torch::Tensor& grad_tgt) {
+/// scale[r], its value taken at step steps[r], weighted by weight[r]; in passes as `plan`
+/// says. A pass reads the target only up to its last step: the logits of step t read the
+/// decoder's inputs 0..t alone (causal attention, a recurrent state), so the rest adds
+/// nothing to its gradients.
+StepGradients accumulate_gradients(EncoderDecoder& net, const Sentence& s, const torch::Tensor& src_emb,
+                                   const torch::Tensor& tgt_emb, const std::vector<int64_t>& steps,
+                                   const std::vector<double>& scale, const std::vector<double>& weight,
+                                   const PassPlan& plan, bool norms) {
     const auto dev = src_emb.device();
     const auto opts = src_emb.options();
-    for (size_t start = 0; start < steps.size(); start += static_cast<size_t>(max_rows)) {
-        const size_t end = std::min(steps.size(), start + static_cast<size_t>(max_rows));
+    StepGradients out;
+    out.dot_src = torch::zeros({s.T, s.S}, opts);
+    out.dot_tgt = torch::zeros({s.T, s.T}, opts);
+    if (norms) {
+        out.norm_src = torch::zeros({s.T, s.S}, opts);
+        out.norm_tgt = torch::zeros({s.T, s.T}, opts);
+    }
+    size_t start = 0;
+    while (start < steps.size()) {
+        size_t end = start + 1;
+        int64_t width = steps[start] + 1;
+        while (end < steps.size() && plan.fits(static_cast<int64_t>(end - start) + 1, std::max(width, steps[end] + 1)))
+            width = std::max(width, steps[end++] + 1);
         const auto R = static_cast<int64_t>(end - start);
         const std::vector<int64_t> chunk_steps(steps.begin() + static_cast<long>(start),
                                                steps.begin() + static_cast<long>(end));
         const auto a = torch::tensor(std::vector<double>(scale.begin() + static_cast<long>(start),
                                                          scale.begin() + static_cast<long>(end)),
                                      torch::kDouble).to(opts).view({R, 1, 1});
-        auto src_rows = (src_emb * a).detach().requires_grad_(true);  // [R, S, E]
-        auto tgt_rows = (tgt_emb * a).detach().requires_grad_(true);  // [R, T, E]
+        const auto tgt_part = tgt_emb.narrow(1, 0, width);
+        auto src_rows = (src_emb * a).detach().requires_grad_(true);   // [R, S, E]
+        auto tgt_rows = (tgt_part * a).detach().requires_grad_(true);  // [R, width, E]
         const auto logits = net.forward_embedded(src_rows, s.src_len.expand({R}), tgt_rows);
         const auto value = values_at(logits, s, chunk_steps);
         const auto g = torch::autograd::grad({value.sum()}, {src_rows, tgt_rows});
         const auto w = torch::tensor(std::vector<double>(weight.begin() + static_cast<long>(start),
                                                          weight.begin() + static_cast<long>(end)),
-                                     torch::kDouble).to(opts).view({R, 1, 1});
+                                     torch::kDouble).to(opts).view({R, 1});
         const auto index = torch::tensor(chunk_steps, torch::kLong).to(dev);
-        grad_src.index_add_(0, index, g[0] * w);
-        grad_tgt.index_add_(0, index, g[1] * w);
+        out.dot_src.index_add_(0, index, (g[0] * src_emb).sum(-1) * w);
+        out.dot_tgt.narrow(1, 0, width).index_add_(0, index, (g[1] * tgt_part).sum(-1) * w);
+        if (norms) {
+            out.norm_src.index_add_(0, index, g[0].norm(2, -1) * w);
+            out.norm_tgt.narrow(1, 0, width).index_add_(0, index, g[1].norm(2, -1) * w);
+        }
+        start = end;
+        // Between passes the heap's free pages go back: each pass frees blocks of its own
+        // sizes, and the holes they left (kept resident) added half a pass to the peak of
+        // the next (tests/core/test_memory_bound.cpp). Milliseconds beside a pass.
+        if (start < steps.size()) release_free_heap();
     }
+    return out;
 }
 
 /// Row t of a [T, N] host tensor, its first n entries.
@@ -142,6 +189,7 @@ std::vector<float> row_of(const torch::Tensor& m, int64_t t, int64_t n) {
 /// value drops [T][S] and [T][T] (prefix positions <= t; the others 0).
 void occlusion(EncoderDecoder& net, const Sentence& s, bool target, int64_t max_rows, torch::Tensor& source_drop,
                torch::Tensor& target_drop) {
+    // max_rows: what the caller's plan lets one pass of T-wide rows without gradients run.
     torch::NoGradGuard no_grad;
     const int64_t rows = 1 + s.S + (target ? s.T : 0);
     auto src = s.src.expand({rows, s.S}).clone();
@@ -158,6 +206,46 @@ void occlusion(EncoderDecoder& net, const Sentence& s, bool target, int64_t max_
     const auto v = torch::cat(values).to(torch::kCPU, torch::kDouble);
     source_drop = (v[0].unsqueeze(0) - v.narrow(0, 1, s.S)).t().contiguous();  // [T, S]
     if (target) target_drop = (v[0].unsqueeze(0) - v.narrow(0, 1 + s.S, s.T)).t().tril().contiguous();  // [T, T]
+}
+
+/// A sentence's attribution within the memory bound: how its rows run.
+struct Budget {
+    int64_t bound = 0;
+    int64_t need = 0;  ///< one row of the gradient methods (or occlusion) beside the results
+    PassPlan plan;
+    int64_t occlusion_rows = 1;
+};
+
+/// The budget of a sentence of S source positions and T output steps (<eos> included): the
+/// results it keeps (a source and a target row per step and method, the attention row, the
+/// per-step sums, occlusion's values per row and step in double) and the rows beside them.
+Budget budget_for(const EncoderDecoder& net, int64_t S, int64_t T, const AttributionOptions& options) {
+    const MemoryCost cost = net.memory_cost();
+    Budget b;
+    b.bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
+    const auto methods = static_cast<int64_t>(options.methods.size());
+    const int64_t kept = bytes_plus(bytes_times(4 * (methods + 5), bytes_times(T, S + T)),
+                                    bytes_plus(bytes_times(16, bytes_times(T, 1 + S + T)), cost.fixed));
+    b.need = bytes_plus(kept, std::max(cost.attribution.per_row(S, T), cost.evaluation.per_row(S, T)));
+    b.plan.max_rows = options.max_rows;
+    // Half of what is left plans the passes: the other half is what the heap holds beside the
+    // tensors counted (blocks one pass frees that the next does not reuse at once). Integrated
+    // gradients' passes measured 1.3-1.45x their tensors' bytes (tests/core/test_memory_bound.cpp).
+    b.plan.budget = (b.bound - std::min(kept, b.bound)) / 2;
+    const ShapeCost row = cost.attribution;
+    b.plan.row_bytes = [row, S](int64_t width) { return row.per_row(S, width); };
+    b.occlusion_rows = std::clamp<int64_t>(b.plan.budget / std::max<int64_t>(cost.evaluation.per_row(S, T), 1), 1,
+                                           options.max_rows);
+    return b;
+}
+
+/// Throws ConfigError when one row of a sentence's attribution cannot fit the bound.
+void check_budget(const Budget& b, int64_t S, int64_t T) {
+    if (b.need <= b.bound) return;
+    throw ConfigError("attribution: a sentence of " + std::to_string(S) + " source and " + std::to_string(T) +
+                      " output tokens (<eos> included) would need about " + memory_text(b.need) +
+                      " to attribute one output step, more than the " + memory_text(b.bound) +
+                      " attribution may use; attribute shorter sentences (or a shorter maximum length)");
 }
 
 bool wants(const AttributionOptions& o, AttributionMethod m) {
@@ -220,6 +308,12 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
         s.contrast[static_cast<size_t>(step)] = model.tgt_vocab().id(token);
     }
 
+    // Within the memory bound: the rows in passes that fit (core/model/memory_cost.hpp).
+    const Budget budget = budget_for(net, s.S, s.T, options);
+    check_budget(budget, s.S, s.T);
+    const PassPlan& plan = budget.plan;
+    const int64_t occlusion_rows = budget.occlusion_rows;
+
     torch::Tensor src_emb, tgt_emb;
     {
         torch::NoGradGuard no_grad;
@@ -241,7 +335,6 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
             st.contrast = model.tgt_vocab().token(s.contrast[static_cast<size_t>(t)]);
         if (map && static_cast<size_t>(t) < map->weights.size()) st.attention = map->weights[static_cast<size_t>(t)];
     }
-    const int64_t E = src_emb.size(2);
     auto set_scores = [&](AttributionMethod m, const torch::Tensor& src_scores, const torch::Tensor& tgt_scores) {
         for (int64_t t = 0; t < s.T; ++t) {
             AttributionScores& sc = out.steps[static_cast<size_t>(t)].scores[m];
@@ -253,14 +346,11 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     for (int64_t t = 0; t < s.T; ++t) every_step.push_back(t);
 
     if (wants(options, AttributionMethod::saliency) || wants(options, AttributionMethod::grad_input)) {
-        auto g_src = torch::zeros({s.T, s.S, E}, src_emb.options());
-        auto g_tgt = torch::zeros({s.T, s.T, E}, src_emb.options());
         const std::vector<double> ones(static_cast<size_t>(s.T), 1.0);
-        accumulate_gradients(net, s, src_emb, tgt_emb, every_step, ones, ones, options.max_rows, g_src, g_tgt);
-        if (wants(options, AttributionMethod::saliency))
-            set_scores(AttributionMethod::saliency, g_src.norm(2, -1), g_tgt.norm(2, -1));
-        if (wants(options, AttributionMethod::grad_input))
-            set_scores(AttributionMethod::grad_input, (g_src * src_emb).sum(-1), (g_tgt * tgt_emb).sum(-1));
+        const bool saliency = wants(options, AttributionMethod::saliency);
+        const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, every_step, ones, ones, plan, saliency);
+        if (saliency) set_scores(AttributionMethod::saliency, g.norm_src, g.norm_tgt);
+        if (wants(options, AttributionMethod::grad_input)) set_scores(AttributionMethod::grad_input, g.dot_src, g.dot_tgt);
     }
     if (wants(options, AttributionMethod::integrated_gradients)) {
         const auto [nodes, weights] = gauss_legendre_01(options.ig_steps);
@@ -272,11 +362,9 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
                 scale.push_back(nodes[k]);
                 weight.push_back(weights[k]);
             }
-        auto g_src = torch::zeros({s.T, s.S, E}, src_emb.options());
-        auto g_tgt = torch::zeros({s.T, s.T, E}, src_emb.options());
-        accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, options.max_rows, g_src, g_tgt);
-        const auto a_src = (g_src * src_emb).sum(-1);  // [T, S]
-        const auto a_tgt = (g_tgt * tgt_emb).sum(-1);  // [T, T]: the target embeddings move to 0 too
+        const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, plan, false);
+        const auto& a_src = g.dot_src;  // [T, S]
+        const auto& a_tgt = g.dot_tgt;  // [T, T]: the target embeddings move to 0 too
         std::vector<double> baseline;
         {
             torch::NoGradGuard no_grad;
@@ -294,18 +382,64 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     }
     if (wants(options, AttributionMethod::occlusion)) {
         torch::Tensor src_drop, tgt_drop;
-        occlusion(net, s, options.target, options.max_rows, src_drop, tgt_drop);
+        occlusion(net, s, options.target, occlusion_rows, src_drop, tgt_drop);
         set_scores(AttributionMethod::occlusion, src_drop, tgt_drop);
     }
     return out;
+}
+
+MapsKept maps_for_attribution(const AttributionOptions& options) {
+    if (!options.attention_map) return MapsKept::primary;
+    return options.attention_map->kind == AttentionKind::cross ? MapsKept::cross : MapsKept::all;
+}
+
+namespace {
+
+/// Runs f, a ConfigError's "attribution: " replaced by "sentence N: ".
+template <class F>
+auto naming_sentence(size_t index, F&& f) {
+    try {
+        return f();
+    } catch (const ConfigError& e) {
+        const std::string what = e.what();
+        const std::string prefix = "attribution: ";
+        throw ConfigError("sentence " + std::to_string(index + 1) + ": " +
+                          (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what));
+    }
+}
+
+}  // namespace
+
+SentenceAttribution attribute_sentence(const TranslationModel& model, const Translation& translation,
+                                       const AttributionOptions& options, size_t index) {
+    return naming_sentence(index, [&] { return attribute(model, translation, options); });
+}
+
+void check_attribution_fits(const TranslationModel& model, const std::vector<Translation>& translations,
+                            const AttributionOptions& options) {
+    for (size_t i = 0; i < translations.size(); ++i) {
+        const Translation& t = translations[i];
+        if (t.empty() || t.hypotheses.empty() || t.best().ids.empty()) continue;
+        const auto S = static_cast<int64_t>(t.src_tokens.size()), T = static_cast<int64_t>(t.best().ids.size());
+        naming_sentence(i, [&] {
+            check_budget(budget_for(*model.network(), S, T, options), S, T);
+            return 0;
+        });
+    }
 }
 
 std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
                                                      const std::vector<std::string>& sentences,
                                                      const AttributionOptions& options, const DecodeOptions& decode) {
     options.validate();
+    // The translations are attributed and dropped: they keep only the map attribution reads.
+    DecodeOptions d = decode;
+    d.maps = maps_for_attribution(options);
+    if (d.memory_bound == 0) d.memory_bound = options.memory_bound;
     std::vector<SentenceAttribution> out;
-    for (const auto& t : model.translate(sentences, decode)) out.push_back(attribute(model, t, options));
+    const auto translations = model.translate(sentences, d);
+    check_attribution_fits(model, translations, options);  // before any is attributed
+    for (size_t i = 0; i < translations.size(); ++i) out.push_back(attribute_sentence(model, translations[i], options, i));
     return out;
 }
 

@@ -38,8 +38,12 @@ struct AttributionOptions {
     /// the RNN its one cross map; head -1: the mean of that layer's heads).
     std::optional<AttentionMapId> attention_map;
     /// At most this many rows in one forward/backward pass (integrated gradients has steps x
-    /// ig_steps rows); more run in chunks. Bounds memory; fewer chunks run faster.
+    /// ig_steps rows); more run in chunks. Fewer chunks run faster.
     int64_t max_rows = 1024;
+    /// The memory attribution may take at once (core/model/memory_cost.hpp; 0: memory_bound()):
+    /// rows run in passes within it (fewer than max_rows where they would not fit), and a
+    /// sentence whose one row cannot fit is refused (ConfigError) before any work.
+    int64_t memory_bound = 0;
     /// Throws ConfigError naming the first field out of range.
     void validate() const;
 };
@@ -51,8 +55,23 @@ struct AttributionOptions {
 SentenceAttribution attribute(const TranslationModel& model, const Translation& translation,
                               const AttributionOptions& options = {}, size_t hypothesis = 0);
 
-/// Translates the sentences (decode's options; top-k kept when asked) and attributes each best
-/// hypothesis. An empty sentence gives an entry without steps.
+/// attribute(), its ConfigError naming the sentence ("sentence N: ...", `index` 0-based).
+SentenceAttribution attribute_sentence(const TranslationModel& model, const Translation& translation,
+                                       const AttributionOptions& options, size_t index);
+
+/// Throws ConfigError naming the first sentence ("sentence N: ...") whose best hypothesis
+/// cannot be attributed within the memory bound (one row of it alone would not fit): what
+/// callers check before attributing any of them.
+void check_attribution_fits(const TranslationModel& model, const std::vector<Translation>& translations,
+                            const AttributionOptions& options);
+
+/// The maps a translation made only to be attributed keeps (DecodeOptions::maps): the one
+/// attribution compares with (options.attention_map; by default the primary map).
+MapsKept maps_for_attribution(const AttributionOptions& options);
+
+/// Translates the sentences (decode's options, keeping the maps attribution reads; top-k kept
+/// when asked) and attributes each best hypothesis. An empty sentence gives an entry without
+/// steps. A sentence too long to decode or attribute within the bound is refused, naming it.
 std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
                                                      const std::vector<std::string>& sentences,
                                                      const AttributionOptions& options = {},

@@ -37,9 +37,15 @@ CorpusAgreement corpus_agreement(const TranslationModel& model, const std::vecto
     const size_t n = options.max_sentences ? std::min(options.max_sentences, sources.size()) : sources.size();
     const std::vector<std::vector<std::string>> todo(sources.begin(), sources.begin() + static_cast<long>(n));
     // Translated in the decoder's batches, then attributed one by one.
-    const auto translations = model.translate_tokens(todo, options.decode);
+    // They keep only the map attribution reads; a sentence too long for the memory bound is
+    // refused by number before any is attributed.
+    DecodeOptions decode = options.decode;
+    decode.maps = maps_for_attribution(options.attribution);
+    if (decode.memory_bound == 0) decode.memory_bound = options.attribution.memory_bound;
+    const auto translations = model.translate_tokens(todo, decode);
+    check_attribution_fits(model, translations, options.attribution);
     for (size_t i = 0; i < translations.size(); ++i) {
-        const SentenceAttribution sa = attribute(model, translations[i], options.attribution);
+        const SentenceAttribution sa = attribute_sentence(model, translations[i], options.attribution, i);
         add_to_table(out.table, sa);
         AgreementTable own;
         add_to_table(own, sa);

@@ -24,7 +24,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
                 given[i] = &(*forced)[rows[i]];
                 max_steps = std::max<int64_t>(max_steps, static_cast<int64_t>(given[i]->size()) + 1);
             }
-        const auto enc = model.encode(batch.src, batch.src_len);
+        const auto enc = model.encode(batch.src, batch.src_len, options.maps == MapsKept::all);  // source maps when shown
         const auto cache = model.start(*enc);
         auto tokens = torch::full({B}, Vocab::bos_id, torch::TensorOptions().dtype(torch::kLong).device(device));
         std::vector<Hypothesis> hyps(rows.size());
@@ -66,7 +66,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             auto lp = lp_t.accessor<float, 1>();
             auto rk = rank_t.accessor<int64_t, 1>();
             auto cn = cn_t.accessor<float, 1>();
-            const HostStepMaps maps = maps_to_host(out.maps);
+            const HostStepMaps maps = maps_to_host(out.maps, options.maps);
             const StepTopK top = step_top_k(logp, options.top_k);
             bool all_done = true;
             for (int64_t i = 0; i < B; ++i) {
@@ -90,7 +90,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         for (size_t i = 0; i < rows.size(); ++i) {
             auto& h = hyps[i];
             h.score = h.log_prob;
-            add_source_maps(h, *enc, static_cast<int64_t>(i), lens[i]);
+            add_source_maps(h, *enc, static_cast<int64_t>(i), lens[i], options.maps);
             finish_hypothesis(h, tgt_vocab, translation_model.level());
             results[rows[i]].hypotheses.push_back(std::move(h));
         }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/io/error.hpp"
+#include "core/io/process_memory.hpp"
 
 namespace attnviz {
 
@@ -79,39 +80,125 @@ std::vector<Translation> decode_in_batches(const SearchModel& model,
         if (!sources[i].empty()) todo.push_back(i);
     if (todo.empty()) return results;
 
-    // Chunks of sentences in order, each within the step memory bound: a hypothesis costs its
-    // attention over the source and the attention rows it keeps (core/model/memory_bound.hpp).
-    const int64_t beam = std::max<int64_t>(options.beam_size, 1);
+    // Chunks of sentences in order, each within the memory bound beside what the sentences
+    // keep once decoded (core/model/memory_cost.hpp).
     const int64_t steps = std::max(max_steps, options.max_length);
-    StepCost cost = decoding_cost(model.network(), steps);
-    if (options.beam_tree) cost.per_cell += 4 * beam * steps;  // the tree's nodes keep an attention row each
+    const DecodeCost cost = decode_cost(model.network(), options, steps);
     std::vector<int64_t> width(sources.size());
     for (size_t r = 0; r < sources.size(); ++r)
         width[r] = source_steps > 0 ? source_steps : static_cast<int64_t>(sources[r].size()) + 1;
-    const auto chunks = plan_decode_chunks(todo, width, beam, options.batch_size, cost);
+    const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
+    const auto chunks = plan_decode_chunks(todo, width, options.batch_size, cost, bound, options.kept_copies);
 
     torch::InferenceMode guard;
     const auto device = model.device();
-    for (const auto& rows : chunks) decode_chunk(rows, encode_sources(sources, rows, src_vocab, device, source_steps), results);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+        decode_chunk(chunks[c], encode_sources(sources, chunks[c], src_vocab, device, source_steps), results);
+        // Between chunks the heap's free pages go back: what one chunk freed and the next does
+        // not reuse at once would add to the next one's peak (as between attribution's passes).
+        if (c + 1 < chunks.size()) release_free_heap();
+    }
     return results;
 }
 
+namespace {
+
+/// A hypothesis's kept rows of the maps `keep` names, over T steps.
+ShapeCost kept_rows(const MemoryCost& c, MapsKept keep) {
+    switch (keep) {
+    case MapsKept::all: return c.kept_primary + c.kept_cross + c.kept_decoder;
+    case MapsKept::cross: return c.kept_primary + c.kept_cross;
+    case MapsKept::primary: return c.kept_primary;
+    case MapsKept::none: break;
+    }
+    return {};
+}
+
+/// A beam tree node (BeamNode: its token, scores, links) beside its attention row.
+constexpr int64_t k_node_bytes = 160;
+/// A top-k candidate kept per step (TokenProb: id, probability, the token's string).
+constexpr int64_t k_candidate_bytes = 64;
+
+}  // namespace
+
+DecodeCost decode_cost(const EncoderDecoder& network, const DecodeOptions& options, int64_t steps) {
+    const MemoryCost c = network.memory_cost();
+    DecodeCost d;
+    d.beam = std::max<int64_t>(options.beam_size, 1);
+    d.steps = std::max<int64_t>(steps, 1);
+    const ShapeCost rows = kept_rows(c, options.maps);
+    // Per step a hypothesis keeps its token, log-probability, rank, context norm and top-k.
+    ShapeCost per_step;
+    per_step.t = 64 + k_candidate_bytes * std::max<int64_t>(options.top_k, 0);
+    // The encoding holds the encoder's own maps only for a caller that shows every map.
+    d.per_sentence = options.maps == MapsKept::all ? c.encoding + c.encoding_maps : c.encoding;
+    // Greedy appends each step's rows to its hypotheses; beam search keeps each step's maps of
+    // every hypothesis on the host (StepOnHost) until the search ends: alike, per hypothesis.
+    d.per_hypothesis = c.step + rows + per_step;
+    // The returned hypotheses: their rows, the encoder's maps copied into each (every map kept).
+    ShapeCost returned = rows + per_step;
+    if (options.maps == MapsKept::all) returned = returned + c.kept_source;
+    d.kept = returned * std::max<int64_t>(options.num_hypotheses, 1);
+    if (options.beam_tree) {
+        // The search keeps the primary map for the tree whatever the hypotheses keep; the tree
+        // has a node per candidate looked at (2 per beam and step), each with a primary row.
+        if (options.maps == MapsKept::none) d.per_hypothesis = d.per_hypothesis + c.kept_primary;
+        ShapeCost nodes;
+        nodes.st = 2 * 4;
+        nodes.t = 2 * (k_node_bytes + 24);
+        d.kept = d.kept + nodes * d.beam;
+    }
+    return d;
+}
+
+int64_t DecodeCost::bytes(int64_t sentences, int64_t S) const {
+    return bytes_plus(bytes_plus(per_sentence.bytes(sentences, S, steps), per_hypothesis.bytes(bytes_times(sentences, beam), S, steps)),
+                      kept.bytes(sentences, S, steps));
+}
+
+int64_t DecodeCost::kept_bytes(int64_t S) const { return kept.bytes(1, S, steps); }
+
 std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& rows, const std::vector<int64_t>& width,
-                                                    int64_t beam, int64_t batch_size, const StepCost& cost,
-                                                    int64_t bound) {
-    for (size_t r : rows)
-        if (cost.bytes(beam, 1, width[r]) > bound)
-            throw ConfigError("sentence " + std::to_string(r + 1) + " is too long to decode (" +
-                              std::to_string(width[r]) + " source steps, <eos> included" +
-                              (beam > 1 ? ", with a beam of " + std::to_string(beam) : "") + "): it would need about " + memory_text(cost.bytes(beam, 1, width[r])) + ", more than the " +
-                              memory_text(bound) + " a step may use; split it into shorter sentences" +
-                              (beam > 1 ? " or use a smaller beam" : ""));
+                                                    int64_t batch_size, const DecodeCost& cost, int64_t bound,
+                                                    int64_t kept_copies) {
+    const int64_t beam = cost.beam, copies = std::max<int64_t>(kept_copies, 0);
+    auto kept = [&](size_t r) { return bytes_times(cost.kept_bytes(width[r]), copies); };  // the copies beside
+    auto steps_text = [&] {
+        return std::to_string(cost.steps) + " output step" + (cost.steps == 1 ? "" : "s") +
+               (beam > 1 ? ", a beam of " + std::to_string(beam) : "");
+    };
+    auto running = [&](int64_t n, int64_t w) {  // a chunk's bytes but its kept maps (reserved below)
+        return bytes_plus(cost.per_sentence.bytes(n, w, cost.steps),
+                          cost.per_hypothesis.bytes(bytes_times(n, beam), w, cost.steps));
+    };
+    int64_t widest_alone = 0;
+    for (size_t r : rows) {
+        const int64_t need = bytes_plus(cost.bytes(1, width[r]), kept(r));
+        if (need > bound)
+            throw ConfigError("sentence " + std::to_string(r + 1) + " is too long to decode (" + std::to_string(width[r]) +
+                              " source steps, <eos> included; up to " + steps_text() + "): it would need about " +
+                              memory_text(need) + ", more than the " + memory_text(bound) +
+                              " decoding may use; split it into shorter sentences" +
+                              (beam > 1 ? ", use a smaller beam" : "") + " or a smaller maximum length");
+        widest_alone = std::max(widest_alone, running(1, width[r]));
+    }
+    // What every sentence keeps once decoded stays while the later chunks run.
+    int64_t reserved = 0;
+    for (size_t r : rows) {
+        reserved = bytes_plus(reserved, bytes_plus(cost.kept_bytes(width[r]), kept(r)));
+        if (bytes_plus(reserved, widest_alone) > bound)
+            throw ConfigError("sentence " + std::to_string(r + 1) + ": the attention maps kept for the sentences up to it (" +
+                              steps_text() + ") would need about " + memory_text(bytes_plus(reserved, widest_alone)) +
+                              " with the decoding beside them, more than the " + memory_text(bound) +
+                              " decoding may use; decode fewer sentences at once or ask for fewer maps");
+    }
+    const int64_t left = bound - reserved;
     std::vector<std::vector<size_t>> chunks;
     int64_t widest = 0;
     for (size_t r : rows) {
         const int64_t w = std::max(widest, width[r]);
         if (chunks.empty() || static_cast<int64_t>(chunks.back().size()) >= batch_size ||
-            cost.bytes(beam * static_cast<int64_t>(chunks.back().size() + 1), 1, w) > bound) {
+            running(static_cast<int64_t>(chunks.back().size()) + 1, w) > left) {
             chunks.emplace_back();
             widest = width[r];
         } else {
@@ -217,9 +304,28 @@ void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool 
     if (rank > 0 && h.first_divergence < 0) h.first_divergence = static_cast<int64_t>(h.ids.size()) - 1;
 }
 
-HostStepMaps maps_to_host(const std::vector<StepMap>& maps) {
+namespace {
+
+bool keeps(MapsKept keep, size_t index, const AttentionMapId& id) {
+    switch (keep) {
+    case MapsKept::all: return true;
+    case MapsKept::cross: return id.kind == AttentionKind::cross;
+    case MapsKept::primary: return index == 0;
+    case MapsKept::none: break;
+    }
+    return false;
+}
+
+}  // namespace
+
+HostStepMaps maps_to_host(const std::vector<StepMap>& maps, MapsKept keep, bool primary) {
     HostStepMaps host;
-    for (const auto& m : maps) {
+    const bool none = keep == MapsKept::none;
+    if (none && !primary) return host;
+    host.tree_only = none;
+    for (size_t i = 0; i < maps.size(); ++i) {
+        const auto& m = maps[i];
+        if (!keeps(none ? MapsKept::primary : keep, i, m.id)) continue;
         host.ids.push_back(m.id);
         host.weights.push_back(m.weights.to(torch::kCPU, torch::kFloat).contiguous());
         host.scores.push_back(m.scores.defined() ? m.scores.to(torch::kCPU, torch::kFloat).contiguous()
@@ -235,6 +341,7 @@ std::vector<float> HostStepMaps::primary_row(int64_t row, int64_t n) const {
 }
 
 void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row, int64_t n) {
+    if (maps.tree_only) return;
     for (size_t i = 0; i < maps.ids.size(); ++i) {
         const auto& w = maps.weights[i];
         const int64_t keys = maps.ids[i].kind == AttentionKind::cross ? std::min(n, w.size(1)) : w.size(1);
@@ -248,7 +355,8 @@ void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row,
     }
 }
 
-void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n) {
+void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n, MapsKept keep) {
+    if (keep != MapsKept::all) return;
     for (auto& m : source.source_maps(row, n)) h.attention.maps.push_back(std::move(m));
 }
 

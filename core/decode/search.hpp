@@ -60,17 +60,22 @@ void finish_hypothesis(Hypothesis& h, const Vocab& tgt_vocab, TokenLevel level);
 struct HostStepMaps {
     std::vector<AttentionMapId> ids;
     std::vector<torch::Tensor> weights, scores;  ///< per map; a score tensor is undefined when not kept
+    bool tree_only = false;  ///< the hypotheses keep none of them (the beam tree reads the primary map)
     bool empty() const { return ids.empty(); }
     /// Row `row` of the primary (first) map's weights, its first n keys.
     std::vector<float> primary_row(int64_t row, int64_t n) const;
 };
-HostStepMaps maps_to_host(const std::vector<StepMap>& maps);
+/// The maps a hypothesis keeps (DecodeOptions::maps) on the host; `primary` keeps the primary
+/// (first) map whatever `keep` says (the beam tree's rows are of it).
+HostStepMaps maps_to_host(const std::vector<StepMap>& maps, MapsKept keep = MapsKept::all, bool primary = false);
 /// Appends row `row` of every map to h's attention record: of a cross map the first
-/// n keys (the source's real positions), of the others every key.
+/// n keys (the source's real positions), of the others every key. Nothing when the maps
+/// are the tree's only.
 void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row, int64_t n);
 /// Adds the source-side maps of row `row` of an encoding (EncodedSource::source_maps,
-/// its first n positions) to h's record; nothing for a family without them.
-void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n);
+/// its first n positions) to h's record when `keep` keeps every map; nothing for a family
+/// without them.
+void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n, MapsKept keep = MapsKept::all);
 
 /// A step's log-probabilities [R, V] from its logits, in float, with <pad> and
 /// <bos> (never outputs) at -inf: what greedy and beam search both choose from.
@@ -105,25 +110,47 @@ void append_token(Hypothesis& h, int64_t id, float log_prob, int64_t rank, bool 
 using ChunkDecoder = std::function<void(const std::vector<size_t>& rows, const SourceBatch& batch,
                                         std::vector<Translation>& results)>;
 
+/// What decoding costs in memory (core/model/memory_cost.hpp), by the shape of a chunk: its
+/// sentences, each S source positions wide, decoding up to `steps` steps with `beam`
+/// hypotheses each.
+struct DecodeCost {
+    ShapeCost per_sentence;    ///< rows: sentences. The encoding; beam search's returned hypotheses and tree
+    ShapeCost per_hypothesis;  ///< rows: sentences x beam. A step's tensors, the maps kept over the steps
+    ShapeCost kept;            ///< rows: sentences. What a sentence keeps once decoded (its hypotheses' maps)
+    int64_t beam = 1;
+    int64_t steps = 1;         ///< T: the most steps a row decodes
+    /// Bytes decoding `sentences` sentences S wide together takes while it runs (their kept maps
+    /// included).
+    int64_t bytes(int64_t sentences, int64_t S) const;
+    /// Bytes one sentence S wide keeps once decoded.
+    int64_t kept_bytes(int64_t S) const;
+};
+/// The cost of decoding with `options` (beam, N-best, top-k, the beam tree, the maps kept) for
+/// up to `steps` steps, from the network's memory_cost().
+DecodeCost decode_cost(const EncoderDecoder& network, const DecodeOptions& options, int64_t steps);
+
 /// The frame shared by greedy and beam search: validates the options, makes a
 /// Translation per source (empty ones stay empty), enters inference mode, and
 /// hands the non-empty sources to decode_chunk in batches: at most options.batch_size
-/// sentences, and no more than fit the step memory bound (core/model/memory_bound.hpp)
-/// with options.beam_size hypotheses each, running up to max_steps steps (0:
-/// options.max_length). A sentence too long to decode within the bound on its own is
-/// refused with ConfigError naming it, before any is decoded.
+/// sentences, and no more than fit the memory bound (DecodeOptions::memory_bound) with
+/// options.beam_size hypotheses each, running up to max_steps steps (0: options.max_length).
+/// A sentence too long to decode within the bound on its own, or a request whose kept maps
+/// (every sentence's, times 1 + DecodeOptions::kept_copies) cannot fit it, is refused with
+/// ConfigError naming it, before any is decoded.
 std::vector<Translation> decode_in_batches(const SearchModel& model,
                                            const std::vector<std::vector<std::string>>& sources,
                                            const DecodeOptions& options, const ChunkDecoder& decode_chunk,
                                            int64_t max_steps = 0);
 
 /// decode_in_batches's chunks of `rows` (indices into width: each sentence's source width,
-/// <eos> included), in order: at most batch_size sentences of `beam` hypotheses each, and
-/// no more than cost says fit `bound`. Throws ConfigError naming the first sentence ("sentence
-/// N", 1-based) that cannot fit alone, with what it would need.
+/// <eos> included), in order: at most batch_size sentences, and no more than fit `bound`
+/// beside what every sentence keeps once decoded (cost.kept, times 1 + kept_copies: the
+/// results stay while the later chunks decode). Throws ConfigError naming the first sentence
+/// ("sentence N", 1-based) that cannot fit alone, with what it would need, or the sentence
+/// where the kept maps of the sentences so far pass the bound.
 std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& rows, const std::vector<int64_t>& width,
-                                                    int64_t beam, int64_t batch_size, const StepCost& cost,
-                                                    int64_t bound = step_memory_bound);
+                                                    int64_t batch_size, const DecodeCost& cost,
+                                                    int64_t bound = memory_bound(), int64_t kept_copies = 0);
 
 /// The most steps a row decodes: options.max_length, stretched to hold each given target
 /// (forced decoding) and one more token.

@@ -47,6 +47,15 @@ struct GenerationRules {
     }
 };
 
+/// Which attention maps a hypothesis keeps (Hypothesis::attention): a caller that shows or
+/// writes none of them keeps none, and the memory they would take is not asked for.
+enum class MapsKept {
+    all,      ///< every map the model records (the views, --attention-out, the web page)
+    cross,    ///< the cross maps only, every head of every layer (alignments, per-head scores)
+    primary,  ///< the primary map only (a single heatmap, attribution beside it)
+    none      ///< none (the translations' text and scores alone)
+};
+
 /// Options for decoding (CTranslate2's TranslationOptions in spirit).
 struct DecodeOptions {
     int64_t max_length = 30;      ///< maximum output tokens per sentence, <eos> included (1..max_decode_length)
@@ -64,6 +73,14 @@ struct DecodeOptions {
     GenerationRules generation;   ///< a pretrained model's generate() rules (off for attnviz's own models)
     std::string source_lang;      ///< a multilingual pretrained model's source language ("" : its default)
     std::string target_lang;      ///< ... and target language ("": its generation config's, if any)
+    MapsKept maps = MapsKept::all;  ///< the attention maps each hypothesis keeps
+    /// The memory decoding may take at once (core/model/memory_cost.hpp; 0: memory_bound()):
+    /// sentences decode in chunks within it, and a sentence that cannot fit alone is refused,
+    /// as is a request whose kept maps (all sentences', times 1 + kept_copies) cannot.
+    int64_t memory_bound = 0;
+    /// Copies of the kept maps the caller makes after decoding, counted against the bound with
+    /// them: a JSON file written from them takes about ten times their bytes while it is built.
+    int64_t kept_copies = 0;
     nlohmann::json to_json() const;
     /// Throws ConfigError naming the first option out of its range.
     void validate() const;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <istream>
 
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
@@ -215,3 +216,50 @@ bool LineReader::next(std::string_view& line, size_t limit) {
 }
 
 }  // namespace attnviz::detail
+
+namespace attnviz {
+
+std::vector<std::string> read_stream_lines(std::istream& in, const std::string& name, size_t line_limit,
+                                           uint64_t total_limit) {
+    const size_t limit = line_limit == 0 ? hard_line_limit : std::min(line_limit, hard_line_limit);
+    std::vector<std::string> lines;
+    std::string line;
+    bool open_line = false;  // bytes read since the last '\n'
+    uint64_t total = 0;      // bytes of the lines so far, their '\n's included
+    std::vector<char> buf(size_t{64} << 10);
+    auto refuse = [&](const std::string& what) { throw FileError(name + ":" + std::to_string(lines.size() + 1) + ": " + what); };
+    auto too_long = [&] { refuse("a line longer than " + std::to_string(limit) + " bytes; split it into sentences of at most that"); };
+    auto finish = [&] {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.size() > limit) too_long();
+        lines.push_back(std::move(line));
+        line.clear();
+        open_line = false;
+    };
+    std::streambuf* sb = in.rdbuf();
+    while (sb) {
+        const std::streamsize got = sb->sgetn(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (got <= 0) break;
+        const char* p = buf.data();
+        const char* const end = p + got;
+        while (p < end) {
+            const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+            const char* stop = nl ? nl : end;
+            const auto n = static_cast<size_t>(stop - p) + (nl ? 1 : 0);
+            total += n;
+            if (total_limit > 0 && total > total_limit)
+                refuse("the input passes " + std::to_string(total_limit) + " bytes, more than is read at once; give it in parts");
+            // One byte more than the limit is allowed for a '\r' the line may end with.
+            if (line.size() + static_cast<size_t>(stop - p) > limit + 1) too_long();
+            line.append(p, stop);
+            open_line = true;
+            if (!nl) break;
+            finish();
+            p = nl + 1;
+        }
+    }
+    if (open_line) finish();
+    return lines;
+}
+
+}  // namespace attnviz

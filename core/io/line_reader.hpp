@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,15 @@ namespace attnviz {
 /// The longest line ever held in memory: longer lines are skipped as "line too long"
 /// whatever a reader's own limit says (1 MiB).
 constexpr size_t hard_line_limit = size_t{1} << 20;
+
+/// Every line of a stream (standard input) that is not a file the LineReader may open: each
+/// without '\n' and a final '\r'. A line longer than line_limit bytes (0: hard_line_limit; at
+/// most that) or input of more than total_limit bytes (0: no bound) is refused with FileError
+/// ("NAME:N: ...") as soon as its bytes pass the limit, before memory grows for the rest:
+/// memory stays at one 64 KiB chunk beside the lines kept. Sentences typed or piped in are
+/// read through it (an 80 MB line once grew to 3.8 GB before the sentence was refused).
+std::vector<std::string> read_stream_lines(std::istream& in, const std::string& name, size_t line_limit = 0,
+                                           uint64_t total_limit = 0);
 
 }  // namespace attnviz
 

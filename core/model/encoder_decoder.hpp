@@ -8,8 +8,9 @@
 // names its attention maps (core/model/attention_map.hpp), so a view or an
 // export never needs to know which family made them.
 //
-// Families: the RNN encoder-decoder with attention (core/model/rnn_model.hpp) and
-// d2l's Transformer (core/model/transformer_model.hpp).
+// Families: the RNN encoder-decoder with attention (core/model/rnn_model.hpp), d2l's
+// Transformer (core/model/transformer_model.hpp) and the pretrained Hugging Face models
+// (core/model/pretrained_model.hpp).
 // build_network() (core/model/families.hpp) makes the one a configuration asks for.
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "core/config/config.hpp"
 #include "core/model/attention_map.hpp"
 #include "core/model/dropout_stream.hpp"
+#include "core/model/memory_cost.hpp"
 
 namespace attnviz {
 
@@ -122,8 +124,11 @@ public:
     virtual const ModelConfig& config() const = 0;
     bool has_attention() const { return config().has_attention(); }
 
-    /// Encodes src [B, S] (ids) of valid lengths src_len [B].
-    virtual std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len) = 0;
+    /// Encodes src [B, S] (ids) of valid lengths src_len [B]. keep_maps false: the encoding
+    /// keeps no source-side maps (source_maps() gives none), for decoding whose caller shows
+    /// none of them (DecodeOptions::maps): a Transformer's are S x S per head and layer.
+    virtual std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                        bool keep_maps = true) = 0;
     /// The decoder's cache before its first step.
     virtual std::unique_ptr<DecoderCache> start(const EncodedSource& source) = 0;
     /// One step: tokens [B] (each row's previous output; <bos> first) -> logits, maps and
@@ -160,11 +165,11 @@ public:
     /// Whether loss() may run on parts of a batch at once, one CPU thread each, with its
     /// randomness all from options.dropout (core/train/split_step.hpp).
     virtual bool trains_in_parts(double teacher_forcing) const { return false; }
-    /// Bytes a step needs at most per (query, source position) pair, beside the weights: in
-    /// training (per target token: what the backward pass keeps, and its gradients) or in
-    /// decoding (per hypothesis). Callers bound a batch's memory with it
-    /// (core/model/memory_bound.hpp); a family should say what its attention costs.
-    virtual int64_t attention_bytes_per_cell(bool training) const { return training ? 1024 : 512; }
+    /// What its work costs in memory, path by path, by the shape of the work
+    /// (core/model/memory_cost.hpp): every caller asks the one bound with it before it
+    /// allocates (core/model/memory_bound.hpp). A family derives it from the tensors its
+    /// paths allocate: every attention it computes, the maps it keeps, the backward pass.
+    virtual MemoryCost memory_cost() const = 0;
 };
 
 /// A network, shared: a TranslationModel's is never changed after construction.

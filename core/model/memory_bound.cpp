@@ -1,23 +1,17 @@
-// The memory bound of one step: chunks of a batch, refusals of pairs too long.
+// The memory bound: chunks of a batch, refusals of pairs too long, models whose sizes cannot run.
 #include "core/model/memory_bound.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <numeric>
 
 #include "core/io/error.hpp"
+#include "core/model/pretrained_model.hpp"
 
 namespace attnviz {
 
 namespace {
-
-constexpr int64_t k_max = std::numeric_limits<int64_t>::max();
-
-/// a × b, or k_max when that overflows (both non-negative).
-int64_t times(int64_t a, int64_t b) { return a != 0 && b > k_max / a ? k_max : a * b; }
-int64_t plus(int64_t a, int64_t b) { return a > k_max - b ? k_max : a + b; }
 
 std::vector<int64_t> host_values(const torch::Tensor& t) {
     const auto cpu = t.to(torch::kCPU, torch::kLong).contiguous();
@@ -26,25 +20,14 @@ std::vector<int64_t> host_values(const torch::Tensor& t) {
 
 }  // namespace
 
-int64_t StepCost::bytes(int64_t rows, int64_t steps, int64_t width) const {
-    return times(times(rows, steps), plus(times(width, per_cell), per_step));
-}
+ShapeCost training_cost(const EncoderDecoder& network) { return network.memory_cost().training; }
 
-StepCost training_cost(const EncoderDecoder& network) {
-    // The output layer: logits and their gradient (or softmax) over the target vocabulary.
-    return {network.attention_bytes_per_cell(true), times(8, network.config().tgt_vocab)};
-}
+ShapeCost evaluation_cost(const EncoderDecoder& network) { return network.memory_cost().evaluation; }
 
-StepCost decoding_cost(const EncoderDecoder& network, int64_t steps) {
-    // Each hypothesis keeps one attention row per step, weights and scores (float32).
-    return {plus(network.attention_bytes_per_cell(false), times(8, std::max<int64_t>(steps, 1))),
-            times(8, network.config().tgt_vocab)};
-}
-
-std::vector<Batch> split_batch(const Batch& batch, const StepCost& cost, int64_t source_steps, int64_t bound) {
+std::vector<Batch> split_batch(const Batch& batch, const ShapeCost& cost, int64_t source_steps, int64_t bound) {
     const int64_t rows = batch.src.size(0);
     auto width = [&](int64_t s) { return source_steps > 0 ? source_steps : s; };
-    if (rows <= 1 || cost.bytes(rows, batch.tgt_in.size(1), width(batch.src.size(1))) <= bound) return {batch};
+    if (rows <= 1 || cost.bytes(rows, width(batch.src.size(1)), batch.tgt_in.size(1)) <= bound) return {batch};
     const std::vector<int64_t> src_len = host_values(batch.src_len), tgt_len = host_values(batch.tgt_len);
     std::vector<int64_t> order(static_cast<size_t>(rows));
     std::iota(order.begin(), order.end(), 0);
@@ -56,7 +39,7 @@ std::vector<Batch> split_batch(const Batch& batch, const StepCost& cost, int64_t
         int64_t s = src_len[order[i]], t = tgt_len[order[i]];
         for (++i; i < order.size(); ++i) {
             const int64_t s2 = std::max(s, src_len[order[i]]), t2 = std::max(t, tgt_len[order[i]]);
-            if (cost.bytes(static_cast<int64_t>(chunk.size()) + 1, t2, width(s2)) > bound) break;
+            if (cost.bytes(static_cast<int64_t>(chunk.size()) + 1, width(s2), t2) > bound) break;
             chunk.push_back(order[i]);
             s = s2, t = t2;
         }
@@ -74,14 +57,14 @@ std::vector<Batch> split_batch(const Batch& batch, const StepCost& cost, int64_t
     return chunks;
 }
 
-void check_pairs_fit(const std::vector<SentencePair>& pairs, const StepCost& cost, int64_t fixed_steps,
+void check_pairs_fit(const std::vector<SentencePair>& pairs, const ShapeCost& cost, int64_t fixed_steps,
                      int64_t source_steps, const std::string& corpus, const std::string& what, int64_t bound) {
     for (size_t i = 0; i < pairs.size(); ++i) {
         const SentencePair& p = pairs[i];
         int64_t s = static_cast<int64_t>(p.src.size()) + 1, t = static_cast<int64_t>(p.tgt.size()) + 1;  // + <eos>
         if (fixed_steps > 0) s = t = fixed_steps;
         if (source_steps > 0) s = source_steps;
-        const int64_t need = cost.bytes(1, t, s);
+        const int64_t need = cost.bytes(1, s, t);
         if (need <= bound) continue;
         const std::string where = p.line > 0 ? corpus + ", line " + std::to_string(p.line)
                                              : corpus + ": " + what + " " + std::to_string(i + 1);
@@ -91,7 +74,7 @@ void check_pairs_fit(const std::vector<SentencePair>& pairs, const StepCost& cos
                               memory_text(bound) + " a step may use; use fewer steps or a smaller model");
         // The longest pair (both sides alike) that fits: what a maximum length could keep.
         int64_t fits = 0;
-        for (int64_t n = 1; n < 1000000 && cost.bytes(1, n + 1, source_steps > 0 ? source_steps : n + 1) <= bound; n = n < 64 ? n + 1 : n + n / 16)
+        for (int64_t n = 1; n < 1000000 && cost.bytes(1, source_steps > 0 ? source_steps : n + 1, n + 1) <= bound; n = n < 64 ? n + 1 : n + n / 16)
             fits = n;
         throw ConfigError(where + ": a pair of " + std::to_string(p.src.size()) + " source and " +
                           std::to_string(p.tgt.size()) + " target tokens is too long for this model: one training " +
@@ -101,6 +84,30 @@ void check_pairs_fit(const std::vector<SentencePair>& pairs, const StepCost& cos
                                     : " (--max-length; in the app: Max length)") +
                           " or train a smaller model");
     }
+}
+
+int64_t one_word_bytes(const EncoderDecoder& network, int64_t steps) {
+    const MemoryCost c = network.memory_cost();
+    const int64_t S = network.config().source_steps > 0 ? network.config().source_steps : 2;  // a word and <eos>
+    const ShapeCost all = c.encoding + c.encoding_maps + c.step + c.kept_primary + c.kept_cross + c.kept_decoder + c.kept_source;
+    return bytes_plus(all.bytes(1, S, std::max<int64_t>(steps, 1)), c.fixed);
+}
+
+void check_network_fits(const EncoderDecoder& network, const std::string& what, int64_t steps, int64_t bound) {
+    const int64_t need = one_word_bytes(network, steps);
+    if (need <= bound) return;
+    const ModelConfig& c = network.config();
+    std::string sizes;
+    if (const auto* p = dynamic_cast<const PretrainedImpl*>(&network)) {
+        sizes = p->hf().describe() + ", " + std::to_string(p->hf().max_positions) + " positions";
+    } else {
+        sizes = std::to_string(c.num_layers) + (c.is_transformer() ? " blocks of " + std::to_string(c.num_heads) + " heads" : " layers") +
+                ", width " + std::to_string(c.hidden_size);
+        if (c.source_steps > 0) sizes += ", every source padded to " + std::to_string(c.source_steps) + " steps";
+    }
+    throw ConfigError(what + ": this model (" + sizes + ") would need about " + memory_text(need) +
+                      " to translate one word in " + std::to_string(steps) + " steps, more than the " + memory_text(bound) +
+                      " decoding may use: its sizes are not ones it can run with");
 }
 
 std::string memory_text(int64_t bytes) {

@@ -223,13 +223,6 @@ PretrainedImpl::PretrainedImpl(const ModelConfig& config, bool filled) : m_confi
     m_positions = pretrained_position_table(c.positions, rows, d, c.pad_token_id);
 }
 
-int64_t PretrainedImpl::attention_bytes_per_cell(bool training) const {
-    const auto& c = hf();
-    const int64_t heads = std::max(c.encoder_heads, c.decoder_heads);
-    const int64_t layers = std::max(c.encoder_layers, c.decoder_layers);
-    return 2 * layers * heads * 4 * (training ? 5 : 2);
-}
-
 double PretrainedImpl::dropout_p() const { return is_training() ? hf().dropout : 0.0; }
 
 torch::Tensor PretrainedImpl::input_rows(const torch::Tensor& ids) const {
@@ -332,8 +325,9 @@ PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, con
     return enc;
 }
 
-std::shared_ptr<const EncodedSource> PretrainedImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
-    return std::make_shared<PretrainedEncoding>(encode_embedded(embed_source(src), src_len, src, /*keep=*/true));
+std::shared_ptr<const EncodedSource> PretrainedImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                            bool keep_maps) {
+    return std::make_shared<PretrainedEncoding>(encode_embedded(embed_source(src), src_len, src, keep_maps));
 }
 
 std::shared_ptr<const EncodedSource> PretrainedEncoding::select(const torch::Tensor& rows) const {
@@ -342,13 +336,17 @@ std::shared_ptr<const EncodedSource> PretrainedEncoding::select(const torch::Ten
     e->mask = mask.index_select(0, rows);
     e->bias = bias.index_select(0, rows);
     e->output = output.index_select(0, rows);
-    for (const auto& w : weights) e->weights.push_back(w.index_select(0, rows));
-    for (const auto& s : scores) e->scores.push_back(s.index_select(0, rows));
+    // The maps are shared, not copied: beam search selects each row K times.
+    e->weights = weights;
+    e->scores = scores;
+    const auto host_rows = rows.to(torch::kCPU, torch::kLong);
+    e->map_rows = map_rows.defined() ? map_rows.index_select(0, host_rows) : host_rows;
     return e;
 }
 
 std::vector<AttentionMap> PretrainedEncoding::source_maps(int64_t row, int64_t n) const {
     std::vector<AttentionMap> maps;
+    if (map_rows.defined()) row = map_rows[row].item<int64_t>();
     for (size_t l = 0; l < weights.size(); ++l) {
         const int64_t k = std::min(n, weights[l].size(-1));
         for (int64_t h = 0; h < weights[l].size(1); ++h) {
@@ -411,7 +409,7 @@ torch::Tensor PretrainedImpl::forward(const torch::Tensor& src, const torch::Ten
         const auto enc = encode_embedded(embed_source(src), src_len, src, /*keep=*/false);
         return output_logits(decode_embedded(embed_target(tgt_in), tgt_in, enc));
     }
-    auto enc = encode(src, src_len);
+    auto enc = encode(src, src_len, /*keep_maps=*/false);
     auto cache = start(*enc);
     std::vector<torch::Tensor> logits;
     torch::Tensor prev;

@@ -86,6 +86,8 @@ struct PretrainedEncoding : EncodedSource {
     torch::Tensor bias;                  ///< [B, 1, 1, S] 0 at valid positions, -inf at padding
     std::vector<torch::Tensor> weights;  ///< per layer [B, h, S, S] self-attention weights (when kept)
     std::vector<torch::Tensor> scores;   ///< per layer [B, h, S, S] their raw scores (when kept)
+    torch::Tensor map_rows;              ///< [B] long, CPU: row b's maps are row map_rows[b] of weights and scores
+                                         ///< (select() shares them); undefined: row b's own
     std::shared_ptr<const EncodedSource> select(const torch::Tensor& rows) const override;
     std::vector<AttentionMap> source_maps(int64_t row, int64_t n) const override;
 };
@@ -110,9 +112,12 @@ public:
     const ModelConfig& config() const override { return m_config; }
     const PretrainedConfig& hf() const { return m_spec->model; }
     const PretrainedSpec& spec() const { return *m_spec; }
-    int64_t attention_bytes_per_cell(bool training) const override;
+    /// As the d2l Transformer's, with the encoder's and decoder's own blocks and heads
+    /// (core/model/family_costs.cpp).
+    MemoryCost memory_cost() const override;
 
-    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len) override;
+    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                bool keep_maps = true) override;
     std::unique_ptr<DecoderCache> start(const EncodedSource& source) override;
     /// One token per row; an intervention's cross_weights replace every cross head's weights in
     /// every layer, heads_off zeroes those heads' outputs (head -1: every head of the layer).

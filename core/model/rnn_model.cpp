@@ -255,7 +255,7 @@ void RnnState::select(const torch::Tensor& rows) {
     if (c.defined()) c = c.index_select(1, rows);
 }
 
-std::shared_ptr<const EncodedSource> Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+std::shared_ptr<const EncodedSource> Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len, bool) {
     return std::make_shared<RnnEncoding>(encode_states(src, src_len));
 }
 

@@ -74,7 +74,8 @@ public:
 
     // --- the family seam (core/model/encoder_decoder.hpp) ---------------------------------
     /// An RnnEncoding (encode_states).
-    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len) override;
+    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                bool keep_maps = true) override;
     /// An RnnState (init_state).
     std::unique_ptr<DecoderCache> start(const EncodedSource& source) override;
     /// One step on an RnnState and an RnnEncoding: logits, the cross map (layer 0, head 0:
@@ -101,10 +102,9 @@ public:
                        const torch::Tensor& tgt_out, const LossOptions& options = {}) override;
     /// trains_fused(teacher_forcing).
     bool trains_in_parts(double teacher_forcing) const override { return trains_fused(teacher_forcing); }
-    /// Additive attention keeps its [A] tanh features per cell (and their gradient, in the
-    /// backward pass), besides scores, weights and a dropout mask; decoding also holds each
-    /// hypothesis's keys and values.
-    int64_t attention_bytes_per_cell(bool training) const override;
+    /// Additive attention's [A] tanh features per (target token, source position) in training,
+    /// the keys each hypothesis reads in decoding, one cross map kept (core/model/family_costs.cpp).
+    MemoryCost memory_cost() const override;
 
     // --- the RNN's own ---------------------------------------------------------------------
     /// src [B,S], src_len [B] -> encoder state, keys projected. With config().source_steps = N > 0

@@ -151,9 +151,10 @@ TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in
     return enc;
 }
 
-std::shared_ptr<const EncodedSource> TransformerImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len) {
+std::shared_ptr<const EncodedSource> TransformerImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                             bool keep_maps) {
     return std::make_shared<TransformerEncoding>(
-        encode_embedded(encoder->embedding->forward(src), src_len, dropout_for(nullptr), /*keep=*/true));
+        encode_embedded(encoder->embedding->forward(src), src_len, dropout_for(nullptr), keep_maps));
 }
 
 std::shared_ptr<const EncodedSource> TransformerEncoding::select(const torch::Tensor& rows) const {
@@ -163,8 +164,11 @@ std::shared_ptr<const EncodedSource> TransformerEncoding::select(const torch::Te
     e->mask = mask.index_select(0, rows);
     e->bias = bias.index_select(0, rows);
     e->output = output.index_select(0, rows);
-    for (const auto& w : weights) e->weights.push_back(w.index_select(0, rows));
-    for (const auto& s : scores) e->scores.push_back(s.index_select(0, rows));
+    // The maps are shared, not copied: beam search selects each row K times.
+    e->weights = weights;
+    e->scores = scores;
+    const auto host_rows = rows.to(torch::kCPU, torch::kLong);
+    e->map_rows = map_rows.defined() ? map_rows.index_select(0, host_rows) : host_rows;
     return e;
 }
 
@@ -181,6 +185,7 @@ AttentionMatrix to_matrix(const torch::Tensor& m) {
 
 std::vector<AttentionMap> TransformerEncoding::source_maps(int64_t row, int64_t n) const {
     std::vector<AttentionMap> maps;
+    if (map_rows.defined()) row = map_rows[row].item<int64_t>();
     for (size_t l = 0; l < weights.size(); ++l) {
         const int64_t S = weights[l].size(-1);
         const int64_t k = std::min(n, S);
@@ -258,8 +263,8 @@ torch::Tensor TransformerImpl::forward_embedded(const torch::Tensor& src_emb, co
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
                                        const torch::Tensor& tgt_in, double teacher_forcing) {
     if (teacher_forcing >= 1.0) return forward_embedded(embed_source(src), src_len, embed_target(tgt_in));
-    // Scheduled sampling: one step at a time, as decoding runs.
-    auto enc = encode(src, src_len);
+    // Scheduled sampling: one step at a time, as decoding runs (no map is shown).
+    auto enc = encode(src, src_len, /*keep_maps=*/false);
     auto cache = start(*enc);
     std::vector<torch::Tensor> logits;
     torch::Tensor prev;

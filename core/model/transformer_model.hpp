@@ -39,6 +39,8 @@ struct TransformerEncoding : EncodedSource {
     torch::Tensor bias;                  ///< [B, 1, 1, S] 0 at valid positions, -inf at padding
     std::vector<torch::Tensor> weights;  ///< per block [B, h, S, S]: self-attention weights (when kept)
     std::vector<torch::Tensor> scores;   ///< per block [B, h, S, S]: their raw scores (when kept)
+    torch::Tensor map_rows;              ///< [B] long, CPU: row b's maps are row map_rows[b] of weights and scores
+                                         ///< (select() shares them); undefined: row b's own
     std::shared_ptr<const EncodedSource> select(const torch::Tensor& rows) const override;
     /// Every {encoder_self, l, h} of row `row` over its first n positions, layer by layer.
     std::vector<AttentionMap> source_maps(int64_t row, int64_t n) const override;
@@ -79,15 +81,14 @@ public:
     /// when the configuration is invalid or not a Transformer's.
     explicit TransformerImpl(const ModelConfig& config);
     const ModelConfig& config() const override { return m_config; }
-    /// Per (query, key) pair: every block's cross and decoder self-attention, each head's
-    /// scores and weights (float32), and in training their dropout masks and gradients too.
-    int64_t attention_bytes_per_cell(bool training) const override {
-        return 2 * m_config.num_layers * m_config.num_heads * 4 * (training ? 5 : 2);
-    }
+    /// Encoder self-attention S x S, decoder self-attention T x T and cross-attention T x S
+    /// per head and block, the maps kept (core/model/family_costs.cpp).
+    MemoryCost memory_cost() const override;
 
     // --- the family seam (core/model/encoder_decoder.hpp) ---------------------------------
     /// A TransformerEncoding with every block's self-attention kept.
-    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len) override;
+    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                bool keep_maps = true) override;
     /// A TransformerCache with each block's cross-attention keys and values of the source.
     std::unique_ptr<DecoderCache> start(const EncodedSource& source) override;
     /// One token per row at the cache's next position; the maps of the header's comment.

@@ -5,12 +5,15 @@
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/model/memory_bound.hpp"
 #include "core/persist/d2l_interop.hpp"
 #include "core/persist/hf_folder.hpp"
 
 namespace attnviz {
 
-Checkpoint open_model_file(const std::string& path) {
+namespace {
+
+Checkpoint open_unchecked(const std::string& path) {
     // What the name is is decided once, here: a folder (a Hugging Face model), a hub id found
     // in the local cache, or a file judged by its first bytes.
     struct stat st {};
@@ -26,6 +29,16 @@ Checkpoint open_model_file(const std::string& path) {
     // everything else is load_checkpoint's to read or refuse.
     if (detect_model_file(path) == ModelFileKind::safetensors) return Checkpoint{import_d2l(path), {}};
     return load_checkpoint(path);
+}
+
+}  // namespace
+
+Checkpoint open_model_file(const std::string& path) {
+    Checkpoint c = open_unchecked(path);
+    // A model whose sizes (from its file: blocks, heads, widths, padded steps, a position table)
+    // cannot translate one word within the memory bound is refused before any sentence.
+    if (c.model) check_network_fits(*c.model->network(), quote(path, 300), c.model->decode_defaults().max_length);
+    return c;
 }
 
 TranslationModelPtr load_model(const std::string& path) { return open_model_file(path).model; }

@@ -157,7 +157,7 @@ ValidationSums validation_sums(EncoderDecoder& model, const std::vector<Sentence
                                const Vocab& tgt_vocab, int64_t batch_size, int64_t fixed_steps,
                                const torch::Device& device, int64_t bound) {
     torch::NoGradGuard no_grad;
-    const StepCost cost = training_cost(model);
+    const ShapeCost cost = evaluation_cost(model);
     check_pairs_fit(pairs, cost, fixed_steps, model.config().source_steps, "evaluation", "pair", bound);
     ValidationSums total;
     std::vector<size_t> rows;

@@ -81,12 +81,12 @@ struct ValidationSums {
 ValidationSums split_validation_sums(EncoderDecoder& model, const Batch& batch, int parts);
 
 /// Teacher-forced validation sums over pairs, in file order, batch_size pairs at a time
-/// (padded like training: fixed_steps), each batch cut into chunks within the step memory
-/// `bound` (core/model/memory_bound.hpp), on the model's device, without gradients; on
+/// (padded like training: fixed_steps), each batch cut into chunks within the memory
+/// `bound` by evaluation_cost (core/model/memory_bound.hpp), on the model's device, without gradients; on
 /// several CPU threads in parts as split_validation_sums. check_pairs_fit refuses a pair
 /// too long for the bound beforehand.
 ValidationSums validation_sums(EncoderDecoder& model, const std::vector<SentencePair>& pairs, const Vocab& src_vocab,
                                const Vocab& tgt_vocab, int64_t batch_size, int64_t fixed_steps,
-                               const torch::Device& device, int64_t bound = step_memory_bound);
+                               const torch::Device& device, int64_t bound = memory_bound());
 
 }  // namespace attnviz

@@ -35,7 +35,7 @@ Trainer::Trainer(TrainingData data, ModelConfig model_config, TrainConfig train_
       m_model_config(model_config),
       m_train_config(train_config),
       m_device(resolve_device(train_config.device)),
-      m_step_memory_bound(step_memory_bound) {
+      m_step_memory_bound(memory_bound()) {
     m_train_config.validate();
     validate_train_for_model(m_train_config, m_model_config);  // --precision bf16 trains a Transformer only
     cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);  // refuses a layer or head the model lacks
@@ -49,7 +49,7 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
       m_model_config(c.model->config()),
       m_train_config(train_config),
       m_device(resolve_device(train_config.device)),
-      m_step_memory_bound(step_memory_bound) {
+      m_step_memory_bound(memory_bound()) {
     m_train_config.validate();
     validate_train_for_model(m_train_config, m_model_config);
     cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads);
@@ -85,11 +85,11 @@ Trainer::~Trainer() = default;
 void Trainer::check_pairs_fit_bound() const {
     // A pair too long to train within the memory bound is refused now, naming it (a step
     // on it would otherwise abort the process); batches are cut into chunks that fit.
-    const StepCost cost = training_cost(*m_model);
-    check_pairs_fit(m_data.train, cost, m_train_config.fixed_steps, m_model_config.source_steps, m_data.name,
-                    "training pair", m_step_memory_bound);
-    check_pairs_fit(m_data.val, cost, m_train_config.fixed_steps, m_model_config.source_steps, m_data.name,
-                    "validation pair", m_step_memory_bound);
+    check_pairs_fit(m_data.train, training_cost(*m_model), m_train_config.fixed_steps, m_model_config.source_steps,
+                    m_data.name, "training pair", m_step_memory_bound);
+    // Validation runs without gradients (evaluate): its pairs are asked what that costs.
+    check_pairs_fit(m_data.val, evaluation_cost(*m_model), m_train_config.fixed_steps, m_model_config.source_steps,
+                    m_data.name, "validation pair", m_step_memory_bound);
 }
 
 void Trainer::set_step_memory_bound(int64_t bytes) {
@@ -264,9 +264,15 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     // targets still trains (their exact match and BLEU count the truncated output).
     dopts.max_length = std::min<int64_t>(dopts.max_length * 2 + 2, max_decode_length);
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
+    dopts.memory_bound = m_step_memory_bound;
+    // Exact match and BLEU read the tokens only, a log's heatmaps the primary map of the first
+    // few (ValidationSample); the alignment below the cross maps.
+    DecodeOptions text_only = dopts;
+    text_only.maps = sample ? MapsKept::primary : MapsKept::none;
+    dopts.maps = MapsKept::cross;
     // A view of the live network (no copy); it switches the network to eval mode, restored below.
     const TranslationModel view(m_model, m_src_vocab, m_tgt_vocab, m_data.tokenizer);
-    std::vector<Translation> translations = view.translate_tokens(sources, dopts);
+    std::vector<Translation> translations = view.translate_tokens(sources, text_only);
     for (auto& t : translations) hyps.push_back(t.empty() ? std::vector<std::string>{} : until_eos(t.best().tokens));
     r.val_accuracy = exact_match(hyps, refs);
     r.val_bleu = corpus_bleu(hyps, refs).score;

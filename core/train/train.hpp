@@ -107,7 +107,7 @@ public:
     /// Lets a continued run train for more epochs (or change the learning rate, controls, ...).
     void set_train_config(const TrainConfig& config);
     /// The memory a step's attention and output layer may take (core/model/memory_bound.hpp;
-    /// default step_memory_bound): batches above it train and validate in chunks, and a pair
+    /// default memory_bound()): batches above it train and validate in chunks, and a pair
     /// that cannot fit alone is refused (ConfigError naming it), as at construction.
     void set_step_memory_bound(int64_t bytes);
     const TrainHistory& history() const { return m_history; }

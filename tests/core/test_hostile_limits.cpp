@@ -91,15 +91,15 @@ TEST_CASE("a batch over the memory bound trains in chunks with the whole batch's
     b.tgt_len = r.tgt_out.ne(Vocab::pad_id).sum(1);
     for (size_t i = 0; i < 21; ++i) b.index.push_back(100 + i);
 
-    const StepCost cost = training_cost(*m);
-    const int64_t bound = cost.bytes(1, 51, 61) * 2;  // the long row fits, the whole batch does not
-    REQUIRE(cost.bytes(21, 51, 61) > bound);
+    const ShapeCost cost = training_cost(*m);
+    const int64_t bound = cost.bytes(1, 61, 51) * 2;  // the long row fits, the whole batch does not
+    REQUIRE(cost.bytes(21, 61, 51) > bound);
     const auto chunks = split_batch(b, cost, 0, bound);
     REQUIRE(chunks.size() >= 2);
     int64_t rows = 0, tokens = 0;
     std::vector<size_t> index;
     for (const auto& ch : chunks) {
-        CHECK(cost.bytes(ch.src.size(0), ch.tgt_in.size(1), ch.src.size(1)) <= bound);
+        CHECK(cost.bytes(ch.src.size(0), ch.src.size(1), ch.tgt_in.size(1)) <= bound);
         CHECK(ch.src.size(1) == ch.src_len.max().item<int64_t>());  // cut to its own longest source
         rows += ch.src.size(0);
         tokens += ch.target_tokens();
@@ -109,7 +109,7 @@ TEST_CASE("a batch over the memory bound trains in chunks with the whole batch's
     CHECK(tokens == b.target_tokens());
     std::sort(index.begin(), index.end());
     CHECK(index == b.index);
-    CHECK(split_batch(b, cost, 0, cost.bytes(21, 51, 61)).size() == 1);  // a batch that fits stays whole
+    CHECK(split_batch(b, cost, 0, cost.bytes(21, 61, 51)).size() == 1);  // a batch that fits stays whole
 
     // Accumulated with each chunk's share of the tokens: the whole batch's mean loss and gradient.
     m->zero_grad();
@@ -130,8 +130,9 @@ TEST_CASE("a batch over the memory bound trains in chunks with the whole batch's
 }
 
 TEST_CASE("a pair too long for the memory bound is refused before training, naming its line", "[memory]") {
-    // 2400 words a side: one step on it would ask for about 3 GB at once (it aborted the process).
-    const Corpus corpus = corpus_with_long_pair(40, 7, 2400);
+    // 3000 words a side: one step of this GRU on it would ask for about 2.6 GB at once (the RNN's
+    // training cost, core/model/family_costs.cpp; such a step once aborted the process).
+    const Corpus corpus = corpus_with_long_pair(40, 7, 3000);
     REQUIRE(corpus.pairs.size() == 41);
     const TrainConfig t = one_batch(64);
     const long rss_before = max_rss_kb();
@@ -142,7 +143,7 @@ TEST_CASE("a pair too long for the memory bound is refused before training, nami
         message = e.what();
     }
     INFO(message);
-    CHECK_THAT(message, Contains("long.tsv, line 7") && Contains("2400 source and 2400 target tokens") &&
+    CHECK_THAT(message, Contains("long.tsv, line 7") && Contains("3000 source and 3000 target tokens") &&
                             Contains("GB") && Contains("--max-length"));
     CHECK(max_rss_kb() - rss_before < 100 * 1024);  // nothing of that size was asked for
     // The maximum length the message suggests leaves the pair out, and the rest trains.
@@ -151,7 +152,7 @@ TEST_CASE("a pair too long for the memory bound is refused before training, nami
     TrainConfig limited = t;
     limited.max_length = std::stoll(m[1]);
     CHECK(limited.max_length >= 3);
-    CHECK(limited.max_length < 2400);
+    CHECK(limited.max_length < 3000);
     Trainer trainer(prepare_data(corpus, limited), gru(64), limited);
     CHECK(trainer.data().train.size() == 40);
     CHECK(trainer.run() == StopReason::finished);
@@ -183,23 +184,35 @@ TEST_CASE("one long pair among many short ones trains within the memory bound", 
 TEST_CASE("decoding cuts sentences into chunks within the memory bound and refuses one that cannot fit",
           "[memory][decode]") {
     Seq2Seq net(tiny_config(Scoring::additive));
-    const StepCost cost = decoding_cost(*net, 30);
-    // Widths 5, 400, 5, 5, 400: with room for about 2 wide rows of 3 hypotheses a chunk.
+    DecodeOptions o;
+    o.beam_size = 3;
+    const DecodeCost cost = decode_cost(*net, o, 30);
+    CHECK(cost.beam == 3);
+    CHECK(cost.steps == 30);
+    // Widths 5, 400, 5, 5, 400: with room for about 2 wide sentences of 3 hypotheses a chunk.
     const std::vector<int64_t> width{5, 400, 5, 5, 400, 5};
-    const int64_t bound = cost.bytes(3 * 2, 1, 400) + 1;
-    const auto chunks = plan_decode_chunks({0, 1, 2, 3, 4, 5}, width, 3, 64, cost, bound);
+    const int64_t bound = cost.bytes(2, 400) + 1;
+    const auto chunks = plan_decode_chunks({0, 1, 2, 3, 4, 5}, width, 64, cost, bound);
+    int64_t kept = 0;  // every sentence's kept maps stay while the chunks run
+    for (int64_t w : width) kept += cost.kept_bytes(w);
     std::vector<size_t> order;
     for (const auto& ch : chunks) {
         int64_t widest = 0;
         for (size_t r : ch) widest = std::max(widest, width[r]);
-        CHECK(cost.bytes(3 * int64_t(ch.size()), 1, widest) <= bound);
+        const auto n = static_cast<int64_t>(ch.size());
+        CHECK(cost.per_sentence.bytes(n, widest, 30) + cost.per_hypothesis.bytes(3 * n, widest, 30) + kept <= bound);
         order.insert(order.end(), ch.begin(), ch.end());
     }
     CHECK(order == std::vector<size_t>{0, 1, 2, 3, 4, 5});  // every sentence, in order
     CHECK(chunks.size() >= 2);
-    CHECK(plan_decode_chunks({0, 2, 3, 5}, width, 3, 2, cost, bound).size() == 2);  // the batch size still applies
-    CHECK_THROWS_WITH(plan_decode_chunks({0, 1}, width, 3, 64, cost, cost.bytes(3, 1, 100)),
+    CHECK(plan_decode_chunks({0, 2, 3, 5}, width, 2, cost, bound).size() == 2);  // the batch size still applies
+    CHECK_THROWS_WITH(plan_decode_chunks({0, 1}, width, 64, cost, cost.bytes(1, 100)),
                       Contains("sentence 2 is too long to decode") && Contains("beam of 3"));
+    // Kept maps: each sentence fits alone, all of them together do not.
+    const int64_t alone = cost.bytes(1, 400) + 9 * cost.kept_bytes(400) + 1;  // the widest with its 9 copies
+    CHECK_NOTHROW(plan_decode_chunks({1}, width, 64, cost, alone, 9));
+    CHECK_THROWS_WITH(plan_decode_chunks({0, 1, 2, 3, 4, 5}, width, 64, cost, alone, 9),
+                      Contains("attention maps kept") && !Contains("too long"));
 
     // Through a model: a 300,000-token sentence at max length 1000 would keep ~2.5 GB of
     // attention rows per hypothesis: refused at once, naming it; the short one is not decoded either.

@@ -25,9 +25,11 @@ public:
     explicit CountingNetwork(Network inner) : m_inner(std::move(inner)) { register_module("inner", m_inner); }
     int64_t steps = 0;
     const ModelConfig& config() const override { return m_inner->config(); }
-    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len) override {
-        return m_inner->encode(src, src_len);
+    std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                bool keep_maps = true) override {
+        return m_inner->encode(src, src_len, keep_maps);
     }
+    MemoryCost memory_cost() const override { return m_inner->memory_cost(); }
     std::unique_ptr<DecoderCache> start(const EncodedSource& source) override { return m_inner->start(source); }
     StepOutput step(const torch::Tensor& tokens, DecoderCache& cache, const EncodedSource& source,
                     const AttentionIntervention* intervention) override {

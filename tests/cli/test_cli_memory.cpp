@@ -1,0 +1,91 @@
+// attnviz-cli within the one memory bound (issue 40, items 1 and 3): lines from stdin are
+// bounded as the corpus reader bounds a file's, and every command that decodes or
+// attributes refuses, in one line naming the input, work that cannot fit the bound even
+// alone (a ConfigError: exit code 2, as a pair too long to train; a stdin line too long is a
+// file's fault: 1). The tests set a small bound through ATTNVIZ_MEMORY_BOUND so that they stay fast.
+#include "catch_torch.hpp"
+
+#include <string>
+#include <vector>
+
+#include "cli_support.hpp"
+
+using namespace attnviz_cli_test;
+
+namespace {
+
+/// attnviz-cli with the memory bound `bound` ("8M"), stdin from `input`, under a time limit.
+Result bounded(const TempDir& dir, const std::string& bound, const std::vector<std::string>& args,
+               const std::string& input = "") {
+    const std::string in = dir / "stdin.txt";
+    write_file(in, input);
+    return run_command(dir, "ATTNVIZ_MEMORY_BOUND=" + bound + " timeout 300 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                       args, in);
+}
+
+std::string words(int n, const std::string& word) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += (i ? " " : "") + word;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("cli: a stdin line too long is refused before it is held, naming its line", "[cli][memory][stdin]") {
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    // 3 MB on line 2: over the 1 MiB a line may have.
+    const std::string input = "1 2 3\n" + std::string(3 << 20, '7') + "\n4 5\n";
+    for (const std::string command : {"translate", "attribute"}) {
+        DYNAMIC_SECTION(command) {
+            Result r = cli(dir, {command, "--model", model}, input);
+            CHECK(r.code == 1);
+            require_one_error_line(r, "<stdin>:2: a line longer than 1048576 bytes");
+        }
+    }
+    // Lines within it translate as before, one output line each.
+    Result ok = cli(dir, {"translate", "--model", model}, "1 2 3\r\n4 5\n");
+    INFO("stderr: " << ok.err);
+    CHECK(ok.code == 0);
+    CHECK(lines_of(ok.out).size() == 2);
+}
+
+TEST_CASE("cli: translate refuses a sentence that cannot decode within the bound, naming it", "[cli][memory]") {
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    const std::string input = "1 2\n" + words(20000, "3") + "\n";
+    Result r = bounded(dir, "8M", {"translate", "--model", model, "--max-length", "1000", "--attention-out",
+                                   dir / "a.json"},
+                       input);
+    CHECK(r.code == 2);
+    require_one_error_line(r, "sentence 2 is too long to decode");
+    CHECK(r.err.find("8 MB") != std::string::npos);
+    CHECK_FALSE(exists(dir / "a.json"));
+    // Without the attention file nothing is kept: the same input fits.
+    Result plain = bounded(dir, "64M", {"translate", "--model", model, "--max-length", "20"}, input);
+    INFO("stderr: " << plain.err);
+    CHECK(plain.code == 0);
+}
+
+TEST_CASE("cli: --html-out, attribute and agreement refuse a sentence too long to attribute, naming it",
+          "[cli][memory][attribution]") {
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    const std::string input = "1 2 3\n" + words(3000, "4") + "\n";
+    Result page = bounded(dir, "6M", {"translate", "--model", model, "--html-out", dir / "p.html"}, input);
+    CHECK(page.code == 2);
+    require_one_error_line(page, "sentence 2: a sentence of 3001 source");
+    CHECK_FALSE(exists(dir / "p.html"));
+    Result attr = bounded(dir, "6M", {"attribute", "--model", model}, input);
+    CHECK(attr.code == 2);
+    require_one_error_line(attr, "sentence 2:");
+    // agreement over a corpus whose second line is that long
+    write_file(dir / "c.tsv", "1 2 3\t3 2 1\n" + words(3000, "4") + "\t4 4\n");
+    Result agree = bounded(dir, "6M", {"agreement", "--model", model, "--data", dir / "c.tsv", "--split", "all"});
+    CHECK(agree.code == 2);
+    require_one_error_line(agree, "sentence 2");
+    // The same commands with room enough run.
+    Result fits = bounded(dir, "512M", {"attribute", "--model", model, "--method", "saliency"}, "1 2 3\n");
+    INFO("stderr: " << fits.err);
+    CHECK(fits.code == 0);
+}
