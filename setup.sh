@@ -55,6 +55,8 @@ APT_PACKAGES=(
   xvfb xauth
   ccache mold
 )
+# The tests also open the web page in a headless browser (tests/cli/web_page_heads_check.py).
+[ "$ACTION" = test ] && APT_PACKAGES+=(chromium)
 
 if [ "$DO_APT" = 1 ]; then
   missing=()

@@ -13,6 +13,7 @@
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/corpus_agreement.hpp"
 #include "core/analysis/web_page.hpp"
+#include "core/config/model_description.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -63,7 +64,7 @@ CLI::Validator method_check() {
 struct AttributeOptions {
     std::string model, out, html_out;
     std::vector<std::string> sentences, methods, contrast;
-    int64_t ig_steps = 32, topk = 0;
+    int64_t ig_steps = 0, topk = 0;  // ig_steps 0: automatic
     bool no_target = false;
     DecodeFlags decode;
 };
@@ -111,7 +112,7 @@ int run_attribute(AttributeOptions& o) {
     }
     if (!o.html_out.empty()) {
         WebPageOptions page;
-        page.model = o.model;
+        page.model = o.model + ": " + describe_model(model->config());
         write_file_atomic(o.html_out, web_page(results, page));
     }
     if (o.out.empty()) {
@@ -127,7 +128,7 @@ int run_attribute(AttributeOptions& o) {
 struct AgreementOptions {
     std::string model, split = "val", out;
     std::vector<std::string> methods;
-    int64_t ig_steps = 32;
+    int64_t ig_steps = 0;  // automatic
     size_t max_sentences = 0;
     bool json = false;
     CorpusFlags corpus;
@@ -168,7 +169,7 @@ struct BenchAttributeOptions {
     std::string model, sentence, device = "cpu";
     CorpusFlags corpus;
     size_t words = 10;
-    int64_t repeat = 5, ig_steps = 32;
+    int64_t repeat = 5, ig_steps = 0;  // ig_steps 0: automatic
 };
 
 int run_bench_attribute(BenchAttributeOptions& o) {
@@ -201,6 +202,8 @@ int run_bench_attribute(BenchAttributeOptions& o) {
                           {"integrated_gradients", {AttributionMethod::integrated_gradients}, {}},
                           {"occlusion", {AttributionMethod::occlusion}, {}},
                           {"all", all_attribution_methods(), {}}};
+    int64_t ig_used = 0;  // the points integrated gradients took (the most of any step)
+    double ig_error = 0;  // and its largest relative completeness error
     // One untimed round, then rounds in turn so that drifts of the machine hit every run alike.
     for (int64_t round = 0; round <= o.repeat; ++round)
         for (auto& r : runs) {
@@ -208,9 +211,13 @@ int run_bench_attribute(BenchAttributeOptions& o) {
             a.methods = r.methods;
             a.ig_steps = o.ig_steps;
             const auto t0 = std::chrono::steady_clock::now();
-            (void)attribute(*model, t, a);
+            const SentenceAttribution result = attribute(*model, t, a);
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             if (round > 0) r.ms.push_back(ms);
+            if (result.ig_steps > 0) {
+                ig_used = result.ig_steps;
+                ig_error = result.ig_relative_error;
+            }
         }
     nlohmann::json runs_json = nlohmann::json::array();
     for (const auto& r : runs)
@@ -223,7 +230,9 @@ int run_bench_attribute(BenchAttributeOptions& o) {
                    {"source_tokens", t.src_tokens.size()},
                    {"output_tokens", t.best().tokens.size()},
                    {"sentence", t.src_tokens},
-                   {"ig_steps", o.ig_steps}});
+                   {"ig_steps", o.ig_steps == 0 ? nlohmann::json("auto") : nlohmann::json(o.ig_steps)},
+                   {"ig_steps_used", ig_used},
+                   {"ig_relative_error", ig_error}});
     std::cout << report.dump() << std::endl;
     return exit_ok;
 }
@@ -240,7 +249,7 @@ Command add_attribute_command(CLI::App& parent) {
         "saliency (L2 norm of the gradient over the embedding), grad-input (gradient x embedding, summed),\n"
         "integrated-gradients (from the zero embedding; baseline_log_prob and completeness_error per step)\n"
         "and occlusion (log p minus log p with the token replaced by <unk>, the same target prefix).\n"
-        "Writes a JSON list, one entry per sentence: {input, source, output, text, methods, ig_steps,\n"
+        "Writes a JSON list, one entry per sentence: {input, source, output, text, methods, ig_steps, ig,\n"
         "steps: [{token, log_prob, attention, attributions: {method: [...]}, target_attributions,\n"
         "baseline_log_prob, completeness_error, sink_share, agreement: {method: {kendall_tau, top1}}}]}\n"
         "to --out (then stdout gets the translations) or stdout. Kendall's tau-b compares the attention\n"
@@ -250,8 +259,7 @@ Command add_attribute_command(CLI::App& parent) {
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all\n"
                                             "(repeat or separate with commas; default all)")
         ->type_name("NAME")->allow_extra_args(false)->check(method_check());  // one value each: the sentences follow
-    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
-        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+    add_ig_steps_option(*app, o->ig_steps, "integrated gradients' interpolation points");
     app->add_option("--contrast", o->contrast,
                     "STEP:TOKEN: at that output step attribute log p(output) - log p(TOKEN) (repeatable)")
         ->type_name("STEP:TOKEN")->allow_extra_args(false);
@@ -283,8 +291,7 @@ Command add_agreement_command(CLI::App& parent) {
         ->type_name("INT")->default_str("0")->group("data");
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all")
         ->type_name("NAME")->allow_extra_args(false)->check(method_check());
-    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
-        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+    add_ig_steps_option(*app, o->ig_steps, "integrated gradients' interpolation points");
     app->add_flag("--json", o->json, "print the table as one JSON object")->group("output");
     app->add_option("--out", o->out, "write the table and every sentence's numbers here (JSON)")
         ->type_name("FILE.json")->group("output");
@@ -305,8 +312,7 @@ Command add_bench_attribute_command(CLI::App& parent) {
     o->corpus.add_to(*app, false);
     app->add_option("--words", o->words, "the corpus sentence's source tokens")->type_name("INT")->default_str("10");
     app->add_option("--repeat", o->repeat, "timed rounds")->type_name("INT")->default_str("5")->check(positive_int());
-    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points")
-        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+    add_ig_steps_option(*app, o->ig_steps, "integrated gradients' interpolation points");
     app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
     return {app, [o] { return run_bench_attribute(*o); }};
 }

@@ -62,6 +62,9 @@ CLI::Validator non_negative_int();
 CLI::Validator non_negative_number();
 /// An integer in lo..hi, checked on the text before CLI11 narrows it to the option's type.
 CLI::Validator int_in_range(long long lo, long long hi);
+/// --ig-steps into `points`: "auto" (the default; 0 in AttributionOptions::ig_steps: each step
+/// doubles its points until integrated gradients add up to within 1%) or a number in 1..1024.
+CLI::Option* add_ig_steps_option(CLI::App& app, int64_t& points, const std::string& help);
 
 // --- corpora -------------------------------------------------------------------
 

@@ -79,6 +79,31 @@ CLI::Validator int_in_range(long long lo, long long hi) {
                         });
 }
 
+CLI::Option* add_ig_steps_option(CLI::App& app, int64_t& points, const std::string& help) {
+    points = 0;
+    return app
+        .add_option("--ig-steps", points,
+                    help + ": auto (each output step doubles its points from 16 until the sum of its\n"
+                           "attributions is within 1% of what it explains, at most 1024) or a number in 1..1024")
+        ->type_name("auto|INT")
+        ->default_str("auto")
+        ->transform(CLI::Validator(
+            [](std::string& v) -> std::string {
+                if (v == "auto") {
+                    v = "0";
+                    return {};
+                }
+                try {
+                    size_t used = 0;
+                    const long long x = std::stoll(v, &used);
+                    if (used == v.size() && x >= 1 && x <= 1024) return {};
+                } catch (const std::exception&) {
+                }
+                return "expected auto or a number of points in 1..1024, got " + quote(v);
+            },
+            ""));
+}
+
 CLI::Validator non_negative_number() {
     return number_check("a number >= 0", [](const std::string& v) {
         try {

@@ -21,6 +21,7 @@
 #include "core/analysis/sinks.hpp"
 #include "core/analysis/subword_merge.hpp"
 #include "core/analysis/web_page.hpp"
+#include "core/config/model_description.hpp"
 #include "core/decode/what_if.hpp"
 
 namespace attnviz::cli {
@@ -42,7 +43,7 @@ struct TranslateOptions {
     InterventionFlags intervene;    ///< --intervene, --intervene-seed
     int64_t intervene_at = -1;      ///< --intervene-at: only this step, then the what-if report
     std::string html_out;           ///< --html-out: the shareable web page
-    int64_t ig_steps = 32;          ///< --ig-steps: integrated gradients on the web page
+    int64_t ig_steps = 0;           ///< --ig-steps: integrated gradients on the web page (0: automatic)
 };
 
 /// `source ||| target` lines for --force / --prefix.
@@ -143,12 +144,14 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
     a.ig_steps = o.ig_steps;
     check_attribution_fits(model, ts, a);  // within the memory bound, or refused by number before any
     std::vector<SentenceAttribution> sentences;
-    for (size_t i = 0; i < ts.size(); ++i) sentences.push_back(attribute_sentence(model, ts[i], a, i));
+    std::vector<AttentionRecord> maps;  // every head, for the page's head view
+    for (size_t i = 0; i < ts.size(); ++i) {
+        sentences.push_back(attribute_sentence(model, ts[i], a, i));
+        maps.push_back(ts[i].empty() || ts[i].hypotheses.empty() ? AttentionRecord{} : ts[i].best().attention);
+    }
     WebPageOptions page;
-    const ModelConfig& c = model.config();
-    page.model = o.model + ": " + to_string(c.cell) + ", " + to_string(c.scoring) + " attention, hidden " +
-                 std::to_string(c.hidden_size) + ", " + std::to_string(c.num_layers) + " layers";
-    write_file_atomic(o.html_out, web_page(sentences, page));
+    page.model = o.model + ": " + describe_model(model.config());
+    write_file_atomic(o.html_out, web_page(sentences, page, maps));
 }
 
 int run_translate(TranslateOptions& o) {
@@ -307,8 +310,8 @@ Command add_translate_command(CLI::App& parent) {
                     "write one self-contained web page (no network access): attention, attributions by\n"
                     "four methods, top-k; hovering an output token lights up its source weights")
         ->type_name("FILE")->group("output");
-    app->add_option("--ig-steps", o->ig_steps, "integrated gradients' interpolation points on the --html-out page")
-        ->type_name("INT")->default_str("32")->check(CLI::Range(int64_t{1}, int64_t{1024}))->group("output");
+    add_ig_steps_option(*app, o->ig_steps, "integrated gradients' interpolation points on the --html-out page")
+        ->group("output");
     return {app, [o] { return run_translate(*o); }};
 }
 

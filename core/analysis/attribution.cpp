@@ -15,10 +15,21 @@ namespace attnviz {
 
 void AttributionOptions::validate() const {
     if (methods.empty()) throw ConfigError("attribution: no method asked for");
-    if (ig_steps < 1 || ig_steps > 1024) throw ConfigError("attribution: integrated gradients' steps must be in 1..1024");
+    if (ig_steps < 0 || ig_steps > 1024)
+        throw ConfigError("attribution: integrated gradients' steps must be in 1..1024, or 0 (automatic)");
+    if (ig_max_steps < 1 || ig_max_steps > 1024)
+        throw ConfigError("attribution: integrated gradients' most steps must be in 1..1024");
+    if (ig_start_steps < 1 || ig_start_steps > ig_max_steps)
+        throw ConfigError("attribution: integrated gradients' first steps must be in 1.." + std::to_string(ig_max_steps));
+    if (!(ig_tolerance >= 0 && ig_tolerance <= 1))
+        throw ConfigError("attribution: integrated gradients' tolerance must be in 0..1");
     if (max_rows < 1) throw ConfigError("attribution: max rows must be at least 1");
     for (const auto& [step, token] : contrast)
         if (step < 0) throw ConfigError("attribution: a contrast step must be >= 0");
+}
+
+double relative_completeness_error(double error, double log_prob, double baseline_log_prob) {
+    return std::fabs(error) / std::max(std::fabs(log_prob - baseline_log_prob), 0.01);
 }
 
 std::pair<std::vector<double>, std::vector<double>> gauss_legendre_01(int64_t n) {
@@ -353,32 +364,61 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
         if (wants(options, AttributionMethod::grad_input)) set_scores(AttributionMethod::grad_input, g.dot_src, g.dot_tgt);
     }
     if (wants(options, AttributionMethod::integrated_gradients)) {
-        const auto [nodes, weights] = gauss_legendre_01(options.ig_steps);
-        std::vector<int64_t> steps;
-        std::vector<double> scale, weight;
-        for (int64_t t = 0; t < s.T; ++t)
-            for (size_t k = 0; k < nodes.size(); ++k) {
-                steps.push_back(t);
-                scale.push_back(nodes[k]);
-                weight.push_back(weights[k]);
-            }
-        const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, plan, false);
-        const auto& a_src = g.dot_src;  // [T, S]
-        const auto& a_tgt = g.dot_tgt;  // [T, T]: the target embeddings move to 0 too
+        // Each step's path integral on its own rows: a fixed number of points, or (automatic)
+        // the steps still above the tolerance again with twice the points. Gauss-Legendre's
+        // nodes of n and 2n points do not nest, so a doubling recomputes the step's rows.
         std::vector<double> baseline;
         {
             torch::NoGradGuard no_grad;
             baseline = step_values(
                 net.forward_embedded(torch::zeros_like(src_emb), s.src_len, torch::zeros_like(tgt_emb)), s);
         }
-        const auto total = (a_src.sum(1) + a_tgt.sum(1)).to(torch::kCPU, torch::kDouble).contiguous();
-        for (int64_t t = 0; t < s.T; ++t) {
-            StepAttribution& st = out.steps[static_cast<size_t>(t)];
-            st.baseline_log_prob = baseline[static_cast<size_t>(t)];
-            st.completeness_error = total[t].item<double>() - (st.log_prob - st.baseline_log_prob);
+        const bool automatic = options.ig_steps == 0;
+        int64_t n = automatic ? options.ig_start_steps : options.ig_steps;
+        torch::Tensor a_src = torch::zeros({s.T, s.S}, src_emb.options());  // [T, S]
+        torch::Tensor a_tgt = torch::zeros({s.T, s.T}, src_emb.options());  // [T, T]: the target embeddings move to 0 too
+        std::vector<int64_t> pending = every_step;
+        out.ig_auto = automatic;
+        out.ig_tolerance = automatic ? options.ig_tolerance : 0.0;
+        while (!pending.empty()) {
+            const auto [nodes, weights] = gauss_legendre_01(n);
+            std::vector<int64_t> steps;
+            std::vector<double> scale, weight;
+            for (int64_t t : pending)
+                for (size_t k = 0; k < nodes.size(); ++k) {
+                    steps.push_back(t);
+                    scale.push_back(nodes[k]);
+                    weight.push_back(weights[k]);
+                }
+            const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, plan, false);
+            const auto index = torch::tensor(pending, torch::kLong).to(dev);
+            a_src.index_copy_(0, index, g.dot_src.index_select(0, index));
+            a_tgt.index_copy_(0, index, g.dot_tgt.index_select(0, index));
+            const auto total = (g.dot_src.sum(1) + g.dot_tgt.sum(1)).to(torch::kCPU, torch::kDouble).contiguous();
+            std::vector<int64_t> again;
+            for (int64_t t : pending) {
+                StepAttribution& st = out.steps[static_cast<size_t>(t)];
+                st.baseline_log_prob = baseline[static_cast<size_t>(t)];
+                st.completeness_error = total[t].item<double>() - (st.log_prob - st.baseline_log_prob);
+                st.ig_steps = n;
+                if (automatic &&
+                    relative_completeness_error(st.completeness_error, st.log_prob, st.baseline_log_prob) >
+                        options.ig_tolerance)
+                    again.push_back(t);
+            }
+            if (again.empty() || 2 * n > options.ig_max_steps) break;
+            pending = std::move(again);
+            n *= 2;
+            release_free_heap();
         }
+        for (const StepAttribution& st : out.steps) {
+            out.ig_steps = std::max(out.ig_steps, st.ig_steps);
+            out.ig_relative_error =
+                std::max(out.ig_relative_error,
+                         relative_completeness_error(st.completeness_error, st.log_prob, st.baseline_log_prob));
+        }
+        out.ig_converged = out.ig_relative_error <= options.ig_tolerance;
         set_scores(AttributionMethod::integrated_gradients, a_src, a_tgt);
-        out.ig_steps = options.ig_steps;
     }
     if (wants(options, AttributionMethod::occlusion)) {
         torch::Tensor src_drop, tgt_drop;

@@ -25,8 +25,19 @@ struct AttributionOptions {
     std::vector<AttributionMethod> methods = all_attribution_methods();
     /// Integrated gradients: interpolation points between the zero-embedding baseline and the
     /// input (Gauss-Legendre nodes on [0, 1], so 32 points integrate the path far better than a
-    /// 32-point Riemann sum), 1..1024; all of them run as rows of one batched pass.
-    int64_t ig_steps = 32;
+    /// 32-point Riemann sum), 1..1024, run as rows of batched passes. 0 (the default): automatic:
+    /// every step starts with ig_start_steps points, and a step whose completeness error is
+    /// above ig_tolerance is computed again with twice the points, up to ig_max_steps.
+    int64_t ig_steps = 0;
+    /// Automatic integrated gradients: the points every step starts with (1..ig_max_steps).
+    int64_t ig_start_steps = 16;
+    /// Automatic integrated gradients: the most points a step may take (ig_start_steps..1024);
+    /// a step still above the tolerance there is reported as not converged.
+    int64_t ig_max_steps = 1024;
+    /// Automatic integrated gradients: a step has converged when its completeness error (the sum
+    /// of its attributions against log p(input) - log p(baseline)) is at most this share of
+    /// |log p(input) - log p(baseline)| (of 0.01 nat where that difference is smaller); 0..1.
+    double ig_tolerance = 0.01;
     /// Also attribute to the target prefix (<bos> and the output tokens before each step): the
     /// gradient methods and integrated gradients from the target embeddings, occlusion by
     /// replacing a prefix token with <unk>.
@@ -76,6 +87,10 @@ std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& mod
                                                      const std::vector<std::string>& sentences,
                                                      const AttributionOptions& options = {},
                                                      const DecodeOptions& decode = {});
+
+/// Integrated gradients' completeness error relative to the change it explains:
+/// |error| / max(|log p(input) - log p(baseline)|, 0.01 nat), what ig_tolerance bounds.
+double relative_completeness_error(double error, double log_prob, double baseline_log_prob);
 
 /// Gauss-Legendre quadrature on [0, 1] with n points: nodes ascending and weights summing to 1.
 std::pair<std::vector<double>, std::vector<double>> gauss_legendre_01(int64_t n);

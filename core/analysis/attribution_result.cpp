@@ -120,6 +120,8 @@ nlohmann::json to_json(const SentenceAttribution& sentence) {
                                                    ? number(s.baseline_log_prob) : nlohmann::json()},
                          {"completeness_error", s.find(AttributionMethod::integrated_gradients)
                                                     ? number(s.completeness_error) : nlohmann::json()},
+                         {"ig_steps", s.find(AttributionMethod::integrated_gradients)
+                                          ? nlohmann::json(s.ig_steps) : nlohmann::json()},
                          {"sink_share", s.attention.empty() ? nlohmann::json() : number(sinks[t])},
                          {"agreement", agreement}};
         if (!s.contrast.empty()) j["contrast"] = s.contrast;
@@ -132,9 +134,17 @@ nlohmann::json to_json(const SentenceAttribution& sentence) {
     }
     nlohmann::json methods = nlohmann::json::array();
     for (auto m : sentence.methods) methods.push_back(to_string(m));
-    return {{"input", sentence.input},      {"source", sentence.source},   {"output", sentence.output},
-            {"text", sentence.text},        {"attention_map", sentence.attention_map}, {"methods", methods},
-            {"ig_steps", sentence.ig_steps}, {"steps", steps}};
+    nlohmann::json out{{"input", sentence.input},      {"source", sentence.source},   {"output", sentence.output},
+                       {"text", sentence.text},        {"attention_map", sentence.attention_map}, {"methods", methods},
+                       {"ig_steps", sentence.ig_steps}, {"steps", steps}};
+    if (sentence.ig_steps > 0) {
+        nlohmann::json ig{{"auto", sentence.ig_auto},
+                          {"relative_error", number(sentence.ig_relative_error)},
+                          {"converged", sentence.ig_converged}};
+        if (sentence.ig_auto) ig["tolerance"] = sentence.ig_tolerance;
+        out["ig"] = std::move(ig);
+    }
+    return out;
 }
 
 }  // namespace attnviz

@@ -50,6 +50,7 @@ struct StepAttribution {
     double baseline_log_prob = 0;   ///< integrated gradients: the value at the zero-embedding baseline
     double completeness_error = 0;  ///< integrated gradients: sum of its attributions (source and target)
                                     ///< - (log_prob - baseline_log_prob); 0 when not computed
+    int64_t ig_steps = 0;           ///< integrated gradients: the points this step took (0: not computed)
     /// The method's scores, or null when it was not computed.
     const AttributionScores* find(AttributionMethod method) const;
 };
@@ -62,7 +63,17 @@ struct SentenceAttribution {
     std::string text;                      ///< the output text
     std::string attention_map;             ///< which map the attention rows are ("cross, layer 0, head 0")
     std::vector<AttributionMethod> methods;  ///< the methods computed, in all_attribution_methods() order
-    int64_t ig_steps = 0;                  ///< integrated gradients' interpolation points (0: not run)
+    int64_t ig_steps = 0;                  ///< integrated gradients' interpolation points: the most any
+                                           ///< step took (0: not run)
+    bool ig_auto = false;                  ///< integrated gradients chose its points per step
+                                           ///< (AttributionOptions::ig_steps 0)
+    double ig_tolerance = 0;               ///< automatic: the relative completeness error asked for
+    /// integrated gradients: the largest relative completeness error of any step
+    /// (relative_completeness_error in core/analysis/attribution.hpp); 0 when not run
+    double ig_relative_error = 0;
+    /// automatic integrated gradients: every step within the tolerance (false: some step reached
+    /// the most points allowed above it)
+    bool ig_converged = true;
     std::vector<StepAttribution> steps;    ///< one per output token
     std::vector<std::vector<TokenProb>> top_k;  ///< per step, the most probable tokens (empty: not asked)
 };
@@ -80,9 +91,10 @@ RankAgreement method_agreement(const StepAttribution& step, AttributionMethod a,
 void add_to_table(AgreementTable& table, const SentenceAttribution& sentence);
 
 /// The `attnviz-cli attribute` file's entry for a sentence: {"input", "source", "output",
-/// "text", "attention_map", "methods", "ig_steps", "steps": [{"token", "log_prob", "attention",
+/// "text", "attention_map", "methods", "ig_steps", "ig" (integrated gradients run: {"auto", "tolerance"
+/// (automatic only), "relative_error", "converged"}), "steps": [{"token", "log_prob", "attention",
 /// "attributions": {method: [per source token]}, "target_attributions": {method: [per
-/// prefix token]}, "baseline_log_prob", "completeness_error", "sink_share", "agreement":
+/// prefix token]}, "baseline_log_prob", "completeness_error", "ig_steps", "sink_share", "agreement":
 /// {method: {"kendall_tau", "top1"}}, "contrast" (when set), "top_k" (when recorded)}]}.
 /// Numbers that are not finite (tau of a constant row) are null.
 nlohmann::json to_json(const SentenceAttribution& sentence);

@@ -171,6 +171,10 @@ SentenceAttribution merge_subwords(const SentenceAttribution& a, const std::vect
     out.attention_map = a.attention_map;
     out.methods = a.methods;
     out.ig_steps = a.ig_steps;
+    out.ig_auto = a.ig_auto;
+    out.ig_tolerance = a.ig_tolerance;
+    out.ig_relative_error = a.ig_relative_error;
+    out.ig_converged = a.ig_converged;
     auto merge_columns = [&](const std::vector<float>& row, bool norm) {
         std::vector<double> merged(source.members.size(), 0.0);
         for (size_t c = 0; c < source.members.size(); ++c)
@@ -194,6 +198,7 @@ SentenceAttribution merge_subwords(const SentenceAttribution& a, const std::vect
             step.log_prob += piece.log_prob;
             step.baseline_log_prob += piece.baseline_log_prob;
             step.completeness_error += piece.completeness_error;
+            step.ig_steps = std::max(step.ig_steps, piece.ig_steps);
             attention = attention && !piece.attention.empty();
             attention_rows.push_back(piece.attention);
         }

@@ -3,9 +3,16 @@
 // page must never refer to anything outside itself.
 #include "core/analysis/web_page.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
+
+#include "core/io/error.hpp"
+#include "core/io/message.hpp"
+#include "core/model/memory_cost.hpp"
 
 namespace attnviz {
 
@@ -46,6 +53,8 @@ const char* const page_script = R"JS(
   var data = JSON.parse(document.getElementById('attnviz-data').textContent);
   var names = { attention: 'attention', saliency: 'saliency', grad_input: 'gradient \u00d7 input',
                 integrated_gradients: 'integrated gradients', occlusion: 'occlusion (leave one out)' };
+  var kindNames = { cross: 'cross-attention', encoder_self: 'encoder self-attention',
+                    decoder_self: 'decoder self-attention' };
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -53,7 +62,10 @@ const char* const page_script = R"JS(
     return e;
   }
   function fmt(v, d) { return (v === null || v === undefined) ? 'n/a' : Number(v).toFixed(d); }
-  function blue(v) { var a = Math.max(0, Math.min(1, v)); return 'rgba(31, 97, 181, ' + a.toFixed(3) + ')'; }
+  function blue(v) {
+    if (v === null || v === undefined) return 'transparent';
+    var a = Math.max(0, Math.min(1, v)); return 'rgba(31, 97, 181, ' + a.toFixed(3) + ')';
+  }
   function diverging(v, scale) {
     if (!scale || v === null) return 'transparent';
     var a = Math.min(1, Math.abs(v) / scale);
@@ -64,32 +76,48 @@ const char* const page_script = R"JS(
     row.forEach(function (v) { if (v !== null) m = Math.max(m, Math.abs(v)); });
     return m;
   }
-  function heatmap(s, rowsOf, colour, showTau, method) {
+  function heatmap(columns, rowLabels, rows, colour, tauOf) {
     var table = el('table', 'heat');
     var head = el('tr');
     head.appendChild(el('th'));
-    s.source.forEach(function (tok) { var th = el('th', 'col'); th.appendChild(el('span', '', tok)); head.appendChild(th); });
+    columns.forEach(function (tok) { var th = el('th', 'col'); th.appendChild(el('span', '', tok)); head.appendChild(th); });
     table.appendChild(head);
     var trs = [];
-    s.steps.forEach(function (step, t) {
+    rows.forEach(function (row, t) {
       var tr = el('tr');
-      tr.appendChild(el('th', 'row', step.token));
-      var row = rowsOf(step);
+      tr.appendChild(el('th', 'row', rowLabels[t]));
       var scale = rowScale(row);
-      row.forEach(function (v) {
-        var td = el('td', 'cell', fmt(v, 2));
+      columns.forEach(function (c, k) {
+        var v = k < row.length ? row[k] : null;
+        var td = el('td', 'cell', v === null ? '' : fmt(v, 2));
         td.style.background = colour(v, scale);
         tr.appendChild(td);
       });
-      if (showTau) {
-        var a = step.agreement[method];
-        tr.appendChild(el('td', 'tau', a ? '\u03c4 ' + fmt(a.kendall_tau, 2) + (a.top1 ? ' \u2713' : '') : ''));
-      }
+      if (tauOf) tr.appendChild(el('td', 'tau', tauOf(t)));
       tr.dataset.step = t;
       table.appendChild(tr);
       trs.push(tr);
     });
     return { table: table, rows: trs };
+  }
+  function stepsRows(s, rowsOf) { return s.steps.map(rowsOf); }
+  function stepTokens(s) { return s.steps.map(function (st) { return st.token; }); }
+  function mapTitle(kind, layer, head) {
+    if (head === 'rollout') return kind + ', rollout through every layer';
+    return kind + ', layer ' + layer + ', ' + (head === 'mean' ? 'mean of heads' : 'head ' + head);
+  }
+  function findKind(s, name) {
+    var found = null;
+    s.heads.kinds.forEach(function (k) { if (k.kind === name) found = k; });
+    return found;
+  }
+  function hashChoice(index) {
+    var want = null;
+    (location.hash || '').replace(/^#/, '').split('&').forEach(function (part) {
+      var kv = part.split('=');
+      if (kv.length === 2 && kv[0] === 's' + (index + 1)) want = kv[1].split(':');
+    });
+    return want;
   }
   function render(s, index) {
     var sec = el('section', 'sentence');
@@ -101,31 +129,40 @@ const char* const page_script = R"JS(
     sec.appendChild(srcLine); sec.appendChild(outLine);
     var methods = s.methods || [];
     var controls = el('div', 'controls');
-    var select = el('select');
+    var headsView = s.heads && s.heads.kinds && s.heads.kinds.length;
+    var kindSel = el('select', 'kind'), layerSel = el('select', 'layer'), headSel = el('select', 'head');
+    if (headsView) {
+      controls.appendChild(el('span', 'label', 'attention'));
+      s.heads.kinds.forEach(function (k) { var o = el('option', '', kindNames[k.kind] || k.kind); o.value = k.kind; kindSel.appendChild(o); });
+      [kindSel, layerSel, headSel].forEach(function (e) { controls.appendChild(e); controls.appendChild(document.createTextNode(' ')); });
+    }
+    var select = el('select', 'method');
     methods.forEach(function (m) { var o = el('option', '', names[m] || m); o.value = m; select.appendChild(o); });
-    if (methods.length) { controls.appendChild(el('span', 'label', 'attribution')); controls.appendChild(select); sec.appendChild(controls); }
+    if (methods.length) { controls.appendChild(el('span', 'label', 'attribution')); controls.appendChild(select); }
+    if (headsView || methods.length) sec.appendChild(controls);
     var maps = el('div', 'maps');
     var hasAttention = s.steps.length && s.steps[0].attention.length;
-    var att = null, attr = null;
-    if (hasAttention) {
-      var f1 = el('figure'); f1.appendChild(el('figcaption', '', 'attention' + (s.attention_map ? ' (' + s.attention_map + ')' : '')));
-      att = heatmap(s, function (st) { return st.attention; }, blue, false);
-      f1.appendChild(att.table); maps.appendChild(f1);
-    }
+    var f1 = el('figure'), cap1 = el('figcaption');
+    f1.appendChild(cap1);
+    var att = null, attr = null, attRowsAreSteps = true, attRows = null;
+    if (hasAttention || headsView) maps.appendChild(f1);
     var f2 = el('figure');
     var cap = el('figcaption');
     f2.appendChild(cap);
     maps.appendChild(f2);
     sec.appendChild(maps);
+    var ig = el('div', 'ig');
+    sec.appendChild(ig);
     var info = el('div', 'info');
     sec.appendChild(info);
     var current = -1;
     function light(t) {
       current = t;
-      [att, attr].forEach(function (h) { if (h) h.rows.forEach(function (tr, i) { tr.classList.toggle('active', i === t); }); });
+      [attRowsAreSteps ? att : null, attr].forEach(function (h) { if (h) h.rows.forEach(function (tr, i) { tr.classList.toggle('active', i === t); }); });
       outToks.forEach(function (c, i) { c.classList.toggle('active', i === t); });
       var step = s.steps[t];
-      srcToks.forEach(function (c, i) { c.style.background = hasAttention ? blue(step.attention[i]) : 'transparent'; });
+      var weights = attRows && attRowsAreSteps && attRows.cross ? attRows.rows[t] : step.attention;
+      srcToks.forEach(function (c, i) { c.style.background = weights && weights.length ? blue(weights[i]) : 'transparent'; });
       info.textContent = '';
       var head = el('div', '', 'step ' + t + ': \u201c' + step.token + '\u201d, log p ' + fmt(step.log_prob, 3) +
                     (step.contrast ? ' (against \u201c' + step.contrast + '\u201d)' : ''));
@@ -146,16 +183,87 @@ const char* const page_script = R"JS(
       if (!h) return;
       h.rows.forEach(function (tr, t) { tr.addEventListener('mouseenter', function () { light(t); }); });
     }
+    function showAttention(kind, layer, head) {
+      if (att) f1.removeChild(att.table);
+      att = null;
+      if (!headsView) {
+        cap1.textContent = 'attention' + (s.attention_map ? ' (' + s.attention_map + ')' : '');
+        attRows = null; attRowsAreSteps = true;
+        att = heatmap(s.source, stepTokens(s), stepsRows(s, function (st) { return st.attention; }), blue, null);
+      } else {
+        var k = findKind(s, kind);
+        var rows = head === 'rollout' ? k.rollout : head === 'mean' ? k.layers[layer].mean : k.layers[layer].heads[head];
+        cap1.textContent = mapTitle(kind, layer, head);
+        f1.dataset.kind = kind; f1.dataset.layer = layer; f1.dataset.head = head;
+        attRowsAreSteps = kind !== 'encoder_self';
+        attRows = { rows: rows, cross: kind === 'cross' };
+        att = heatmap(k.columns, k.rows, rows, blue, null);
+      }
+      f1.appendChild(att.table);
+      if (attRowsAreSteps) hook(att);
+      if (current >= 0) light(current);
+    }
+    function fillLayers() {
+      var k = findKind(s, kindSel.value);
+      layerSel.textContent = '';
+      k.layers.forEach(function (l, i) { var o = el('option', '', 'layer ' + i); o.value = String(i); layerSel.appendChild(o); });
+      fillHeads();
+    }
+    function fillHeads() {
+      var k = findKind(s, kindSel.value);
+      headSel.textContent = '';
+      var l = k.layers[Number(layerSel.value)];
+      l.heads.forEach(function (h, i) { var o = el('option', '', 'head ' + i); o.value = String(i); headSel.appendChild(o); });
+      var mean = el('option', '', 'mean of heads'); mean.value = 'mean'; headSel.appendChild(mean);
+      if (k.rollout) { var r = el('option', '', 'rollout (every layer)'); r.value = 'rollout'; headSel.appendChild(r); }
+    }
+    function chosen() {
+      var h = headSel.value;
+      return [kindSel.value, Number(layerSel.value), (h === 'mean' || h === 'rollout') ? h : Number(h)];
+    }
+    function choose(kind, layer, head) {
+      if (!findKind(s, kind)) return false;
+      kindSel.value = kind; fillLayers();
+      var k = findKind(s, kind);
+      if (!(layer >= 0 && layer < k.layers.length)) return false;
+      layerSel.value = String(layer); fillHeads();
+      var h = String(head);
+      if (!Array.prototype.some.call(headSel.options, function (o) { return o.value === h; })) return false;
+      headSel.value = h;
+      showAttention(kind, layer, head === 'mean' || head === 'rollout' ? head : Number(head));
+      return true;
+    }
     function showMethod(m) {
       if (attr) f2.removeChild(attr.table);
+      ig.textContent = '';
       if (!m) { cap.textContent = ''; attr = null; return; }
       cap.textContent = names[m] || m;
-      attr = heatmap(s, function (st) { return st.attributions[m] || []; }, diverging, hasAttention, m);
+      attr = heatmap(s.source, stepTokens(s), stepsRows(s, function (st) { return st.attributions[m] || []; }), diverging,
+                     hasAttention ? function (t) {
+                       var a = s.steps[t].agreement[m];
+                       return a ? '\u03c4 ' + fmt(a.kendall_tau, 2) + (a.top1 ? ' \u2713' : '') : '';
+                     } : null);
       f2.appendChild(attr.table);
+      if (m === 'integrated_gradients' && s.ig) {
+        ig.textContent = 'integrated gradients: ' + s.ig_steps + ' points' + (s.ig.auto ? ' (chosen per step)' : '') +
+          ', adds up to within ' + fmt(100 * s.ig.relative_error, 2) + '%' +
+          (s.ig.auto && !s.ig.converged ? ' \u2014 short of the ' + fmt(100 * s.ig.tolerance, 0) + '% asked: read with care' : '');
+        ig.className = 'ig' + (s.ig.auto && !s.ig.converged ? ' sunk' : '');
+      }
       hook(attr);
       if (current >= 0) light(current);
     }
-    hook(att);
+    if (headsView) {
+      kindSel.addEventListener('change', function () { fillLayers(); var c = chosen(); showAttention(c[0], c[1], c[2]); });
+      layerSel.addEventListener('change', function () { fillHeads(); var c = chosen(); showAttention(c[0], c[1], c[2]); });
+      headSel.addEventListener('change', function () { var c = chosen(); showAttention(c[0], c[1], c[2]); });
+      var want = hashChoice(index), d = s.heads['default'];
+      if (!(want && want.length >= 2 &&
+            choose(want[0], want[1] === 'rollout' ? 0 : Number(want[1]), want[1] === 'rollout' ? 'rollout' : want[2])))
+        choose(d.kind, d.layer, d.head);
+    } else if (hasAttention) {
+      showAttention();
+    }
     outToks.forEach(function (c, t) { c.addEventListener('mouseenter', function () { light(t); }); });
     select.addEventListener('change', function () { showMethod(select.value); });
     showMethod(methods[0]);
@@ -220,9 +328,143 @@ std::string escape_json_for_script(const std::string& json) {
 
 }  // namespace
 
-std::string web_page(const std::vector<SentenceAttribution>& sentences, const WebPageOptions& options) {
+namespace {
+
+/// Weights as the page shows them: 4 decimals (a cell prints 2), so a page of many heads stays small.
+nlohmann::json page_number(float v) {
+    if (!std::isfinite(v)) return nullptr;
+    return std::round(static_cast<double>(v) * 1e4) / 1e4;
+}
+
+nlohmann::json page_matrix(const AttentionMatrix& m) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : m) {
+        nlohmann::json r = nlohmann::json::array();
+        for (float v : row) r.push_back(page_number(v));
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+/// Labels for n positions: `tokens` where it has them, "#i" past its end.
+std::vector<std::string> labels(const std::vector<std::string>& tokens, size_t n) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n; ++i) out.push_back(i < tokens.size() ? tokens[i] : "#" + std::to_string(i));
+    return out;
+}
+
+/// The size of a kind's maps: its largest layer's rows and the longest row.
+std::pair<size_t, size_t> kind_shape(const AttentionRecord& r, AttentionKind kind) {
+    size_t rows = 0, cols = 0;
+    for (const auto& m : r.maps)
+        if (m.id.kind == kind) {
+            rows = std::max(rows, m.weights.size());
+            for (const auto& row : m.weights) cols = std::max(cols, row.size());
+        }
+    return {rows, cols};
+}
+
+const AttentionKind page_kinds[] = {AttentionKind::cross, AttentionKind::encoder_self, AttentionKind::decoder_self};
+
+/// Whether a record has more than one map to choose from (a multi-head model).
+bool has_head_view(const AttentionRecord& r) { return r.maps.size() > 1; }
+
+/// The "heads" entry of a sentence: per kind its labels, every layer's heads and mean, and the
+/// rollout of a self-attention kind; "default": the record's primary map.
+nlohmann::json heads_json(const SentenceAttribution& a, const AttentionRecord& r) {
+    nlohmann::json kinds = nlohmann::json::array();
+    for (AttentionKind kind : page_kinds) {
+        const int layers = r.layer_count(kind), heads = r.head_count(kind);
+        if (layers == 0 || heads == 0) continue;
+        const auto [rows, cols] = kind_shape(r, kind);
+        std::vector<std::string> row_labels, col_labels;
+        if (kind == AttentionKind::encoder_self) {
+            row_labels = labels(a.source, rows);
+            col_labels = labels(a.source, cols);
+        } else {
+            row_labels = labels(a.output, rows);
+            if (kind == AttentionKind::cross) {
+                col_labels = labels(a.source, cols);
+            } else {  // the decoder's inputs: the start token, then the outputs before each step
+                std::vector<std::string> inputs{"<bos>"};
+                inputs.insert(inputs.end(), a.output.begin(), a.output.end());
+                col_labels = labels(inputs, cols);
+            }
+        }
+        nlohmann::json layer_list = nlohmann::json::array();
+        for (int l = 0; l < layers; ++l) {
+            nlohmann::json head_list = nlohmann::json::array();
+            for (int h = 0; h < heads; ++h) {
+                const AttentionMap* m = r.find(AttentionMapId{kind, l, h});
+                head_list.push_back(m ? page_matrix(m->weights) : nlohmann::json::array());
+            }
+            HeadSelection all;
+            all.kind = kind;
+            all.layer = l;
+            layer_list.push_back({{"heads", std::move(head_list)}, {"mean", page_matrix(r.select(all))}});
+        }
+        nlohmann::json k{{"kind", to_string(kind)}, {"rows", row_labels}, {"columns", col_labels},
+                         {"layers", std::move(layer_list)}};
+        k["rollout"] = kind == AttentionKind::cross ? nlohmann::json() : page_matrix(r.rollout(kind));
+        kinds.push_back(std::move(k));
+    }
+    const AttentionMapId d = r.primary().id;
+    const nlohmann::json head = d.head < 0 ? nlohmann::json("mean") : nlohmann::json(d.head);
+    return {{"kinds", std::move(kinds)}, {"default", {{"kind", to_string(d.kind)}, {"layer", d.layer}, {"head", head}}}};
+}
+
+/// "12.3 MiB" for messages.
+std::string mebibytes(int64_t bytes) {
+    const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", mib);
+    return text;
+}
+
+}  // namespace
+
+int64_t web_page_cost(const std::vector<SentenceAttribution>& sentences, const std::vector<AttentionRecord>& maps) {
+    // Per number: the JSON value (16 bytes) in its array, its text in the dump (~8), the escaped copy
+    // (~8) and the page (~8): 48 bytes is what the page's peak takes per number, rounded up.
+    constexpr int64_t per_number = 48;
+    int64_t numbers = 0;
+    for (const auto& s : sentences) {
+        for (const auto& step : s.steps) {
+            numbers = bytes_plus(numbers, static_cast<int64_t>(step.attention.size()));
+            for (const auto& [m, sc] : step.scores)
+                numbers = bytes_plus(numbers, static_cast<int64_t>(sc.source.size() + sc.target.size()));
+        }
+    }
+    for (size_t i = 0; i < maps.size() && i < sentences.size(); ++i) {
+        const AttentionRecord& r = maps[i];
+        if (!has_head_view(r)) continue;
+        for (AttentionKind kind : page_kinds) {
+            const auto layers = static_cast<int64_t>(r.layer_count(kind)), heads = static_cast<int64_t>(r.head_count(kind));
+            const auto [rows, cols] = kind_shape(r, kind);
+            const int64_t matrices = bytes_plus(bytes_times(layers, heads + 1), kind == AttentionKind::cross ? 0 : 1);
+            numbers = bytes_plus(numbers, bytes_times(matrices, bytes_times(static_cast<int64_t>(rows), static_cast<int64_t>(cols))));
+        }
+    }
+    return bytes_times(numbers, per_number);
+}
+
+std::string web_page(const std::vector<SentenceAttribution>& sentences, const WebPageOptions& options,
+                     const std::vector<AttentionRecord>& maps) {
+    if (!maps.empty() && maps.size() != sentences.size())
+        throw ConfigError("web page: " + std::to_string(maps.size()) + " attention records for " +
+                          std::to_string(sentences.size()) + " sentences");
+    const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
+    const int64_t cost = web_page_cost(sentences, maps);
+    if (cost > bound)
+        throw ConfigError("web page: " + count_of(static_cast<int64_t>(sentences.size()), "sentence", "sentences") +
+                          " with every head's map would take about " + mebibytes(cost) + " to write, more than the " +
+                          mebibytes(bound) + " bound; put fewer or shorter sentences on one page");
     nlohmann::json data{{"title", options.title}, {"model", options.model}, {"sentences", nlohmann::json::array()}};
-    for (const auto& s : sentences) data["sentences"].push_back(to_json(s));
+    for (size_t i = 0; i < sentences.size(); ++i) {
+        nlohmann::json j = to_json(sentences[i]);
+        if (i < maps.size() && has_head_view(maps[i])) j["heads"] = heads_json(sentences[i], maps[i]);
+        data["sentences"].push_back(std::move(j));
+    }
     std::string page;
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
     page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
@@ -234,7 +476,7 @@ std::string web_page(const std::vector<SentenceAttribution>& sentences, const We
             "scaled per row; \u03c4 is Kendall's tau-b between the attention row and |attribution|, \u2713 where both "
             "pick the same top token.</p>\n";
     page += "<div id=\"sentences\"></div>\n";
-    page += "<script type=\"application/json\" id=\"attnviz-data\">" + escape_json_for_script(data.dump()) +
+    page += "<script type=\"application/json\" id=\"attnviz-data\">" + escape_json_for_script(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
             "</script>\n";
     page += "<script>" + std::string(page_script) + "</script>\n</body>\n</html>\n";
     return page;

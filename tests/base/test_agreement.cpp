@@ -229,3 +229,104 @@ TEST_CASE("the web page is well formed, self-contained, and carries the data esc
     CHECK_FALSE(testing::web_page_problem("<!DOCTYPE html><html><body></html>").empty());
     CHECK_FALSE(testing::web_page_problem("<!DOCTYPE html><html><p>http://x</p></html>").empty());
 }
+
+namespace {
+/// A record of a 2-layer, 2-head model for sample(): cross 3x4, encoder_self 4x4, decoder_self
+/// 3 causal rows, every map different (its entries name kind, layer and head).
+AttentionRecord page_record() {
+    AttentionRecord r;
+    auto fill = [&](AttentionKind kind, int layer, int head, size_t rows, size_t cols, bool causal) {
+        AttentionMap m;
+        m.id = {kind, layer, head};
+        for (size_t q = 0; q < rows; ++q) {
+            const size_t n = causal ? q + 1 : cols;
+            std::vector<float> row(n);
+            float sum = 0;
+            for (size_t k = 0; k < n; ++k) sum += row[k] = 1.0f + float(k == q % n) * float(1 + layer * 2 + head);
+            for (float& v : row) v /= sum;
+            m.weights.push_back(row);
+        }
+        r.maps.push_back(m);
+    };
+    fill(AttentionKind::cross, 1, -1, 3, 4, false);  // the primary map: last layer's mean, as a Transformer records it
+    for (int l = 0; l < 2; ++l)
+        for (int h = 0; h < 2; ++h) {
+            fill(AttentionKind::cross, l, h, 3, 4, false);
+            fill(AttentionKind::encoder_self, l, h, 4, 4, false);
+            fill(AttentionKind::decoder_self, l, h, 3, 3, true);
+        }
+    return r;
+}
+
+nlohmann::json page_data_of(const std::string& page) {
+    const auto open = page.find("id=\"attnviz-data\">") + std::string("id=\"attnviz-data\">").size();
+    const auto close = page.find("</script>", open);
+    return nlohmann::json::parse(page.substr(open, close - open));
+}
+}  // namespace
+
+TEST_CASE("the web page's head view: every kind, layer and head, means, rollouts, within the bound", "[web_page]") {
+    const SentenceAttribution s = sample();
+    const AttentionRecord r = page_record();
+    WebPageOptions o;
+    o.model = "tf.ckpt: Transformer: d 16, 2+2 layers, 2 heads, ffn 24";
+    const std::string page = web_page({s}, o, {r});
+    CHECK(testing::web_page_problem(page).empty());
+    CHECK(page.find("Transformer: d 16, 2+2 layers, 2 heads") != std::string::npos);
+    const auto heads = page_data_of(page)["sentences"][0]["heads"];
+    REQUIRE(heads["kinds"].size() == 3);
+    CHECK(heads["default"] == nlohmann::json({{"kind", "cross"}, {"layer", 1}, {"head", "mean"}}));
+    for (const auto& k : heads["kinds"]) {
+        const AttentionKind kind = attention_kind_from_string(k["kind"]);
+        INFO(k["kind"]);
+        REQUIRE(k["layers"].size() == 2);
+        for (int l = 0; l < 2; ++l) {
+            REQUIRE(k["layers"][l]["heads"].size() == 2);
+            for (int h = 0; h < 2; ++h) {
+                const auto& want = r.find({kind, l, h})->weights;
+                const auto& got = k["layers"][l]["heads"][h];
+                REQUIRE(got.size() == want.size());
+                for (size_t q = 0; q < want.size(); ++q) {
+                    REQUIRE(got[q].size() == want[q].size());
+                    for (size_t c = 0; c < want[q].size(); ++c) CHECK(got[q][c].get<double>() == Approx(want[q][c]).margin(1e-4));
+                }
+            }
+            HeadSelection all;
+            all.kind = kind;
+            all.layer = l;
+            const auto mean = r.select(all);
+            CHECK(k["layers"][l]["mean"][0][0].get<double>() == Approx(mean[0][0]).margin(1e-4));
+        }
+        if (kind == AttentionKind::cross) {
+            CHECK(k["rollout"].is_null());
+            CHECK(k["rows"] == nlohmann::json(s.output));
+            CHECK(k["columns"] == nlohmann::json(s.source));
+        } else {
+            const auto rollout = r.rollout(kind);
+            REQUIRE(k["rollout"].size() == rollout.size());
+            CHECK(k["rollout"][1][0].get<double>() == Approx(rollout[1][0]).margin(1e-4));
+        }
+        if (kind == AttentionKind::decoder_self) CHECK(k["columns"] == nlohmann::json({"<bos>", "un", "chat"}));
+        if (kind == AttentionKind::encoder_self) CHECK(k["rows"] == nlohmann::json(s.source));
+    }
+    // One map (the RNN's): no head view.
+    AttentionRecord one;
+    one.maps.push_back(r.maps.at(1));
+    CHECK_FALSE(page_data_of(web_page({s}, o, {one}))["sentences"][0].contains("heads"));
+    CHECK_FALSE(page_data_of(web_page({s}, o))["sentences"][0].contains("heads"));
+    // The bound: the cost counts the maps, and a page beyond the bound is refused before it is built.
+    const int64_t with_maps = web_page_cost({s}, {r}), without = web_page_cost({s}, {});
+    CHECK(with_maps > without);
+    CHECK(with_maps - without >= 48 * (2 * 3 * 3 * 4 + (2 * 3 + 1) * 4 * 4 + (2 * 3 + 1) * 3 * 3));
+    WebPageOptions tight = o;
+    tight.memory_bound = with_maps - 1;
+    try {
+        (void)web_page({s}, tight, {r});
+        FAIL("a page beyond the bound was written");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()).find("fewer or shorter sentences") != std::string::npos);
+    }
+    tight.memory_bound = with_maps;
+    CHECK_NOTHROW(web_page({s}, tight, {r}));
+    CHECK_THROWS_AS(web_page({s, s}, o, {r}), ConfigError);  // a record per sentence
+}

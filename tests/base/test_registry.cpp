@@ -9,6 +9,7 @@
 
 #include "core/config/config.hpp"
 #include "core/io/error.hpp"
+#include "core/config/model_description.hpp"
 #include "core/config/registry.hpp"
 
 using namespace attnviz;
@@ -358,4 +359,24 @@ TEST_CASE("registry: registry_json describes every parameter", "[registry]") {
     CHECK(entry("num_heads").at("family") == "transformer");
     CHECK(entry("lr").at("family") == "all");
     CHECK(entry("lr_schedule").at("choices") == json{"none", "plateau", "step", "warmup"});
+}
+
+TEST_CASE("a model is described as it is: family, widths, layers, heads", "[config]") {
+    ModelConfig rnn;
+    rnn.embed_size = 32;
+    rnn.hidden_size = 64;
+    CHECK(describe_model(rnn) == "RNN encoder-decoder: GRU, additive attention, embedding 32, hidden 64, 1 layer");
+    rnn.cell = CellType::lstm;
+    rnn.bidirectional = true;
+    rnn.scoring = Scoring::none;
+    rnn.num_layers = 2;
+    CHECK(describe_model(rnn) ==
+          "RNN encoder-decoder: LSTM (bidirectional encoder), no attention, embedding 32, hidden 64, 2 layers");
+    ModelConfig tf;
+    tf.arch = ModelArch::transformer;
+    tf.hidden_size = 256;
+    tf.num_layers = 2;
+    tf.num_heads = 4;
+    tf.ffn_size = 64;
+    CHECK(describe_model(tf) == "Transformer: d 256, 2+2 layers, 4 heads, ffn 64");
 }

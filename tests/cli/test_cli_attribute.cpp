@@ -48,6 +48,23 @@ TEST_CASE("cli: attribute writes every method per step beside the attention", "[
     const json j = json::parse(one.out);
     CHECK(j[0]["methods"] == json({"grad_input"}));
     CHECK(j[0]["steps"][0]["baseline_log_prob"].is_null());
+    // Integrated gradients' points: auto by default, reported with the error they reached.
+    Result ig = cli(dir, {"attribute", "--model", ckpt, "--method", "integrated-gradients", "a b c"});
+    INFO("stderr: " << ig.err);
+    REQUIRE(ig.code == 0);
+    const json g = json::parse(ig.out);
+    CHECK(g[0]["ig"]["auto"] == true);
+    CHECK(g[0]["ig"]["tolerance"].get<double>() == Approx(0.01));
+    CHECK(g[0]["ig_steps"].get<int64_t>() >= 16);
+    CHECK(g[0]["ig"]["relative_error"].is_number());
+    CHECK(g[0]["steps"][0]["ig_steps"].get<int64_t>() >= 16);
+    CHECK(g[0]["ig"]["converged"] == (g[0]["ig"]["relative_error"].get<double>() <= 0.01));
+    Result explicit_auto = cli(dir, {"attribute", "--model", ckpt, "--method", "integrated-gradients", "--ig-steps",
+                                     "auto", "a b c"});
+    REQUIRE(explicit_auto.code == 0);
+    CHECK(json::parse(explicit_auto.out)[0]["ig_steps"] == g[0]["ig_steps"]);
+    for (const char* bad : {"0", "1025", "many", "8x"})
+        require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--ig-steps", bad, "a"}), "--ig-steps");
     require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--method", "lime", "a"}), "--method");
     require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--contrast", "x", "a"}), "--contrast");
     require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--contrast", "0:nope", "a"}), "nope");

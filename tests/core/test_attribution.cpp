@@ -5,6 +5,7 @@
 #include "catch_torch.hpp"
 
 #include <cmath>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,8 @@ struct Tiny {
     Vocab src = Vocab::build({{"a", "b", "c", "d", "e", "f", "g"}});
     Vocab tgt = Vocab::build({{"x", "y", "z", "w", "v"}});
     TranslationModelPtr model;
-    explicit Tiny(int variant = 0, bool as_double = false) {
+    /// scale: embeddings and the output layer multiplied by it too (a path that bends more sharply).
+    explicit Tiny(int variant = 0, bool as_double = false, double scale = 1.0) {
         auto cfg = testing::tiny_config(Scoring::additive, static_cast<int64_t>(src.size()),
                                         static_cast<int64_t>(tgt.size()));
         if (variant == 1) cfg.cell = CellType::lstm;
@@ -36,6 +38,10 @@ struct Tiny {
         torch::NoGradGuard ng;
         for (auto& p : net->named_parameters())  // sharper outputs: varied, confident choices
             if (p.key().rfind("dense", 0) == 0) p.value().mul_(4.0);
+        if (scale != 1.0)
+            for (auto& p : net->named_parameters())
+                if (p.key().find("embedding") != std::string::npos || p.key().rfind("dense", 0) == 0)
+                    p.value().mul_(scale);
         if (as_double) {
             net->set_fused_decoder(false);  // the fused nodes compute in float
             net->to(torch::kDouble);
@@ -192,6 +198,119 @@ TEST_CASE("integrated gradients converges to completeness: within 1% on every st
     CHECK(integral == Approx(1.0 / 6).epsilon(1e-12));
 }
 
+namespace {
+
+/// The largest relative completeness error of any step of `a`.
+double worst_ig_error(const SentenceAttribution& a) {
+    double worst = 0;
+    for (const auto& st : a.steps)
+        worst = std::max(worst, relative_completeness_error(st.completeness_error, st.log_prob, st.baseline_log_prob));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("integrated gradients' automatic points: each step doubles them until it adds up within 1%",
+          "[attribution][ig]") {
+    // A model whose path from the zero embedding bends sharply (embeddings and output layer
+    // scaled up until 32 fixed points miss completeness by more than 1% on some step): what
+    // the automatic choice is for.
+    Tiny f;
+    Translation t;
+    double error32 = 0;
+    for (double scale : {1.0, 3.0, 6.0, 12.0, 24.0}) {
+        Tiny g(0, false, scale);
+        const Translation candidate = g.translate("a c e b d");
+        AttributionOptions fixed;
+        fixed.methods = {AttributionMethod::integrated_gradients};
+        fixed.ig_steps = 32;
+        const double e = worst_ig_error(attribute(*g.model, candidate, fixed));
+        INFO("scale " << scale << ": 32 points miss by " << 100 * e << "%");
+        if (e > 0.01) {
+            f.model = g.model;
+            t = candidate;
+            error32 = e;
+            break;
+        }
+    }
+    REQUIRE(error32 > 0.01);  // the model the test needs was found
+
+    AttributionOptions automatic;
+    automatic.methods = {AttributionMethod::integrated_gradients};
+    REQUIRE(automatic.ig_steps == 0);  // automatic is the default
+    const SentenceAttribution a = attribute(*f.model, t, automatic);
+    INFO("32 points: " << 100 * error32 << "%; automatic: " << a.ig_steps << " points, " << 100 * a.ig_relative_error
+                       << "%");
+    CHECK(a.ig_auto);
+    CHECK(a.ig_converged);
+    CHECK(a.ig_steps > 32);
+    CHECK(a.ig_relative_error <= 0.01);
+    CHECK(worst_ig_error(a) == Approx(a.ig_relative_error));
+    // A fixed run of n points, once per n.
+    std::map<int64_t, SentenceAttribution> fixed_runs;
+    auto fixed_run = [&](int64_t n) -> const SentenceAttribution& {
+        auto it = fixed_runs.find(n);
+        if (it == fixed_runs.end()) {
+            AttributionOptions same;
+            same.methods = automatic.methods;
+            same.ig_steps = n;
+            it = fixed_runs.emplace(n, attribute(*f.model, t, same)).first;
+        }
+        return it->second;
+    };
+    for (size_t step = 0; step < a.steps.size(); ++step) {
+        const StepAttribution& st = a.steps[step];
+        INFO("step " << step << " (" << st.token << "): " << st.ig_steps << " points");
+        // 16, 32, 64, ...: doubled from the start, only as far as the step needed.
+        CHECK(st.ig_steps >= 16);
+        CHECK((st.ig_steps & (st.ig_steps - 1)) == 0);
+        CHECK(relative_completeness_error(st.completeness_error, st.log_prob, st.baseline_log_prob) <= 0.01);
+        // A step's scores are those of a fixed run with its points ...
+        const StepAttribution& same = fixed_run(st.ig_steps).steps.at(step);
+        const auto& mine = st.scores.at(AttributionMethod::integrated_gradients).source;
+        const auto& theirs = same.scores.at(AttributionMethod::integrated_gradients).source;
+        REQUIRE(mine.size() == theirs.size());
+        for (size_t i = 0; i < mine.size(); ++i) CHECK(mine[i] == Approx(theirs[i]).margin(1e-4));
+        CHECK(st.completeness_error == Approx(same.completeness_error).margin(1e-4));
+        // ... and half of them was not enough for it (the step took no more than it needed).
+        if (st.ig_steps > 16) {
+            const StepAttribution& half = fixed_run(st.ig_steps / 2).steps.at(step);
+            CHECK(relative_completeness_error(half.completeness_error, half.log_prob, half.baseline_log_prob) > 0.01);
+        }
+    }
+
+    // At the cap: reported as not converged, with the error it reached.
+    AttributionOptions capped = automatic;
+    capped.ig_max_steps = 32;
+    const SentenceAttribution c = attribute(*f.model, t, capped);
+    CHECK(c.ig_steps == 32);
+    CHECK_FALSE(c.ig_converged);
+    CHECK(c.ig_relative_error > 0.01);
+    const nlohmann::json j = to_json(c);
+    CHECK(j["ig"]["auto"] == true);
+    CHECK(j["ig"]["converged"] == false);
+    CHECK(j["ig"]["tolerance"] == Approx(0.01));
+    CHECK(j["steps"][0]["ig_steps"].get<int64_t>() >= 16);
+
+    // A fixed number of points stays fixed, and its report says so.
+    AttributionOptions eight;
+    eight.methods = automatic.methods;
+    eight.ig_steps = 8;
+    const SentenceAttribution d = attribute(*f.model, t, eight);
+    CHECK(d.ig_steps == 8);
+    CHECK_FALSE(d.ig_auto);
+    for (const auto& st : d.steps) CHECK(st.ig_steps == 8);
+    CHECK(to_json(d)["ig"].count("tolerance") == 0);
+
+    AttributionOptions bad = automatic;
+    bad.ig_start_steps = 64;
+    bad.ig_max_steps = 32;
+    CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
+    bad = automatic;
+    bad.ig_tolerance = -0.1;
+    CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
+}
+
 TEST_CASE("occlusion equals forced decoding of the occluded sentence", "[attribution]") {
     for (int variant : {0, 4}) {
         Tiny f(variant);
@@ -248,7 +367,7 @@ TEST_CASE("attribution lines up with the heatmap and checks what it is given", "
     bad.contrast[0] = "not-a-token";
     CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
     bad = {};
-    bad.ig_steps = 0;
+    bad.ig_steps = 1025;
     CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
     bad = {};
     bad.attention_map = AttentionMapId{AttentionKind::cross, 1, 0};

@@ -42,8 +42,9 @@ QString methodHelp(AttributionMethod m) {
     case AttributionMethod::grad_input:
         return QObject::tr("gradient × embedding, summed: red pushed the token up, blue pushed it down");
     case AttributionMethod::integrated_gradients:
-        return QObject::tr("gradients integrated from the zero embedding to the input (32 points); per step they add "
-                           "up to log p(input) − log p(baseline)");
+        return QObject::tr("gradients integrated from the zero embedding to the input; per step they add up to "
+                           "log p(input) − log p(baseline), and each step takes twice the points (from 16) until they "
+                           "do within 1%");
     case AttributionMethod::occlusion:
         return QObject::tr("log p of the step's token minus log p with the source token replaced by <unk> (same prefix)");
     }
@@ -169,9 +170,16 @@ void AttributionView::arrived(const SentenceAttribution& part) {
             if (part.ig_steps > 0) {
                 step.baseline_log_prob = part.steps[t].baseline_log_prob;
                 step.completeness_error = part.steps[t].completeness_error;
+                step.ig_steps = part.steps[t].ig_steps;
             }
         }
-        if (part.ig_steps > 0) m_result->ig_steps = part.ig_steps;
+        if (part.ig_steps > 0) {
+            m_result->ig_steps = part.ig_steps;
+            m_result->ig_auto = part.ig_auto;
+            m_result->ig_tolerance = part.ig_tolerance;
+            m_result->ig_relative_error = part.ig_relative_error;
+            m_result->ig_converged = part.ig_converged;
+        }
         std::vector<AttributionMethod> methods;
         for (AttributionMethod m : all_attribution_methods())
             if (std::count(m_result->methods.begin(), m_result->methods.end(), m) ||
@@ -213,14 +221,30 @@ void AttributionView::showMethod() {
         same += g.top1 ? 1 : 0;
     }
     m_status->setToolTip(methodHelp(m));
-    m_status->setText(tr("Agreement with attention: mean τ-b <b>%1</b>, the same top token at <b>%2 of %3</b> steps.")
-                          .arg(defined ? QString::number(sum / defined, 'f', 2) : tr("undefined"))
-                          .arg(same)
-                          .arg(m_shown->steps.size()));
+    QString text = tr("Agreement with attention: mean τ-b <b>%1</b>, the same top token at <b>%2 of %3</b> steps.")
+                       .arg(defined ? QString::number(sum / defined, 'f', 2) : tr("undefined"))
+                       .arg(same)
+                       .arg(m_shown->steps.size());
+    if (m == AttributionMethod::integrated_gradients && m_result->ig_steps > 0) text += ' ' + integratedGradientsNote(*m_result);
+    m_status->setText(text);
     const int row = m_heatmap->selectedRow();
     m_heatmap->setHeatmapData(data);
     m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));
     Q_EMIT attributionReady();
+}
+
+QString AttributionView::integratedGradientsNote(const SentenceAttribution& a) {
+    const QString error = QString::number(100.0 * a.ig_relative_error, 'f', a.ig_relative_error < 0.001 ? 2 : 1);
+    if (a.ig_auto && !a.ig_converged)
+        return tr("<span style='color:#b00020'>⚠ Integrated gradients reached %1 points and still miss completeness by "
+                  "%2% (more than %3%): read its scores with care.</span>")
+            .arg(a.ig_steps)
+            .arg(error)
+            .arg(QString::number(100.0 * a.ig_tolerance, 'g', 3));
+    return tr("Integrated gradients: %1 points%2, adds up to within %3%.")
+        .arg(a.ig_steps)
+        .arg(a.ig_auto ? tr(" (chosen per step)") : QString())
+        .arg(error);
 }
 
 HeatmapData AttributionView::heatmapData(const SentenceAttribution& a, AttributionMethod method) {

@@ -64,6 +64,9 @@ public:
     /// saliency, never negative, shows value / the step's largest value with the colour map, its own
     /// values in rawScores. Strips: tau-b and top-1 agreement with the attention row.
     static HeatmapData heatmapData(const SentenceAttribution& a, AttributionMethod method);
+    /// The status line's words on integrated gradients: the points it took and how close it adds
+    /// up, or a warning where the automatic points reached their cap above the tolerance.
+    static QString integratedGradientsNote(const SentenceAttribution& a);
 
 Q_SIGNALS:
     /// The selected method's values are on screen.

@@ -2,6 +2,7 @@
 
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/web_page.hpp"
+#include "core/config/model_description.hpp"
 #include "core/io/atomic_file.hpp"
 #include "ui/common/Background.hpp"
 
@@ -17,11 +18,9 @@ void WebPageWriter::write(TranslationModelPtr model, std::shared_ptr<const Trans
                                   hypothesis = size_t(hypothesis), file = path.toStdString()] {
         const SentenceAttribution sentence = attribute(*model, *translation, AttributionOptions{}, hypothesis);
         WebPageOptions page;
-        const ModelConfig& c = model->config();
-        page.model = model->corpus_name() + ": " + to_string(c.arch) + ", hidden " + std::to_string(c.hidden_size) +
-                     ", " + std::to_string(c.num_layers) + (c.num_layers == 1 ? " layer" : " layers") +
-                     ", weights after epoch " + std::to_string(model->history().epochs_done);
-        write_file_atomic(file, web_page({sentence}, page));
+        page.model = model->corpus_name() + ": " + describe_model(model->config()) + ", weights after epoch " +
+                     std::to_string(model->history().epochs_done);
+        write_file_atomic(file, web_page({sentence}, page, {translation->hypotheses.at(hypothesis).attention}));
         return true;
     };
     m_jobs->run<bool>(

@@ -141,6 +141,32 @@ TEST_CASE("attribution view: the attention heatmap's rows and columns, each meth
     CHECK(fresh.method() == AttributionMethod::occlusion);
 }
 
+TEST_CASE("attribution view: integrated gradients' points and error in words, a warning at the cap",
+          "[ui][attribution]") {
+    SentenceAttribution a;
+    a.ig_steps = 64;
+    a.ig_auto = true;
+    a.ig_tolerance = 0.01;
+    a.ig_relative_error = 0.004;
+    a.ig_converged = true;
+    const QString fine = AttributionView::integratedGradientsNote(a);
+    CHECK(fine.contains(QStringLiteral("64 points")));
+    CHECK(fine.contains(QStringLiteral("chosen per step")));
+    CHECK(fine.contains(QStringLiteral("0.4%")));
+    CHECK_FALSE(fine.contains(QStringLiteral("⚠")));
+    a.ig_steps = 1024;
+    a.ig_relative_error = 0.032;
+    a.ig_converged = false;
+    const QString capped = AttributionView::integratedGradientsNote(a);
+    CHECK(capped.contains(QStringLiteral("⚠")));
+    CHECK(capped.contains(QStringLiteral("1024 points")));
+    CHECK(capped.contains(QStringLiteral("3.2%")));
+    a.ig_auto = false;  // a fixed number of points: no warning, no "chosen"
+    const QString fixed = AttributionView::integratedGradientsNote(a);
+    CHECK_FALSE(fixed.contains(QStringLiteral("⚠")));
+    CHECK_FALSE(fixed.contains(QStringLiteral("chosen")));
+}
+
 TEST_CASE("File → Export as web page writes one self-contained page of the translation", "[ui][webpage]") {
     Fixture f(/*epochs=*/2);
     QTemporaryDir dir;
@@ -159,6 +185,7 @@ TEST_CASE("File → Export as web page writes one self-contained page of the tra
     for (const std::string& token : panel->translation()->best().tokens)
         if (token != "<eos>") CHECK(page.find(token) != std::string::npos);
     CHECK(page.find("integrated_gradients") != std::string::npos);
+    CHECK(page.find("RNN encoder-decoder: ") != std::string::npos);  // the model as it is
     // A file that cannot be written: an error, and the app goes on.
     QSignalSpy failed(f.w().webPageWriter(), &WebPageWriter::failed);
     REQUIRE(f.w().exportWebPageTo(tempPath(dir, "no/such/folder/page.html")));
