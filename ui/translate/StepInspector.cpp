@@ -84,7 +84,8 @@ QSize CandidateList::sizeHint() const {
     const int line = QFontMetrics(font()).height() + 4;
     return QSize(260, std::max(2, int(m_candidates.size()) + 1) * line + 4);
 }
-QSize CandidateList::minimumSizeHint() const { return QSize(120, QFontMetrics(font()).height() * 2); }
+// Every candidate line whole (at most top-k + 1): a short window scrolls the inspector instead.
+QSize CandidateList::minimumSizeHint() const { return QSize(120, sizeHint().height()); }
 
 void CandidateList::paintEvent(QPaintEvent*) {
     QPainter p(this);
@@ -147,6 +148,7 @@ StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
     m_table->horizontalHeader()->setDefaultAlignment(Qt::AlignCenter);
     m_table->verticalHeader()->setVisible(false);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setMinimumHeight(m_table->horizontalHeader()->sizeHint().height() + 4 * m_table->verticalHeader()->defaultSectionSize());
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);

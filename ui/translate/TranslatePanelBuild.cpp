@@ -12,6 +12,7 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStyle>
 #include <QTabWidget>
 #include <QToolBar>
 #include <QToolButton>
@@ -67,7 +68,16 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     // have (at least what the inspector's table needs), and each pane can be dragged shut.
     m_sideSplitter = new QSplitter(Qt::Vertical, this);
     m_sideSplitter->setObjectName(QStringLiteral("inspectorSplitter"));
-    m_sideSplitter->addWidget(m_inspector);
+    // The inspector scrolls when the window is short (a laptop's 800 px) rather than cutting its
+    // lines: its parts keep their height, the column its table's width.
+    auto* inspectorScroll = new QScrollArea(this);
+    inspectorScroll->setWidget(m_inspector);
+    inspectorScroll->setWidgetResizable(true);
+    inspectorScroll->setFrameShape(QFrame::NoFrame);
+    inspectorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    inspectorScroll->setMinimumWidth(m_inspector->minimumSizeHint().width() +
+                                     inspectorScroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2);
+    m_sideSplitter->addWidget(inspectorScroll);
     m_sideSplitter->addWidget(m_intervention);
     m_sideSplitter->setStretchFactor(0, 3);
     m_sideSplitter->setStretchFactor(1, 2);

@@ -13,6 +13,7 @@
 #include <QProgressBar>
 #include <QScreen>
 #include <QScrollArea>
+#include <QShowEvent>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextDocumentFragment>
@@ -109,6 +110,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_translate, &TranslatePanel::mapChoiceChanged, this, followMap);
     followMap();
 
+    m_setupDock = dock;
     resize(defaultSize());  // a saved geometry (loadSettings) replaces it
     loadSettings();
     m_corpus->setDataSettings(m_settings->trainConfig());
@@ -117,6 +119,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (m_dockSized) return;
+    m_dockSized = true;
+    if (m_stateRestored) return;
+    // The Setup dock at a quarter of the window, not its form's comfortable width (at 1280 px that
+    // took 470 px from the views), never narrower than its fields can be.
+    const int dockWidth =
+        std::max(m_setupDock->minimumSizeHint().width(), std::min(m_setupDock->sizeHint().width(), width() / 4));
+    resizeDocks({m_setupDock}, {dockWidth}, Qt::Horizontal);
+}
 
 QSize MainWindow::defaultSize() const {
     // 90% of the screen's free area, so that a laptop's 1280 × 800 and a 1920 × 1080 monitor both
@@ -142,7 +156,8 @@ QWidget* MainWindow::createSetupDock() {
     scroll->setWidget(inner);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(inner->sizeHint().width() + 24);
+    // As narrow as the fields can be (the form's labels and editors at their minimum), not their comfortable width.
+    scroll->setMinimumWidth(inner->minimumSizeHint().width() + 24);
     return scroll;
 }
 

@@ -14,6 +14,7 @@
 QT_BEGIN_NAMESPACE
 class QAction;
 class QActionGroup;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -127,6 +128,8 @@ public Q_SLOTS:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    /// First shown without a saved layout: the Setup dock gets a quarter of the width.
+    void showEvent(QShowEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -185,6 +188,9 @@ private:
     QLabel* m_elapsedLabel;
     QToolBar* m_mainToolBar;
     QMenu* m_recentMenu = nullptr;
+    QDockWidget* m_setupDock = nullptr;
+    bool m_stateRestored = false;  ///< loadSettings() restored the docks' layout
+    bool m_dockSized = false;      ///< the first show has sized the dock (or kept the restored layout)
 
     QAction* m_openCorpusAct;
     QAction* m_openParallelAct;

@@ -397,7 +397,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::loadSettings() {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    m_stateRestored = restoreState(s.value(QStringLiteral("window/state")).toByteArray());
     m_settings->loadSettings(s);
     if (s.contains(QStringLiteral("corpus/pairs"))) m_corpus->setNumPairs(s.value(QStringLiteral("corpus/pairs")).toInt());
     const QString source = s.value(QStringLiteral("corpus/source")).toString();
