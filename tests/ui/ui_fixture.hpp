@@ -95,6 +95,7 @@ struct Fixture {
         window->settingsPanel()->setModelConfig(m);
         window->settingsPanel()->setTrainConfig(t);
         window->probePanel()->setRefreshEvery(5);
+        window->resize(1280, 820);  // the size the tests were written at (the offscreen screen is 800 × 600)
         window->show();
         REQUIRE(waitCorpus());
     }

@@ -8,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
@@ -41,8 +42,12 @@ ComparePanel::ComparePanel(QWidget* parent)
     m_b = new QComboBox(this);
     m_a->setToolTip(tr("Model A: its own translation and attention"));
     m_b->setToolTip(tr("Model B: its own translation, and its attention while reading A's output (for the difference)"));
-    m_add = new QPushButton(tr("Add checkpoint…"), this);
-    m_add->setToolTip(tr("Open a saved model to compare (it becomes B)"));
+    m_add = new QPushButton(tr("Add model"), this);
+    m_add->setToolTip(tr("Open a saved model or a Hugging Face model folder to compare (it becomes B)"));
+    auto* addMenu = new QMenu(m_add);
+    addMenu->addAction(tr("Checkpoint or model file…"), this, &ComparePanel::browseCheckpoint);
+    addMenu->addAction(tr("Hugging Face model folder…"), this, &ComparePanel::browseModelFolder);
+    m_add->setMenu(addMenu);
     m_input = new QLineEdit(this);
     m_input->setClearButtonEnabled(true);
     m_input->setPlaceholderText(tr("A sentence both models translate"));
@@ -86,7 +91,6 @@ ComparePanel::ComparePanel(QWidget* parent)
 
     connect(m_go, &QPushButton::clicked, this, &ComparePanel::compare);
     connect(m_input, &QLineEdit::returnPressed, this, &ComparePanel::compare);
-    connect(m_add, &QPushButton::clicked, this, &ComparePanel::browseCheckpoint);
     m_models.push_back({tr("Current model"), nullptr});
     m_a->addItem(m_models[0].label);
     m_b->addItem(m_models[0].label);
@@ -131,7 +135,11 @@ void ComparePanel::compare() {
         return;
     }
     const std::string text = ss(m_input->text());
-    DecodeOptions options;
+    // Two pretrained models (the published one beside a fine-tuned copy) decode as generate() would,
+    // greedily: A's generation config (length limit, forced and barred tokens) for both.
+    const bool pretrained = a.model->config().is_pretrained() && b.model->config().is_pretrained();
+    DecodeOptions options = pretrained ? a.model->decode_defaults() : DecodeOptions{};
+    options.beam_size = options.num_hypotheses = 1;
     options.top_k = 5;
     m_summary->setText(tr("Comparing…"));
     m_jobs->run<std::shared_ptr<const AttentionComparison>>(
@@ -231,6 +239,11 @@ QString ComparePanel::summary() const {
 void ComparePanel::browseCheckpoint() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Add a checkpoint to compare"), QString(),
                                                       checkpointFileFilter());
+    if (!path.isEmpty()) addCheckpoint(path);
+}
+
+void ComparePanel::browseModelFolder() {
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Add a Hugging Face model folder to compare"));
     if (!path.isEmpty()) addCheckpoint(path);
 }
 

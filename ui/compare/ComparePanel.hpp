@@ -69,6 +69,7 @@ private:
     void showComparison(std::shared_ptr<const AttentionComparison> c, const QString& labelA, const QString& labelB);
     void fail(const QString& message);
     void browseCheckpoint();
+    void browseModelFolder();
     /// A − B of the chosen map when both models record it in the same shape (false: the primary maps').
     bool showMapDifference();
 

@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapStyle.hpp"
@@ -89,7 +90,9 @@ QRect HeatmapWidget::cellRect(int row, int column) const {
     return QRect(l.grid.left() + column * l.cell, l.grid.top() + row * l.cell, l.cell, l.cell);
 }
 
-void HeatmapWidget::paintContent(QPainter& p) const {
+void HeatmapWidget::paintContent(QPainter& p) const { paintContent(p, std::numeric_limits<int>::max()); }
+
+void HeatmapWidget::paintContent(QPainter& p, int titleWidth) const {
     const Layout l = layout();
     const QRect all(QPoint(0, 0), m_data.empty() ? QSize(320, 160) : l.size);
     p.save();
@@ -110,8 +113,9 @@ void HeatmapWidget::paintContent(QPainter& p) const {
     if (!m_data.title.isEmpty()) {
         p.setFont(l.titleFont);
         p.setPen(Qt::black);
-        p.drawText(QRect(kMargin, kMargin, all.width() - 2 * kMargin, l.titleHeight), Qt::AlignLeft | Qt::AlignVCenter,
-                   m_data.title);
+        const int room = std::min(all.width() - 2 * kMargin, titleWidth);
+        p.drawText(QRect(kMargin, kMargin, room, l.titleHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   QFontMetrics(l.titleFont).elidedText(m_data.title, Qt::ElideRight, room));
     }
 
     // Cells, and optionally their values.

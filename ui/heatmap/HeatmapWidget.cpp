@@ -53,6 +53,7 @@ QString HeatmapWidget::toolTipAt(const QPoint& pos) const {
     if (m_data.empty()) return {};
     const Layout l = layout();
     const QPoint q = pos - contentOffset(l);
+    if (q.y() >= kMargin && q.y() < kMargin + l.titleHeight && titleElided()) return m_data.title;  // the whole title
     if (l.rowStrips.contains(q)) {
         const size_t k = size_t((q.x() - l.rowStrips.left()) / (l.strip + 2));
         const int row = (q.y() - l.grid.top()) / l.cell;
@@ -97,7 +98,15 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     p.fillRect(rect(), Qt::white);
     const QSize cs = contentSize();
     p.translate(width() > cs.width() ? (width() - cs.width()) / 2 : 0, 0);
-    paintContent(p);
+    // The title within the widget (its tooltip holds it whole when it does not fit).
+    paintContent(p, width() - 2 * kMargin);
+}
+
+bool HeatmapWidget::titleElided() const {
+    if (m_data.empty() || m_data.title.isEmpty()) return false;
+    const Layout l = layout();
+    const int room = std::min(l.size.width(), width()) - 2 * kMargin;
+    return QFontMetrics(l.titleFont).horizontalAdvance(m_data.title) > room;
 }
 
 void HeatmapWidget::mousePressEvent(QMouseEvent* event) {

@@ -107,6 +107,11 @@ public:
     /// Paints the whole picture with its top-left corner at (0, 0); used by
     /// paintEvent and by the PNG/SVG export, so both show the same thing.
     void paintContent(QPainter& painter) const;
+    /// The same with the title elided ("…") to titleWidth pixels when it is wider (the screen: a
+    /// widget narrower than its title shows the whole title as the title's tooltip).
+    void paintContent(QPainter& painter, int titleWidth) const;
+    /// The title is wider than the widget shows it: it is elided on screen (never in an export).
+    bool titleElided() const;
     /// (row, column) under a point in widget coordinates, or (-1, -1).
     QPoint cellAt(const QPoint& pos) const;
     /// Rectangle of a cell in content coordinates.

@@ -328,8 +328,19 @@ void SettingsPanel::onChanged() {
 
 void SettingsPanel::greyOtherFamily() {
     const ModelArch arch = arch_from_string(choice("arch"));
+    const QString folderTip = tr("A pretrained model's shape comes from its folder (File → Open model folder…); Train "
+                                 "fine-tunes it as it is");
     for (const auto& f : m_fields) {
-        if (f.spec->family == ParamFamily::all) continue;
+        // A pretrained model's shape is its folder's: Train fine-tunes it, the fields only show it.
+        const bool fromFolder = arch == ModelArch::pretrained && f.spec->group == ParamGroup::model && f.spec->name != "arch";
+        if (f.spec->family == ParamFamily::all) {
+            if (f.spec->group != ParamGroup::model || f.spec->name == "arch") continue;
+            f.editor->setEnabled(!fromFolder);
+            f.editor->setToolTip(fromFolder ? folderTip : tooltip(*f.spec));
+            if (auto* form = qobject_cast<QFormLayout*>(f.editor->parentWidget()->layout()))
+                if (QWidget* label = form->labelForField(f.editor)) label->setEnabled(f.editor->isEnabled());
+            continue;
+        }
         const bool applies = applies_to(*f.spec, arch);
         if (!applies) {
             f.editor->setEnabled(false);
@@ -343,6 +354,10 @@ void SettingsPanel::greyOtherFamily() {
             const std::string& n = f.spec->name;
             if (n != "bidirectional" && n != "reverse_source" && n != "attention_size") f.editor->setEnabled(true);
             if (n != "bidirectional") f.editor->setToolTip(tooltip(*f.spec));  // its tooltip says why it is off
+        }
+        if (fromFolder) {
+            f.editor->setEnabled(false);
+            f.editor->setToolTip(folderTip);
         }
         if (auto* form = qobject_cast<QFormLayout*>(f.editor->parentWidget()->layout()))
             if (QWidget* label = form->labelForField(f.editor)) label->setEnabled(f.editor->isEnabled());
@@ -400,6 +415,8 @@ void SettingsPanel::loadSettings(const QSettings& settings) {
             // a hand-edited or outdated value: keep what is on screen
         }
     }
+    // A pretrained model comes from its folder, which the settings do not hold: start from the default family.
+    if (h.model.is_pretrained() && !h.model.pretrained) h.model.arch = defaultModelConfig().arch;
     setModelConfig(h.model);
     setTrainConfig(h.train);
 }

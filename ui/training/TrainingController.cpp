@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/config/pretrained_config.hpp"
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/d2l_interop.hpp"
 #include "core/persist/model_file.hpp"
@@ -156,6 +157,36 @@ bool TrainingController::start(std::shared_ptr<const Corpus> corpus, const Model
     return true;
 }
 
+bool TrainingController::fineTune(std::shared_ptr<const Corpus> corpus, const TrainConfig& train, QString* error) {
+    if (!m_initial) {
+        if (error) *error = tr("There is no pretrained model to fine-tune: open a Hugging Face model folder first.");
+        return false;
+    }
+    const TranslationModelPtr from = m_initial;
+    const QString label = tr("run %1 · fine-tune %2").arg(m_runs + 1).arg(qs(from->corpus_name()));
+    TrainConfig t = train;
+    // Pairs the model cannot read are left out: the validation decodes up to twice the longest
+    // reference plus two (core/train/train.cpp), and a Marian model stops at its position table
+    // (max_position_embeddings), so no side may be longer than (positions - 2) / 2 pieces.
+    const int64_t positions = from->config().pretrained ? from->config().pretrained->model.max_positions : 0;
+    const int64_t longest = (positions - 2) / 2;
+    if (longest > 0 && (t.max_length == 0 || t.max_length > longest)) t.max_length = longest;
+    const QString root = qs(train.tensorboard);
+    const QString folder = root.isEmpty() ? QString() : tensorboardRunFolder(root, from->config());
+    t.tensorboard = ss(folder);
+    // Its weights, vocabularies and tokenizer; a fresh optimiser and history (app/cli_train.cpp's --init-from).
+    auto fresh = std::make_shared<Checkpoint>();
+    fresh->model = std::make_shared<const TranslationModel>(from->network(), from->src_vocab_ptr(), from->tgt_vocab_ptr(),
+                                                            from->tokenizer_ptr(), TrainConfig{}, TrainHistory{},
+                                                            from->corpus_name());
+    std::shared_ptr<const Checkpoint> start = std::move(fresh);
+    if (!launch(label, error, [&] { m_session->start_from(start, std::move(corpus), t); })) return false;
+    m_tensorboardRoot = root;
+    m_tensorboardRun = folder;
+    ++m_runs;
+    return true;
+}
+
 bool TrainingController::continueTraining(const TrainConfig& train, std::shared_ptr<const Corpus> corpus,
                                           QString* error) {
     // The run's own TensorBoard folder goes on; an opened checkpoint (or another folder set) starts one.
@@ -209,6 +240,7 @@ bool TrainingController::open(const QString& path, QString* error) {
         auto checkpoint = std::make_shared<const Checkpoint>(open_model_file(ss(path)));  // or a d2l model
         m_session->open(checkpoint);
         m_latest = checkpoint->model;
+        m_initial = m_latest->config().is_pretrained() ? m_latest : nullptr;
     } catch (const std::exception& e) {
         if (error) *error = qs(e.what());
         return false;

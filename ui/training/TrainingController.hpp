@@ -39,6 +39,13 @@ public:
     /// subfolder of its own (tensorboardRun()), which continueTraining() keeps.
     bool start(std::shared_ptr<const Corpus> corpus, const ModelConfig& model, const TrainConfig& train,
                QString* error = nullptr);
+    /// Fine-tunes the pretrained model opened last (initialModel()) on `corpus`: its weights, vocabularies
+    /// and tokenizer with a fresh optimiser and history, as attnviz-cli train --init-from does (the corpus
+    /// is cut by the model's tokenizer; the first validation point is the model's own loss).
+    bool fineTune(std::shared_ptr<const Corpus> corpus, const TrainConfig& train, QString* error = nullptr);
+    /// The pretrained model (a Hugging Face folder, or a checkpoint of one) opened last, which Train
+    /// fine-tunes; null when the model opened last is none.
+    TranslationModelPtr initialModel() const { return m_initial; }
     /// Trains the current model further -- the last run's, or an opened checkpoint's on
     /// `corpus` -- up to train.epochs in total.
     bool continueTraining(const TrainConfig& train, std::shared_ptr<const Corpus> corpus, QString* error = nullptr);
@@ -120,6 +127,7 @@ private:
     QString m_device, m_runLabel, m_probe, m_path;
     QString m_tensorboardRoot, m_tensorboardRun;  ///< the TensorBoard folder set, and the run's folder in it
     TranslationModelPtr m_latest;
+    TranslationModelPtr m_initial;  ///< what fineTune() starts from (a pretrained model opened)
     int m_plannedEpochs = 0;
     int m_flushes = 0;
     int m_runs = 0;

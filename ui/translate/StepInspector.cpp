@@ -5,6 +5,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
+#include <QStyle>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -83,7 +84,8 @@ QSize CandidateList::sizeHint() const {
     const int line = QFontMetrics(font()).height() + 4;
     return QSize(260, std::max(2, int(m_candidates.size()) + 1) * line + 4);
 }
-QSize CandidateList::minimumSizeHint() const { return QSize(120, QFontMetrics(font()).height() * 2); }
+// Every candidate line whole (at most top-k + 1): a short window scrolls the inspector instead.
+QSize CandidateList::minimumSizeHint() const { return QSize(120, sizeHint().height()); }
 
 void CandidateList::paintEvent(QPaintEvent*) {
     QPainter p(this);
@@ -132,6 +134,7 @@ StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
     m_title->setTextFormat(Qt::RichText);
     m_context = new QLabel(this);
     m_context->setTextFormat(Qt::RichText);
+    m_context->setWordWrap(true);  // a narrow inspector wraps it rather than widening the column
     m_bars = new WeightBars(this);
     m_candidatesTitle = new QLabel(this);
     m_candidatesTitle->setTextFormat(Qt::RichText);
@@ -139,10 +142,13 @@ StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
     m_candidates = new CandidateList(this);
     m_candidates->setObjectName(QStringLiteral("candidateList"));
     m_table = new QTableWidget(0, 3, this);
-    m_table->setHorizontalHeaderLabels({tr("Source token"), tr("1 · raw score eₜⱼ"), tr("2 · weight αₜⱼ = softmax")});
+    // Two lines each, so that three columns fit a narrow inspector (fitHeaders keeps them whole).
+    m_table->setHorizontalHeaderLabels({tr("Source\ntoken"), tr("1 · raw score\neₜⱼ"), tr("2 · weight αₜⱼ\n= softmax")});
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->horizontalHeader()->setDefaultAlignment(Qt::AlignCenter);
     m_table->verticalHeader()->setVisible(false);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setMinimumHeight(m_table->horizontalHeader()->sizeHint().height() + 4 * m_table->verticalHeader()->defaultSectionSize());
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -153,6 +159,26 @@ StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_table, 3);
     layout->addWidget(m_context);
     clear();
+    fitHeaders();
+}
+
+int StepInspector::headerTextWidth(int section) const {
+    const QTableWidgetItem* item = m_table->horizontalHeaderItem(section);
+    if (!item) return 0;
+    const QFontMetrics fm = m_table->horizontalHeader()->fontMetrics();
+    int widest = 0;
+    for (const QString& line : item->text().split(QLatin1Char('\n'))) widest = std::max(widest, fm.horizontalAdvance(line));
+    return widest + 2 * m_table->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, m_table) + 4;
+}
+
+void StepInspector::fitHeaders() {
+    // The columns share the width equally (Stretch): the table is never narrower than three of
+    // the widest header, so no header is cut, with room for a vertical scroll bar.
+    int section = 0;
+    for (int i = 0; i < m_table->columnCount(); ++i) section = std::max(section, headerTextWidth(i));
+    m_table->horizontalHeader()->setMinimumSectionSize(section);
+    m_table->setMinimumWidth(m_table->columnCount() * section + 2 * m_table->frameWidth() +
+                             m_table->style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, m_table) + 2);
 }
 
 void StepInspector::setColorMap(ColorMap::Kind kind) { m_bars->setColorMap(kind); }
@@ -197,7 +223,11 @@ void StepInspector::setStep(const HeatmapData& data, int step) {
                                   data.mapExplanation));
     m_candidatesTitle->setVisible(outputRows);
     m_candidates->setVisible(outputRows);
-    m_table->horizontalHeaderItem(1)->setText(data.mapName.isEmpty() ? tr("1 · raw score eₜⱼ") : tr("1 · raw score q·k/√d"));
+    const QString scoreHeader = data.mapName.isEmpty() ? tr("1 · raw score\neₜⱼ") : tr("1 · raw score\nq·k/√d");
+    if (m_table->horizontalHeaderItem(1)->text() != scoreHeader) {
+        m_table->horizontalHeaderItem(1)->setText(scoreHeader);
+        fitHeaders();
+    }
     m_bars->setValues(data.source, weights);
     const bool haveProb = step < int(data.stepLogProb.size());
     const double prob = haveProb ? std::exp(double(data.stepLogProb[step])) : -1.0;

@@ -68,12 +68,19 @@ public:
     double weightAt(int column) const;
     /// Number of top-k candidates shown (0 when the decoding recorded none).
     int candidateCount() const;
+    /// The table of raw scores and weights (its header says which is which).
+    QTableWidget* table() const { return m_table; }
+    /// The width a column needs to show its header whole: the widest line of its text and the margins.
+    int headerTextWidth(int section) const;
 
 public Q_SLOTS:
     void setColorMap(attnviz::ui::ColorMap::Kind kind);
     void clear();
 
 private:
+    /// Keeps every column at least as wide as the widest header (headerTextWidth).
+    void fitHeaders();
+
     QLabel* m_title;
     QLabel* m_context;
     WeightBars* m_bars;

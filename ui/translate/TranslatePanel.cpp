@@ -9,6 +9,8 @@
 #include <QMenu>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSettings>
+#include <QShowEvent>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
@@ -16,9 +18,13 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <utility>
 
 #include "core/decode/beam_tree.hpp"
 #include "core/analysis/subword_merge.hpp"
+#include "core/config/pretrained_config.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 #include "ui/analysis/AttributionView.hpp"
 #include "ui/translate/BeamTreeView.hpp"
 #include "ui/common/Format.hpp"
@@ -33,15 +39,52 @@ namespace {
 constexpr int kTopK = 5;  // candidates per step for the step inspector
 }  // namespace
 
+void TranslatePanel::fillLanguages() {
+    const auto fill = [this](QComboBox* box, QLabel* label, const std::vector<std::string>& languages,
+                             const std::string& preferred) {
+        const QStringList codes = toQStringList(languages);
+        QStringList shown;
+        for (int i = 1; i < box->count(); ++i) shown << box->itemData(i).toString();
+        if (codes != shown || box->count() == 0) {  // another model's (a snapshot of the same model keeps the choice)
+            box->clear();
+            // First "as typed": no code added (a Marian model reads a >>xxx<< typed in the sentence;
+            // M2M100 and NLLB take their tokenizer's default), then the model's codes.
+            box->addItem(tr("default"), QString());
+            box->setItemData(0, tr("No language code added: the model's default, or a code typed in the sentence"),
+                             Qt::ToolTipRole);
+            for (const QString& code : codes) box->addItem(code, code);
+            const int index = preferred.empty() ? -1 : box->findData(qs(preferred));
+            box->setCurrentIndex(index >= 0 ? index : 0);
+        }
+        box->setVisible(!codes.isEmpty());
+        label->setVisible(!codes.isEmpty());
+    };
+    const PretrainedTokenizer* tokenizer = m_model ? m_model->tokenizer().pretrained().get() : nullptr;
+    fill(m_srcLang, m_srcLangLabel, m_model ? m_model->source_languages() : std::vector<std::string>{},
+         tokenizer ? tokenizer->default_source_language() : std::string());
+    fill(m_tgtLang, m_tgtLangLabel, m_model ? m_model->target_languages() : std::vector<std::string>{},
+         tokenizer ? tokenizer->default_target_language() : std::string());
+    m_srcLangLabel->setText(m_srcLang->isVisibleTo(this) ? tr("From") : QString());
+    m_tgtLangLabel->setText(m_srcLang->isVisibleTo(this) ? tr("to") : tr("To"));
+}
+
 void TranslatePanel::setModel(TranslationModelPtr model) {
     m_model = std::move(model);
     m_mergeBox->setVisible(m_model && m_model->level() == TokenLevel::subword);
+    fillLanguages();
     if (!m_model) {
         m_modelLabel->setText(tr("No model yet: press Train, or open a checkpoint (Ctrl+O)."));
         return;
     }
     const TrainHistory& h = m_model->history();
     const ModelConfig& c = m_model->config();
+    if (c.is_pretrained()) {
+        m_modelLabel->setText(tr("Model: %1 · pretrained %2 · weights after epoch %3, batch %4")
+                                  .arg(qs(m_model->corpus_name()), qs(c.pretrained->model.describe()))
+                                  .arg(h.epochs_done)
+                                  .arg(h.global_step));
+        return;
+    }
     if (c.is_transformer()) {
         m_modelLabel->setText(tr("Model: %1 · Transformer, %2 × %3 wide, %4 heads, feed-forward %5 · weights "
                                  "after epoch %6, batch %7")
@@ -63,6 +106,35 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
                               .arg(h.global_step));
 }
 
+void TranslatePanel::saveLayout(QSettings& settings) const {
+    settings.setValue(QStringLiteral("translate/splitters/main"), m_splitter->saveState());
+    settings.setValue(QStringLiteral("translate/splitters/side"), m_sideSplitter->saveState());
+    settings.setValue(QStringLiteral("translate/splitters/attention"), m_attentionSplitter->saveState());
+}
+
+void TranslatePanel::restoreLayout(const QSettings& settings) {
+    bool restored = false;
+    for (auto [key, splitter] : {std::pair{"translate/splitters/main", m_splitter},
+                                 std::pair{"translate/splitters/side", m_sideSplitter},
+                                 std::pair{"translate/splitters/attention", m_attentionSplitter}})
+        restored = splitter->restoreState(settings.value(QLatin1String(key)).toByteArray()) || restored;
+    m_layoutRestored = m_layoutRestored || restored;
+}
+
+void TranslatePanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_laidOut) return;
+    m_laidOut = true;
+    if (m_layoutRestored) return;
+    // First shown: the heatmaps get two thirds of the width, the inspector column the rest (at
+    // least what its table needs, at most 520 px); the attention heatmap 60% of the height.
+    const int width = m_splitter->width() - m_splitter->handleWidth();
+    const int side = std::clamp(width / 3, m_sideSplitter->minimumSizeHint().width(), std::max(520, m_sideSplitter->minimumSizeHint().width()));
+    m_splitter->setSizes({width - side, side});
+    const int height = m_attentionSplitter->height() - m_attentionSplitter->handleWidth();
+    if (height > 0) m_attentionSplitter->setSizes({height * 3 / 5, height - height * 3 / 5});
+}
+
 void TranslatePanel::setExamples(const QStringList& examples) {
     auto* button = findChild<QToolButton*>(QStringLiteral("examplesButton"));
     QMenu* menu = button->menu();
@@ -77,7 +149,11 @@ void TranslatePanel::setExamples(const QStringList& examples) {
 }
 
 DecodeOptions TranslatePanel::decodeOptions() const {
-    DecodeOptions o;
+    // A pretrained model's generation config (length limit, length penalty, forced and barred tokens)
+    // as generate() reads it; the beam and N-best are the panel's.
+    DecodeOptions o = m_model ? m_model->decode_defaults() : DecodeOptions{};
+    o.source_lang = ss(m_srcLang->currentData().toString());
+    o.target_lang = ss(m_tgtLang->currentData().toString());
     o.beam_size = m_beam->value();
     o.num_hypotheses = std::min(m_nbest->value(), m_beam->value());
     o.top_k = kTopK;

@@ -24,7 +24,9 @@ class QLineEdit;
 class QListWidget;
 class QPushButton;
 class QScrollArea;
+class QSettings;
 class QSpinBox;
+class QSplitter;
 class QTabWidget;
 class QToolBar;
 QT_END_NAMESPACE
@@ -65,6 +67,11 @@ public:
     int selectedHypothesis() const;
     void selectHypothesis(int index);
 
+    /// A multilingual pretrained model's languages (M2M100/NLLB: both; multilingual Marian: the
+    /// target), filled from the model; hidden for a model without a choice.
+    QComboBox* sourceLanguageBox() const { return m_srcLang; }
+    QComboBox* targetLanguageBox() const { return m_tgtLang; }
+
     QLineEdit* lineEdit() const { return m_input; }
     /// The reference (or prefix) field; empty: no forced decoding.
     QLineEdit* referenceEdit() const { return m_reference; }
@@ -98,10 +105,23 @@ public:
     /// (*hypothesis: the hypothesis' index in it).
     std::shared_ptr<const Translation> exportTranslation(size_t* hypothesis) const;
 
+    /// The panes' splitters: heatmaps | inspector and what-if (translateSplitter), inspector over
+    /// what-if (inspectorSplitter), attention over attribution (attributionSplitter).
+    QSplitter* splitter() const { return m_splitter; }
+    QSplitter* sideSplitter() const { return m_sideSplitter; }
+    QSplitter* attentionSplitter() const { return m_attentionSplitter; }
+    /// The splitters' positions in QSettings ("translate/splitters/*"); restored ones replace the
+    /// first-show defaults (the inspector column a third of the width, at most 520 px).
+    void saveLayout(QSettings& settings) const;
+    void restoreLayout(const QSettings& settings);
+
 public Q_SLOTS:
     /// Translates the line edit's text (Enter does this).
     void translateInput();
     void translateText(const QString& sentence);
+
+protected:
+    void showEvent(QShowEvent* event) override;
 
 Q_SIGNALS:
     void translationReady();
@@ -122,6 +142,8 @@ private:
     void connectViews();
     void connectTranslators();
 
+    /// Fills the language lists from the model when its languages differ from those shown.
+    void fillLanguages();
     void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
     void showHypothesis(int index);
     void requestForced(const QString& sentence);
@@ -142,6 +164,12 @@ private:
     std::optional<AttentionMapId> attributionMap(const AttentionRecord& record) const;
     void refreshModelView();
     void showChosenMap();
+
+    QSplitter* m_splitter;
+    QSplitter* m_sideSplitter;
+    QSplitter* m_attentionSplitter;
+    bool m_layoutRestored = false;  ///< restoreLayout() set the splitters: no first-show defaults
+    bool m_laidOut = false;         ///< the first show has happened
 
     MapSelector* m_mapSelector;
     ModelView* m_modelView;
@@ -166,6 +194,10 @@ private:
     std::shared_ptr<const Translation> m_translation;
     QLineEdit* m_input;
     QPushButton* m_go;
+    QComboBox* m_srcLang;
+    QComboBox* m_tgtLang;
+    QLabel* m_srcLangLabel;
+    QLabel* m_tgtLangLabel;
     QSpinBox* m_beam;
     QSpinBox* m_nbest;
     QLabel* m_modelLabel;

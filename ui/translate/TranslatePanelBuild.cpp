@@ -12,6 +12,7 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStyle>
 #include <QTabWidget>
 #include <QToolBar>
 #include <QToolButton>
@@ -63,22 +64,36 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
     leftLayout->addWidget(m_views, 1);
     m_inspector = new StepInspector(this);
     m_intervention = new InterventionPanel(this);
-    auto* right = new QSplitter(Qt::Vertical, this);
-    right->addWidget(m_inspector);
-    right->addWidget(m_intervention);
-    auto* splitter = new QSplitter(Qt::Horizontal, this);
-    splitter->addWidget(left);
-    splitter->addWidget(right);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
-    splitter->setObjectName(QStringLiteral("translateSplitter"));
+    // The heatmap takes what the window grows by; the inspector and what-if keep the width they
+    // have (at least what the inspector's table needs), and each pane can be dragged shut.
+    m_sideSplitter = new QSplitter(Qt::Vertical, this);
+    m_sideSplitter->setObjectName(QStringLiteral("inspectorSplitter"));
+    // The inspector scrolls when the window is short (a laptop's 800 px) rather than cutting its
+    // lines: its parts keep their height, the column its table's width.
+    auto* inspectorScroll = new QScrollArea(this);
+    inspectorScroll->setWidget(m_inspector);
+    inspectorScroll->setWidgetResizable(true);
+    inspectorScroll->setFrameShape(QFrame::NoFrame);
+    inspectorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    inspectorScroll->setMinimumWidth(m_inspector->minimumSizeHint().width() +
+                                     inspectorScroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2);
+    m_sideSplitter->addWidget(inspectorScroll);
+    m_sideSplitter->addWidget(m_intervention);
+    m_sideSplitter->setStretchFactor(0, 3);
+    m_sideSplitter->setStretchFactor(1, 2);
+    m_splitter = new QSplitter(Qt::Horizontal, this);
+    m_splitter->addWidget(left);
+    m_splitter->addWidget(m_sideSplitter);
+    m_splitter->setStretchFactor(0, 1);
+    m_splitter->setStretchFactor(1, 0);
+    m_splitter->setObjectName(QStringLiteral("translateSplitter"));
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(inputRow);
     layout->addLayout(referenceRow);
     layout->addWidget(m_modelLabel);
     layout->addWidget(m_result);
-    layout->addWidget(splitter, 1);
+    layout->addWidget(m_splitter, 1);
 
     connectInputs();
     connectViews();
@@ -110,9 +125,24 @@ QLayout* TranslatePanel::createInputRow() {
     examples->setMenu(new QMenu(examples));
     examples->setObjectName(QStringLiteral("examplesButton"));
 
+    m_srcLang = new QComboBox(this);
+    m_srcLang->setObjectName(QStringLiteral("sourceLanguage"));
+    m_srcLang->setToolTip(tr("The source language (a multilingual pretrained model's codes)"));
+    m_tgtLang = new QComboBox(this);
+    m_tgtLang->setObjectName(QStringLiteral("targetLanguage"));
+    m_tgtLang->setToolTip(tr("The target language: the model writes its code as the first token"));
+    m_srcLangLabel = new QLabel(tr("From"), this);
+    m_tgtLangLabel = new QLabel(tr("to"), this);
+    for (QWidget* w : std::initializer_list<QWidget*>{m_srcLang, m_tgtLang, m_srcLangLabel, m_tgtLangLabel})
+        w->setVisible(false);  // shown for a multilingual pretrained model
+
     auto* row = new QHBoxLayout();
     row->addWidget(m_input, 1);
     row->addWidget(examples);
+    row->addWidget(m_srcLangLabel);
+    row->addWidget(m_srcLang);
+    row->addWidget(m_tgtLangLabel);
+    row->addWidget(m_tgtLang);
     row->addWidget(new QLabel(tr("Beam"), this));
     row->addWidget(m_beam);
     row->addWidget(new QLabel(tr("N-best"), this));
@@ -166,13 +196,20 @@ QWidget* TranslatePanel::createAttentionPane() {
     m_forcedLabel->setTextFormat(Qt::RichText);
     m_forcedPane = labelledHeatmap(m_forcedLabel, m_forcedHeatmap, this);
     m_forcedPane->hide();
+    // The attention heatmap over the attribution heatmap: each as wide as the pane (their rows are
+    // the same output tokens), the reference's heatmap beside the model's own when there is one.
     auto* heatmaps = new QSplitter(Qt::Horizontal, this);
     heatmaps->addWidget(scrolled(m_heatmap, this));
-    m_attribution = new AttributionView(this);
-    heatmaps->addWidget(m_attribution);
     heatmaps->addWidget(m_forcedPane);
     heatmaps->setObjectName(QStringLiteral("heatmapSplitter"));
-    return heatmaps;
+    m_attribution = new AttributionView(this);
+    m_attentionSplitter = new QSplitter(Qt::Vertical, this);
+    m_attentionSplitter->setObjectName(QStringLiteral("attributionSplitter"));
+    m_attentionSplitter->addWidget(heatmaps);
+    m_attentionSplitter->addWidget(m_attribution);
+    m_attentionSplitter->setStretchFactor(0, 3);
+    m_attentionSplitter->setStretchFactor(1, 2);
+    return m_attentionSplitter;
 }
 
 QWidget* TranslatePanel::createTreePane() {
@@ -208,6 +245,10 @@ void TranslatePanel::connectInputs() {
         if (m_translation && !m_translation->empty()) showHypothesis(selectedHypothesis());
         if (m_forced) showForced(m_forced);
     });
+    for (QComboBox* box : {m_srcLang, m_tgtLang})
+        connect(box, &QComboBox::activated, this, [this] {
+            if (m_translation) translateText(qs(m_translation->input));  // the same sentence in the new language
+        });
     connect(m_forceModeBox, &QComboBox::currentIndexChanged, this, [this] {
         if (m_translation) requestForced(qs(m_translation->input));
     });

@@ -4,13 +4,16 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QGuiApplication>
 #include <QDockWidget>
 #include <QGroupBox>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScreen>
 #include <QScrollArea>
+#include <QShowEvent>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextDocumentFragment>
@@ -107,7 +110,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_translate, &TranslatePanel::mapChoiceChanged, this, followMap);
     followMap();
 
-    resize(1280, 820);
+    m_setupDock = dock;
+    resize(defaultSize());  // a saved geometry (loadSettings) replaces it
     loadSettings();
     m_corpus->setDataSettings(m_settings->trainConfig());
     onCorpusChanged();
@@ -115,6 +119,28 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (m_dockSized) return;
+    m_dockSized = true;
+    if (m_stateRestored) return;
+    // The Setup dock at a quarter of the window, not its form's comfortable width (at 1280 px that
+    // took 470 px from the views), never narrower than its fields can be.
+    const int dockWidth =
+        std::max(m_setupDock->minimumSizeHint().width(), std::min(m_setupDock->sizeHint().width(), width() / 4));
+    resizeDocks({m_setupDock}, {dockWidth}, Qt::Horizontal);
+}
+
+QSize MainWindow::defaultSize() const {
+    // 90% of the screen's free area, so that a laptop's 1280 × 800 and a 1920 × 1080 monitor both
+    // give the heatmap room; not below 1024 × 700 where the screen has that, never above it.
+    const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+    if (!s) return QSize(1280, 800);
+    const QSize free = s->availableGeometry().size();
+    const QSize wanted(int(free.width() * 0.9), int(free.height() * 0.9));
+    return wanted.expandedTo(QSize(1024, 700)).boundedTo(free);
+}
 
 QWidget* MainWindow::createSetupDock() {
     auto* box = new QGroupBox(tr("Corpus"));
@@ -130,7 +156,8 @@ QWidget* MainWindow::createSetupDock() {
     scroll->setWidget(inner);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(inner->sizeHint().width() + 24);
+    // As narrow as the fields can be (the form's labels and editors at their minimum), not their comfortable width.
+    scroll->setMinimumWidth(inner->minimumSizeHint().width() + 24);
     return scroll;
 }
 
@@ -146,8 +173,12 @@ void MainWindow::createActions() {
                            tr("Open a TSV file as the corpus: Tatoeba or Tatoeba-Challenge (detected)"));
     m_openParallelAct = make(tr("Open &parallel text…"), QString(), QKeySequence(),
                              tr("Open two files as the corpus, one sentence per line: the source side, then the target side"));
-    m_openCheckpointAct = make(tr("&Open checkpoint…"), QStringLiteral("open"), QKeySequence::Open,
-                               tr("Open a checkpoint: model, vocabularies and curves"));
+    m_openCheckpointAct = make(tr("&Open model…"), QStringLiteral("open"), QKeySequence::Open,
+                               tr("Open a model file: an attnviz checkpoint (model, vocabularies and curves) or a d2l "
+                                  "PyTorch model"));
+    m_openModelFolderAct = make(tr("Open model &folder…"), QString(), QKeySequence(tr("Ctrl+Shift+M")),
+                                tr("Open a pretrained Hugging Face model folder (Marian opus-mt, M2M100, NLLB): "
+                                   "translate with it, see every head, fine-tune it on the corpus"));
     m_saveAct = make(tr("&Save checkpoint"), QStringLiteral("save"), QKeySequence::Save, tr("Save the model and its curves"));
     m_saveAsAct = make(tr("Save checkpoint &as…"), QStringLiteral("save"), QKeySequence::SaveAs,
                        tr("Save the model to a new file"));
@@ -205,6 +236,7 @@ void MainWindow::createActions() {
     connect(m_openCorpusAct, &QAction::triggered, this, &MainWindow::openCorpusDialog);
     connect(m_openParallelAct, &QAction::triggered, this, &MainWindow::openParallelDialog);
     connect(m_openCheckpointAct, &QAction::triggered, this, &MainWindow::openCheckpointDialog);
+    connect(m_openModelFolderAct, &QAction::triggered, this, &MainWindow::openModelFolderDialog);
     connect(m_saveAct, &QAction::triggered, this, [this] { saveCheckpointDialog(false); });
     connect(m_saveAsAct, &QAction::triggered, this, [this] { saveCheckpointDialog(true); });
     connect(m_exportHeatmapAct, &QAction::triggered, this, &MainWindow::exportHeatmapDialog);
@@ -243,6 +275,7 @@ void MainWindow::createMenus() {
     file->addAction(m_openCorpusAct);
     file->addAction(m_openParallelAct);
     file->addAction(m_openCheckpointAct);
+    file->addAction(m_openModelFolderAct);
     m_recentMenu = file->addMenu(tr("Open &recent"));
     file->addSeparator();
     file->addAction(m_saveAct);

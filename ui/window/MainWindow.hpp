@@ -14,6 +14,7 @@
 QT_BEGIN_NAMESPACE
 class QAction;
 class QActionGroup;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -64,6 +65,8 @@ public:
     QAction* continueAction() const { return m_continueAct; }
     QAction* saveAction() const { return m_saveAct; }
     QAction* openCheckpointAction() const { return m_openCheckpointAct; }
+    /// File → Open model folder…: a Hugging Face model folder (Marian, M2M100/NLLB).
+    QAction* openModelFolderAction() const { return m_openModelFolderAct; }
     QAction* exportHeatmapAction() const { return m_exportHeatmapAct; }
 
     /// The last error shown to the user (dialog or status bar).
@@ -88,14 +91,15 @@ public:
     bool maybeSave();
 
     // File operations without dialogs (the menu actions ask for the path, then call these).
-    /// Makes a checkpoint the session's model (after asking about an unsaved one).
+    /// Makes a model the session's model (after asking about an unsaved one): a checkpoint, a
+    /// d2l model file, or a Hugging Face model folder (then Train fine-tunes it on the corpus).
     bool openCheckpoint(const QString& path);
     /// Starts reading a TSV corpus in the background; the corpus panel reports the outcome.
     bool openCorpusFile(const QString& path);
     /// Starts reading two-file parallel text (line N of source translates line N of target)
     /// in the background, as openCorpusFile.
     bool openParallelFiles(const QString& sourcePath, const QString& targetPath);
-    /// Opens a checkpoint or a TSV corpus, deciding by content and suffix.
+    /// Opens a checkpoint, a model folder or a TSV corpus, deciding by kind, content and suffix.
     bool openFile(const QString& path);
     /// Writes the current model; while training runs the worker writes it between two
     /// batches. The outcome goes to the status bar or an error (false: failed already).
@@ -113,6 +117,9 @@ public:
     /// Exports the curves as .png or .csv.
     bool exportCurvesTo(const QString& path);
     QStringList recentFiles() const;
+    /// The window's size when none was saved: 90% of the screen's free area (at least 1024 × 700
+    /// where the screen has that).
+    QSize defaultSize() const;
 
 public Q_SLOTS:
     void startTraining();
@@ -121,6 +128,8 @@ public Q_SLOTS:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    /// First shown without a saved layout: the Setup dock gets a quarter of the width.
+    void showEvent(QShowEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -152,6 +161,8 @@ private:
     bool askToUpgrade(const QString& oldPath, const QString& newPath);
     QString askSavePath();
     void openCheckpointDialog();
+    /// Asks for a Hugging Face model folder (config.json, weights, tokenizer files) and opens it.
+    void openModelFolderDialog();
     void openCorpusDialog();
     /// Asks for the source file, then the target file, of parallel text.
     void openParallelDialog();
@@ -177,10 +188,14 @@ private:
     QLabel* m_elapsedLabel;
     QToolBar* m_mainToolBar;
     QMenu* m_recentMenu = nullptr;
+    QDockWidget* m_setupDock = nullptr;
+    bool m_stateRestored = false;  ///< loadSettings() restored the docks' layout
+    bool m_dockSized = false;      ///< the first show has sized the dock (or kept the restored layout)
 
     QAction* m_openCorpusAct;
     QAction* m_openParallelAct;
     QAction* m_openCheckpointAct;
+    QAction* m_openModelFolderAct;
     QAction* m_saveAct;
     QAction* m_saveAsAct;
     QAction* m_exportHeatmapAct;

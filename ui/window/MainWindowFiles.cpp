@@ -16,9 +16,11 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <algorithm>
 
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/checkpoint_legacy.hpp"
+#include "core/config/pretrained_config.hpp"
 #include "ui/training/CorpusPanel.hpp"
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapExport.hpp"
@@ -86,28 +88,45 @@ bool MainWindow::openCheckpoint(const QString& requested) {
         }
         path = upgraded;
     }
+    const bool folder = QFileInfo(path).isDir();
     if (!m_controller->open(path, &error)) {
-        showError(tr("Cannot open checkpoint"), error);
+        showError(folder ? tr("Cannot open model folder") : tr("Cannot open checkpoint"), error);
         return false;
     }
     const TranslationModelPtr model = m_controller->latestModel();
     m_settings->setModelConfig(model->config());
-    m_settings->setTrainConfig(model->trained_with());  // Continue adds this many epochs; Train starts afresh
-    // Put the corpus it was trained on back when it is a built-in task. A file's
-    // name is all the checkpoint knows of it: when the panel holds another corpus,
-    // say that Continue would train on that one.
-    QString message =
-        tr("Opened %1: %2 epochs on %3").arg(path).arg(model->history().epochs_done).arg(qs(model->corpus_name()));
-    try {
-        m_corpus->selectTask(task_from_name(model->corpus_name()));
-    } catch (const std::exception&) {
-        const auto shown = m_corpus->corpus();
-        if (!shown || shown->name != model->corpus_name())
-            message += tr(". Continue trains on the corpus panel's %1: open %2 there to continue on it")
-                           .arg(shown ? qs(shown->name) : tr("corpus"), qs(model->corpus_name()));
+    QString message;
+    if (model->config().is_pretrained() && model->history().epochs_done == 0) {
+        // A pretrained model as it was published: Train fine-tunes it on the corpus panel's corpus
+        // (attnviz-cli train --init-from), with the form's settings at fine-tuning's learning rate and batch.
+        TrainConfig tune = m_settings->trainConfig();
+        tune.lr = 5e-5;
+        tune.batch_size = 16;
+        m_settings->setTrainConfig(tune);
+        const PretrainedSpec& spec = *model->config().pretrained;
+        message = tr("Opened %1: pretrained %2. Press Train to fine-tune it on the corpus panel's corpus")
+                      .arg(path, qs(spec.model.describe()));
+    } else {
+        m_settings->setTrainConfig(model->trained_with());  // Continue adds this many epochs; Train starts afresh
+        // Put the corpus it was trained on back when it is a built-in task. A file's
+        // name is all the checkpoint knows of it: when the panel holds another corpus,
+        // say that Continue would train on that one.
+        message =
+            tr("Opened %1: %2 epochs on %3").arg(path).arg(model->history().epochs_done).arg(qs(model->corpus_name()));
+        try {
+            m_corpus->selectTask(task_from_name(model->corpus_name()));
+        } catch (const std::exception&) {
+            const auto shown = m_corpus->corpus();
+            if (!shown || shown->name != model->corpus_name())
+                message += tr(". Continue trains on the corpus panel's %1: open %2 there to continue on it")
+                               .arg(shown ? qs(shown->name) : tr("corpus"), qs(model->corpus_name()));
+        }
     }
     m_chart->setHistory(model->history(), QFileInfo(path).fileName());
     setModel(model);
+    // Decoding starts from what the model's generation config asks of generate() (its beams).
+    if (model->config().is_pretrained())
+        m_translate->setBeamWidth(int(std::clamp<int64_t>(model->decode_defaults().beam_size, 1, 32)));
     m_probe->clearSnapshots();
     addRecentFile(path);
     statusBar()->showMessage(message, 30000);
@@ -142,6 +161,8 @@ bool MainWindow::openFile(const QString& path) {
         showError(tr("Cannot open file"), tr("%1 does not exist or cannot be read.").arg(path));
         return false;
     }
+    // A folder can only be a model (Hugging Face's layout); the core says what it lacks otherwise.
+    if (QFileInfo(path).isDir()) return openCheckpoint(path);
     return looksLikeCheckpoint(path) ? openCheckpoint(path) : openCorpusFile(path);
 }
 
@@ -260,6 +281,15 @@ void MainWindow::openCheckpointDialog() {
     openCheckpoint(path);
 }
 
+void MainWindow::openModelFolderDialog() {
+    const QString path = QFileDialog::getExistingDirectory(
+        this, tr("Open a Hugging Face model folder (config.json, weights, tokenizer files)"),
+        dirOf(QStringLiteral("dirs/modelFolder")));
+    if (path.isEmpty()) return;
+    QSettings().setValue(QStringLiteral("dirs/modelFolder"), QFileInfo(path).absolutePath());
+    openCheckpoint(path);
+}
+
 void MainWindow::openCorpusDialog() {
     const QString path = QFileDialog::getOpenFileName(
         this, tr("Open corpus"), dirOf(QStringLiteral("dirs/corpus")),
@@ -325,7 +355,7 @@ QStringList MainWindow::recentFiles() const {
 
 void MainWindow::addRecentFile(const QString& path) {
     QStringList files = recentFiles();
-    const QString absolute = QFileInfo(path).absoluteFilePath();
+    const QString absolute = QDir::cleanPath(QFileInfo(path).absoluteFilePath());  // a folder without its last '/'
     files.removeAll(absolute);
     files.prepend(absolute);
     while (files.size() > kMaxRecent) files.removeLast();
@@ -367,7 +397,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::loadSettings() {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    m_stateRestored = restoreState(s.value(QStringLiteral("window/state")).toByteArray());
     m_settings->loadSettings(s);
     if (s.contains(QStringLiteral("corpus/pairs"))) m_corpus->setNumPairs(s.value(QStringLiteral("corpus/pairs")).toInt());
     const QString source = s.value(QStringLiteral("corpus/source")).toString();
@@ -382,6 +412,7 @@ void MainWindow::loadSettings() {
     m_probe->setRefreshEvery(s.value(QStringLiteral("probe/every"), m_probe->refreshEvery()).toInt());
     const QString probe = s.value(QStringLiteral("probe/sentence")).toString();
     if (!probe.isEmpty()) m_probe->setSentence(probe);
+    m_translate->restoreLayout(s);  // the splitters as the user left them
     m_tabs->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
     rebuildRecentMenu();
 }
@@ -391,6 +422,7 @@ void MainWindow::saveSettings() const {
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/state"), saveState());
     s.setValue(QStringLiteral("window/tab"), m_tabs->currentIndex());
+    m_translate->saveLayout(s);
     m_settings->saveSettings(s);
     s.setValue(QStringLiteral("corpus/source"), m_corpus->sourceKey());
     s.setValue(QStringLiteral("corpus/pairs"), m_corpus->numPairs());

@@ -53,7 +53,17 @@ void MainWindow::startTraining() {
     train.snapshot_every = m_probe->refreshEvery();
     m_controller->setProbeSentence(m_probe->sentence());
     QString error;
-    if (!m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error)) {
+    // A pretrained model is not built from settings: Train fine-tunes the one opened (its weights,
+    // tokenizer and shape) on the corpus, as attnviz-cli train --init-from does.
+    const bool fineTune = m_settings->modelConfig().is_pretrained();
+    if (fineTune && !m_controller->initialModel()) {
+        showError(tr("Cannot start training"),
+                  tr("A pretrained model is fine-tuned, not built from settings: open a Hugging Face model folder first "
+                     "(File → Open model folder…), or choose another architecture."));
+        return;
+    }
+    if (!(fineTune ? m_controller->fineTune(m_corpus->corpus(), train, &error)
+                   : m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error))) {
         showError(tr("Cannot start training"), error);
         return;
     }
@@ -111,6 +121,7 @@ void MainWindow::updateActions() {
     m_saveAct->setEnabled(haveModel && s != S::Stopping);
     m_saveAsAct->setEnabled(m_saveAct->isEnabled());
     m_openCheckpointAct->setEnabled(idle);
+    m_openModelFolderAct->setEnabled(idle);
     m_openCorpusAct->setEnabled(idle);
     m_exportHeatmapAct->setEnabled(!currentHeatmap()->heatmapData().empty());
 }

@@ -1,0 +1,285 @@
+// Offscreen tests of pretrained Hugging Face model folders in the app (issue 38): a folder opens
+// wherever a model is accepted (File → Open model folder's openCheckpoint, drag and drop, the
+// recent files), translates as the core does (and so as transformers does: tests/pretrained),
+// fills the language lists of a multilingual model, shows every layer and head, fine-tunes on
+// the corpus with Train, and a folder that is not a model is an error the window survives.
+// The models are tools/make_hf_fixtures.py's (the CTest fixture hf_fixtures makes them with the
+// .venv's transformers); without them the tests say so and pass.
+// LibTorch's c10 logging defines a CHECK macro of its own: include everything
+// that pulls in LibTorch first, then let Catch2 define CHECK last.
+#include <QComboBox>
+#include <QDir>
+#include <QDropEvent>
+#include <QFile>
+#include <QFileInfo>
+#include <QMimeData>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QUrl>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/config/pretrained_config.hpp"
+#include "core/decode/translation_model.hpp"
+#include "ui/compare/ComparePanel.hpp"
+#include "ui/heatmap/MapSelector.hpp"
+#include "ui/heatmap/ModelView.hpp"
+
+#include "catch_torch.hpp"  // not <catch2/catch.hpp>: a unity batch (see there)
+
+#include "ui_fixture.hpp"
+
+using namespace ui_testing;
+
+namespace {
+
+const QString kHfFolders = QStringLiteral(ATTNVIZ_HF_FIXTURES);
+
+/// The fixture models are there (else a warning: the tests pass without checking anything).
+bool hfFoldersPresent() {
+    if (QFileInfo::exists(kHfFolders + QStringLiteral("/reference.json"))) return true;
+    WARN("no pretrained fixtures at " << kHfFolders.toStdString()
+                                      << " (tools/make_hf_fixtures.py needs transformers in the .venv); skipping");
+    return false;
+}
+
+/// What transformers computed with the fixture models (tools/make_hf_fixtures.py).
+const nlohmann::json& hfReference() {
+    static const nlohmann::json j = [] {
+        std::ifstream in((kHfFolders + QStringLiteral("/reference.json")).toStdString());
+        return nlohmann::json::parse(in);
+    }();
+    return j;
+}
+
+/// The reference entry of `text` for a model ("marian", "m2m100").
+const nlohmann::json& hfSample(const char* model, const std::string& text) {
+    for (const auto& e : hfReference()[model])
+        if (e["text"] == text) return e;
+    FAIL("no reference entry for " << text);
+    return hfReference();
+}
+
+/// The number of single-head panels of the model view (not the means nor the rollout).
+int hfHeadPanels(const ModelView* view) {
+    int heads = 0;
+    for (int i = 0; i < view->panelCount(); ++i)
+        if (view->panelChoice(i).head >= 0) ++heads;
+    return heads;
+}
+
+const std::string kHfSentence = "I am a small frog.";
+
+}  // namespace
+
+TEST_CASE("pretrained: a Hugging Face folder opens, translates as the core does and shows every layer and head",
+          "[ui][pretrained][hf]") {
+    if (!hfFoldersPresent()) return;
+    Fixture f;
+    const QString folder = kHfFolders + QStringLiteral("/marian");
+    REQUIRE(f.w().openFile(folder));
+    const TranslationModelPtr model = f.controller().latestModel();
+    REQUIRE(model);
+    REQUIRE(model->config().is_pretrained());
+    CHECK(f.controller().initialModel() == model);
+    CHECK(f.w().currentModel() == model);
+    CHECK(f.w().recentFiles().value(0) == QDir::cleanPath(QFileInfo(folder).absoluteFilePath()));
+    CHECK(f.w().statusBar()->currentMessage().contains(QStringLiteral("fine-tune")));
+    // The form shows the pretrained family; Train fine-tunes at fine-tuning's learning rate and batch.
+    CHECK(f.w().settingsPanel()->modelConfig().is_pretrained());
+    CHECK(f.w().settingsPanel()->isValid());
+    CHECK(f.w().settingsPanel()->trainConfig().lr == Approx(5e-5));
+    CHECK(f.w().settingsPanel()->trainConfig().batch_size == 16);
+    CHECK(f.w().trainAction()->isEnabled());
+
+    // The beams of the generation config, and the translation the core makes with its defaults.
+    TranslatePanel* panel = f.w().translatePanel();
+    const DecodeOptions defaults = model->decode_defaults();
+    REQUIRE(defaults.beam_size > 1);
+    CHECK(panel->decodeOptions().beam_size == defaults.beam_size);
+    CHECK(panel->decodeOptions().max_length == defaults.max_length);
+    f.translate(QString::fromStdString(kHfSentence));
+    auto t = panel->translation();
+    REQUIRE(t);
+    REQUIRE_FALSE(t->empty());
+    DecodeOptions same = defaults;
+    same.top_k = 5;
+    same.beam_tree = true;
+    const Translation core = model->translate({kHfSentence}, same).at(0);
+    REQUIRE_FALSE(core.empty());
+    CHECK(t->best().ids == core.best().ids);
+    CHECK(t->best().text == core.best().text);
+
+    // Greedy: transformers' own greedy output (tools/make_hf_fixtures.py recorded it).
+    panel->setBeamWidth(1);
+    f.translate(QString::fromStdString(kHfSentence));
+    t = panel->translation();
+    REQUIRE(t);
+    REQUIRE_FALSE(t->empty());
+    CHECK(t->best().text == hfSample("marian", kHfSentence)["greedy_text"].get<std::string>());
+
+    // The model view: every layer × head of each kind, as config.json says.
+    const PretrainedConfig& c = model->config().pretrained->model;
+    const AttentionRecord& record = t->best().attention;
+    CHECK(record.layer_count(AttentionKind::cross) == c.decoder_layers);
+    CHECK(record.head_count(AttentionKind::cross) == c.decoder_heads);
+    QTabWidget* tabs = panel->viewTabs();
+    const int modelTab = tabs->count() - 1;
+    REQUIRE(tabs->isTabVisible(modelTab));
+    tabs->setCurrentIndex(modelTab);
+    QApplication::processEvents();
+    ModelView* view = panel->modelView();
+    CHECK(view->kind() == AttentionKind::cross);
+    CHECK(view->layers() == c.decoder_layers);
+    CHECK(view->heads() == c.decoder_heads);
+    CHECK(hfHeadPanels(view) == c.decoder_layers * c.decoder_heads);
+    panel->mapSelector()->setChoice(MapChoice{AttentionKind::encoder_self, 0, 0});
+    QApplication::processEvents();
+    CHECK(view->kind() == AttentionKind::encoder_self);
+    CHECK(hfHeadPanels(view) == c.encoder_layers * c.encoder_heads);
+    panel->mapSelector()->setChoice(MapChoice{AttentionKind::decoder_self, 0, 0});
+    QApplication::processEvents();
+    CHECK(view->kind() == AttentionKind::decoder_self);
+    CHECK(hfHeadPanels(view) == c.decoder_layers * c.decoder_heads);
+
+    // Compare models takes a folder too (its "Add model" menu's folder entry).
+    ComparePanel* compare = f.w().comparePanel();
+    const int before = compare->modelCount();
+    QSignalSpy added(compare, &ComparePanel::checkpointAdded);
+    compare->addCheckpoint(folder);
+    REQUIRE(waitUntil([&] { return added.count() > 0; }, 20000));
+    CHECK(compare->modelCount() == before + 1);
+    CHECK(compare->modelLabel(before) == QStringLiteral("marian"));
+}
+
+TEST_CASE("pretrained: a multilingual model's language lists are filled from it and choose the target",
+          "[ui][pretrained][hf]") {
+    if (!hfFoldersPresent()) return;
+    Fixture f;
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/m2m100")));
+    const TranslationModelPtr model = f.controller().latestModel();
+    REQUIRE(model);
+    TranslatePanel* panel = f.w().translatePanel();
+    QComboBox* source = panel->sourceLanguageBox();
+    QComboBox* target = panel->targetLanguageBox();
+    CHECK(source->isVisibleTo(panel));
+    CHECK(target->isVisibleTo(panel));
+    CHECK(source->count() == 1 + int(model->source_languages().size()));  // "default", then the codes
+    CHECK(target->count() == 1 + int(model->target_languages().size()));
+    // tokenizer_config.json's src_lang and tgt_lang are chosen at first.
+    CHECK(source->currentText() == QStringLiteral("en"));
+    CHECK(target->currentText() == QStringLiteral("fr"));
+    CHECK(panel->decodeOptions().target_lang == "fr");
+
+    panel->setBeamWidth(1);
+    f.translate(QString::fromStdString(kHfSentence));
+    auto t = panel->translation();
+    REQUIRE(t);
+    REQUIRE_FALSE(t->empty());
+    CHECK(t->best().text == hfSample("m2m100", kHfSentence)["greedy_text"].get<std::string>());
+    const std::vector<int64_t> french = t->best().ids;
+
+    // Another target: its code is the first token written.
+    const int german = target->findData(QStringLiteral("de"));
+    REQUIRE(german >= 0);
+    target->setCurrentIndex(german);
+    CHECK(panel->decodeOptions().target_lang == "de");
+    f.translate(QString::fromStdString(kHfSentence));
+    t = panel->translation();
+    REQUIRE(t);
+    REQUIRE_FALSE(t->empty());
+    REQUIRE_FALSE(french.empty());
+    REQUIRE_FALSE(t->best().ids.empty());
+    CHECK(t->best().ids.front() != french.front());
+    DecodeOptions de = model->decode_defaults();
+    de.beam_size = 1;
+    de.target_lang = "de";
+    CHECK(t->best().ids == model->translate({kHfSentence}, de).at(0).best().ids);
+
+    // A Marian model has no source choice; its targets are its >>xxx<< codes, none chosen at first
+    // (the sentence as typed, as transformers reads it).
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/marian")));
+    CHECK_FALSE(source->isVisibleTo(panel));
+    const TranslationModelPtr marian = f.controller().latestModel();
+    REQUIRE(marian);
+    CHECK(target->isVisibleTo(panel) == !marian->target_languages().empty());
+    CHECK(panel->decodeOptions().target_lang.empty());
+}
+
+TEST_CASE("pretrained: a folder that is not a model is an error and the window stays usable",
+          "[ui][pretrained][hf]") {
+    if (!hfFoldersPresent()) return;
+    Fixture f;
+    const QString folder = kHfFolders + QStringLiteral("/marian");
+    REQUIRE(f.w().openFile(folder));
+    const TranslationModelPtr opened = f.controller().latestModel();
+    REQUIRE(opened);
+
+    QTemporaryDir dir;
+    // No config.json: the message says what a model folder holds.
+    const QString empty = dir.filePath(QStringLiteral("empty"));
+    REQUIRE(QDir().mkpath(empty));
+    CHECK_FALSE(f.w().openFile(empty));
+    CHECK(f.w().lastError().contains(QStringLiteral("config.json")));
+    // An unknown model_type: the message names the supported ones.
+    const QString bert = dir.filePath(QStringLiteral("bert"));
+    REQUIRE(QDir().mkpath(bert));
+    {
+        QFile config(bert + QStringLiteral("/config.json"));
+        REQUIRE(config.open(QIODevice::WriteOnly));
+        config.write(R"({"model_type": "bert", "vocab_size": 10, "d_model": 8})");
+    }
+    CHECK_FALSE(f.w().openFile(bert));
+    INFO(f.w().lastError().toStdString());
+    CHECK(f.w().lastError().contains(QStringLiteral("bert")));
+    CHECK(f.w().lastError().contains(QStringLiteral("marian")));
+
+    // Nothing changed: the opened model stays, translates, and the actions work.
+    CHECK(f.controller().latestModel() == opened);
+    CHECK(f.w().currentModel() == opened);
+    CHECK_FALSE(f.w().recentFiles().contains(QDir::cleanPath(bert)));
+    CHECK(f.w().openModelFolderAction()->isEnabled());
+    CHECK(f.w().trainAction()->isEnabled());
+    f.translate(QString::fromStdString(kHfSentence));
+    REQUIRE(f.w().translatePanel()->translation());
+    CHECK_FALSE(f.w().translatePanel()->translation()->empty());
+
+    // A folder dropped on the window opens as a model, as File → Open model folder… does.
+    Fixture g;
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(kHfFolders + QStringLiteral("/m2m100"))});
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QObject* target = &g.w();
+    target->event(&drop);  // as a drag ending on the window delivers it (sendEvent wants a drag under way)
+    REQUIRE(g.controller().latestModel());
+    CHECK(g.controller().latestModel()->config().is_pretrained());
+    CHECK(g.w().recentFiles().value(0).endsWith(QStringLiteral("/m2m100")));
+}
+
+TEST_CASE("pretrained: Train fine-tunes the opened model on the corpus, starting from its own loss",
+          "[ui][pretrained][hf]") {
+    if (!hfFoldersPresent()) return;
+    Fixture f(/*epochs=*/1, /*maxBatches=*/3);
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/marian")));
+    const TranslationModelPtr pretrained = f.controller().latestModel();
+    REQUIRE(pretrained);
+    f.train();  // the corpus panel's toy-french, cut by the model's own tokenizer
+    INFO(f.w().lastError().toStdString());
+    const TranslationModelPtr tuned = f.controller().latestModel();
+    REQUIRE(tuned);
+    CHECK(tuned != pretrained);
+    CHECK(tuned->config().is_pretrained());
+    CHECK(tuned->tokenizer_ptr() == pretrained->tokenizer_ptr());
+    const TrainHistory h = f.controller().history();
+    CHECK(h.global_step == 3);
+    REQUIRE(h.start.has_value());  // the first validation point: the pretrained model's own loss
+    CHECK(std::isfinite(h.start->val_loss));
+    CHECK(f.controller().runLabel().contains(QStringLiteral("fine-tune")));
+    // Train again starts from the folder's weights, not from the tuned ones.
+    CHECK(f.controller().initialModel() == pretrained);
+    f.translate(QString::fromStdString(kHfSentence));
+    REQUIRE(f.w().translatePanel()->translation());
+    CHECK(f.w().translatePanel()->translationModel() == tuned);
+}
