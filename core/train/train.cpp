@@ -9,6 +9,7 @@
 
 #include "core/analysis/alignment.hpp"
 #include "core/analysis/alignment_eval.hpp"
+#include "core/config/pretrained_config.hpp"
 #include "core/config/registry.hpp"
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/network_check.hpp"
@@ -263,6 +264,11 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     // Twice the longest reference, within what decoding allows: a corpus with longer
     // targets still trains (their exact match and BLEU count the truncated output).
     dopts.max_length = std::min<int64_t>(dopts.max_length * 2 + 2, max_decode_length);
+    // A Marian model cannot place a token past its position table (transformers cannot either):
+    // its validation output stops there, as its generate() does at max_position_embeddings.
+    const ModelConfig& mc = m_model->config();
+    if (mc.is_pretrained() && mc.pretrained && mc.pretrained->model.positions == PositionTable::marian)
+        dopts.max_length = std::min<int64_t>(dopts.max_length, mc.pretrained->model.max_positions);
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
     dopts.memory_bound = m_step_memory_bound;
     // Exact match and BLEU read the tokens only, a log's heatmaps the primary map of the first

@@ -10,6 +10,8 @@
    tests/data/eng-rus.tsv for one epoch, export-model, and transformers' generate() on the
    exported folder gives the texts attnviz-cli translate gives for the checkpoint; its weights
    differ from the original's (it did train).
+3. Fine-tuning on references long enough that validation would decode past Marian's
+   position table trains and validates (the output stops at the table's end).
 Exit 77 (skipped) when torch, transformers or the fixtures are missing.
 """
 import json
@@ -97,6 +99,17 @@ def main():
     if want != got:
         sys.exit(f"fine-tuned: transformers translates {got}, attnviz {want}")
     print(f"fine-tuned: exported after one epoch, {len(got)} translations equal: {json.dumps(got, ensure_ascii=False)}")
+
+    # 3. Validation decodes within Marian's position table: references of ~33 pieces let
+    # validation decode up to 2 x 33 + 2 = 68 tokens, past the fixture's 64 positions; the
+    # output stops at the table's end (as generate() does) instead of failing the run.
+    long_tsv = os.path.join(work, "long.tsv")
+    with open(long_tsv, "w", encoding="utf-8") as f:
+        for i in range(20):
+            f.write("the cat " + "and the dog " * 3 + "\t" + " ".join(["le"] * 32) + "\n")
+    run(cli, "train", "--init-from", os.path.join(fixtures, "marian"), "--data", long_tsv, "--epochs", "1",
+        "--lr", "0.003", "--save", os.path.join(work, "long.ckpt"), "-q")
+    print("fine-tuned on long references: validation stayed within the 64 positions")
     return 0
 
 
