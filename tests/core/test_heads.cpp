@@ -7,6 +7,7 @@
 
 #include "core/analysis/heads.hpp"
 #include "core/analysis/prune_curve.hpp"
+#include "core/config/pretrained_config.hpp"
 #include "core/data/tasks.hpp"
 #include "core/model/families.hpp"
 #include "core/persist/model_file.hpp"
@@ -356,4 +357,74 @@ TEST_CASE("heads: on a trained reverse Transformer, pruning by importance loses 
     random /= 30;
     INFO("mean loss over the curve: importance order " << importance << ", random " << random);
     CHECK(importance < random);
+}
+
+TEST_CASE("heads: a pretrained (Marian) network gates every kind: masks and importance", "[heads]") {
+    auto spec = std::make_shared<PretrainedSpec>();
+    PretrainedConfig& p = spec->model;
+    p.family = PretrainedFamily::marian;
+    p.d_model = 16;
+    p.encoder_layers = 1;
+    p.decoder_layers = 2;
+    p.encoder_heads = 2;
+    p.decoder_heads = 4;
+    p.encoder_ffn = 24;
+    p.decoder_ffn = 24;
+    p.max_positions = 64;
+    p.vocab_size = p.decoder_vocab_size = 9;
+    const auto src = std::make_shared<const Vocab>(Vocab::build({{"a", "b", "c", "d", "e"}}));
+    ModelConfig c;
+    c.arch = ModelArch::pretrained;
+    c.pretrained = spec;
+    c.src_vocab = c.tgt_vocab = static_cast<int64_t>(src->size());
+    Network net = build_network(c);
+    {
+        torch::NoGradGuard ng;
+        torch::manual_seed(11);
+        for (auto& w : net->parameters()) w.normal_(0.0, 0.5);
+    }
+    net->to(torch::kDouble);
+    const auto model = std::make_shared<const TranslationModel>(net, src, src, TokenLevel::word);
+    const auto groups = net->head_groups();
+    REQUIRE(groups.size() == 3);
+    CHECK(groups[0].count() == 2);  // encoder: 1 layer x 2 heads
+    CHECK(groups[1].count() == 8);  // cross: 2 x 4
+    CHECK(groups[2].count() == 8);
+    // Every cross head off: the decoder no longer reads the source.
+    const auto src_a = torch::tensor({{int64_t{4}, int64_t{5}, Vocab::eos_id}});
+    const auto src_b = torch::tensor({{int64_t{8}, int64_t{7}, Vocab::eos_id}});
+    const auto len = torch::tensor({int64_t{3}});
+    const auto tgt = torch::tensor({{Vocab::bos_id, int64_t{6}, int64_t{5}}});
+    std::vector<AttentionMapId> cross;
+    for (int l = 0; l < 2; ++l)
+        for (int h = 0; h < 4; ++h) cross.push_back({AttentionKind::cross, l, h});
+    {
+        torch::NoGradGuard ng;
+        CHECK_FALSE(net->forward(src_a, len, tgt).allclose(net->forward(src_b, len, tgt)));
+        ScopedHeadGates masked(*net, HeadGates::mask(groups, cross));
+        CHECK(net->forward(src_a, len, tgt).allclose(net->forward(src_b, len, tgt)));
+        const auto t = model->translate_tokens({{"a", "b"}, {"e", "d", "c"}});
+        CHECK(t[0].best().tokens == t[1].best().tokens);
+    }
+    // Importance: the finite difference of the loss, one head of each kind.
+    const std::vector<SentencePair> pairs = {{{"a", "b", "c"}, {"d", "e"}}, {{"e", "d"}, {"a", "b", "c"}}};
+    HeadStatsOptions o;
+    const HeadImportance imp = head_importance(*net, pairs, *src, *src, o, torch::kCPU);
+    for (const AttentionMapId id : {AttentionMapId{AttentionKind::encoder_self, 0, 1},
+                                    AttentionMapId{AttentionKind::cross, 1, 2},
+                                    AttentionMapId{AttentionKind::decoder_self, 0, 3}}) {
+        auto at = [&](double x) {
+            HeadGates gates = HeadGates::ones(groups, false);
+            gates.of(id.kind) = gates.of(id.kind).to(torch::kDouble);  // 1 +- 1e-5 exactly enough
+            gates.of(id.kind)[id.layer][id.head] = x;
+            ScopedHeadGates scoped(*net, gates);
+            torch::NoGradGuard ng;
+            const Batch b = make_batch(pairs, {0, 1}, *src, *src);
+            const TokenLogits t = net->real_token_logits(b.src, b.src_len, b.tgt_in, b.tgt_out);
+            return torch::nn::functional::cross_entropy(t.logits, t.targets).item<double>();
+        };
+        const double fd = std::abs((at(1 + 1e-5) - at(1 - 1e-5)) / 2e-5);
+        INFO(describe(id));
+        CHECK(imp.raw.of(id.kind)[id.layer][id.head].item<double>() == Approx(fd).epsilon(1e-3).margin(1e-9));
+    }
 }
