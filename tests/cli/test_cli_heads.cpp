@@ -109,3 +109,23 @@ TEST_CASE("cli: --mask-heads switches heads off and names what is wrong", "[cli]
     require_one_error_line(cli(dir, {"heads", "--model", ckpt, "--task", "reverse", "--csv", dir / "c.csv"}),
                            "--prune-curve");
 }
+
+TEST_CASE("cli: train --head-stats reports every head's importance and confidence", "[cli][heads]") {
+    TempDir dir;
+    Result r = cli(dir, {"train", "--task", "reverse", "--pairs", "300", "--epochs", "2", "--seed", "1", "--arch",
+                         "transformer", "--hidden", "16", "--layers", "2", "--heads", "2", "--ffn", "24", "--batch",
+                         "32", "--device", "cpu", "-q", "--json", "--head-stats", "8"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const json j = json::parse(r.out);
+    REQUIRE(j["heads"].size() == 3 * 2 * 2);
+    CHECK(j["heads"][0]["kind"] == "encoder_self");
+    CHECK(j["heads"][0]["importance"].is_number());
+    CHECK(j["heads"][0]["confidence"].is_number());
+    // Off by default.
+    Result off = cli(dir, {"train", "--task", "reverse", "--pairs", "300", "--epochs", "1", "--seed", "1", "--arch",
+                           "transformer", "--hidden", "16", "--layers", "2", "--heads", "2", "--ffn", "24", "--device",
+                           "cpu", "-q", "--json"});
+    REQUIRE(off.code == 0);
+    CHECK_FALSE(json::parse(off.out).contains("heads"));
+}
