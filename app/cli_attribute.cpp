@@ -67,6 +67,7 @@ struct AttributeOptions {
     int64_t ig_steps = 0, topk = 0;  // ig_steps 0: automatic
     bool no_target = false;
     DecodeFlags decode;
+    MaskHeadsFlag mask;  ///< --mask-heads
 };
 
 /// --contrast STEP:TOKEN -> step -> token.
@@ -91,6 +92,7 @@ std::map<int64_t, std::string> parse_contrast(const std::vector<std::string>& gi
 
 int run_attribute(AttributeOptions& o) {
     TranslationModelPtr loaded = load_model_on(o.model, o.decode.device);
+    o.mask.apply(*loaded);
     DecodeOptions d = o.decode.options(*loaded);
     d.num_hypotheses = 1;
     d.top_k = o.topk;
@@ -133,6 +135,7 @@ struct AgreementOptions {
     bool json = false;
     CorpusFlags corpus;
     DecodeFlags decode;
+    MaskHeadsFlag mask;  ///< --mask-heads
 };
 
 int run_agreement(AgreementOptions& o) {
@@ -140,6 +143,7 @@ int run_agreement(AgreementOptions& o) {
     c.attribution.methods = parse_methods(o.methods, c.attribution.methods);
     c.attribution.ig_steps = o.ig_steps;
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    o.mask.apply(*model);
     c.decode = o.decode.options(*model);
     c.decode.num_hypotheses = 1;
     c.max_sentences = o.max_sentences;
@@ -269,6 +273,7 @@ Command add_attribute_command(CLI::App& parent) {
     app->add_option("--out", o->out, "write the JSON here (stdout: the translations)")->type_name("FILE.json");
     app->add_option("--html-out", o->html_out, "also write the self-contained web page")->type_name("FILE");
     o->decode.add_to(*app, false);
+    o->mask.add_to(*app);
     return {app, [o] { return run_attribute(*o); }};
 }
 
@@ -296,6 +301,7 @@ Command add_agreement_command(CLI::App& parent) {
     app->add_option("--out", o->out, "write the table and every sentence's numbers here (JSON)")
         ->type_name("FILE.json")->group("output");
     o->decode.add_to(*app, false);
+    o->mask.add_to(*app);
     return {app, [o] { return run_agreement(*o); }};
 }
 

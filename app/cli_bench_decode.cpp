@@ -8,6 +8,7 @@
 
 #include "app/cli_bench_report.hpp"
 #include "app/cli_common.hpp"
+#include "app/cli_decode.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/decode/beam_tree.hpp"
 #include "core/io/error.hpp"
@@ -22,6 +23,7 @@ struct BenchDecodeOptions {
     CorpusFlags corpus;
     size_t sentences = 200;
     int64_t beam = 4, topk = 5, repeat = 5, max_length = 30, batch = 64;
+    MaskHeadsFlag mask;        ///< --mask-heads: decoding timed with those heads off
     int64_t fixed_length = 0;  ///< > 0: every output exactly this long (no <eos> before), so untrained models time alike
 };
 
@@ -34,6 +36,7 @@ struct Run {
 
 int run_bench_decode(BenchDecodeOptions& o) {
     TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
+    o.mask.apply(*model);
     // A pretrained model reads the sentences as they are, with its own tokenizer.
     const bool pretrained = model->tokenizer().pretrained() != nullptr;
     Corpus corpus = o.corpus.load(false, pretrained ? model->tokenizer_ptr() : nullptr);
@@ -144,6 +147,7 @@ Command add_bench_decode_command(CLI::App& parent) {
     app->add_option("--decode-batch,--batch", o->batch, "sentences decoded together")->type_name("INT")->default_str("64")
         ->check(positive_int());
     app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
+    o->mask.add_to(*app);
     return {app, [o] { return run_bench_decode(*o); }};
 }
 

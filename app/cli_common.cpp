@@ -167,7 +167,7 @@ FileRole file_role(const std::string& command, const std::string& flag) {
     static const char* const inputs[] = {"--model", "--with",      "--data", "--target-data",
                                          "--resume", "--init-from", "--alignments", "OLD"};
     static const char* const outputs[] = {"--save",         "--out",    "--attention-out", "--beam-tree", "--html-out",
-                                          "--alignment-out", "--curves", "--memory-log",    "NEW"};
+                                          "--alignment-out", "--curves", "--memory-log",    "--csv", "NEW"};
     if (command == "export" && flag == "--out") return FileRole::output_file_or_folder;  // alias export-model
     for (const char* name : inputs)
         if (flag == name) return FileRole::input;

@@ -55,6 +55,7 @@ Command add_export_command(CLI::App& parent);  ///< a model as safetensors in d2
 Command add_attribute_command(CLI::App& parent);  ///< attribution per output step beside the attention
 Command add_agreement_command(CLI::App& parent);  ///< attention vs attribution over a corpus
 Command add_bench_attribute_command(CLI::App& parent);  ///< attribution time per method; JSON
+Command add_heads_command(CLI::App& parent);  ///< which heads matter (importance, confidence, roles)
 
 /// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
 CLI::Validator positive_int();

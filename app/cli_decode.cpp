@@ -73,6 +73,33 @@ Intervention InterventionFlags::at_every_step() const {
     }
 }
 
+void MaskHeadsFlag::add_to(CLI::App& app) {
+    app.add_option("--mask-heads", text,
+                   "switch these heads off for the whole run: KIND:LAYER:HEAD[,...], KIND cross | encoder_self | "
+                   "decoder_self (e.g. cross:0:1,encoder_self:1:3)")
+        ->type_name("LIST")->group("what if");
+}
+
+std::vector<AttentionMapId> MaskHeadsFlag::heads() const {
+    if (text.empty()) return {};
+    try {
+        return parse_head_ids(text);
+    } catch (const ConfigError& e) {
+        throw UsageError(std::string("--mask-heads: ") + e.what());
+    }
+}
+
+void MaskHeadsFlag::apply(const TranslationModel& model) const {
+    if (text.empty()) return;
+    const auto off = heads();
+    EncoderDecoder& network = *model.network();
+    try {
+        network.set_head_gates(HeadGates::mask(network.head_groups(), off));
+    } catch (const ConfigError& e) {
+        throw UsageError(std::string("--mask-heads: ") + e.what());
+    }
+}
+
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {
     return load_model(path)->on_device(resolve_device(device));
 }

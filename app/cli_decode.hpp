@@ -43,6 +43,21 @@ struct InterventionFlags {
     Intervention at_every_step() const;
 };
 
+/// --mask-heads KIND:LAYER:HEAD[,...]: heads switched off for the whole run (their gates 0,
+/// core/model/head_gates.hpp): translate, eval, attribute, agreement, bench-decode, heads.
+struct MaskHeadsFlag {
+    std::string text;  ///< "" = none
+
+    void add_to(CLI::App& app);
+    bool given() const { return !text.empty(); }
+    /// The heads named; UsageError naming the flag and the bad item.
+    std::vector<AttentionMapId> heads() const;
+    /// The loaded model's network with those heads' gates at 0, for the rest of the run (the CLI
+    /// owns the model: nothing else uses it). UsageError naming the flag, the item and the model's
+    /// sizes when a head is not in it.
+    void apply(const TranslationModel& model) const;
+};
+
 /// Loads a checkpoint's model onto the requested device.
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device);
 

@@ -115,6 +115,15 @@ nlohmann::json final_json(const TrainingSession& session, StopReason reason, con
         j["val_align_accuracy"] = number_or_null(e.val_align_accuracy);
         j["val_aer"] = number_or_null(e.val_aer);
         j["lr"] = e.lr;
+        if (!e.heads.empty()) {  // --head-stats: the last validation's importance and confidence per head
+            auto& heads = j["heads"] = nlohmann::json::array();
+            for (const auto& h : e.heads)
+                heads.push_back({{"kind", h.kind},
+                                 {"layer", h.layer},
+                                 {"head", h.head},
+                                 {"importance", number_or_null(h.importance)},
+                                 {"confidence", number_or_null(h.confidence)}});
+        }
     } else {
         for (const char* k : {"train_loss", "val_loss", "val_accuracy", "val_token_accuracy", "val_bleu",
                               "val_align_accuracy", "val_aer", "lr"})

@@ -41,6 +41,7 @@ struct TranslateOptions {
     AlignmentOutFlags alignment;    ///< --alignment-out, --alignment-threshold
     bool exclude_sinks = false;     ///< --exclude-sinks: files without <eos> and punctuation, rows renormalised
     InterventionFlags intervene;    ///< --intervene, --intervene-seed
+    MaskHeadsFlag mask;             ///< --mask-heads
     int64_t intervene_at = -1;      ///< --intervene-at: only this step, then the what-if report
     std::string html_out;           ///< --html-out: the shareable web page
     int64_t ig_steps = 0;           ///< --ig-steps: integrated gradients on the web page (0: automatic)
@@ -157,6 +158,7 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
 int run_translate(TranslateOptions& o) {
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    o.mask.apply(*model);
     DecodeOptions d = o.decode.options(*model);
     if (o.merge_subwords && model->level() != TokenLevel::subword)
         throw UsageError("--merge-subwords: the model works on " + level_noun(model->level()) +
@@ -301,6 +303,7 @@ Command add_translate_command(CLI::App& parent) {
                   "punctuation set to 0 and each row renormalised (the files say so in \"merged\")")
         ->group("output");
     o->intervene.add_to(*app, "uniform | permute | zero=POS | weights=W1,W2,... | head-off=L:H");
+    o->mask.add_to(*app);
     app->add_option("--intervene-at", o->intervene_at,
                     "change only this output step (0-based) of the model's own translation and decode on\n"
                     "greedily; prints 'NEW ||| ORIGINAL ||| DELTA_LOG_P' (the original token's log-probability\n"

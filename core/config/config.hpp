@@ -187,6 +187,10 @@ struct TrainConfig {
     int lr_patience = 2;              ///< plateau schedule: epochs without a lower validation loss
                                       ///< before the learning rate is multiplied by lr_factor
     int64_t warmup_steps = 4000;      ///< warmup schedule: batches of linear warm-up
+    /// At every validation, every head's importance and confidence (core/analysis/heads.hpp) on the
+    /// validation set's first this many pairs, kept in the history (EpochReport::heads); 0 = off.
+    /// Costs a forward and backward pass and a forced pass over them per validation.
+    size_t head_stats = 0;
     int alignment_layer = -1;         ///< per-epoch alignment scores: the layer whose cross-attention
                                       ///< aligns (-1: the last; the RNN has one)
     std::string alignment_heads = "mean";  ///< ... and its heads: "mean" (all of them averaged) or a

@@ -19,7 +19,7 @@ double number_or_nan(const nlohmann::json& j, const char* key) {
 }
 
 nlohmann::json epoch_to_json(const EpochReport& e) {
-    return {{"epoch", e.epoch},
+    nlohmann::json j = {{"epoch", e.epoch},
             {"train_loss", finite_or_null(e.train_loss)},  // NaN for the start report: nothing trained yet
             {"val_loss", std::isfinite(e.val_loss) ? nlohmann::json(e.val_loss) : nlohmann::json(nullptr)},
             {"val_accuracy", finite_or_null(e.val_accuracy)},
@@ -30,6 +30,16 @@ nlohmann::json epoch_to_json(const EpochReport& e) {
             {"tokens_per_second", e.tokens_per_second},
             {"elapsed", e.elapsed},
             {"lr", e.lr}};
+    if (!e.heads.empty()) {
+        auto& heads = j["heads"] = nlohmann::json::array();
+        for (const auto& h : e.heads)
+            heads.push_back({{"kind", h.kind},
+                             {"layer", h.layer},
+                             {"head", h.head},
+                             {"importance", finite_or_null(h.importance)},
+                             {"confidence", finite_or_null(h.confidence)}});
+    }
+    return j;
 }
 EpochReport epoch_from_json(const nlohmann::json& j) {
     EpochReport e;
@@ -45,6 +55,18 @@ EpochReport epoch_from_json(const nlohmann::json& j) {
     e.tokens_per_second = j.value("tokens_per_second", 0.0);
     e.elapsed = j.value("elapsed", 0.0);
     e.lr = j.value("lr", 0.0);
+    if (j.contains("heads") && j.at("heads").is_array())  // absent: not measured
+        for (const auto& h : j.at("heads")) {
+            HeadSnapshot s;
+            s.kind = h.at("kind").get<std::string>();
+            if (s.kind != "cross" && s.kind != "encoder_self" && s.kind != "decoder_self")
+                throw ConfigError("training history: unknown attention kind in an epoch's heads");
+            s.layer = h.at("layer").get<int>();
+            s.head = h.at("head").get<int>();
+            s.importance = number_or_nan(h, "importance");
+            s.confidence = number_or_nan(h, "confidence");
+            e.heads.push_back(s);
+        }
     return e;
 }
 }  // namespace

@@ -28,6 +28,16 @@ struct BatchReport {
     double lr = 0.0;              ///< the learning rate the batch trained with
 };
 
+/// One head's importance and confidence at one validation (TrainConfig::head_stats;
+/// core/analysis/heads.hpp says how they are measured).
+struct HeadSnapshot {
+    std::string kind;  ///< "cross", "encoder_self", "decoder_self"
+    int layer = 0;
+    int head = 0;
+    double importance = std::numeric_limits<double>::quiet_NaN();  ///< Michel's, normalised per kind and layer
+    double confidence = std::numeric_limits<double>::quiet_NaN();  ///< Voita's mean max weight
+};
+
 /// One epoch's report.
 struct EpochReport {
     int epoch = 0;               ///< 1-based
@@ -46,6 +56,9 @@ struct EpochReport {
     double tokens_per_second = 0.0;  ///< target tokens/s over the epoch
     double elapsed = 0.0;        ///< seconds since training began
     double lr = 0.0;             ///< learning rate the epoch trained with (0: not recorded)
+    /// Every head's importance and confidence on the fixed validation sample of
+    /// TrainConfig::head_stats pairs; empty when not measured (off, or no attention heads).
+    std::vector<HeadSnapshot> heads;
 };
 
 /// Everything recorded while training: what a checkpoint keeps and the GUI plots.

@@ -258,6 +258,10 @@ std::vector<ParamSpec> declare_parameters() {
              "per-epoch alignment scores: that layer's heads, \"mean\" or a list such as \"0,3\" (averaged)")
         .advanced().field(&H::train, &T::alignment_heads);
     ps.back().check_text = check_heads;
+    add.integer("head_stats", "head-stats", "Head statistics", 0, 100000,
+                "at every validation, every attention head's importance and confidence on the validation "
+                "set's first N pairs, kept in the history; 0 = off")
+        .zero("off").advanced().field(&H::train, &T::head_stats);
     add.integer("eval_sample", "eval-sample", "Evaluation sample", 0, 1000000,
                 "validation pairs greedily decoded each epoch for accuracy and BLEU; 0 = none (not measured)")
         .zero("none").advanced().field(&H::train, &T::eval_sample);

@@ -1,6 +1,7 @@
 // What every family shares: weights copied by name, parameters counted, d2l's loss.
 #include "core/model/encoder_decoder.hpp"
 
+#include "core/io/error.hpp"
 #include "core/text/vocab.hpp"
 
 namespace F = torch::nn::functional;
@@ -27,6 +28,21 @@ TokenLogits EncoderDecoder::real_token_logits(const torch::Tensor& src, const to
     const auto logits = forward(src, src_len, tgt_in);
     const auto rows = tgt_out.reshape(-1).ne(Vocab::pad_id).nonzero().squeeze(1);
     return {logits.reshape({-1, logits.size(-1)}).index_select(0, rows), tgt_out.reshape(-1).index_select(0, rows)};
+}
+
+void EncoderDecoder::set_head_gates(HeadGates gates) {
+    const auto groups = head_groups();
+    for (const auto kind : {AttentionKind::encoder_self, AttentionKind::cross, AttentionKind::decoder_self}) {
+        const auto& t = gates.of(kind);
+        if (!t.defined()) continue;
+        const HeadGroup* group = nullptr;
+        for (const auto& g : groups)
+            if (g.kind == kind) group = &g;
+        if (!group || t.dim() != 2 || t.size(0) != group->layers || t.size(1) != group->heads)
+            throw ConfigError("head gates of " + to_string(kind) + " attention do not fit this model (it has " +
+                              describe_heads(groups) + ")");
+    }
+    m_gates = std::move(gates);
 }
 
 torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {

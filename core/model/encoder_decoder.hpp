@@ -21,6 +21,7 @@
 #include "core/config/config.hpp"
 #include "core/model/attention_map.hpp"
 #include "core/model/dropout_stream.hpp"
+#include "core/model/head_gates.hpp"
 #include "core/model/memory_cost.hpp"
 
 namespace attnviz {
@@ -170,6 +171,34 @@ public:
     /// allocates (core/model/memory_bound.hpp). A family derives it from the tensors its
     /// paths allocate: every attention it computes, the maps it keeps, the backward pass.
     virtual MemoryCost memory_cost() const = 0;
+
+    // Head gates (core/model/head_gates.hpp): every pass multiplies each head's output by its gate.
+    /// The heads it has, kind by kind (the RNN with attention: cross 1 x 1; without: none).
+    virtual std::vector<HeadGroup> head_groups() const = 0;
+    /// Sets the run-wide gates (HeadGates{}: every gate 1, the fused paths back). Not thread-safe
+    /// with work in flight: set them before work starts (the CLI's --mask-heads on the model it
+    /// loaded; analysis on a network of its own, ScopedHeadGates). ConfigError when a kind's
+    /// tensor is not [layers, heads] of head_groups() or the network has no such kind.
+    void set_head_gates(HeadGates gates);
+    const HeadGates& head_gates() const { return m_gates; }
+
+private:
+    HeadGates m_gates;
+};
+
+/// Sets a network's gates for a scope and puts back the ones it had.
+class ScopedHeadGates {
+public:
+    ScopedHeadGates(EncoderDecoder& network, HeadGates gates) : m_network(network), m_saved(network.head_gates()) {
+        network.set_head_gates(std::move(gates));
+    }
+    ~ScopedHeadGates() { m_network.set_head_gates(m_saved); }
+    ScopedHeadGates(const ScopedHeadGates&) = delete;
+    ScopedHeadGates& operator=(const ScopedHeadGates&) = delete;
+
+private:
+    EncoderDecoder& m_network;
+    HeadGates m_saved;
 };
 
 /// A network, shared: a TranslationModel's is never changed after construction.

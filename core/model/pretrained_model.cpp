@@ -63,7 +63,7 @@ Heads attend(PretrainedAttentionImpl& a, const torch::Tensor& q, const torch::Te
     auto w = weights_given.defined() ? weights_given.expand_as(masked).contiguous() : torch::softmax(masked, -1);
     auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
     auto o = torch::matmul(wd, v);  // [B, h, Tq, dh]
-    if (keep_heads.defined()) o = o * keep_heads.view({1, -1, 1, 1});
+    if (keep_heads.defined()) o = o * keep_heads.to(o.scalar_type()).view({1, -1, 1, 1});
     Heads out;
     out.out = a.out_proj->forward(o.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
     if (keep) {
@@ -302,12 +302,14 @@ PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, con
                      (c.positions == PositionTable::fairseq ? c.pad_token_id + 1 : 0);
     auto x = embed_with_positions(emb, positions);
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
+    int64_t layer_index = 0;
     for (auto& layer : encoder_layers) {
         auto& a = *layer->self_attn;
         auto residual = x;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(x) : x;
         auto att = attend(a, a.split_heads(a.q_proj->forward(h)), a.split_heads(a.k_proj->forward(h)),
-                          a.split_heads(a.v_proj->forward(h)), enc.bias, attn_p, is_training(), keep);
+                          a.split_heads(a.v_proj->forward(h)), enc.bias, attn_p, is_training(), keep, {},
+                          gate_row(head_gates(), AttentionKind::encoder_self, layer_index++, {}, x.device()));
         auto o = dropout_p() > 0 ? torch::dropout(att.out, dropout_p(), true) : att.out;
         x = residual + o;
         if (!c.normalize_before) x = layer->self_attn_layer_norm->forward(x);
@@ -323,6 +325,14 @@ PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, con
     if (c.final_layer_norms) x = encoder_norm->forward(x);
     enc.output = x;
     return enc;
+}
+
+std::vector<HeadGroup> PretrainedImpl::head_groups() const {
+    const auto& c = hf();
+    const int E = static_cast<int>(c.encoder_layers), D = static_cast<int>(c.decoder_layers);
+    return {{AttentionKind::encoder_self, E, static_cast<int>(c.encoder_heads)},
+            {AttentionKind::cross, D, static_cast<int>(c.decoder_heads)},
+            {AttentionKind::decoder_self, D, static_cast<int>(c.decoder_heads)}};
 }
 
 std::shared_ptr<const EncodedSource> PretrainedImpl::encode(const torch::Tensor& src, const torch::Tensor& src_len,
@@ -373,19 +383,23 @@ torch::Tensor PretrainedImpl::decode_embedded(const torch::Tensor& emb, const to
     auto y = embed_with_positions(emb, positions);
     const auto causal = torch::full({T, T}, k_neg_inf, torch::TensorOptions().device(emb.device())).triu(1);
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
+    int64_t layer_index = 0;
     for (auto& layer : decoder_layers) {
         auto& sa = *layer->self_attn;
         auto& ca = *layer->encoder_attn;
         auto residual = y;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
         auto self = attend(sa, sa.split_heads(sa.q_proj->forward(h)), sa.split_heads(sa.k_proj->forward(h)),
-                           sa.split_heads(sa.v_proj->forward(h)), causal, attn_p, is_training(), false);
+                           sa.split_heads(sa.v_proj->forward(h)), causal, attn_p, is_training(), false, {},
+                           gate_row(head_gates(), AttentionKind::decoder_self, layer_index, {}, y.device()));
         y = residual + (dropout_p() > 0 ? torch::dropout(self.out, dropout_p(), true) : self.out);
         if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
         residual = y;
         h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
         auto cross = attend(ca, ca.split_heads(ca.q_proj->forward(h)), ca.split_heads(ca.k_proj->forward(enc.output)),
-                            ca.split_heads(ca.v_proj->forward(enc.output)), enc.bias, attn_p, is_training(), false);
+                            ca.split_heads(ca.v_proj->forward(enc.output)), enc.bias, attn_p, is_training(), false, {},
+                            gate_row(head_gates(), AttentionKind::cross, layer_index, {}, y.device()));
+        ++layer_index;
         y = residual + (dropout_p() > 0 ? torch::dropout(cross.out, dropout_p(), true) : cross.out);
         if (!c.normalize_before) y = layer->encoder_attn_layer_norm->forward(y);
         residual = y;
@@ -494,13 +508,17 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
         cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
         self[i] = attend(sa, sa.split_heads(sa.q_proj->forward(h)), cache.self_k[i], cache.self_v[i], {}, 0.0, false,
-                         true, {}, head_keep(intervention, AttentionKind::decoder_self, l, H, y.device()));
+                         true, {},
+                         gate_row(head_gates(), AttentionKind::decoder_self, l,
+                                  head_keep(intervention, AttentionKind::decoder_self, l, H, y.device()), y.device()));
         y = residual + self[i].out;
         if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
         residual = y;
         h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
         cross[i] = attend(ca, ca.split_heads(ca.q_proj->forward(h)), cache.cross_k[i], cache.cross_v[i], enc.bias, 0.0,
-                          false, true, cross_weights, head_keep(intervention, AttentionKind::cross, l, H, y.device()));
+                          false, true, cross_weights,
+                          gate_row(head_gates(), AttentionKind::cross, l,
+                                   head_keep(intervention, AttentionKind::cross, l, H, y.device()), y.device()));
         y = residual + cross[i].out;
         if (!c.normalize_before) y = layer->encoder_attn_layer_norm->forward(y);
         residual = y;

@@ -115,12 +115,15 @@ public:
     /// As the d2l Transformer's, with the encoder's and decoder's own blocks and heads
     /// (core/model/family_costs.cpp).
     MemoryCost memory_cost() const override;
+    /// encoder_self (encoder layers x heads), cross and decoder_self (decoder layers x heads).
+    std::vector<HeadGroup> head_groups() const override;
 
     std::shared_ptr<const EncodedSource> encode(const torch::Tensor& src, const torch::Tensor& src_len,
                                                 bool keep_maps = true) override;
     std::unique_ptr<DecoderCache> start(const EncodedSource& source) override;
     /// One token per row; an intervention's cross_weights replace every cross head's weights in
     /// every layer, heads_off zeroes those heads' outputs (head -1: every head of the layer).
+    /// Head gates (head_gates()) apply here and in every other pass.
     StepOutput step(const torch::Tensor& tokens, DecoderCache& cache, const EncodedSource& source,
                     const AttentionIntervention* intervention = nullptr) override;
     torch::Tensor embed_source(const torch::Tensor& src) override;

@@ -308,6 +308,9 @@ torch::Tensor Seq2SeqImpl::decode_step(const torch::Tensor& x, RnnState& state, 
                 if (off == AttentionMapId{}) read.weights = torch::zeros_like(read.weights);
         }
         read.context = torch::bmm(dropout->forward(read.weights).unsqueeze(1), enc.outputs).squeeze(1);  // [B, K]
+        // The one head's gate (core/model/head_gates.hpp) on what it read.
+        const auto gate = gate_row(head_gates(), AttentionKind::cross, 0, {}, read.context.device());
+        if (gate.defined()) read.context = read.context * gate;
     }
     return rnn_step(torch::cat({read.context, x}, -1), state);  // [B, H]
 }
@@ -380,7 +383,13 @@ torch::Tensor Seq2SeqImpl::forward_steps(const torch::Tensor& src, const torch::
 }
 
 bool Seq2SeqImpl::takes_fused_path(double teacher_forcing) const {
-    return m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0;
+    // The fused decoder has no head gate: with gates set, the steps.
+    return m_fused && m_config.cell == CellType::gru && teacher_forcing >= 1.0 && !head_gates().any();
+}
+
+std::vector<HeadGroup> Seq2SeqImpl::head_groups() const {
+    if (!has_attention()) return {};
+    return {{AttentionKind::cross, 1, 1}};
 }
 
 torch::Tensor Seq2SeqImpl::decode_fused(const torch::Tensor& src, const torch::Tensor& src_len,

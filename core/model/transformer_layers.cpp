@@ -224,10 +224,11 @@ EncoderBlockImpl::EncoderBlockImpl(int64_t width, int64_t ffn_size, int64_t head
 
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout,
                                         uint64_t which, HeadAttention* kept, const TokenLayout& layout,
-                                        const ShortAttentionOptions* short_where) {
+                                        const ShortAttentionOptions* short_where, const torch::Tensor& head_gate) {
     torch::Tensor attended;  // through W_o, laid out as x
     if (short_where) {
         if (kept) throw std::logic_error("EncoderBlock: short_attention keeps no weights");
+        if (head_gate.defined()) throw std::logic_error("EncoderBlock: short_attention has no head gates");
         ShortAttentionOptions where = *short_where;
         where.dropout = dropout.head_mask(where.q_rows.size(0), attention->heads(), where.q_rows.size(1),
                                           where.k_rows.size(1), which);
@@ -239,6 +240,7 @@ torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& x, const torch::Ten
         o.dropout = &dropout;
         o.which = which;
         o.keep = kept != nullptr;
+        o.head_keep = head_gate;
         HeadAttention a = attend(q, k, v, o);
         attended = attention->output(a.out, layout);
         if (kept) *kept = std::move(a);

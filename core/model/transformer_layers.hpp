@@ -88,7 +88,8 @@ struct AttendOptions {
     bool keep = false;          ///< keep weights and scores in the result
     torch::Tensor weights;      ///< replaces the softmax weights (an intervention), broadcastable to
                                 ///< [B, h, Tq, Tk]; undefined: the model's own
-    torch::Tensor head_keep;    ///< [h] 1 for a head that works, 0 for one switched off (its output is 0)
+    torch::Tensor head_keep;    ///< [h] each head's output times this: 1 for a head that works, 0 for one
+                                ///< switched off, a head gate (core/model/head_gates.hpp); undefined: 1
 };
 
 /// softmax(q kᵀ / √dh + bias) v for q [B, h, Tq, dh], k and v [B, h, Tk, dh].
@@ -157,10 +158,11 @@ public:
     /// x [B, S, d], or [N, d] packed by layout; bias [B, 1, 1, S] (padding -inf). kept: the
     /// self-attention's weights and scores. short_where: attention through short_attention()
     /// with these rows and masks (then kept must be null, bias is not read, and the dropout mask
-    /// is this block's); null: attend().
+    /// is this block's); null: attend(). head_gate [h]: each head's output times its gate (head
+    /// gates, core/model/head_gates.hpp; attend() only); undefined: none.
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const Dropout& dropout, uint64_t which,
                           HeadAttention* kept, const TokenLayout& layout = {},
-                          const ShortAttentionOptions* short_where = nullptr);
+                          const ShortAttentionOptions* short_where = nullptr, const torch::Tensor& head_gate = {});
     MultiHeadAttention attention{nullptr};
     AddNorm addnorm1{nullptr};
     PositionWiseFFN ffn{nullptr};

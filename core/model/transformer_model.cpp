@@ -80,6 +80,11 @@ TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& c) {
     dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.tgt_vocab));
 }
 
+std::vector<HeadGroup> TransformerImpl::head_groups() const {
+    const int L = static_cast<int>(m_config.num_layers), H = static_cast<int>(m_config.num_heads);
+    return {{AttentionKind::encoder_self, L, H}, {AttentionKind::cross, L, H}, {AttentionKind::decoder_self, L, H}};
+}
+
 TransformerImpl::TransformerImpl(const ModelConfig& config) : m_config(config) {
     config.validate_for_build();
     if (!config.is_transformer()) throw ConfigError("model: a Transformer needs --arch transformer");
@@ -133,6 +138,7 @@ TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in
     ShortAttentionOptions where;
     if (short_kernel) {
         if (keep) throw std::logic_error("Transformer encoder: short_attention keeps no weights");
+        if (head_gates().any()) throw std::logic_error("Transformer encoder: short_attention has no head gates");
         enc.row_map = enc.layout.row_map(emb.size(0), S);
         where.q_rows = where.k_rows = enc.row_map;
         where.key_len = src_len.to(torch::kCPU, torch::kInt64).contiguous();
@@ -140,8 +146,10 @@ TransformerEncoding TransformerImpl::encode_embedded(const torch::Tensor& emb_in
     auto x = embed_positions(emb, 0, dropout, k_enc_embedding, enc.layout);
     for (size_t l = 0; l < encoder->blocks.size(); ++l) {
         HeadAttention kept;
-        x = encoder->blocks[l]->forward(x, enc.bias, dropout, enc_site(static_cast<int64_t>(l)), keep ? &kept : nullptr,
-                                        enc.layout, short_kernel ? &where : nullptr);
+        x = encoder->blocks[l]->forward(
+            x, enc.bias, dropout, enc_site(static_cast<int64_t>(l)), keep ? &kept : nullptr, enc.layout,
+            short_kernel ? &where : nullptr,
+            gate_row(head_gates(), AttentionKind::encoder_self, static_cast<int64_t>(l), {}, emb.device()));
         if (keep) {
             enc.weights.push_back(kept.weights);
             enc.scores.push_back(kept.scores);
@@ -231,6 +239,7 @@ torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const T
             self.bias = causal;
             self.dropout = &dropout;
             self.which = site;
+            self.head_keep = gate_row(head_gates(), AttentionKind::decoder_self, static_cast<int64_t>(l), {}, emb.device());
             const auto [q, k, v] = blk->attention1->project_qkv(y, layout);
             self_out = blk->attention1->output(attend(q, k, v, self).out, layout);
         }
@@ -243,6 +252,7 @@ torch::Tensor TransformerImpl::decode_embedded(const torch::Tensor& emb, const T
             cross.bias = enc.bias;
             cross.dropout = &dropout;
             cross.which = site + 2;
+            cross.head_keep = gate_row(head_gates(), AttentionKind::cross, static_cast<int64_t>(l), {}, emb.device());
             const auto [ck, cv] = blk->attention2->project_kv(enc.output, enc.layout);
             const auto a = attend(blk->attention2->project_q(y1, layout), ck, cv, cross);
             cross_out = blk->attention2->output(a.out, layout);
@@ -300,8 +310,8 @@ TokenLogits TransformerImpl::token_logits(const torch::Tensor& src, const torch:
     const Dropout dropout = dropout_for(options.dropout);
     const int64_t T = tgt_out.size(1);
     const int64_t S = m_config.source_steps > 0 ? std::min<int64_t>(src.size(1), m_config.source_steps) : src.size(1);
-    const bool short_kernel =
-        options.attention == AttentionKernel::automatic && short_fits(src.device(), S, T, dropout);
+    const bool short_kernel = options.attention == AttentionKernel::automatic && !head_gates().any() &&
+                              short_fits(src.device(), S, T, dropout);
     const auto enc = encode_embedded(embed_source(src), src_len, dropout, /*keep=*/false, pack, short_kernel);
     TokenLayout layout;
     if (pack) {
@@ -365,7 +375,8 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
         so.dropout = &dropout;
         so.which = site;
         so.keep = true;
-        so.head_keep = head_keep(intervention, AttentionKind::decoder_self, l, H);
+        so.head_keep = gate_row(head_gates(), AttentionKind::decoder_self, l,
+                                head_keep(intervention, AttentionKind::decoder_self, l, H), x.device());
         self[i] = attend(q, cache.self_k[i], cache.self_v[i], so);
         auto x1 = blk->addnorm1->forward(x, blk->attention1->output(self[i].out), dropout, site + 1);
         AttendOptions co;
@@ -374,7 +385,8 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
         co.which = site + 2;
         co.keep = true;
         co.weights = cross_weights;
-        co.head_keep = head_keep(intervention, AttentionKind::cross, l, H);
+        co.head_keep = gate_row(head_gates(), AttentionKind::cross, l, head_keep(intervention, AttentionKind::cross, l, H),
+                                x.device());
         cross[i] = attend(blk->attention2->project_q(x1), cache.cross_k[i], cache.cross_v[i], co);
         const auto read = blk->attention2->output(cross[i].out);  // [B, 1, d]
         auto x2 = blk->addnorm2->forward(x1, read, dropout, site + 3);

@@ -84,6 +84,8 @@ public:
     /// Encoder self-attention S x S, decoder self-attention T x T and cross-attention T x S
     /// per head and block, the maps kept (core/model/family_costs.cpp).
     MemoryCost memory_cost() const override;
+    /// encoder_self, cross and decoder_self: num_layers x num_heads each.
+    std::vector<HeadGroup> head_groups() const override;
 
     // --- the family seam (core/model/encoder_decoder.hpp) ---------------------------------
     /// A TransformerEncoding with every block's self-attention kept.
@@ -94,7 +96,8 @@ public:
     /// One token per row at the cache's next position; the maps of the header's comment.
     /// An intervention's cross_weights replace every cross head's weights in every block;
     /// heads_off zeroes the outputs of those cross or decoder_self heads (head -1: every
-    /// head of the layer).
+    /// head of the layer). Head gates (head_gates()) apply in every pass; with gates set the
+    /// passes leave short_attention(), which has none.
     StepOutput step(const torch::Tensor& tokens, DecoderCache& cache, const EncodedSource& source,
                     const AttentionIntervention* intervention = nullptr) override;
     torch::Tensor embed_source(const torch::Tensor& src) override { return encoder->embedding->forward(src); }

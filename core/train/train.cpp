@@ -9,6 +9,7 @@
 
 #include "core/analysis/alignment.hpp"
 #include "core/analysis/alignment_eval.hpp"
+#include "core/analysis/heads.hpp"
 #include "core/config/pretrained_config.hpp"
 #include "core/config/registry.hpp"
 #include "core/persist/checkpoint.hpp"
@@ -228,6 +229,26 @@ double Trainer::train_batch(const Batch& cpu_batch, double* grad_norm, std::stri
     return value;
 }
 
+namespace {
+/// Which heads matter, on a fixed sample (the validation set's first config.head_stats pairs):
+/// Michel's importance and Voita's confidence of every head (core/analysis/heads.hpp). None when
+/// off or the model has no heads.
+std::vector<HeadSnapshot> head_snapshots(const TranslationModel& view, const std::vector<SentencePair>& pairs,
+                                         const TrainConfig& config, int64_t bound) {
+    std::vector<HeadSnapshot> out;
+    if (config.head_stats == 0 || view.network()->head_groups().empty()) return out;
+    const std::vector<SentencePair> sample(
+        pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(std::min(pairs.size(), config.head_stats)));
+    HeadStatsOptions h;
+    h.batch_size = config.batch_size;
+    h.fixed_steps = config.fixed_steps;
+    h.memory_bound = bound;
+    for (const auto& s : head_stats(view, sample, h).heads)
+        out.push_back({to_string(s.id.kind), s.id.layer, s.id.head, s.importance, s.confidence});
+    return out;
+}
+}  // namespace
+
 EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max_decode) {
     return evaluate(pairs, max_decode, nullptr);
 }
@@ -250,6 +271,8 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     const size_t n = std::min(pairs.size(), max_decode);
     if (n == 0) {
         r.val_accuracy = r.val_bleu = std::nan("");
+        r.heads = head_snapshots(TranslationModel(m_model, m_src_vocab, m_tgt_vocab, m_data.tokenizer), pairs,
+                                 m_train_config, m_step_memory_bound);
         if (was_training) m_model->train();
         return r;
     }
@@ -303,6 +326,7 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
                            cross_heads(m_model_config, m_train_config.alignment_layer, m_train_config.alignment_heads));
     r.val_align_accuracy = align.accuracy();
     r.val_aer = align.aer();
+    r.heads = head_snapshots(view, pairs, m_train_config, m_step_memory_bound);
     if (was_training) m_model->train();
     return r;
 }

@@ -35,7 +35,7 @@ std::map<std::string, json> struct_fields(const ModelConfig& m, const TrainConfi
             {"snapshot_every", t.snapshot_every},
             {"checkpoint_every_minutes", t.checkpoint_every_minutes}, {"min_freq", t.min_freq},
             {"max_vocab", t.max_vocab}, {"split_shuffle", t.split_shuffle},
-            {"vocab_includes_val", t.vocab_includes_val}, {"eval_sample", t.eval_sample},
+            {"vocab_includes_val", t.vocab_includes_val}, {"eval_sample", t.eval_sample}, {"head_stats", t.head_stats},
             {"patience", t.patience}, {"min_delta", t.min_delta}, {"keep_best", t.keep_best},
             {"lr_schedule", to_string(t.lr_schedule)},
             {"lr_factor", t.lr_factor}, {"lr_step", t.lr_step}, {"lr_patience", t.lr_patience},
