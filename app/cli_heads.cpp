@@ -86,6 +86,10 @@ int run_heads(HeadsOptions& o) {
     HeadStatsOptions options;
     options.batch_size = o.batch;
     options.fixed_steps = model->trained_with().fixed_steps;
+    // Rare words by the corpus's own counts, its source tokens as the model splits them (a word
+    // the vocabulary left out is rarest).
+    for (const auto& p : evaluation_pairs(*model, corpus, "all"))
+        for (const auto& token : p.src) ++options.source_counts[token];
     const HeadReport report = head_stats(*model, pairs, options);
 
     nlohmann::json j;

@@ -165,8 +165,17 @@ HeadImportance head_importance(EncoderDecoder& network, const std::vector<Senten
     HeadImportance out;
     if (pairs.empty()) return out;
     const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
-    // A forward pass with autograd on and its backward: a training step's cost.
-    const ShapeCost cost = training_cost(network);
+    // A forward pass with autograd on and its backward: a training step's cost, or what the
+    // step-by-step path costs where gates turn a fused path off (the RNN's decoder keeps its
+    // attention features per step then, as attribution's pass does): the larger of the two.
+    const ShapeCost trained = training_cost(network), stepwise = network.memory_cost().attribution;
+    ShapeCost cost;
+    cost.ss = std::max(trained.ss, stepwise.ss);
+    cost.st = std::max(trained.st, stepwise.st);
+    cost.tt = std::max(trained.tt, stepwise.tt);
+    cost.s = std::max(trained.s, stepwise.s);
+    cost.t = std::max(trained.t, stepwise.t);
+    cost.one = std::max(trained.one, stepwise.one);
     check_pairs_fit(pairs, cost, options.fixed_steps, network.config().source_steps, "evaluation", "pair", bound);
     HeadGates gates;
     std::vector<torch::Tensor> leaves;
@@ -222,8 +231,9 @@ namespace {
 std::vector<size_t> rarest_positions(const std::vector<std::string>& source, const Vocab& vocab,
                                      const std::unordered_map<std::string, int64_t>& counts) {
     std::vector<size_t> out;
-    // Rarity: fewer training occurrences; without counts a later vocabulary id (the vocabulary
-    // is built by descending frequency), a token outside it rarest of all.
+    // Rarity: fewer occurrences in `counts` (a token it lacks, <unk> among them, rarest); without
+    // counts a later vocabulary id (the vocabulary is built by descending frequency), <unk> (a word
+    // the vocabulary left out for being rare) and a token outside it rarest of all.
     int64_t best = std::numeric_limits<int64_t>::min();
     for (size_t i = 0; i < source.size(); ++i) {
         if (source[i] == "<eos>") continue;
@@ -232,7 +242,9 @@ std::vector<size_t> rarest_positions(const std::vector<std::string>& source, con
             const auto it = counts.find(source[i]);
             rarity = it == counts.end() ? 0 : -it->second;
         } else {
-            rarity = vocab.contains(source[i]) ? vocab.id(source[i]) : std::numeric_limits<int64_t>::max();
+            rarity = vocab.contains(source[i]) && vocab.id(source[i]) != Vocab::unk_id
+                         ? vocab.id(source[i])
+                         : std::numeric_limits<int64_t>::max();
         }
         if (rarity > best) {
             best = rarity;

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/analysis/metrics.hpp"
+#include "core/config/pretrained_config.hpp"
 #include "core/model/memory_bound.hpp"
 #include "core/text/vocab.hpp"
 
@@ -103,7 +104,14 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
     d.num_hypotheses = 1;
     d.maps = MapsKept::none;
     d.batch_size = std::max<int64_t>(options.batch_size, 1);
-    d.max_length = options.max_length;
+    // 0: as evaluation decodes (twice the longest reference + 2), so that the 0% point's BLEU is
+    // eval's; within decoding's limit and a Marian model's position table.
+    int64_t longest = 0;
+    for (const auto& r : refs) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.size()));
+    d.max_length = options.max_length > 0 ? options.max_length : std::min<int64_t>(2 * longest + 2, max_decode_length);
+    const ModelConfig& mc = network.config();
+    if (mc.is_pretrained() && mc.pretrained && mc.pretrained->model.positions == PositionTable::marian)
+        d.max_length = std::min<int64_t>(d.max_length, mc.pretrained->model.max_positions);
     d.memory_bound = options.memory_bound;
     const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
     check_pairs_fit(pairs, evaluation_cost(network), options.fixed_steps, network.config().source_steps, "evaluation",

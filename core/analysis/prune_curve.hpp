@@ -21,7 +21,8 @@ struct PruneCurveOptions {
     bool by_confidence = true;      ///< the order of increasing confidence
     bool each_kind = true;          ///< each kind alone besides all kinds together (a model of one kind: once)
     bool bleu = true;               ///< decode for BLEU at each point (false: NaN)
-    int64_t max_length = 30;        ///< decoding's output limit
+    int64_t max_length = 0;         ///< decoding's output limit (0: as evaluation: twice the longest
+                                    ///< reference + 2, within a Marian model's positions)
     int64_t memory_bound = 0;       ///< 0: memory_bound()
 };
 

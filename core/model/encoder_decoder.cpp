@@ -42,6 +42,15 @@ void EncoderDecoder::set_head_gates(HeadGates gates) {
             throw ConfigError("head gates of " + to_string(kind) + " attention do not fit this model (it has " +
                               describe_heads(groups) + ")");
     }
+    // On the weights' device once, not copied there in every layer of every step (gate_row's
+    // .to() is then a no-op); a gate that needs its gradient stays the leaf it was made as.
+    const auto params = parameters();
+    if (!params.empty())
+        for (const auto kind : {AttentionKind::encoder_self, AttentionKind::cross, AttentionKind::decoder_self}) {
+            auto& t = gates.of(kind);
+            if (t.defined() && t.device() != params.front().device() && !t.requires_grad())
+                t = t.to(params.front().device());
+        }
     m_gates = std::move(gates);
 }
 

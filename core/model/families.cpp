@@ -21,6 +21,11 @@ Network clone_network(const EncoderDecoder& network, const torch::Device& device
     copy_weights(*copy, network);
     copy->to(device);
     copy->eval();
+    // Masked heads stay masked in the copy (a model moved to another device translates alike).
+    HeadGates gates = network.head_gates();
+    for (const auto kind : {AttentionKind::encoder_self, AttentionKind::cross, AttentionKind::decoder_self})
+        if (gates.of(kind).defined()) gates.of(kind) = gates.of(kind).detach().clone();
+    copy->set_head_gates(std::move(gates));
     return copy;
 }
 

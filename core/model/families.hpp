@@ -20,7 +20,8 @@ enum class NetworkFill {
 /// says otherwise (ConfigError when the configuration is invalid or its vocabulary sizes unset).
 Network build_network(const ModelConfig& config, NetworkFill fill = NetworkFill::initialised);
 
-/// A deep copy (weights cloned, built unfilled) on `device`, in evaluation mode.
+/// A deep copy (weights cloned, built unfilled; its head gates copied: masked heads stay masked) on
+/// `device`, in evaluation mode.
 Network clone_network(const EncoderDecoder& network, const torch::Device& device);
 
 }  // namespace attnviz

@@ -75,6 +75,10 @@ TEST_CASE("cli: --mask-heads switches heads off and names what is wrong", "[cli]
     const std::string ckpt = heads_cli_transformer(dir);
     // Every cross head off: the translation no longer depends on the source.
     const std::string all_cross = "cross:0:0,cross:0:1,cross:1:0,cross:1:1";
+    Result u = cli(dir, {"translate", "--model", ckpt, "a b c d", "j i h"});
+    REQUIRE(u.code == 0);
+    REQUIRE(lines_of(u.out).size() == 2);
+    REQUIRE(lines_of(u.out)[0] != lines_of(u.out)[1]);  // unmasked they differ: masking can show
     Result a = cli(dir, {"translate", "--model", ckpt, "--mask-heads", all_cross, "a b c d", "j i h"});
     INFO("stderr: " << a.err);
     REQUIRE(a.code == 0);

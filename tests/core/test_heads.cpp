@@ -123,6 +123,7 @@ TEST_CASE("heads: masking every cross head makes the output independent of the s
     const auto tgt = torch::tensor({{Vocab::bos_id, model->tgt_vocab().id("x"), model->tgt_vocab().id("y")}});
     torch::NoGradGuard ng;
     const auto usual = translate();
+    REQUIRE(usual[0] != usual[1]);  // the two sources translate differently: masking can show
     CHECK_FALSE(net.forward(src_a, len, tgt).allclose(net.forward(src_b, len, tgt)));  // it reads the source
     {
         ScopedHeadGates masked(net, HeadGates::mask(net.head_groups(), cross));
@@ -401,6 +402,8 @@ TEST_CASE("heads: a pretrained (Marian) network gates every kind: masks and impo
     {
         torch::NoGradGuard ng;
         CHECK_FALSE(net->forward(src_a, len, tgt).allclose(net->forward(src_b, len, tgt)));
+        const auto unmasked = model->translate_tokens({{"a", "b"}, {"e", "d", "c"}});
+        REQUIRE(unmasked[0].best().tokens != unmasked[1].best().tokens);  // masking can show
         ScopedHeadGates masked(*net, HeadGates::mask(groups, cross));
         CHECK(net->forward(src_a, len, tgt).allclose(net->forward(src_b, len, tgt)));
         const auto t = model->translate_tokens({{"a", "b"}, {"e", "d", "c"}});
