@@ -100,13 +100,15 @@ def main():
         sys.exit(f"fine-tuned: transformers translates {got}, attnviz {want}")
     print(f"fine-tuned: exported after one epoch, {len(got)} translations equal: {json.dumps(got, ensure_ascii=False)}")
 
-    # 3. Validation decodes within Marian's position table: references of ~33 pieces let
-    # validation decode up to 2 x 33 + 2 = 68 tokens, past the fixture's 64 positions; the
-    # output stops at the table's end (as generate() does) instead of failing the run.
+    # 3. Validation decodes within Marian's position table: references of 37 pieces (twelve
+    # "le", three pieces each in the fixture's vocabulary, and </s>) let validation decode up
+    # to 2 x 37 + 2 = 76 tokens, past the fixture's 64 positions; the output stops at the
+    # table's end (as generate() does) instead of failing the run ("position 64 is past the
+    # model's 64 positions" before).
     long_tsv = os.path.join(work, "long.tsv")
     with open(long_tsv, "w", encoding="utf-8") as f:
         for i in range(20):
-            f.write("the cat " + "and the dog " * 3 + "\t" + " ".join(["le"] * 32) + "\n")
+            f.write("the cat " + "and the dog " * 3 + "\t" + " ".join(["le"] * 12) + "\n")
     run(cli, "train", "--init-from", os.path.join(fixtures, "marian"), "--data", long_tsv, "--epochs", "1",
         "--lr", "0.003", "--save", os.path.join(work, "long.ckpt"), "-q")
     print("fine-tuned on long references: validation stayed within the 64 positions")

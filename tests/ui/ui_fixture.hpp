@@ -115,7 +115,7 @@ struct Fixture {
     void translate(const QString& sentence) {
         QSignalSpy ready(w().translatePanel(), &TranslatePanel::translationReady);
         w().translatePanel()->translateText(sentence);
-        REQUIRE(waitUntil([&] { return ready.count() > 0; }, 20000));
+        REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));  // generous: a state, not a speed
     }
 };
 
