@@ -92,6 +92,25 @@ void Trainer::check_pairs_fit_bound() const {
     // Validation runs without gradients (evaluate): its pairs are asked what that costs.
     check_pairs_fit(m_data.val, evaluation_cost(*m_model), m_train_config.fixed_steps, m_model_config.source_steps,
                     m_data.name, "validation pair", m_step_memory_bound);
+    // A Marian model places no token past its position table: a longer pair is refused now,
+    // naming it, not when its batch comes ("position 96 is past the model's 64 positions").
+    const ModelConfig& mc = m_model->config();
+    if (!mc.is_pretrained() || !mc.pretrained || mc.pretrained->model.positions != PositionTable::marian) return;
+    const int64_t table = mc.pretrained->model.max_positions;
+    for (const auto* part : {&m_data.train, &m_data.val})
+        for (size_t i = 0; i < part->size(); ++i) {
+            const SentencePair& p = (*part)[i];
+            // The source with </s>; the decoder's inputs: the start token and the target.
+            const auto s = static_cast<int64_t>(p.src.size()) + 1, t = static_cast<int64_t>(p.tgt.size()) + 1;
+            if (s <= table && t <= table) continue;
+            const std::string what = part == &m_data.train ? "training pair" : "validation pair";
+            throw ConfigError((p.line > 0 ? m_data.name + ", line " + std::to_string(p.line)
+                                          : m_data.name + ": " + what + " " + std::to_string(i + 1)) +
+                              ": a pair of " + std::to_string(p.src.size()) + " source and " +
+                              std::to_string(p.tgt.size()) + " target pieces is longer than the model's " +
+                              std::to_string(table) + " positions (max_position_embeddings); leave such pairs out " +
+                              "with a maximum length (--max-length; in the app: Max length)");
+        }
 }
 
 void Trainer::set_step_memory_bound(int64_t bytes) {

@@ -112,6 +112,17 @@ def main():
     run(cli, "train", "--init-from", os.path.join(fixtures, "marian"), "--data", long_tsv, "--epochs", "1",
         "--lr", "0.003", "--save", os.path.join(work, "long.ckpt"), "-q")
     print("fine-tuned on long references: validation stayed within the 64 positions")
+    # 4. A pair longer than the table itself (32 "le" are 97 pieces) is refused before training,
+    # naming its line, not when its batch comes.
+    too_long = os.path.join(work, "too_long.tsv")
+    with open(too_long, "w", encoding="utf-8") as f:
+        f.write("the cat\tle chat\n" * 5 + "the dog\t" + " ".join(["le"] * 32) + "\n" + "a cat\tun chat\n" * 5)
+    r = subprocess.run([cli, "train", "--init-from", os.path.join(fixtures, "marian"), "--data", too_long, "--epochs",
+                        "1", "--save", os.path.join(work, "too_long.ckpt"), "-q"], capture_output=True, text=True)
+    if r.returncode == 0 or "line 6" not in r.stderr or "max_position_embeddings" not in r.stderr \
+            or len(r.stderr.strip().splitlines()) != 1:
+        sys.exit(f"a pair past the position table: exit {r.returncode}, {r.stderr!r}")
+    print(f"a pair past the position table refused: {r.stderr.strip()}")
     return 0
 
 
