@@ -133,6 +133,8 @@ struct AgreementOptions {
     int64_t ig_steps = 0;  // automatic
     size_t max_sentences = 0;
     bool json = false;
+    bool erasure = false;       ///< --erasure: flip curves (Serrano & Smith)
+    uint64_t erasure_seed = 1;  ///< --erasure-seed: the random order's seed
     CorpusFlags corpus;
     DecodeFlags decode;
     MaskHeadsFlag mask;  ///< --mask-heads
@@ -147,6 +149,9 @@ int run_agreement(AgreementOptions& o) {
     c.decode = o.decode.options(*model);
     c.decode.num_hypotheses = 1;
     c.max_sentences = o.max_sentences;
+    c.erasure = o.erasure;
+    c.erasure_options.seed = o.erasure_seed;
+    c.erasure_options.memory_bound = c.attribution.memory_bound;
     if (!o.out.empty()) check_writable("--out", o.out);
     const Corpus corpus = o.corpus.load();
     std::vector<std::vector<std::string>> sources;
@@ -165,6 +170,7 @@ int run_agreement(AgreementOptions& o) {
         std::cout << corpus.name << ": " << result.sentences.size() << " sentences (split " << o.split << "), "
                   << fixed(result.seconds, 1) << " s\n"
                   << result.table.to_text();
+        if (result.erasure) std::cout << "\n" << result.erasure->to_text();
     }
     return interrupted() ? interrupt_exit_code() : exit_ok;
 }
@@ -287,7 +293,12 @@ Command add_agreement_command(CLI::App& parent) {
         "source tokens (of |attribution|) and by whether both pick the same top token. Prints mean +- std\n"
         "and median tau-b, the top-1 agreement and the steps compared per pair; --json the same with\n"
         "quartiles and histograms; --out adds every sentence's own numbers. Methods default to saliency,\n"
-        "grad-input and occlusion (integrated gradients costs --ig-steps gradient passes: ask for it).");
+        "grad-input and occlusion (integrated gradients costs --ig-steps gradient passes: ask for it).\n"
+        "--erasure adds Serrano & Smith's flip curves: at every output step, source positions erased from\n"
+        "every cross map (the rest renormalised) in order of attention, |grad x input|, |integrated\n"
+        "gradients| (32 points) and at random, until the step's decision changes: removals per order per\n"
+        "step (--out), their mean and median over the corpus, and how often attention's order flips first.\n"
+        "It costs S decoder steps per output step and order, and integrated gradients' passes.");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     o->corpus.add_to(*app, true);
     app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
@@ -297,6 +308,9 @@ Command add_agreement_command(CLI::App& parent) {
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all")
         ->type_name("NAME")->allow_extra_args(false)->check(method_check());
     add_ig_steps_option(*app, o->ig_steps, "integrated gradients' interpolation points");
+    app->add_flag("--erasure", o->erasure, "also erasure flip curves (slow: see below)");
+    app->add_option("--erasure-seed", o->erasure_seed, "the random erasure order's seed")
+        ->type_name("INT")->default_str("1");
     app->add_flag("--json", o->json, "print the table as one JSON object")->group("output");
     app->add_option("--out", o->out, "write the table and every sentence's numbers here (JSON)")
         ->type_name("FILE.json")->group("output");

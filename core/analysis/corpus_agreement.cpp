@@ -28,6 +28,7 @@ CorpusAgreement corpus_agreement(const TranslationModel& model, const std::vecto
                                  const CorpusAgreementOptions& options,
                                  const std::function<bool(size_t, size_t)>& progress) {
     options.attribution.validate();
+    if (options.erasure) options.erasure_options.validate();
     const auto t0 = std::chrono::steady_clock::now();
     CorpusAgreement out;
     for (auto m : all_attribution_methods())
@@ -59,6 +60,11 @@ CorpusAgreement corpus_agreement(const TranslationModel& model, const std::vecto
             row.kendall_tau[pair] = own.row(pair).step_tau.mean();
             row.top1[pair] = own.row(pair).top1_rate();
         }
+        if (options.erasure) {
+            row.erasure = erase_sentence(model, translations[i], options.erasure_options, i, &sa);
+            if (!out.erasure) out.erasure.emplace();
+            out.erasure->add(*row.erasure);
+        }
         out.sentences.push_back(std::move(row));
         if (progress && !progress(i + 1, translations.size())) break;
     }
@@ -76,9 +82,12 @@ nlohmann::json CorpusAgreement::to_json() const {
         for (const auto& [pair, v] : s.top1) top[pair] = number(v);
         rows.push_back({{"index", s.index}, {"input", s.input}, {"text", s.text}, {"output", s.output}, {"steps", s.steps},
                         {"kendall_tau", tau}, {"top1", top}});
+        if (s.erasure) rows.back()["erasure"] = s.erasure->to_json();
     }
-    return {{"sentences_count", sentences.size()}, {"methods", methods_json}, {"seconds", seconds},
-            {"table", table.to_json()["pairs"]}, {"sentences", rows}};
+    nlohmann::json out = {{"sentences_count", sentences.size()}, {"methods", methods_json}, {"seconds", seconds},
+                          {"table", table.to_json()["pairs"]}, {"sentences", rows}};
+    if (erasure) out["erasure"] = erasure->to_json();
+    return out;
 }
 
 }  // namespace attnviz

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "core/analysis/agreement.hpp"
 #include "core/analysis/attribution.hpp"
+#include "core/analysis/erasure.hpp"
 
 namespace attnviz {
 
@@ -23,6 +25,11 @@ struct CorpusAgreementOptions {
     AttributionOptions attribution = default_attribution();
     DecodeOptions decode;       ///< how each sentence is translated (greedy by default)
     size_t max_sentences = 0;   ///< at most this many sentences, the first ones (0: all)
+    /// Erasure flip curves too (core/analysis/erasure.hpp): per output step, source positions
+    /// erased in each order until the decision changes. Off by default: it costs S decoder steps
+    /// per step and order (batched), and integrated gradients' when that order is asked for.
+    bool erasure = false;
+    ErasureOptions erasure_options;  ///< the orders, integrated gradients' points, the seed
     static AttributionOptions default_attribution();
 };
 
@@ -35,6 +42,7 @@ struct SentenceAgreement {
     size_t steps = 0;            ///< output steps
     std::map<std::string, double> kendall_tau;  ///< per pair ("attention vs saliency"), the mean over steps (NaN: none)
     std::map<std::string, double> top1;         ///< per pair, the share of steps with the same top token
+    std::optional<SentenceErasure> erasure;     ///< with CorpusAgreementOptions::erasure
 };
 
 /// The result: the corpus table and every sentence's row.
@@ -42,9 +50,12 @@ struct CorpusAgreement {
     AgreementTable table;
     std::vector<SentenceAgreement> sentences;
     std::vector<AttributionMethod> methods;
+    std::optional<ErasureSummary> erasure;  ///< with CorpusAgreementOptions::erasure: over every step
     double seconds = 0;  ///< wall time of the run
     /// {"sentences_count", "methods", "seconds", "table": AgreementTable::to_json()["pairs"],
-    /// "sentences": [{"index", "input", "text", "output", "steps", "kendall_tau": {pair: tau}, "top1": {pair: rate}}]}.
+    /// "sentences": [{"index", "input", "text", "output", "steps", "kendall_tau": {pair: tau}, "top1": {pair: rate}}]};
+    /// with erasure also "erasure": ErasureSummary::to_json() and each sentence's "erasure":
+    /// SentenceErasure::to_json().
     nlohmann::json to_json() const;
 };
 

@@ -79,6 +79,12 @@ struct AttentionIntervention {
     /// Heads switched off for this step: their output is zero (a multi-head family; for the
     /// RNN, its cross map (layer 0, head 0) off means a zero context vector).
     std::vector<AttentionMapId> heads_off;
+    /// Source positions erased for this step, per batch row [B, S] (bool, true: erased;
+    /// Serrano & Smith's erasure, core/analysis/erasure.hpp): every cross map (every head of
+    /// every layer; the RNN's one map) gives them weight 0 and renormalises the rest, which is
+    /// the softmax with their scores at -inf. A row with every position erased attends to
+    /// nothing (weights 0: a zero context). Undefined: none. Applied before cross_weights.
+    torch::Tensor cross_erased;
 };
 
 /// How the Transformer's training loss lays out its tokens (TokenLayout in

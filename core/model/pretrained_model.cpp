@@ -57,10 +57,12 @@ struct Heads {
 /// softmax; keep_heads (optional): [h] multiplying each head's output.
 Heads attend(PretrainedAttentionImpl& a, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
              const torch::Tensor& bias, double dropout, bool training, bool keep,
-             const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {}) {
+             const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},
+             bool zero_empty_rows = false) {
     auto scores = torch::matmul(q, k.transpose(2, 3)) * a.scaling;  // [B, h, Tq, Tk]
     auto masked = bias.defined() ? scores + bias : scores;
     auto w = weights_given.defined() ? weights_given.expand_as(masked).contiguous() : torch::softmax(masked, -1);
+    if (zero_empty_rows && !weights_given.defined()) w = torch::nan_to_num(w, 0.0);  // every key erased: none
     auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
     auto o = torch::matmul(wd, v);  // [B, h, Tq, dh]
     if (keep_heads.defined()) o = o * keep_heads.to(o.scalar_type()).view({1, -1, 1, 1});
@@ -495,6 +497,9 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
     torch::Tensor cross_weights;  // [B, 1, 1, S]
     if (intervention && intervention->cross_weights.defined())
         cross_weights = intervention->cross_weights.to(y.device(), torch::kFloat).unsqueeze(1).unsqueeze(1);
+    torch::Tensor cross_bias = enc.bias;  // -inf at erased source positions too (their weight 0, the rest renormalised)
+    const bool erasing = intervention && intervention->cross_erased.defined();
+    if (erasing) cross_bias = enc.bias + key_bias(intervention->cross_erased.to(y.device(), torch::kBool).logical_not());
     std::vector<Heads> self(static_cast<size_t>(L)), cross(static_cast<size_t>(L));
     torch::Tensor context;
     for (int64_t l = 0; l < L; ++l) {
@@ -515,10 +520,11 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
         residual = y;
         h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
-        cross[i] = attend(ca, ca.split_heads(ca.q_proj->forward(h)), cache.cross_k[i], cache.cross_v[i], enc.bias, 0.0,
+        cross[i] = attend(ca, ca.split_heads(ca.q_proj->forward(h)), cache.cross_k[i], cache.cross_v[i], cross_bias, 0.0,
                           false, true, cross_weights,
                           gate_row(head_gates(), AttentionKind::cross, l,
-                                   head_keep(intervention, AttentionKind::cross, l, H, y.device()), y.device()));
+                                   head_keep(intervention, AttentionKind::cross, l, H, y.device()), y.device()),
+                          erasing);
         y = residual + cross[i].out;
         if (!c.normalize_before) y = layer->encoder_attn_layer_norm->forward(y);
         residual = y;

@@ -300,7 +300,12 @@ torch::Tensor Seq2SeqImpl::decode_step(const torch::Tensor& x, RnnState& state, 
         read.context = enc.final_ctx;
     } else {
         read.scores = attention->score(state.h[m_config.num_layers - 1], enc.proj_keys, enc.mask);  // [B, S]
+        const bool erasing = intervention && intervention->cross_erased.defined();
+        if (erasing)  // erased positions out of the softmax: weight 0, the rest renormalised
+            read.scores = read.scores.masked_fill(intervention->cross_erased.to(read.scores.device(), torch::kBool),
+                                                  -std::numeric_limits<float>::infinity());
         read.weights = torch::softmax(read.scores, -1);
+        if (erasing) read.weights = torch::nan_to_num(read.weights, 0.0);  // every position erased: no attention
         if (intervention) {  // what if it had looked elsewhere (or not at all)?
             if (intervention->cross_weights.defined())
                 read.weights = intervention->cross_weights.to(read.weights.options());

@@ -117,6 +117,7 @@ HeadAttention attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
     if (o.bias.defined()) scores = scores + o.bias;
     auto weights = torch::softmax(scores, -1);
+    if (o.zero_empty_rows) weights = torch::nan_to_num(weights, 0.0);
     if (o.weights.defined()) weights = o.weights.to(weights.options()).expand_as(weights);
     auto used = o.dropout ? o.dropout->weights(weights, o.which) : weights;
     HeadAttention a;

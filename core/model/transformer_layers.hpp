@@ -90,6 +90,8 @@ struct AttendOptions {
                                 ///< [B, h, Tq, Tk]; undefined: the model's own
     torch::Tensor head_keep;    ///< [h] each head's output times this: 1 for a head that works, 0 for one
                                 ///< switched off, a head gate (core/model/head_gates.hpp); undefined: 1
+    bool zero_empty_rows = false;  ///< a query whose every key the bias masks (an erasure of every source
+                                   ///< position) attends to nothing: weights 0 instead of NaN
 };
 
 /// softmax(q kᵀ / √dh + bias) v for q [B, h, Tq, dh], k and v [B, h, Tk, dh].

@@ -362,6 +362,9 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
     auto x = embed_positions(decoder->embedding->forward(tokens).unsqueeze(1), position, dropout, k_dec_embedding);
     torch::Tensor cross_weights;  // [B, 1, 1, S]
     if (intervention && intervention->cross_weights.defined()) cross_weights = intervention->cross_weights.unsqueeze(1).unsqueeze(1);
+    torch::Tensor erase_bias;  // [B, 1, 1, S]: -inf at erased source positions (their weight 0, the rest renormalised)
+    if (intervention && intervention->cross_erased.defined())
+        erase_bias = key_bias(intervention->cross_erased.to(x.device(), torch::kBool).logical_not());
     std::vector<HeadAttention> self(static_cast<size_t>(L)), cross(static_cast<size_t>(L));
     torch::Tensor context;
     for (int64_t l = 0; l < L; ++l) {
@@ -380,7 +383,8 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
         self[i] = attend(q, cache.self_k[i], cache.self_v[i], so);
         auto x1 = blk->addnorm1->forward(x, blk->attention1->output(self[i].out), dropout, site + 1);
         AttendOptions co;
-        co.bias = enc.bias;
+        co.bias = erase_bias.defined() ? enc.bias + erase_bias : enc.bias;
+        co.zero_empty_rows = erase_bias.defined();
         co.dropout = &dropout;
         co.which = site + 2;
         co.keep = true;

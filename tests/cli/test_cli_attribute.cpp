@@ -89,6 +89,44 @@ TEST_CASE("cli: agreement prints Jain & Wallace's table, with --json and --out",
     CHECK(text.out.find("saliency vs occlusion") != std::string::npos);
 }
 
+TEST_CASE("cli: agreement --erasure adds flip curves per order, per sentence and over the corpus", "[cli][attribution]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    const std::string out = dir / "erasure.json";
+    Result r = cli(dir, {"agreement", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--max-sentences", "3",
+                         "--erasure", "--json", "--out", out});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const json j = json::parse(r.out);
+    REQUIRE(j.contains("erasure"));
+    const json& e = j["erasure"];
+    CHECK(e["orders"] == json({"attention", "grad_input", "integrated_gradients", "random"}));
+    for (const char* key : {"flipped", "mean_removals", "median_removals"}) {
+        INFO(key);
+        for (const char* order : {"attention", "grad_input", "integrated_gradients", "random"})
+            CHECK(e[key].contains(order));
+    }
+    for (const char* order : {"grad_input", "integrated_gradients", "random"})
+        CHECK(e["attention_vs"][order].contains("sooner_share"));
+    CHECK(e["steps"].get<int64_t>() >= 3);
+    const json sentences = json::parse(read_file(out))["sentences"];
+    REQUIRE(sentences.size() == 3);
+    const json& first = sentences[0]["erasure"];
+    CHECK(first["steps"].size() == sentences[0]["steps"]);
+    CHECK(first["steps"][0]["removals"].contains("attention"));
+    CHECK(first.contains("mean_removals"));
+    CHECK(first.contains("never"));
+    // Off by default; the readable table gains its section.
+    Result plain = cli(dir, {"agreement", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--max-sentences", "2",
+                             "--json"});
+    REQUIRE(plain.code == 0);
+    CHECK_FALSE(json::parse(plain.out).contains("erasure"));
+    Result text = cli(dir, {"agreement", "--model", ckpt, "--task", "reverse", "--pairs", "300", "--max-sentences", "2",
+                            "--erasure"});
+    REQUIRE(text.code == 0);
+    CHECK(text.out.find("attention vs grad_input") != std::string::npos);
+}
+
 TEST_CASE("cli: eval and translate --intervene", "[cli][intervention]") {
     TempDir dir;
     const std::string ckpt = train_tiny(dir);
