@@ -109,9 +109,8 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
     int64_t longest = 0;
     for (const auto& r : refs) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.size()));
     d.max_length = options.max_length > 0 ? options.max_length : std::min<int64_t>(2 * longest + 2, max_decode_length);
-    const ModelConfig& mc = network.config();
-    if (mc.is_pretrained() && mc.pretrained && mc.pretrained->model.positions == PositionTable::marian)
-        d.max_length = std::min<int64_t>(d.max_length, mc.pretrained->model.max_positions);
+    if (const int64_t table = position_limit(network.config()); table > 0)
+        d.max_length = std::min<int64_t>(d.max_length, table);
     d.memory_bound = options.memory_bound;
     const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
     check_pairs_fit(pairs, evaluation_cost(network), options.fixed_steps, network.config().source_steps, "evaluation",

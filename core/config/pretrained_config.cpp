@@ -1,6 +1,8 @@
 // config.json and generation_config.json of a Hugging Face model folder, checked field by field.
 #include "core/config/pretrained_config.hpp"
 
+#include "core/config/config.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -302,6 +304,12 @@ json GenerationConfig::to_json() const {
     if (pad_token_id >= 0) j["pad_token_id"] = pad_token_id;
     if (decoder_start_token_id >= 0) j["decoder_start_token_id"] = decoder_start_token_id;
     return j;
+}
+
+int64_t position_limit(const ModelConfig& config) {
+    if (!config.is_pretrained() || !config.pretrained || config.pretrained->model.positions != PositionTable::marian)
+        return 0;
+    return config.pretrained->model.max_positions;
 }
 
 }  // namespace attnviz

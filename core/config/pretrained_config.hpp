@@ -145,6 +145,12 @@ struct GenerationConfig {
 /// order, and <bos> -- which the model does not have: its decoder starts from
 /// decoder_start_token_id -- a zero row the network never reads (the decoder's first input
 /// reads the start token's row) and never outputs (its logit is -inf).
+struct ModelConfig;  // core/config/config.hpp
+
+/// The most positions a model can place a token at (a Marian model's max_position_embeddings:
+/// its sinusoid table does not grow, as M2M100's does); 0: no such limit.
+int64_t position_limit(const ModelConfig& config);
+
 struct PretrainedSpec {
     PretrainedConfig model;
     GenerationConfig generation;

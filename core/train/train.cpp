@@ -94,9 +94,8 @@ void Trainer::check_pairs_fit_bound() const {
                     m_data.name, "validation pair", m_step_memory_bound);
     // A Marian model places no token past its position table: a longer pair is refused now,
     // naming it, not when its batch comes ("position 96 is past the model's 64 positions").
-    const ModelConfig& mc = m_model->config();
-    if (!mc.is_pretrained() || !mc.pretrained || mc.pretrained->model.positions != PositionTable::marian) return;
-    const int64_t table = mc.pretrained->model.max_positions;
+    const int64_t table = position_limit(m_model->config());
+    if (table == 0) return;
     for (const auto* part : {&m_data.train, &m_data.val})
         for (size_t i = 0; i < part->size(); ++i) {
             const SentencePair& p = (*part)[i];
@@ -308,9 +307,8 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     dopts.max_length = std::min<int64_t>(dopts.max_length * 2 + 2, max_decode_length);
     // A Marian model cannot place a token past its position table (transformers cannot either):
     // its validation output stops there, as its generate() does at max_position_embeddings.
-    const ModelConfig& mc = m_model->config();
-    if (mc.is_pretrained() && mc.pretrained && mc.pretrained->model.positions == PositionTable::marian)
-        dopts.max_length = std::min<int64_t>(dopts.max_length, mc.pretrained->model.max_positions);
+    if (const int64_t table = position_limit(m_model->config()); table > 0)
+        dopts.max_length = std::min<int64_t>(dopts.max_length, table);
     dopts.batch_size = std::max<int64_t>(m_train_config.batch_size, 64);
     dopts.memory_bound = m_step_memory_bound;
     // Exact match and BLEU read the tokens only, a log's heatmaps the primary map of the first
