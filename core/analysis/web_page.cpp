@@ -298,6 +298,10 @@ std::string escape_html(const std::string& s) {
         case '>': out += "&gt;"; break;
         case '"': out += "&quot;"; break;
         case '/': out += "&#47;"; break;  // no "//" in the page, whatever the text says
+        // nor "src=", "href=", "url(" or "@import": inert in text, but the page holds none of the words
+        case '=': out += "&#61;"; break;
+        case '(': out += "&#40;"; break;
+        case '@': out += "&#64;"; break;
         default: out += c;
         }
     }
@@ -320,6 +324,9 @@ std::string escape_json_for_script(const std::string& json) {
         case '<': out += "\\u003c"; break;
         case '>': out += "\\u003e"; break;
         case '&': out += "\\u0026"; break;
+        case '=': out += "\\u003d"; break;  // as in escape_html: no "src=", "href=", "url(", "@import"
+        case '(': out += "\\u0028"; break;
+        case '@': out += "\\u0040"; break;
         default: out += c;
         }
     }

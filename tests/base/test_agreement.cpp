@@ -207,10 +207,11 @@ TEST_CASE("the web page is well formed, self-contained, and carries the data esc
     SentenceAttribution s = sample();
     s.input = "</script><script>alert(1)</script> http://example.org";
     s.source[0] = "<b>&";
+    s.source[1] = "href=x src=y url(z) @import";  // inert words, but the page holds none of them
     s.top_k = {{{4, "un", 0.9f}}, {{5, "chat", 0.8f}}, {{2, "<eos>", 0.99f}}};
     WebPageOptions o;
     o.title = "a <title> & more";
-    o.model = "m.ckpt // test";
+    o.model = "m.ckpt // test (href=x)";
     const std::string page = web_page({s, sample()}, o);
     INFO(page.substr(0, 400));
     CHECK(testing::web_page_problem(page).empty());
@@ -223,6 +224,7 @@ TEST_CASE("the web page is well formed, self-contained, and carries the data esc
     CHECK(data["sentences"].size() == 2);
     CHECK(data["sentences"][0]["input"] == s.input);
     CHECK(data["sentences"][0]["source"][0] == "<b>&");
+    CHECK(data["sentences"][0]["source"][1] == s.source[1]);
     CHECK(data["sentences"][0]["steps"][0]["top_k"][0]["token"] == "un");
     // The checker itself catches what it is for.
     CHECK_FALSE(testing::web_page_problem("<!DOCTYPE html><html><script src=\"x.js\"></script></html>").empty());

@@ -5,6 +5,7 @@
 // heads. The page must stay well formed and self-contained (tests/support/web_page_check.hpp),
 // its data must read back as JSON with the tokens as given, and a page beyond the bound is
 // refused (ConfigError), never written.
+#include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -83,7 +84,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.memory_bound = int64_t{1} << 20;
     try {
         const std::string page = web_page({s}, o, {record});
-        FUZZ_CHECK(attnviz::testing::web_page_problem(page).empty());
+        const std::string problem = attnviz::testing::web_page_problem(page);
+        if (!problem.empty()) std::fprintf(stderr, "the page %s\n", problem.c_str());
+        FUZZ_CHECK(problem.empty());
         const auto open = page.find("id=\"attnviz-data\">");
         FUZZ_CHECK(open != std::string::npos);
         const auto begin = open + std::strlen("id=\"attnviz-data\">");
