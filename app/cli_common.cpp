@@ -226,7 +226,10 @@ void check_file_flags(const CLI::App& command) {
                 throw UsageError(flag + " " + quote(path, 200) +
                                  ": the path is not UTF-8; attnviz writes the paths it reads into its JSON, pages and "
                                  "checkpoints, which hold UTF-8 text: rename the file");
-            GivenPath g{flag, path, role};
+            GivenPath g;
+            g.flag = flag;
+            g.path = path;
+            g.role = role;
             struct stat st;
             if (::stat(path.c_str(), &st) == 0) {
                 g.exists = true;
