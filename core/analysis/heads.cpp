@@ -20,6 +20,17 @@ bool heads_self_kind(AttentionKind kind) { return kind != AttentionKind::cross; 
 
 }  // namespace
 
+std::vector<std::string> head_roles(const HeadStats& s) {
+    auto percent = [](double share) { return std::to_string(static_cast<int>(std::lround(share * 100))) + "%"; };
+    std::vector<std::string> roles;
+    if (s.positional && s.positional->positional())
+        roles.push_back("positional " + std::string(s.positional->offset > 0 ? "+" : "") +
+                        std::to_string(s.positional->offset) + " (" + percent(s.positional->share) + ")");
+    if (s.rare_share >= 0.5) roles.push_back("rare words (" + percent(s.rare_share) + ")");
+    if (s.sink_share >= 0.5) roles.push_back("sink (" + percent(s.sink_share) + ")");
+    return roles;
+}
+
 const HeadStats* HeadReport::find(const AttentionMapId& id) const {
     for (const auto& h : heads)
         if (h.id == id) return &h;

@@ -68,6 +68,11 @@ struct HeadStats {
     std::optional<double> aer;                 ///< cross heads, where pairs have gold alignments
 };
 
+/// A head's roles in words, for tooltips and tables: "positional -1 (94%)" (PositionalRole::positional),
+/// "rare words (62%)" (rare_share >= 0.5: Voita's rare-word head points at the rarest token most of
+/// the time), "sink (71%)" (sink_share >= 0.5); empty when it has none.
+std::vector<std::string> head_roles(const HeadStats& s);
+
 /// Every head's statistics.
 struct HeadReport {
     std::vector<HeadStats> heads;  ///< kind by kind (the network's head_groups()), layer, head

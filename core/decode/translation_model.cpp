@@ -216,4 +216,12 @@ std::shared_ptr<const TranslationModel> TranslationModel::on_device(const torch:
                                                     m_corpus_name);
 }
 
+std::shared_ptr<const TranslationModel> TranslationModel::with_heads_masked(const std::vector<AttentionMapId>& off) const {
+    HeadGates gates = HeadGates::mask(m_network->head_groups(), off);  // throws before anything is built
+    Network shared = share_network(*m_network);
+    if (!off.empty()) shared->set_head_gates(std::move(gates));
+    return std::make_shared<const TranslationModel>(shared, m_src_vocab, m_tgt_vocab, m_tokenizer, m_trained_with,
+                                                    m_history, m_corpus_name);
+}
+
 }  // namespace attnviz

@@ -103,6 +103,12 @@ public:
     /// The same model with its weights on `device` (this one when they are there already).
     std::shared_ptr<const TranslationModel> on_device(const torch::Device& device) const;
 
+    /// The same model with heads switched off for every pass (HeadGates::mask of its head groups;
+    /// ConfigError naming a head it does not have): a network sharing these weights (share_network:
+    /// no copy) with gates of its own, replacing any this network has. Empty `off`: this model's
+    /// weights without gates. This model is unchanged and may be used meanwhile.
+    std::shared_ptr<const TranslationModel> with_heads_masked(const std::vector<AttentionMapId>& off) const;
+
     /// What greedy and beam search read of it (core/decode/search.hpp), borrowed: valid while it lives.
     SearchModel search_model() const { return {m_network, *m_src_vocab, *m_tgt_vocab, level()}; }
 

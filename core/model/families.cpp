@@ -29,4 +29,15 @@ Network clone_network(const EncoderDecoder& network, const torch::Device& device
     return copy;
 }
 
+Network share_network(const EncoderDecoder& network) {
+    Network shared = build_network(network.config(), NetworkFill::unfilled);
+    torch::NoGradGuard no_grad;
+    auto params = network.named_parameters();
+    for (auto& item : shared->named_parameters()) item.value().set_data(params[item.key()]);
+    auto buffers = network.named_buffers();
+    for (auto& item : shared->named_buffers()) item.value().set_data(buffers[item.key()]);
+    shared->eval();
+    return shared;
+}
+
 }  // namespace attnviz

@@ -24,4 +24,10 @@ Network build_network(const ModelConfig& config, NetworkFill fill = NetworkFill:
 /// `device`, in evaluation mode.
 Network clone_network(const EncoderDecoder& network, const torch::Device& device);
 
+/// A network that shares `network`'s weights and buffers (the same storage: no copy, built
+/// unfilled where the family can), on its device, in evaluation mode, with no head gates: for a
+/// run-wide change of its own (masked heads, HeadGates) while other threads go on translating
+/// with the original. Neither may be trained while the other lives (they are one set of weights).
+Network share_network(const EncoderDecoder& network);
+
 }  // namespace attnviz

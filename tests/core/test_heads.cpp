@@ -139,6 +139,45 @@ TEST_CASE("heads: masking every cross head makes the output independent of the s
     CHECK(translate() == usual);  // the gates are put back
 }
 
+TEST_CASE("heads: a masked view shares the weights, leaves the model as it was and reads no source", "[heads]") {
+    // What the app does when a head is clicked off while other threads translate with the model.
+    const auto model = heads_test_transformer();
+    std::vector<AttentionMapId> cross;
+    for (int l = 0; l < 2; ++l)
+        for (int h = 0; h < 4; ++h) cross.push_back({AttentionKind::cross, l, h});
+    const std::vector<std::vector<std::string>> sources = {{"a", "b", "c"}, {"e", "e", "d", "a"}};
+    auto best = [&](const TranslationModel& m) {
+        std::vector<std::vector<std::string>> out;
+        for (const auto& t : m.translate_tokens(sources)) out.push_back(t.best().tokens);
+        return out;
+    };
+    const auto usual = best(*model);
+    REQUIRE(usual[0] != usual[1]);
+    const auto masked = model->with_heads_masked(cross);
+    const auto t = best(*masked);
+    CHECK(t[0] == t[1]);                   // no cross head: the source cannot matter
+    CHECK(best(*model) == usual);          // the model itself is unchanged
+    CHECK_FALSE(model->network()->head_gates().any());
+    // One set of weights: the view's first parameter is the model's storage.
+    CHECK(masked->network()->parameters().front().data_ptr() == model->network()->parameters().front().data_ptr());
+    CHECK(best(*model->with_heads_masked({})) == usual);  // nothing masked: the model's output
+    CHECK_THROWS_WITH(model->with_heads_masked({{AttentionKind::cross, 5, 0}}), Catch::Matchers::Contains("out of range"));
+}
+
+TEST_CASE("heads: roles in words", "[heads]") {
+    HeadStats s;
+    CHECK(head_roles(s).empty());  // NaN shares, no positional role
+    s.positional = PositionalRole{-1, 0.94};
+    s.rare_share = 0.62;
+    s.sink_share = 0.2;
+    CHECK(head_roles(s) == std::vector<std::string>{"positional -1 (94%)", "rare words (62%)"});
+    s.positional = PositionalRole{1, 0.89};  // below 0.9: not positional
+    s.sink_share = 0.71;
+    CHECK(head_roles(s) == std::vector<std::string>{"rare words (62%)", "sink (71%)"});
+    s.positional = PositionalRole{1, 1.0};
+    CHECK(head_roles(s).front() == "positional +1 (100%)");
+}
+
 TEST_CASE("heads: masks and head lists are checked against the model", "[heads]") {
     const auto ids = parse_head_ids("cross:1:3,enc:0:2,decoder_self:1:0");
     REQUIRE(ids.size() == 3);

@@ -1,11 +1,14 @@
 #include "ui/heatmap/ModelView.hpp"
 
+#include <QContextMenuEvent>
 #include <QHelpEvent>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
 #include <algorithm>
 
+#include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapExport.hpp"
 
 namespace attnviz::ui {
@@ -13,6 +16,11 @@ namespace {
 constexpr int kMinThumb = 48, kMaxThumb = 180;  // a thumbnail's box (its longer side), by the width there is
 constexpr int kGap = 12;      // between panels
 constexpr int kMargin = 8;
+const QColor kMaskRed(0xb0, 0x00, 0x20);
+const QColor kImportanceGreen(0x2e, 0x7d, 0x32);
+bool sameHead(const AttentionMapId& id, const MapChoice& c) {
+    return c.head >= 0 && id.kind == c.kind && id.layer == c.layer && id.head == c.head;
+}
 }  // namespace
 
 ModelView::ModelView(QWidget* parent) : QWidget(parent) {
@@ -76,12 +84,64 @@ void ModelView::setRecord(const AttentionRecord& record, AttentionKind kind, con
         p.weights = record.rollout(m_kind);
         m_panels.push_back(std::move(p));
     }
-    // Heads first, then the layer's mean, row by row (panel i of the heads is layer i / H, head i % H).
-    std::stable_sort(m_panels.begin(), m_panels.end(),
-                     [](const Panel& a, const Panel& b) { return std::pair(a.row, a.column) < std::pair(b.row, b.column); });
+    arrangeColumns();
     fitThumbnails();
     renderThumbnails();
     updateGeometry();
+    update();
+}
+
+void ModelView::arrangeColumns() {
+    for (int row = 0; row <= m_layers; ++row) {
+        std::vector<Panel*> heads;
+        for (Panel& p : m_panels)
+            if (p.row == row && p.choice.head >= 0) heads.push_back(&p);
+        std::stable_sort(heads.begin(), heads.end(), [](const Panel* a, const Panel* b) { return a->choice.head < b->choice.head; });
+        if (m_sortByImportance)
+            std::stable_sort(heads.begin(), heads.end(), [this](const Panel* a, const Panel* b) {
+                const HeadStats* x = statsOf(a->choice);
+                const HeadStats* y = statsOf(b->choice);
+                if (!x || !y) return x && !y;  // measured heads first
+                return x->importance > y->importance;
+            });
+        for (size_t i = 0; i < heads.size(); ++i) heads[i]->column = int(i);
+    }
+    // Heads first, then the layer's mean, row by row (unsorted: panel i of the heads is layer i / H, head i % H).
+    std::stable_sort(m_panels.begin(), m_panels.end(),
+                     [](const Panel& a, const Panel& b) { return std::pair(a.row, a.column) < std::pair(b.row, b.column); });
+}
+
+const HeadStats* ModelView::statsOf(const MapChoice& choice) const {
+    for (const HeadStats& s : m_stats)
+        if (sameHead(s.id, choice)) return &s;
+    return nullptr;
+}
+
+bool ModelView::isMasked(const MapChoice& choice) const {
+    return std::any_of(m_masked.begin(), m_masked.end(), [&](const AttentionMapId& id) { return sameHead(id, choice); });
+}
+
+int ModelView::statsLineHeight() const {
+    const bool any = std::any_of(m_stats.begin(), m_stats.end(), [this](const HeadStats& s) { return s.id.kind == m_kind; });
+    return any ? QFontMetrics(font()).height() + 2 : 0;
+}
+
+void ModelView::setHeadStats(std::vector<HeadStats> stats) {
+    m_stats = std::move(stats);
+    arrangeColumns();
+    updateGeometry();
+    update();
+}
+
+void ModelView::setMaskedHeads(std::vector<AttentionMapId> masked) {
+    m_masked = std::move(masked);
+    update();
+}
+
+void ModelView::setSortByImportance(bool on) {
+    if (on == m_sortByImportance) return;
+    m_sortByImportance = on;
+    arrangeColumns();
     update();
 }
 
@@ -159,14 +219,26 @@ QSize ModelView::contentSize() const {
     const int title = m_title.isEmpty() ? 0 : fm.height() + kGap;
     const int width = 2 * kMargin + cols * m_thumb + (cols - 1) * kGap;
     return QSize(std::max(width, fm.horizontalAdvance(m_title) + 2 * kMargin),
-                 2 * kMargin + title + rows * (m_thumb + fm.height() + 4) + (rows - 1) * kGap);
+                 2 * kMargin + title + rows * (m_thumb + fm.height() + 4 + statsLineHeight()) + (rows - 1) * kGap);
 }
 
 QRect ModelView::contentPanelRect(const Panel& p) const {
     const QFontMetrics fm(font());
     const int title = m_title.isEmpty() ? 0 : fm.height() + kGap;
-    const int h = m_thumb + fm.height() + 4;
+    const int h = m_thumb + fm.height() + 4 + statsLineHeight();
     return QRect(kMargin + p.column * (m_thumb + kGap), kMargin + title + p.row * (h + kGap), m_thumb, h);
+}
+
+QRect ModelView::contentMaskBox(const Panel& p) const {
+    if (p.choice.head < 0) return QRect();
+    const QRect r = contentPanelRect(p);
+    const int side = std::max(10, QFontMetrics(font()).height() - 2);
+    return QRect(r.right() - side + 1, r.top() + 1, side, side);
+}
+
+QRect ModelView::maskBoxRect(int i) const {
+    const QRect box = contentMaskBox(m_panels.at(size_t(i)));
+    return box.isNull() ? box : box.translated(offset());
 }
 
 QPoint ModelView::offset() const {
@@ -191,19 +263,52 @@ void ModelView::paintContent(QPainter& p) const {
         const QRect r = contentPanelRect(panel);
         const bool chosen = panel.choice.kind == m_selected.kind && panel.choice.head == m_selected.head &&
                             (panel.choice.layer == m_selected.layer || panel.choice.head == MapChoice::kRollout);
+        const bool masked = isMasked(panel.choice);
+        const HeadStats* stats = statsOf(panel.choice);
+        const QRect maskBox = contentMaskBox(panel);
         QFont f = font();
         f.setBold(chosen);
+        f.setStrikeOut(masked);
         p.setFont(f);
-        p.setPen(palette().color(QPalette::Text));
-        p.drawText(QRect(r.left(), r.top(), r.width(), fm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
-                   QFontMetrics(f).elidedText(panel.label, Qt::ElideRight, r.width()));
+        p.setPen(masked ? kMaskRed : palette().color(QPalette::Text));
+        const int labelWidth = r.width() - (maskBox.isNull() ? 0 : maskBox.width() + 2);
+        p.drawText(QRect(r.left(), r.top(), labelWidth, fm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
+                   QFontMetrics(f).elidedText(panel.label, Qt::ElideRight, labelWidth));
+        if (!maskBox.isNull()) {  // the mask switch: empty when the head is on, a red cross when it is off
+            p.setPen(QPen(masked ? kMaskRed : palette().color(QPalette::Mid), 1));
+            p.setBrush(masked ? QBrush(kMaskRed) : QBrush(palette().color(QPalette::Base)));
+            p.drawRect(maskBox.adjusted(0, 0, -1, -1));
+            if (masked) {
+                p.setPen(QPen(Qt::white, 2));
+                p.drawLine(maskBox.topLeft() + QPoint(3, 3), maskBox.bottomRight() - QPoint(3, 3));
+                p.drawLine(maskBox.topRight() + QPoint(-3, 3), maskBox.bottomLeft() + QPoint(3, -3));
+            }
+        }
+        p.setFont(font());
         const QRect box(r.left(), r.top() + fm.height() + 4, m_thumb, m_thumb);
         if (!panel.image.isNull()) {
             const QPoint at(box.left() + (m_thumb - panel.image.width()) / 2, box.top() + (m_thumb - panel.image.height()) / 2);
+            const QRect picture(at, panel.image.size());
+            p.setOpacity(masked ? 0.25 : 1.0);
             p.drawImage(at, panel.image);
-            p.setPen(QPen(palette().color(QPalette::Mid), 1));
+            p.setOpacity(1.0);
+            // The border: as heavy as the head's importance (1..4 px) when measured.
+            const double importance = stats ? std::clamp(stats->importance, 0.0, 1.0) : 0.0;
+            p.setPen(stats ? QPen(kImportanceGreen, 1 + int(std::lround(3 * importance))) : QPen(palette().color(QPalette::Mid), 1));
             p.setBrush(Qt::NoBrush);
-            p.drawRect(QRect(at, panel.image.size()).adjusted(0, 0, -1, -1));
+            p.drawRect(picture.adjusted(0, 0, -1, -1));
+            if (masked) {
+                p.setPen(QPen(kMaskRed, 2));
+                p.drawLine(picture.topLeft(), picture.bottomRight());
+                p.drawLine(picture.topRight(), picture.bottomLeft());
+                p.drawText(picture, Qt::AlignCenter, tr("masked"));
+            }
+        }
+        if (stats) {  // the statistics line under the thumbnail
+            const QString line = tr("I %1 · C %2").arg(stats->importance, 0, 'f', 2).arg(stats->confidence, 0, 'f', 2);
+            p.setPen(palette().color(QPalette::Text));
+            p.drawText(QRect(r.left(), box.bottom() + 3, r.width(), fm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
+                       fm.elidedText(line, Qt::ElideRight, r.width()));
         }
         if (chosen) {
             p.setPen(QPen(QColor(0xd3, 0x54, 0x00), 3));
@@ -226,10 +331,53 @@ void ModelView::paintEvent(QPaintEvent*) {
 }
 
 void ModelView::mousePressEvent(QMouseEvent* event) {
-    const int i = panelAt(event->position().toPoint());
+    const QPoint pos = event->position().toPoint();
+    const int i = panelAt(pos);
     if (event->button() != Qt::LeftButton || i < 0) return QWidget::mousePressEvent(event);
-    setSelected(panelChoice(i));
-    Q_EMIT mapClicked(panelChoice(i));
+    const MapChoice c = panelChoice(i);
+    if (maskBoxRect(i).contains(pos)) {
+        Q_EMIT maskToggled(AttentionMapId{c.kind, c.layer, c.head});
+        return;
+    }
+    setSelected(c);
+    Q_EMIT mapClicked(c);
+}
+
+void ModelView::contextMenuEvent(QContextMenuEvent* event) {
+    const int i = panelAt(event->pos());
+    if (i < 0 || panelChoice(i).head < 0) return QWidget::contextMenuEvent(event);
+    const MapChoice c = panelChoice(i);
+    QMenu menu(this);
+    QAction* open = menu.addAction(tr("Open large"));
+    QAction* mask = menu.addAction(isMasked(c) ? tr("Unmask this head") : tr("Mask this head"));
+    QAction* chosen = menu.exec(event->globalPos());
+    if (chosen == mask) Q_EMIT maskToggled(AttentionMapId{c.kind, c.layer, c.head});
+    if (chosen == open) {
+        setSelected(c);
+        Q_EMIT mapClicked(c);
+    }
+}
+
+QString ModelView::panelToolTip(int i) const {
+    const MapChoice c = panelChoice(i);
+    QString text = QStringLiteral("<b>%1</b>").arg(describeChoice(c, m_layers).toHtmlEscaped());
+    if (const HeadStats* s = statsOf(c)) {
+        text += tr("<br>importance %1 · confidence %2 · entropy %3 nats")
+                    .arg(s->importance, 0, 'f', 3)
+                    .arg(s->confidence, 0, 'f', 3)
+                    .arg(s->entropy, 0, 'f', 2);
+        const auto roles = head_roles(*s);
+        if (!roles.empty()) {
+            QStringList words;
+            for (const auto& r : roles) words << qs(r).toHtmlEscaped();
+            text += tr("<br>roles: %1").arg(words.join(QStringLiteral(", ")));
+        }
+    }
+    if (isMasked(c)) text += tr("<br><span style='color:#b00020'>masked: the translation runs without this head</span>");
+    text += c.head >= 0 ? tr("<br>Click to open it large; click the box in its corner (or right-click) to %1 it.")
+                              .arg(isMasked(c) ? tr("unmask") : tr("mask"))
+                        : tr("<br>Click to open it large in the heatmap.");
+    return text;
 }
 
 bool ModelView::event(QEvent* e) {
@@ -237,10 +385,7 @@ bool ModelView::event(QEvent* e) {
         auto* help = static_cast<QHelpEvent*>(e);
         const int i = panelAt(help->pos());
         if (i >= 0)
-            QToolTip::showText(help->globalPos(),
-                               tr("<b>%1</b><br>Click to open it large in the heatmap.")
-                                   .arg(describeChoice(panelChoice(i), m_layers).toHtmlEscaped()),
-                               this);
+            QToolTip::showText(help->globalPos(), panelToolTip(i), this);
         else
             QToolTip::hideText();
         return true;

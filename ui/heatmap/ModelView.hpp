@@ -5,12 +5,18 @@
 // self-attention the rollout through the layers (Abnar & Zuidema 2020). The
 // thumbnails are drawn once into cached images (a new translation, kind or
 // colour map or thumbnail size), so painting the grid is only copying them. Clicking a thumbnail
-// chooses that map (mapClicked); the picture exports as one PNG or SVG.
+// chooses that map (mapClicked); clicking the box in a head's corner (or right-clicking it) asks
+// to mask or unmask the head (maskToggled: the owner switches it off for its translations and
+// says so with setMaskedHeads(), which draws it dimmed and crossed). With head statistics
+// (setHeadStats: importance and confidence, issue 39) each head carries a line of them, a border
+// as heavy as its importance, its roles in the tooltip, and a layer's heads can be sorted by
+// importance. The picture exports as one PNG or SVG.
 #include <QImage>
 #include <QWidget>
 #include <memory>
 #include <vector>
 
+#include "core/analysis/heads.hpp"
 #include "ui/common/ColorMap.hpp"
 #include "ui/heatmap/MapChoice.hpp"
 
@@ -29,6 +35,17 @@ public:
     void clear(const QString& placeholder = QString());
     /// The panel drawn as chosen (the heatmap's map).
     void setSelected(const MapChoice& choice);
+    /// Every head's statistics (a measurement, or the last validation's while training); empty: none.
+    /// Heads of other kinds or sizes are ignored.
+    void setHeadStats(std::vector<HeadStats> stats);
+    const std::vector<HeadStats>& headStats() const { return m_stats; }
+    /// The heads the shown translation ran without: drawn dimmed and crossed, their box checked.
+    void setMaskedHeads(std::vector<AttentionMapId> masked);
+    const std::vector<AttentionMapId>& maskedHeads() const { return m_masked; }
+    /// Each layer's heads in decreasing importance (the mean and the rollout stay last); heads
+    /// without statistics keep their order.
+    void setSortByImportance(bool on);
+    bool sortByImportance() const { return m_sortByImportance; }
 
     AttentionKind kind() const { return m_kind; }
     int layers() const { return m_layers; }
@@ -40,6 +57,11 @@ public:
     QRect panelRect(int i) const;
     /// The panel under a point in widget coordinates, or -1.
     int panelAt(const QPoint& pos) const;
+    /// The mask box of a head's panel (its label's right end), in widget coordinates; empty for a
+    /// layer's mean and the rollout.
+    QRect maskBoxRect(int i) const;
+    /// The tooltip of panel i (rich text): the map, its statistics and roles, whether masked.
+    QString panelToolTip(int i) const;
     /// How many times the thumbnails were drawn into their images (tests: painting reuses them).
     int renderCount() const { return m_renders; }
 
@@ -58,10 +80,13 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void mapClicked(const attnviz::ui::MapChoice& choice);
+    /// The user asked to mask (or unmask) one head: the box in its corner, or a right click.
+    void maskToggled(const attnviz::AttentionMapId& head);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
     bool event(QEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
 
@@ -73,6 +98,13 @@ private:
         QImage image;  ///< the thumbnail, drawn once
         int row = 0, column = 0;
     };
+    /// Each panel's column: heads by number, or by importance (sortByImportance); means and rollouts last.
+    void arrangeColumns();
+    const HeadStats* statsOf(const MapChoice& choice) const;
+    bool isMasked(const MapChoice& choice) const;
+    /// The line under the thumbnails (statistics shown) or 0.
+    int statsLineHeight() const;
+    QRect contentMaskBox(const Panel& p) const;
     void renderThumbnails();
     int columns() const;
     /// Sizes the thumbnails to the width there is; true when their size changed.
@@ -89,6 +121,9 @@ private:
     MapChoice m_selected;
     ColorMap m_colorMap;
     int m_renders = 0;
+    std::vector<HeadStats> m_stats;
+    std::vector<AttentionMapId> m_masked;
+    bool m_sortByImportance = false;
     int m_thumb = 112;  ///< a thumbnail's box (its longer side)
 };
 

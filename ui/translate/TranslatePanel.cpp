@@ -31,6 +31,7 @@
 #include "ui/heatmap/HeatmapWidget.hpp"
 #include "ui/analysis/InterventionPanel.hpp"
 #include "ui/heatmap/MapChoice.hpp"
+#include "ui/heatmap/ModelView.hpp"
 #include "ui/translate/StepInspector.hpp"
 #include "ui/translate/Translator.hpp"
 
@@ -70,6 +71,15 @@ void TranslatePanel::fillLanguages() {
 
 void TranslatePanel::setModel(TranslationModelPtr model) {
     m_model = std::move(model);
+    if (m_model && !m_maskedHeads.empty()) {
+        try {  // the masks carry over to the next snapshot of the same network, not to another network
+            HeadGates::mask(m_model->network()->head_groups(), m_maskedHeads);
+        } catch (const std::exception& e) {
+            m_maskedHeads.clear();
+            showMaskedHeads();
+            m_maskLabel->setText(tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped()));
+        }
+    }
     m_mergeBox->setVisible(m_model && m_model->level() == TokenLevel::subword);
     fillLanguages();
     if (!m_model) {
@@ -176,8 +186,45 @@ void TranslatePanel::translateText(const QString& sentence) {
         Q_EMIT translationFailed(message);
         return;
     }
-    m_translator->request(m_model, sentence, decodeOptions());
+    m_translator->request(decodingModel(), sentence, decodeOptions());
     requestForced(sentence);
+}
+
+TranslationModelPtr TranslatePanel::decodingModel() {
+    if (!m_model || m_maskedHeads.empty()) return m_model;
+    if (m_maskedBase != m_model || !m_maskedModel) {
+        m_maskedModel = m_model->with_heads_masked(m_maskedHeads);
+        m_maskedBase = m_model;
+    }
+    return m_maskedModel;
+}
+
+void TranslatePanel::setMaskedHeads(std::vector<AttentionMapId> heads) {
+    if (m_model && !heads.empty()) {
+        try {
+            HeadGates::mask(m_model->network()->head_groups(), heads);
+        } catch (const std::exception& e) {
+            heads.clear();
+            m_maskLabel->setText(tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped()));
+        }
+    }
+    m_maskedHeads = std::move(heads);
+    m_maskedModel.reset();
+    m_maskedBase.reset();
+    showMaskedHeads();
+    if (m_model && !m_input->text().trimmed().isEmpty()) translateInput();
+}
+
+void TranslatePanel::showMaskedHeads() {
+    m_modelView->setMaskedHeads(m_maskedHeads);
+    QStringList names;
+    for (const AttentionMapId& id : m_maskedHeads) names << qs(head_text(id));
+    m_maskLabel->setText(m_maskedHeads.empty()
+                             ? QString()
+                             : tr("<span style='color:#b00020'>%1 masked</span> for every translation: %2")
+                                   .arg(m_maskedHeads.size() == 1 ? tr("1 head") : tr("%1 heads").arg(m_maskedHeads.size()),
+                                        names.join(QStringLiteral(", "))));
+    m_maskLabel->setVisible(!m_maskedHeads.empty());
 }
 
 void TranslatePanel::showNode(qint64 id) {
@@ -225,7 +272,7 @@ void TranslatePanel::requestForced(const QString& sentence) {
     DecodeOptions o = decodeOptions();
     o.beam_size = o.num_hypotheses = 1;
     o.top_k = kTopK;
-    m_forcer->requestForced(m_model, sentence, m_reference->text(), forceMode(), o);
+    m_forcer->requestForced(decodingModel(), sentence, m_reference->text(), forceMode(), o);
 }
 
 void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {

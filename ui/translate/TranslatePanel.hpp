@@ -101,6 +101,15 @@ public:
     /// inspector and the exports follow, and the model view (a tab of viewTabs(), hidden for the RNN).
     MapSelector* mapSelector() const { return m_mapSelector; }
     ModelView* modelView() const { return m_modelView; }
+    /// Heads switched off for every translation, forced decoding and what-if (the model view's mask
+    /// boxes, issue 39): the model translates through TranslationModel::with_heads_masked (shared
+    /// weights, gates of its own); empty: none.
+    const std::vector<AttentionMapId>& maskedHeads() const { return m_maskedHeads; }
+    /// Sets them, marks them in the model view and translates the sentence again. Heads the model
+    /// does not have are refused: the masks are cleared and the status line says why.
+    void setMaskedHeads(std::vector<AttentionMapId> heads);
+    /// The model translations run with: model(), or its masked view (made once per model and mask).
+    TranslationModelPtr decodingModel();
     /// What the CSV/JSON exports write: shownTranslation() with the chosen map as its primary one
     /// (*hypothesis: the hypothesis' index in it).
     std::shared_ptr<const Translation> exportTranslation(size_t* hypothesis) const;
@@ -174,6 +183,11 @@ private:
     MapSelector* m_mapSelector;
     ModelView* m_modelView;
     QWidget* m_modelPane;
+    QLabel* m_maskLabel;
+    std::vector<AttentionMapId> m_maskedHeads;
+    TranslationModelPtr m_maskedModel, m_maskedBase;  ///< decodingModel()'s cache: the view and its model
+    /// Updates the model view's marks and the line that lists the masked heads.
+    void showMaskedHeads();
 
     Translator* m_translator;
     QCheckBox* m_mergeBox;

@@ -2,6 +2,7 @@
 // heatmaps, the step inspector and the exports follow, and the model view tab
 // (every layer and head as thumbnails; a click opens one in the heatmap). A
 // model with one map (the RNN) hides both and shows what it always did.
+#include <QCheckBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -23,7 +24,7 @@ namespace attnviz::ui {
 QWidget* TranslatePanel::createModelViewPane() {
     m_mapSelector = new MapSelector(this);
     m_modelView = new ModelView(this);
-    auto* note = new QLabel(tr("Layers × heads of the chosen kind: click one to open it large."), this);
+    auto* note = new QLabel(tr("Layers × heads of the chosen kind: click one to open it large, its corner box to mask it."), this);
     note->setWordWrap(true);
     note->setToolTip(tr("Every layer (rows) and head (columns) of the kind chosen in the Map row, the mean of each "
                         "layer's heads last; for self-attention the rollout through the layers (Abnar & Zuidema "
@@ -31,6 +32,17 @@ QWidget* TranslatePanel::createModelViewPane() {
     auto* exportButton = new QPushButton(tr("Export grid…"), this);
     exportButton->setObjectName(QStringLiteral("exportModelView"));
     exportButton->setToolTip(tr("Save the whole grid as one picture (PNG or SVG)"));
+    auto* sortBox = new QCheckBox(tr("Sort by importance"), this);
+    sortBox->setObjectName(QStringLiteral("sortHeadsByImportance"));
+    sortBox->setToolTip(tr("Each layer's heads in decreasing importance (Michel et al. 2019), once heads are "
+                           "measured (the Heads panel, or training with head statistics)"));
+    auto* unmask = new QPushButton(tr("Unmask all"), this);
+    unmask->setObjectName(QStringLiteral("unmaskHeads"));
+    unmask->setToolTip(tr("Switch every masked head on again and translate once more"));
+    m_maskLabel = new QLabel(this);
+    m_maskLabel->setObjectName(QStringLiteral("maskedHeadsLabel"));
+    m_maskLabel->setWordWrap(true);
+    m_maskLabel->hide();
     auto* status = new QLabel(this);
     status->setObjectName(QStringLiteral("modelViewStatus"));
     QScrollArea* scroll = scrolled(m_modelView, this);
@@ -39,15 +51,27 @@ QWidget* TranslatePanel::createModelViewPane() {
     m_modelPane = new QWidget(this);
     auto* top = new QHBoxLayout();
     top->addWidget(note, 1);
+    top->addWidget(sortBox);
+    top->addWidget(unmask);
     top->addWidget(exportButton);
     auto* layout = new QVBoxLayout(m_modelPane);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(top);
+    layout->addWidget(m_maskLabel);
     layout->addWidget(status);
     layout->addWidget(scroll, 1);
     status->hide();
 
     connect(m_mapSelector, &MapSelector::choiceChanged, this, &TranslatePanel::showChosenMap);
+    connect(sortBox, &QCheckBox::toggled, m_modelView, &ModelView::setSortByImportance);
+    connect(unmask, &QPushButton::clicked, this, [this] { setMaskedHeads({}); });
+    connect(m_modelView, &ModelView::maskToggled, this, [this](const AttentionMapId& id) {
+        std::vector<AttentionMapId> heads = m_maskedHeads;
+        const auto at = std::find(heads.begin(), heads.end(), id);
+        if (at != heads.end()) heads.erase(at);
+        else heads.push_back(id);
+        setMaskedHeads(std::move(heads));
+    });
     connect(m_modelView, &ModelView::mapClicked, this, [this](const MapChoice& c) {
         m_mapSelector->setChoice(c);
         m_views->setCurrentIndex(0);  // the Attention tab: the map large, with strips, values and zoom

@@ -11,6 +11,7 @@
 #include <QFormLayout>
 #include <QImage>
 #include <QLabel>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QSvgRenderer>
@@ -447,4 +448,102 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
                 panel->modelView()->panelCount(), redraws, wall.elapsed() / 1000.0, ticks.lateness.size(), p50, p99,
                 ticks.worst(), workMax, longest.wallMs, longest.cpuMs, qPrintable(longestWhat), QThread::idealThreadCount());
     CHECK(p99 < 16.0);
+}
+
+TEST_CASE("model view: a head's corner box masks it for the translation; badges, roles and sorting by importance",
+          "[ui][heatmap][transformer][mask]") {
+    Fixture f(/*epochs=*/1, /*maxBatches=*/15);
+    f.w().settingsPanel()->setModelConfig(tinyTransformer());
+    f.train();
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    panel->mapSelector()->setChoice(MapChoice{});  // cross, last layer, mean
+    ModelView* view = panel->modelView();
+    auto translateAgain = [&](const QString& s) { f.translate(s); };
+    const QString sentence = QStringLiteral("the red car is fast");
+    translateAgain(sentence);
+    REQUIRE(panel->translation());
+    const std::vector<float> usual = panel->translation()->best().step_log_prob;
+    const std::vector<std::string> usualOther = [&] {
+        translateAgain(QStringLiteral("a cat"));
+        return panel->translation()->best().tokens;
+    }();
+    translateAgain(sentence);
+    panel->viewTabs()->setCurrentIndex(panel->viewTabs()->count() - 1);  // the model view, as a user sees it
+    QApplication::processEvents();
+    REQUIRE(view->panelCount() == 2 * 5);  // 2 layers x (4 heads + mean)
+
+    // Click every cross head's box off: the translation runs again, without them.
+    for (int layer = 0; layer < 2; ++layer)
+        for (int head = 0; head < 4; ++head) {
+            const int i = panelOf(view, MapChoice{AttentionKind::cross, layer, head});
+            REQUIRE(i >= 0);
+            REQUIRE_FALSE(view->maskBoxRect(i).isEmpty());
+            QSignalSpy ready(panel, &TranslatePanel::translationReady);
+            QTest::mouseClick(view, Qt::LeftButton, {}, view->maskBoxRect(i).center());
+            REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));
+        }
+    CHECK(panel->maskedHeads().size() == 8);
+    CHECK(view->maskedHeads().size() == 8);
+    CHECK(panel->mapSelector()->choice().kind == AttentionKind::cross);  // a box click does not open the map
+    auto* label = panel->findChild<QLabel*>(QStringLiteral("maskedHeadsLabel"));
+    REQUIRE(label);
+    CHECK(label->isVisibleTo(panel));
+    CHECK(label->text().contains(QStringLiteral("8 heads masked")));
+    CHECK(view->panelToolTip(panelOf(view, MapChoice{AttentionKind::cross, 0, 0})).contains(QStringLiteral("masked")));
+    CHECK(panel->translation()->best().step_log_prob != usual);  // the translation changed
+    // Without cross-attention the source cannot matter: another sentence gives the same output.
+    // (Compared over the shorter: the length limit follows the source's length.)
+    const std::vector<std::string> masked = panel->translation()->best().tokens;
+    translateAgain(QStringLiteral("a cat"));
+    const std::vector<std::string> other = panel->translation()->best().tokens;
+    const size_t common = std::min(masked.size(), other.size());
+    REQUIRE(common > 0);
+    CHECK(std::equal(masked.begin(), masked.begin() + std::ptrdiff_t(common), other.begin()));
+    // The model itself was not changed: its own translation is as before.
+    const auto own = panel->model()->translate({"a cat"}, panel->decodeOptions());
+    CHECK(own.front().best().tokens == usualOther);
+
+    // Unmask all: the translation is the model's own again.
+    translateAgain(sentence);
+    auto* unmask = panel->findChild<QPushButton*>(QStringLiteral("unmaskHeads"));
+    REQUIRE(unmask);
+    {
+        QSignalSpy ready(panel, &TranslatePanel::translationReady);
+        unmask->click();
+        REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));
+    }
+    CHECK(panel->maskedHeads().empty());
+    CHECK_FALSE(label->isVisibleTo(panel));
+    CHECK(panel->translation()->best().step_log_prob == usual);
+
+    // Badges: measured heads carry importance and confidence, roles in the tooltip, sorting by importance.
+    HeadStatsOptions o;
+    o.batch_size = 16;
+    const std::vector<SentencePair> pairs = {{{"the", "red", "car"}, {"la", "voiture", "rouge"}},
+                                             {{"a", "cat"}, {"un", "chat"}}};
+    std::vector<HeadStats> stats = head_stats(*panel->model()->with_heads_masked({}), pairs, o).heads;
+    REQUIRE(stats.size() >= 8);
+    const int before = view->panelRect(0).height();
+    view->setHeadStats(stats);
+    CHECK(view->panelRect(0).height() > before);  // a line of statistics under each thumbnail
+    CHECK(view->panelToolTip(panelOf(view, MapChoice{AttentionKind::cross, 1, 2})).contains(QStringLiteral("importance")));
+    auto* sort = panel->findChild<QCheckBox*>(QStringLiteral("sortHeadsByImportance"));
+    REQUIRE(sort);
+    sort->setChecked(true);
+    CHECK(view->sortByImportance());
+    for (int layer = 0; layer < 2; ++layer) {
+        std::vector<double> shown;  // the layer's heads left to right
+        for (int i = 0; i < view->panelCount(); ++i)
+            if (view->panelChoice(i).layer == layer && view->panelChoice(i).head >= 0)
+                for (const HeadStats& s : stats)
+                    if (s.id.kind == AttentionKind::cross && s.id.layer == layer && s.id.head == view->panelChoice(i).head)
+                        shown.push_back(s.importance);
+        REQUIRE(shown.size() == 4);
+        CHECK(std::is_sorted(shown.rbegin(), shown.rend()));
+    }
+    // The picture exports with them.
+    QTemporaryDir dir;
+    QString error;
+    CHECK(view->exportTo(dir.filePath(QStringLiteral("grid.png")), 1.0, &error));
 }
