@@ -15,6 +15,8 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "ui/common/Background.hpp"
 #include "ui/common/Format.hpp"
@@ -32,6 +34,25 @@ QTableWidgetItem* numberItem(double v, int decimals) {
     item->setFlags(item->flags() & ~Qt::ItemIsEditable);
     return item;
 }
+/// A map's value for an order, or `fallback`.
+template <class Map>
+typename Map::mapped_type orderValue(const Map& map, ErasureOrder o, typename Map::mapped_type fallback) {
+    const auto it = map.find(o);
+    return it == map.end() ? fallback : it->second;
+}
+
+/// Mean removals: a number, or "never" (sorted after every number) when no step flipped.
+class RemovalsItem : public QTableWidgetItem {
+public:
+    explicit RemovalsItem(std::optional<double> mean) {
+        setData(Qt::DisplayRole, mean ? QVariant(std::round(*mean * 100) / 100) : QVariant(QObject::tr("never")));
+        setData(Qt::UserRole, mean ? *mean : std::numeric_limits<double>::infinity());
+        setFlags(flags() & ~Qt::ItemIsEditable);
+    }
+    bool operator<(const QTableWidgetItem& other) const override {
+        return data(Qt::UserRole).toDouble() < other.data(Qt::UserRole).toDouble();
+    }
+};
 }  // namespace
 
 TauHistograms::TauHistograms(QWidget* parent) : QWidget(parent) {
@@ -107,6 +128,15 @@ AgreementPanel::AgreementPanel(QWidget* parent) : QWidget(parent), m_jobs(new La
         m_methodBoxes.push_back(box);
         controls->addWidget(box);
     }
+    m_erasure = new QCheckBox(tr("erasure"), this);
+    m_erasure->setObjectName(QStringLiteral("agreementErasure"));
+    m_erasure->setToolTip(tr("Also erasure flip curves (Serrano & Smith 2019): at every output step, source positions "
+                             "are erased from every cross map, most important first by attention, |grad × input|, "
+                             "integrated gradients (32 points) and at random, until the model's choice changes. Fewer "
+                             "removals: the order explains the decision better. Costs a decoder step per removal."));
+    m_erasure->setChecked(QSettings().value(QStringLiteral("agreement/erasure"), false).toBool());
+    connect(m_erasure, &QCheckBox::toggled, this, [](bool on) { QSettings().setValue(QStringLiteral("agreement/erasure"), on); });
+    controls->addWidget(m_erasure);
     m_max = new QSpinBox(this);
     m_max->setRange(1, 100000);
     m_max->setValue(QSettings().value(QStringLiteral("agreement/maxSentences"), 200).toInt());
@@ -199,6 +229,7 @@ void AgreementPanel::start() {
     options.attribution.methods = methods();
     options.max_sentences = size_t(m_max->value());
     options.decode.num_hypotheses = 1;
+    options.erasure = m_erasure->isChecked();
     std::function<CorpusAgreement()> work = [model = m_model, corpus = m_corpus, options, run = m_run] {
         std::vector<std::vector<std::string>> sources;
         for (const SentencePair& p : corpus->pairs) {
@@ -256,7 +287,35 @@ void AgreementPanel::showResult(CorpusAgreement result, bool cancelled) {
                     .arg(row.top1_rate(), 0, 'f', 3)
                     .arg(row.steps);
     }
-    m_summary->setText(text + QStringLiteral("</table>"));
+    text += QStringLiteral("</table>");
+    if (const auto& e = m_result->erasure) {
+        // Serrano & Smith: removals until the decision changes, per order; attention against the others.
+        text += tr("<p>Erasure over %1 steps: source positions removed until the model's choice changes "
+                   "(fewer: the order explains the decision better).</p>")
+                    .arg(e->steps);
+        text += QStringLiteral("<table cellspacing=6><tr><th align=left>%1</th><th>%2</th><th>%3</th><th>%4</th>"
+                               "<th>%5</th></tr>")
+                    .arg(tr("order"), tr("steps flipped"), tr("mean removals"), tr("median"),
+                         tr("attention flips sooner · same · later"));
+        for (ErasureOrder o : e->orders) {
+            QString race = QStringLiteral("—");
+            if (o != ErasureOrder::attention) {
+                const auto it = e->attention_vs.find(o);
+                if (it != e->attention_vs.end())
+                    race = QStringLiteral("%1 · %2 · %3").arg(it->second.sooner).arg(it->second.same).arg(it->second.later);
+            }
+            text += QStringLiteral("<tr><td>%1</td><td align=center>%2 of %3</td><td align=center>%4</td>"
+                                   "<td align=center>%5</td><td align=center>%6</td></tr>")
+                        .arg(qs(to_string(o)).toHtmlEscaped())
+                        .arg(orderValue(e->flipped, o, size_t{0}))
+                        .arg(e->steps)
+                        .arg(orderValue(e->mean, o, double(NAN)), 0, 'f', 2)
+                        .arg(orderValue(e->median, o, double(NAN)), 0, 'f', 1)
+                        .arg(race);
+        }
+        text += QStringLiteral("</table>");
+    }
+    m_summary->setText(text);
     std::vector<std::string> attentionPairs;
     for (AttributionMethod m : m_result->methods) attentionPairs.push_back(pairName(m).toStdString());
     m_histograms->setTable(&m_result->table, attentionPairs);
@@ -270,6 +329,8 @@ void AgreementPanel::fillTable() {
     QStringList heads = {tr("#"), tr("source"), tr("output"), tr("steps")};
     for (AttributionMethod m : m_result->methods) heads << tr("τ %1").arg(qs(cli_name(m)));
     for (AttributionMethod m : m_result->methods) heads << tr("top-1 %1").arg(qs(cli_name(m)));
+    const std::vector<ErasureOrder> orders = m_result->erasure ? m_result->erasure->orders : std::vector<ErasureOrder>{};
+    for (ErasureOrder o : orders) heads << tr("removals %1").arg(qs(to_string(o)));
     m_table->setColumnCount(int(heads.size()));
     m_table->setHorizontalHeaderLabels(heads);
     m_table->setRowCount(int(m_result->sentences.size()));
@@ -292,6 +353,14 @@ void AgreementPanel::fillTable() {
         for (AttributionMethod m : m_result->methods) {
             const auto it = s.top1.find(pairName(m).toStdString());
             m_table->setItem(r, column++, numberItem(it == s.top1.end() ? NAN : it->second, 3));
+        }
+        for (ErasureOrder o : orders) {  // the sentence's mean removals over the steps the order flipped
+            auto* item = new RemovalsItem(s.erasure ? s.erasure->mean_removals(o) : std::nullopt);
+            if (s.erasure)
+                item->setToolTip(tr("%1 of %2 steps never flipped by erasing in this order")
+                                     .arg(s.erasure->never(o))
+                                     .arg(s.erasure->steps.size()));
+            m_table->setItem(r, column++, item);
         }
     }
     m_table->setSortingEnabled(true);

@@ -70,6 +70,10 @@ public:
     QTableWidget* table() const { return m_table; }
     TauHistograms* histograms() const { return m_histograms; }
     QLabel* summary() const { return m_summary; }
+    /// Erasure flip curves too (Serrano & Smith 2019, core/analysis/erasure.hpp): per output step,
+    /// source positions erased in order of attention, |grad x input|, integrated gradients and at
+    /// random until the decision changes; the summary and a column per order in the table.
+    QCheckBox* erasureBox() const { return m_erasure; }
 
 Q_SIGNALS:
     /// A run ended (finished or cancelled): result() holds it.
@@ -85,6 +89,7 @@ private:
     TranslationModelPtr m_model;
     std::shared_ptr<const Corpus> m_corpus;
     std::vector<QCheckBox*> m_methodBoxes;
+    QCheckBox* m_erasure;
     QSpinBox* m_max;
     QPushButton* m_start;
     QPushButton* m_cancel;

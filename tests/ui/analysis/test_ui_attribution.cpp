@@ -4,12 +4,14 @@
 // web page, and the what-if controls under the step inspector.
 // LibTorch's c10 logging defines a CHECK macro of its own: include everything
 // that pulls in LibTorch first, then let Catch2 define CHECK last.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -325,6 +327,51 @@ TEST_CASE("corpus agreement window: per-method histograms and a sortable table a
     CHECK(panel->result()->sentences.size() < 400);
     CHECK(panel->summary()->text().contains(QStringLiteral("cancelled")));
     CHECK(panel->startButton()->isEnabled());
+}
+
+TEST_CASE("corpus agreement window: erasure flip curves as core computes them, a column per order",
+          "[ui][agreement][erasure]") {
+    Fixture f(/*epochs=*/1, /*maxBatches=*/20);
+    f.train();
+    f.w().showAgreement();
+    AgreementPanel* panel = f.w().agreementPanel();
+    REQUIRE(panel);
+    panel->setMethods({AttributionMethod::saliency});
+    panel->maxSentences()->setValue(3);
+    panel->erasureBox()->setChecked(true);
+    QSignalSpy finished(panel, &AgreementPanel::finished);
+    panel->startButton()->click();
+    REQUIRE(waitUntil([&] { return finished.count() > 0; }, 120000));
+    REQUIRE(panel->result());
+    REQUIRE(panel->result()->erasure);
+    const ErasureSummary& shown = *panel->result()->erasure;
+
+    std::vector<std::vector<std::string>> sources;
+    for (size_t i = 0; i < 3; ++i) sources.push_back(f.w().corpusPanel()->corpus()->pairs[i].src);
+    CorpusAgreementOptions options;
+    options.attribution.methods = {AttributionMethod::saliency};
+    options.erasure = true;
+    const CorpusAgreement expected = corpus_agreement(*f.w().currentModel(), sources, options);
+    REQUIRE(expected.erasure);
+    CHECK(shown.steps == expected.erasure->steps);
+    CHECK(shown.steps > 0);
+    for (ErasureOrder o : shown.orders) CHECK(shown.flipped.at(o) == expected.erasure->flipped.at(o));
+    CHECK(panel->summary()->text().contains(QStringLiteral("Erasure over %1 steps").arg(shown.steps)));
+    for (ErasureOrder o : shown.orders) CHECK(panel->summary()->text().contains(QString::fromStdString(to_string(o))));
+    // The table: after #, source, output, steps, one tau and one top-1 column, a column per order.
+    QTableWidget* table = panel->table();
+    REQUIRE(table->rowCount() == 3);
+    REQUIRE(table->columnCount() == 4 + 2 + int(shown.orders.size()));
+    for (int r = 0; r < 3; ++r) {
+        const int index = int(table->item(r, 0)->data(Qt::DisplayRole).toDouble()) - 1;
+        const SentenceErasure& e = *panel->result()->sentences[size_t(index)].erasure;
+        const std::optional<double> mean = e.mean_removals(shown.orders.front());
+        QTableWidgetItem* cell = table->item(r, 6);
+        if (mean) CHECK(cell->data(Qt::DisplayRole).toDouble() == Approx(*mean).margin(0.01));
+        else CHECK(cell->text() == QStringLiteral("never"));
+    }
+    // The setting persists.
+    CHECK(QSettings().value(QStringLiteral("agreement/erasure")).toBool());
 }
 
 // By hand, with a d2l-sized model (256 wide, 2 GRU layers):
