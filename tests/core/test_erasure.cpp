@@ -18,19 +18,8 @@ using namespace attnviz;
 
 namespace {
 
-/// A tiny Transformer over a..e -> v..z with weights scaled up (sharper than an initialisation's).
-TranslationModelPtr erasure_test_transformer() {
-    const auto src = std::make_shared<const Vocab>(Vocab::build({{"a", "b", "c", "d", "e"}}));
-    const auto tgt = std::make_shared<const Vocab>(Vocab::build({{"v", "w", "x", "y", "z"}}));
-    Network t = build_network(testing::tiny_transformer_config(static_cast<int64_t>(src->size()),
-                                                               static_cast<int64_t>(tgt->size()), 4, 24, 3));
-    {
-        torch::NoGradGuard ng;
-        for (auto& p : t->named_parameters())
-            if (p.key().find("W_") != std::string::npos) p.value().mul_(3.0);
-    }
-    return std::make_shared<const TranslationModel>(t, src, tgt, TokenLevel::word);
-}
+/// The tiny Transformer with sharp maps (tests/support/tiny_transformer.hpp).
+TranslationModelPtr erasure_test_transformer() { return testing::sharp_tiny_transformer(); }
 
 /// The argmax at step t of the best hypothesis, the decoder run from its start on one row with the
 /// outputs before t given and step t attending as `intervene` says from the weights it would use.

@@ -20,19 +20,9 @@ using namespace attnviz;
 
 namespace {
 
-/// A tiny Transformer over a..e -> v..z with weights scaled up (sharper than an initialisation's).
+/// The tiny Transformer with sharp maps (tests/support/tiny_transformer.hpp).
 TranslationModelPtr heads_test_transformer(torch::Dtype dtype = torch::kFloat) {
-    const auto src = std::make_shared<const Vocab>(Vocab::build({{"a", "b", "c", "d", "e"}}));
-    const auto tgt = std::make_shared<const Vocab>(Vocab::build({{"v", "w", "x", "y", "z"}}));
-    Network t = build_network(testing::tiny_transformer_config(static_cast<int64_t>(src->size()),
-                                                               static_cast<int64_t>(tgt->size()), 4, 24, 3));
-    {
-        torch::NoGradGuard ng;
-        for (auto& p : t->named_parameters())
-            if (p.key().find("W_") != std::string::npos) p.value().mul_(3.0);
-    }
-    t->to(dtype);
-    return std::make_shared<const TranslationModel>(t, src, tgt, TokenLevel::word);
+    return testing::sharp_tiny_transformer(dtype);
 }
 
 std::vector<SentencePair> heads_test_pairs() {

@@ -2,7 +2,11 @@
 // The tiny Transformer the core tests build (16 wide, 2 blocks).
 #include <cstdint>
 
+#include <memory>
+
 #include "core/config/config.hpp"
+#include "core/decode/translation_model.hpp"
+#include "core/model/families.hpp"
 
 namespace attnviz::testing {
 
@@ -19,6 +23,22 @@ inline ModelConfig tiny_transformer_config(int64_t src_vocab, int64_t tgt_vocab,
     c.ffn_size = ffn;
     c.seed = seed;
     return c;
+}
+
+/// The tiny Transformer over a..e -> v..z with its W_ weights scaled up 3x (sharper maps than an
+/// initialisation's: heads that differ, decisions that erasure and masking can change).
+inline TranslationModelPtr sharp_tiny_transformer(torch::Dtype dtype = torch::kFloat) {
+    const auto src = std::make_shared<const Vocab>(Vocab::build({{"a", "b", "c", "d", "e"}}));
+    const auto tgt = std::make_shared<const Vocab>(Vocab::build({{"v", "w", "x", "y", "z"}}));
+    Network t = build_network(
+        tiny_transformer_config(static_cast<int64_t>(src->size()), static_cast<int64_t>(tgt->size()), 4, 24, 3));
+    {
+        torch::NoGradGuard ng;
+        for (auto& p : t->named_parameters())
+            if (p.key().find("W_") != std::string::npos) p.value().mul_(3.0);
+    }
+    t->to(dtype);
+    return std::make_shared<const TranslationModel>(t, src, tgt, TokenLevel::word);
 }
 
 }  // namespace attnviz::testing
