@@ -12,6 +12,7 @@
 #include "app/cli_decode.hpp"
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/corpus_agreement.hpp"
+#include "core/analysis/erasure.hpp"
 #include "core/analysis/web_page.hpp"
 #include "core/config/model_description.hpp"
 #include "core/io/atomic_file.hpp"
@@ -66,6 +67,8 @@ struct AttributeOptions {
     std::vector<std::string> sentences, methods, contrast;
     int64_t ig_steps = 0, topk = 0;  // ig_steps 0: automatic
     bool no_target = false;
+    bool erasure = false;       ///< --erasure: flip curves (Serrano & Smith) per sentence
+    uint64_t erasure_seed = 1;  ///< --erasure-seed: the random order's seed
     DecodeFlags decode;
     MaskHeadsFlag mask;  ///< --mask-heads
 };
@@ -103,19 +106,44 @@ int run_attribute(AttributeOptions& o) {
     a.contrast = parse_contrast(o.contrast);
     if (!o.out.empty()) check_writable("--out", o.out);
     if (!o.html_out.empty()) check_writable("--html-out", o.html_out);
+    ErasureOptions e;
+    e.seed = o.erasure_seed;
+    e.memory_bound = a.memory_bound;  // the bound attribution works in, as agreement --erasure
+    if (o.erasure) e.validate();
     TranslationModelPtr model = loaded;
     const auto sentences = read_sentences(o.sentences);
-    const auto results = attribute_sentences(*model, sentences, a, d);
+    std::vector<SentenceAttribution> results;
+    std::vector<SentenceErasure> erasures;
+    if (!o.erasure) {
+        results = attribute_sentences(*model, sentences, a, d);
+    } else {
+        // As attribute_sentences does, keeping the translations: erasure reads them too.
+        a.validate();
+        DecodeOptions kept = d;
+        kept.maps = maps_for_attribution(a);
+        if (kept.memory_bound == 0) kept.memory_bound = a.memory_bound;
+        const auto translations = model->translate(sentences, kept);
+        check_attribution_fits(*model, translations, a);  // before any is attributed
+        for (size_t i = 0; i < translations.size(); ++i) {
+            results.push_back(attribute_sentence(*model, translations[i], a, i));
+            // The gradient orders read the attribution just made (no second gradient pass), unless a
+            // contrast changed what some step's attribution explains.
+            const SentenceAttribution* computed = a.contrast.empty() ? &results.back() : nullptr;
+            erasures.push_back(erase_sentence(*model, translations[i], e, i, computed));
+        }
+    }
     nlohmann::json all = nlohmann::json::array();
     for (size_t i = 0; i < results.size(); ++i) {
         nlohmann::json j = to_json(results[i]);
         j["sentence"] = i;
+        if (i < erasures.size()) j["erasure"] = erasures[i].to_json();
         all.push_back(std::move(j));
     }
     if (!o.html_out.empty()) {
         WebPageOptions page;
         page.model = o.model + ": " + describe_model(model->config());
-        write_file_atomic(o.html_out, web_page(results, page));
+        page.memory_bound = a.memory_bound;
+        write_file_atomic(o.html_out, web_page(results, page, {}, erasures));
     }
     if (o.out.empty()) {
         std::cout << all.dump(1) << std::endl;
@@ -263,7 +291,13 @@ Command add_attribute_command(CLI::App& parent) {
         "steps: [{token, log_prob, attention, attributions: {method: [...]}, target_attributions,\n"
         "baseline_log_prob, completeness_error, sink_share, agreement: {method: {kendall_tau, top1}}}]}\n"
         "to --out (then stdout gets the translations) or stdout. Kendall's tau-b compares the attention\n"
-        "row with |attribution|; top1: both pick the same source token.");
+        "row with |attribution|; top1: both pick the same source token.\n"
+        "--erasure adds Serrano & Smith's flip curves to each sentence: at every output step, source\n"
+        "positions erased from every cross map (the rest renormalised) in order of attention, |grad x input|,\n"
+        "|integrated gradients| (the attribution's own, or 32 points when not computed) and at random\n"
+        "(--erasure-seed), until the step's decision changes: \"erasure\": {steps: [{step, token, removals:\n"
+        "{order: n|null}}], mean_removals, never}; --html-out shows it as a table per sentence. It costs S\n"
+        "decoder steps per output step and order.");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     app->add_option("sentences", o->sentences, "sentences (default: read stdin)")->type_name("SENTENCE");
     app->add_option("--method", o->methods, "saliency | grad-input | integrated-gradients | occlusion | all\n"
@@ -278,6 +312,9 @@ Command add_attribute_command(CLI::App& parent) {
         ->type_name("INT")->default_str("0")->check(CLI::Range(int64_t{0}, int64_t{100}));
     app->add_option("--out", o->out, "write the JSON here (stdout: the translations)")->type_name("FILE.json");
     app->add_option("--html-out", o->html_out, "also write the self-contained web page")->type_name("FILE");
+    app->add_flag("--erasure", o->erasure, "also erasure flip curves per sentence (see below)");
+    app->add_option("--erasure-seed", o->erasure_seed, "the random erasure order's seed")
+        ->type_name("INT")->default_str("1");
     o->decode.add_to(*app, false);
     o->mask.add_to(*app);
     return {app, [o] { return run_attribute(*o); }};

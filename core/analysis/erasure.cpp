@@ -17,22 +17,6 @@
 
 namespace attnviz {
 
-const std::vector<ErasureOrder>& all_erasure_orders() {
-    static const std::vector<ErasureOrder> all{ErasureOrder::attention, ErasureOrder::grad_input,
-                                               ErasureOrder::integrated_gradients, ErasureOrder::random};
-    return all;
-}
-
-std::string to_string(ErasureOrder order) {
-    switch (order) {
-    case ErasureOrder::attention: return "attention";
-    case ErasureOrder::grad_input: return "grad_input";
-    case ErasureOrder::integrated_gradients: return "integrated_gradients";
-    case ErasureOrder::random: return "random";
-    }
-    return "?";
-}
-
 void ErasureOptions::validate() const {
     if (orders.empty()) throw ConfigError("erasure: no order asked for");
     if (ig_steps < 1 || ig_steps > 1024) throw ConfigError("erasure: integrated gradients' steps must be in 1..1024");
@@ -185,45 +169,6 @@ SentenceErasure erase_sentence(const TranslationModel& model, const Translation&
         previous = h.ids[static_cast<size_t>(t)];
     }
     return out;
-}
-
-std::optional<double> SentenceErasure::mean_removals(ErasureOrder order) const {
-    double sum = 0;
-    size_t n = 0;
-    for (const auto& st : steps) {
-        const auto it = st.removals.find(order);
-        if (it != st.removals.end() && it->second) {
-            sum += static_cast<double>(*it->second);
-            ++n;
-        }
-    }
-    if (n == 0) return std::nullopt;
-    return sum / static_cast<double>(n);
-}
-
-size_t SentenceErasure::never(ErasureOrder order) const {
-    size_t n = 0;
-    for (const auto& st : steps) {
-        const auto it = st.removals.find(order);
-        if (it != st.removals.end() && !it->second) ++n;
-    }
-    return n;
-}
-
-nlohmann::json SentenceErasure::to_json() const {
-    nlohmann::json step_rows = nlohmann::json::array();
-    for (const auto& st : steps) {
-        nlohmann::json removals = nlohmann::json::object();
-        for (const auto& [o, k] : st.removals) removals[to_string(o)] = k ? nlohmann::json(*k) : nlohmann::json();
-        step_rows.push_back({{"step", st.step}, {"token", st.token}, {"removals", removals}});
-    }
-    nlohmann::json mean = nlohmann::json::object(), never_json = nlohmann::json::object();
-    for (auto o : orders) {
-        const auto m = mean_removals(o);
-        mean[to_string(o)] = m ? nlohmann::json(*m) : nlohmann::json();
-        never_json[to_string(o)] = never(o);
-    }
-    return {{"source", source}, {"output", output}, {"steps", step_rows}, {"mean_removals", mean}, {"never", never_json}};
 }
 
 void ErasureSummary::add(const SentenceErasure& sentence) {

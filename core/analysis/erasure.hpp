@@ -9,7 +9,8 @@
 //
 // Everything goes through the family seam: a decoder step with an AttentionIntervention
 // whose cross_erased names the erased positions (core/model/encoder_decoder.hpp), the k-th
-// removal of every order one row of a batch, in passes within the memory bound.
+// removal of every order one row of a batch, in passes within the memory bound. What it finds
+// (SentenceErasure, plain data) is core/analysis/erasure_result.hpp's.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,20 +20,10 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/analysis/attribution_result.hpp"
+#include "core/analysis/erasure_result.hpp"
 #include "core/decode/translation_model.hpp"
 
 namespace attnviz {
-
-/// The order in which source positions are erased.
-enum class ErasureOrder {
-    attention,             ///< the primary map's weight at the step, highest first
-    grad_input,            ///< |gradient x input| of the step's log-probability, highest first
-    integrated_gradients,  ///< |integrated gradients| of it, highest first
-    random,                ///< a permutation drawn from the seed (per sentence and step)
-};
-const std::vector<ErasureOrder>& all_erasure_orders();
-/// "attention", "grad_input", "integrated_gradients", "random".
-std::string to_string(ErasureOrder order);
 
 /// What an erasure run does.
 struct ErasureOptions {
@@ -49,32 +40,6 @@ struct ErasureOptions {
     int64_t memory_bound = 0;
     /// Throws ConfigError naming the first field out of range.
     void validate() const;
-};
-
-/// One output step.
-struct StepErasure {
-    int64_t step = 0;       ///< 0-based output step
-    std::string token;      ///< the model's argmax at the step before any erasure
-    /// Per order: the removals that changed the argmax (1..S), or nullopt when erasing every
-    /// source position did not change it.
-    std::map<ErasureOrder, std::optional<int64_t>> removals;
-    /// Per order: the source positions in the order they are erased (all S of them).
-    std::map<ErasureOrder, std::vector<int64_t>> order;
-};
-
-/// One sentence's erasure.
-struct SentenceErasure {
-    std::vector<std::string> source;  ///< source tokens as the model read them, <eos> included (S of them)
-    std::vector<std::string> output;  ///< the output tokens erased at
-    std::vector<ErasureOrder> orders;
-    std::vector<StepErasure> steps;
-    /// The mean removals over the steps the order flipped (nullopt: none flipped).
-    std::optional<double> mean_removals(ErasureOrder order) const;
-    /// The steps the order never flipped.
-    size_t never(ErasureOrder order) const;
-    /// {"source", "output", "steps": [{"step", "token", "removals": {order: n|null}}],
-    ///  "mean_removals": {order: x|null}, "never": {order: n}}.
-    nlohmann::json to_json() const;
 };
 
 /// Erases at every output step of `translation`'s best hypothesis (made by `model`, with its

@@ -46,6 +46,18 @@ table.heat td.tau { padding-left: 0.5em; font-size: 11px; color: #555; text-alig
 .info { margin-top: 0.6em; min-height: 3.2em; color: #333; }
 .info .cand { display: inline-block; margin-right: 0.8em; }
 .sunk { color: #b02a37; }
+.erasure { margin-top: 0.8em; }
+.erasure h3 { font-size: 1em; margin: 0 0 0.2em; }
+.erasure .note { color: #555; margin: 0 0 0.4em; }
+table.erasure { border-collapse: collapse; }
+table.erasure th, table.erasure td { padding: 2px 0.7em; border-bottom: 1px solid #eee; text-align: right; }
+table.erasure th.tokcol, table.erasure tbody th { text-align: left; font-weight: normal; }
+table.erasure thead th { font-weight: 600; border-bottom: 1px solid #ccc; }
+table.erasure tbody tr { cursor: pointer; }
+table.erasure td.never { color: #888; }
+table.erasure td.best { font-weight: 600; color: #1f61b5; }
+table.erasure tr.active th, table.erasure tr.active td { background: #fff0e6; }
+table.erasure tfoot th, table.erasure tfoot td { border-top: 1px solid #ccc; border-bottom: none; font-style: italic; }
 )CSS";
 
 const char* const page_script = R"JS(
@@ -53,6 +65,8 @@ const char* const page_script = R"JS(
   var data = JSON.parse(document.getElementById('attnviz-data').textContent);
   var names = { attention: 'attention', saliency: 'saliency', grad_input: 'gradient \u00d7 input',
                 integrated_gradients: 'integrated gradients', occlusion: 'occlusion (leave one out)' };
+  var orderNames = { attention: 'attention', grad_input: 'gradient \u00d7 input',
+                     integrated_gradients: 'integrated gradients', random: 'random' };
   var kindNames = { cross: 'cross-attention', encoder_self: 'encoder self-attention',
                     decoder_self: 'decoder self-attention' };
   function el(tag, cls, text) {
@@ -119,6 +133,49 @@ const char* const page_script = R"JS(
     });
     return want;
   }
+  function erasureTable(s, sec) {
+    var e = s.erasure;
+    if (!e || !e.steps || !e.steps.length) return [];
+    var orders = e.orders || [];
+    var box = el('div', 'erasure');
+    box.appendChild(el('h3', '', 'Erasure: how many source tokens until the decision changes'));
+    box.appendChild(el('p', 'note', 'Source positions erased, most important first by each order, until the model\u2019s ' +
+                       'choice at the step changes: fewer removals = the order explains the decision better.'));
+    var table = el('table', 'erasure');
+    var thead = el('thead'), head = el('tr');
+    head.appendChild(el('th', 'tokcol', 'step'));
+    orders.forEach(function (o) { head.appendChild(el('th', '', orderNames[o] || o)); });
+    thead.appendChild(head);
+    table.appendChild(thead);
+    var body = el('tbody'), trs = [];
+    e.steps.forEach(function (st) {
+      var tr = el('tr');
+      tr.dataset.step = st.step;
+      tr.appendChild(el('th', '', st.step + ': ' + st.token));
+      var counts = orders.map(function (o) { var n = st.removals ? st.removals[o] : null; return typeof n === 'number' ? n : null; });
+      var fewest = null;
+      counts.forEach(function (n) { if (n !== null && (fewest === null || n < fewest)) fewest = n; });
+      counts.forEach(function (n) {
+        var td = el('td', n === null ? 'never' : (n === fewest ? 'best' : ''), n === null ? 'never' : String(n));
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+      trs.push(tr);
+    });
+    table.appendChild(body);
+    var foot = el('tfoot'), mean = el('tr');
+    mean.appendChild(el('th', '', 'mean where flipped'));
+    orders.forEach(function (o) {
+      var m = e.mean_removals ? e.mean_removals[o] : null, nv = e.never ? e.never[o] : 0;
+      var text = (typeof m === 'number' ? m.toFixed(2) : 'never') + (nv && typeof m === 'number' ? ' (' + nv + ' never)' : '');
+      mean.appendChild(el('td', '', text));
+    });
+    foot.appendChild(mean);
+    table.appendChild(foot);
+    box.appendChild(table);
+    sec.appendChild(box);
+    return trs;
+  }
   function render(s, index) {
     var sec = el('section', 'sentence');
     sec.appendChild(el('h2', '', 'Sentence ' + (index + 1) + (s.input ? ': ' + s.input : '')));
@@ -155,11 +212,13 @@ const char* const page_script = R"JS(
     sec.appendChild(ig);
     var info = el('div', 'info');
     sec.appendChild(info);
+    var erasureRows = erasureTable(s, sec);
     var current = -1;
     function light(t) {
       current = t;
       [attRowsAreSteps ? att : null, attr].forEach(function (h) { if (h) h.rows.forEach(function (tr, i) { tr.classList.toggle('active', i === t); }); });
       outToks.forEach(function (c, i) { c.classList.toggle('active', i === t); });
+      erasureRows.forEach(function (tr) { tr.classList.toggle('active', Number(tr.dataset.step) === t); });
       var step = s.steps[t];
       var weights = attRows && attRowsAreSteps && attRows.cross ? attRows.rows[t] : step.attention;
       srcToks.forEach(function (c, i) { c.style.background = weights && weights.length ? blue(weights[i]) : 'transparent'; });
@@ -265,6 +324,10 @@ const char* const page_script = R"JS(
       showAttention();
     }
     outToks.forEach(function (c, t) { c.addEventListener('mouseenter', function () { light(t); }); });
+    erasureRows.forEach(function (tr) {
+      var t = Number(tr.dataset.step);
+      if (t >= 0 && t < s.steps.length) tr.addEventListener('mouseenter', function () { light(t); });
+    });
     select.addEventListener('change', function () { showMethod(select.value); });
     showMethod(methods[0]);
     if (s.steps.length) light(0);
@@ -430,7 +493,8 @@ std::string mebibytes(int64_t bytes) {
 
 }  // namespace
 
-int64_t web_page_cost(const std::vector<SentenceAttribution>& sentences, const std::vector<AttentionRecord>& maps) {
+int64_t web_page_cost(const std::vector<SentenceAttribution>& sentences, const std::vector<AttentionRecord>& maps,
+                      const std::vector<SentenceErasure>& erasures) {
     // Per number: the JSON value (16 bytes) in its array, its text in the dump (~8), the escaped copy
     // (~8) and the page (~8): 48 bytes is what the page's peak takes per number, rounded up.
     constexpr int64_t per_number = 48;
@@ -452,16 +516,45 @@ int64_t web_page_cost(const std::vector<SentenceAttribution>& sentences, const s
             numbers = bytes_plus(numbers, bytes_times(matrices, bytes_times(static_cast<int64_t>(rows), static_cast<int64_t>(cols))));
         }
     }
+    // An erasure step: its index, its token (counted a number per 8 bytes, escapes and all) and a
+    // removal per order; a sentence: the mean and the never count per order.
+    for (const auto& e : erasures) {
+        const auto orders = static_cast<int64_t>(e.orders.size());
+        numbers = bytes_plus(numbers, bytes_times(orders, 2));
+        for (const auto& st : e.steps)
+            numbers = bytes_plus(numbers, bytes_plus(static_cast<int64_t>(st.removals.size()) + 2,
+                                                     static_cast<int64_t>(st.token.size() / 8)));
+    }
     return bytes_times(numbers, per_number);
 }
 
+namespace {
+
+/// A sentence's erasure as the page reads it: the orders (the table's columns), per step its
+/// index, token and removals per order (null: never), and per order the mean and the steps never
+/// flipped. Its source and output are the sentence's own already.
+nlohmann::json erasure_json(const SentenceErasure& e) {
+    nlohmann::json j = e.to_json();
+    j.erase("source");
+    j.erase("output");
+    nlohmann::json orders = nlohmann::json::array();
+    for (auto o : e.orders) orders.push_back(to_string(o));
+    j["orders"] = std::move(orders);
+    return j;
+}
+
+}  // namespace
+
 std::string web_page(const std::vector<SentenceAttribution>& sentences, const WebPageOptions& options,
-                     const std::vector<AttentionRecord>& maps) {
+                     const std::vector<AttentionRecord>& maps, const std::vector<SentenceErasure>& erasures) {
     if (!maps.empty() && maps.size() != sentences.size())
         throw ConfigError("web page: " + std::to_string(maps.size()) + " attention records for " +
                           std::to_string(sentences.size()) + " sentences");
+    if (!erasures.empty() && erasures.size() != sentences.size())
+        throw ConfigError("web page: " + std::to_string(erasures.size()) + " erasures for " +
+                          std::to_string(sentences.size()) + " sentences");
     const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
-    const int64_t cost = web_page_cost(sentences, maps);
+    const int64_t cost = web_page_cost(sentences, maps, erasures);
     if (cost > bound)
         throw ConfigError("web page: " + count_of(static_cast<int64_t>(sentences.size()), "sentence", "sentences") +
                           " with every head's map would take about " + mebibytes(cost) + " to write, more than the " +
@@ -470,6 +563,7 @@ std::string web_page(const std::vector<SentenceAttribution>& sentences, const We
     for (size_t i = 0; i < sentences.size(); ++i) {
         nlohmann::json j = to_json(sentences[i]);
         if (i < maps.size() && has_head_view(maps[i])) j["heads"] = heads_json(sentences[i], maps[i]);
+        if (i < erasures.size() && !erasures[i].steps.empty()) j["erasure"] = erasure_json(erasures[i]);
         data["sentences"].push_back(std::move(j));
     }
     std::string page;

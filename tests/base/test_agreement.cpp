@@ -4,6 +4,7 @@
 #include "catch_torch.hpp"
 
 #include <cmath>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -331,4 +332,59 @@ TEST_CASE("the web page's head view: every kind, layer and head, means, rollouts
     tight.memory_bound = with_maps;
     CHECK_NOTHROW(web_page({s}, tight, {r}));
     CHECK_THROWS_AS(web_page({s, s}, o, {r}), ConfigError);  // a record per sentence
+}
+
+TEST_CASE("the web page's erasure table: removals per step and order, means, escaped tokens", "[web_page]") {
+    SentenceAttribution s = sample();
+    s.output[1] = "</script><b>chat</b> http://x";
+    s.steps[1].token = s.output[1];
+    SentenceErasure e;
+    e.source = s.source;
+    e.output = s.output;
+    e.orders = all_erasure_orders();
+    const std::vector<std::vector<std::optional<int64_t>>> removals{
+        {1, 2, 2, 3}, {2, std::nullopt, 1, 4}, {1, 1, std::nullopt, std::nullopt}};
+    for (size_t t = 0; t < 3; ++t) {
+        StepErasure st;
+        st.step = static_cast<int64_t>(t);
+        st.token = s.output[t];
+        for (size_t o = 0; o < 4; ++o) st.removals[e.orders[o]] = removals[t][o];
+        e.steps.push_back(st);
+    }
+    WebPageOptions o;
+    const std::string page = web_page({s, sample()}, o, {}, {e, SentenceErasure{}});
+    INFO(page.substr(0, 400));
+    CHECK(testing::web_page_problem(page).empty());
+    CHECK(page.find("</script><b>chat") == std::string::npos);
+    CHECK(page.find("<b>chat</b>") == std::string::npos);
+    const auto data = page_data_of(page);
+    REQUIRE(data["sentences"][0].contains("erasure"));
+    const auto& er = data["sentences"][0]["erasure"];
+    CHECK(er["orders"] == nlohmann::json({"attention", "grad_input", "integrated_gradients", "random"}));
+    REQUIRE(er["steps"].size() == 3);
+    for (size_t t = 0; t < 3; ++t)
+        for (size_t k = 0; k < 4; ++k) {
+            INFO("step " << t << ", order " << k);
+            const auto& got = er["steps"][t]["removals"][to_string(e.orders[k])];
+            if (removals[t][k]) CHECK(got == *removals[t][k]);
+            else CHECK(got.is_null());
+        }
+    CHECK(er["steps"][1]["token"] == s.output[1]);  // escaped in the page, as given in the data
+    CHECK(er["mean_removals"]["attention"].get<double>() == Approx(4.0 / 3.0));
+    CHECK(er["mean_removals"]["grad_input"].get<double>() == Approx(1.5));
+    CHECK(er["never"]["random"] == 1);
+    CHECK_FALSE(er.contains("source"));  // the sentence's own
+    // A sentence without steps, or a page without erasures, shows none.
+    CHECK_FALSE(data["sentences"][1].contains("erasure"));
+    CHECK_FALSE(page_data_of(web_page({s}, o))["sentences"][0].contains("erasure"));
+    // The page's script builds the table and names the orders.
+    CHECK(page.find("fewer removals") != std::string::npos);
+    // The cost counts it; one erasure per sentence or none.
+    CHECK(web_page_cost({s}, {}, {e}) > web_page_cost({s}, {}));
+    WebPageOptions tight;
+    tight.memory_bound = web_page_cost({s}, {}, {e}) - 1;
+    CHECK_THROWS_AS(web_page({s}, tight, {}, {e}), ConfigError);
+    tight.memory_bound += 1;
+    CHECK_NOTHROW(web_page({s}, tight, {}, {e}));
+    CHECK_THROWS_AS(web_page({s, s}, o, {}, {e}), ConfigError);
 }

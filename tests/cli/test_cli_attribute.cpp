@@ -195,3 +195,61 @@ TEST_CASE("cli: translate --html-out writes one self-contained page", "[cli][web
     for (const auto& row : a[0]["weights"]) CHECK(row.back().get<double>() == 0.0);  // the <eos> column
     CHECK(a[0]["merged"].get<std::string>().find("sinks excluded") != std::string::npos);
 }
+
+TEST_CASE("cli: attribute --erasure writes flip curves in the file and on the page", "[cli][web_page][erasure]") {
+    TempDir dir;
+    const std::string ckpt = train_tiny(dir);
+    const std::string out = dir / "attr.json", page = dir / "page.html";
+    Result r = cli(dir, {"attribute", "--model", ckpt, "--ig-steps", "8", "--erasure", "--erasure-seed", "3", "--out", out,
+                         "--html-out", page, "a b c d", "e f"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const json all = json::parse(read_file(out));
+    REQUIRE(all.size() == 2);
+    const std::vector<std::string> orders{"attention", "grad_input", "integrated_gradients", "random"};
+    for (const auto& s : all) {
+        REQUIRE(s.contains("erasure"));
+        const json& e = s["erasure"];
+        CHECK(e["source"] == s["source"]);
+        REQUIRE(e["steps"].size() == s["steps"].size());
+        for (size_t t = 0; t < e["steps"].size(); ++t) {
+            const json& st = e["steps"][t];
+            CHECK(st["step"] == t);
+            for (const auto& o : orders) {
+                INFO(o);
+                REQUIRE(st["removals"].contains(o));
+                const json& n = st["removals"][o];
+                CHECK((n.is_null() || (n.get<int64_t>() >= 1 && n.get<int64_t>() <= int64_t(s["source"].size()))));
+            }
+        }
+        for (const auto& o : orders) CHECK(e["never"].contains(o));
+    }
+    // The page carries the same removals, within the page's rules.
+    const std::string html = read_file(page);
+    CHECK(attnviz::testing::web_page_problem(html).empty());
+    const auto open = html.find("id=\"attnviz-data\">") + std::string("id=\"attnviz-data\">").size();
+    const json data = json::parse(html.substr(open, html.find("</script>", open) - open));
+    REQUIRE(data["sentences"].size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+        const json& e = data["sentences"][i]["erasure"];
+        CHECK(e["orders"] == json(orders));
+        REQUIRE(e["steps"].size() == all[i]["erasure"]["steps"].size());
+        CHECK(e["steps"][0]["removals"] == all[i]["erasure"]["steps"][0]["removals"]);
+        CHECK(e["mean_removals"] == all[i]["erasure"]["mean_removals"]);
+    }
+    Result py = run_command(dir, quote(ATTNVIZ_PYTHON3) + " " + quote(ATTNVIZ_CHECK_WEB_PAGE), {page});
+    INFO("checker: " << py.out << py.err);
+    CHECK(py.code == 0);
+    // The random order follows its seed: the same seed, the same removals.
+    Result again = cli(dir, {"attribute", "--model", ckpt, "--method", "grad-input", "--erasure", "--erasure-seed", "3",
+                             "a b c d"});
+    REQUIRE(again.code == 0);
+    const json a = json::parse(again.out);
+    for (size_t t = 0; t < a[0]["erasure"]["steps"].size(); ++t)
+        CHECK(a[0]["erasure"]["steps"][t]["removals"]["random"] == all[0]["erasure"]["steps"][t]["removals"]["random"]);
+    // Off by default.
+    Result plain = cli(dir, {"attribute", "--model", ckpt, "--method", "grad-input", "a b"});
+    REQUIRE(plain.code == 0);
+    CHECK_FALSE(json::parse(plain.out)[0].contains("erasure"));
+    require_one_error_line(cli(dir, {"attribute", "--model", ckpt, "--erasure-seed", "x", "a"}), "--erasure-seed");
+}

@@ -450,7 +450,7 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
     CHECK(p99 < 16.0);
 }
 
-TEST_CASE("model view: a head's corner box masks it for the translation; badges, roles and sorting by importance",
+TEST_CASE("model view: a head's corner box masks it for the translation, with badges, roles and sorting by importance",
           "[ui][heatmap][transformer][mask]") {
     Fixture f(/*epochs=*/1, /*maxBatches=*/15);
     f.w().settingsPanel()->setModelConfig(tinyTransformer());
