@@ -30,27 +30,6 @@ struct HeadsOptions {
 
 nlohmann::json number(double v) { return number_or_null(v); }
 
-nlohmann::json head_json(const HeadStats& h) {
-    nlohmann::json j;
-    j["kind"] = to_string(h.id.kind);
-    j["layer"] = h.id.layer;
-    j["head"] = h.id.head;
-    j["confidence"] = number(h.confidence);
-    j["entropy"] = number(h.entropy);
-    if (h.positional)
-        j["positional"] = {{"offset", h.positional->offset},
-                           {"share", h.positional->share},
-                           {"positional", h.positional->positional()}};
-    else
-        j["positional"] = nullptr;
-    j["rare_share"] = number(h.rare_share);
-    j["sink_share"] = number(h.sink_share);
-    j["importance"] = number(h.importance);
-    j["importance_raw"] = number(h.importance_raw);
-    if (h.aer) j["aer"] = number(*h.aer);
-    return j;
-}
-
 std::string cell(double v, int decimals) { return std::isfinite(v) ? fixed(v, decimals) : "-"; }
 
 std::string table(const HeadReport& r) {
@@ -102,8 +81,7 @@ int run_heads(HeadsOptions& o) {
         "per kind and layer: the raw importances E|dL/dxi| divided by their L2 norm over the layer's heads "
         "(Michel et al. 2019)";
     if (o.mask.given()) j["mask_heads"] = o.mask.text;
-    j["heads"] = nlohmann::json::array();
-    for (const auto& h : report.heads) j["heads"].push_back(head_json(h));
+    j["heads"] = heads_to_json(report.heads);
 
     std::vector<PrunePoint> curve;
     if (o.prune_curve) {
@@ -112,14 +90,7 @@ int run_heads(HeadsOptions& o) {
         p.fixed_steps = options.fixed_steps;
         p.random_orders = o.prune_seeds;
         curve = prune_curve(*model, pairs, report, p);
-        j["prune_curve"] = nlohmann::json::array();
-        for (const auto& pt : curve)
-            j["prune_curve"].push_back({{"order", pt.order},
-                                        {"kinds", pt.kinds},
-                                        {"fraction", pt.fraction},
-                                        {"heads_masked", pt.heads_masked},
-                                        {"loss", number(pt.loss)},
-                                        {"bleu", number(pt.bleu)}});
+        j["prune_curve"] = prune_curve_json(curve);
         if (!o.csv.empty()) write_file_atomic(o.csv, prune_curve_csv(curve));
     }
     if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "core/analysis/sinks.hpp"
 #include "core/model/memory_bound.hpp"
@@ -321,6 +322,37 @@ HeadReport head_stats(const TranslationModel& model, const std::vector<SentenceP
         h.importance = normalise_per_layer(raw)[h.id.layer][h.id.head].item<double>();
     }
     return report;
+}
+
+namespace {
+nlohmann::json heads_json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
+
+nlohmann::json head_to_json(const HeadStats& h) {
+    nlohmann::json j;
+    j["kind"] = to_string(h.id.kind);
+    j["layer"] = h.id.layer;
+    j["head"] = h.id.head;
+    j["confidence"] = heads_json_number(h.confidence);
+    j["entropy"] = heads_json_number(h.entropy);
+    if (h.positional)
+        j["positional"] = {{"offset", h.positional->offset},
+                           {"share", h.positional->share},
+                           {"positional", h.positional->positional()}};
+    else
+        j["positional"] = nullptr;
+    j["rare_share"] = heads_json_number(h.rare_share);
+    j["sink_share"] = heads_json_number(h.sink_share);
+    j["importance"] = heads_json_number(h.importance);
+    j["importance_raw"] = heads_json_number(h.importance_raw);
+    if (h.aer) j["aer"] = heads_json_number(*h.aer);
+    return j;
+}
+
+nlohmann::json heads_to_json(const std::vector<HeadStats>& heads) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& h : heads) out.push_back(head_to_json(h));
+    return out;
 }
 
 }  // namespace attnviz

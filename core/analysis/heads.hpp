@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/analysis/alignment.hpp"
 #include "core/data/data.hpp"
 #include "core/decode/translation_model.hpp"
@@ -133,5 +135,12 @@ torch::Tensor normalise_per_layer(const torch::Tensor& raw);
 /// CLI's --mask-heads) stay in force.
 HeadReport head_stats(const TranslationModel& model, const std::vector<SentencePair>& pairs,
                       const HeadStatsOptions& options = {});
+
+/// One head as `attnviz-cli heads --json` and the app's export write it: {kind, layer, head,
+/// confidence, entropy, positional: {offset, share, positional} | null, rare_share, sink_share,
+/// importance, importance_raw, aer (cross heads with gold alignments only)}; NaN as null.
+nlohmann::json head_to_json(const HeadStats& head);
+/// Every head, in order, as a JSON array of head_to_json().
+nlohmann::json heads_to_json(const std::vector<HeadStats>& heads);
 
 }  // namespace attnviz

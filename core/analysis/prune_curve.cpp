@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -166,6 +167,19 @@ std::string prune_curve_csv(const std::vector<PrunePoint>& points) {
         out << p.order << "," << p.kinds << "," << p.fraction << "," << p.heads_masked << "," << p.loss << ","
             << p.bleu << "\n";
     return out.str();
+}
+
+nlohmann::json prune_curve_json(const std::vector<PrunePoint>& points) {
+    const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& pt : points)
+        out.push_back({{"order", pt.order},
+                       {"kinds", pt.kinds},
+                       {"fraction", pt.fraction},
+                       {"heads_masked", pt.heads_masked},
+                       {"loss", number(pt.loss)},
+                       {"bleu", number(pt.bleu)}});
+    return out;
 }
 
 }  // namespace attnviz

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/analysis/heads.hpp"
 
 namespace attnviz {
@@ -45,5 +47,8 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
 
 /// "order,kinds,fraction,heads_masked,loss,bleu" and a line per point.
 std::string prune_curve_csv(const std::vector<PrunePoint>& points);
+
+/// [{order, kinds, fraction, heads_masked, loss, bleu}] (NaN as null), as `heads --json` writes "prune_curve".
+nlohmann::json prune_curve_json(const std::vector<PrunePoint>& points);
 
 }  // namespace attnviz

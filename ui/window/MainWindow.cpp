@@ -24,6 +24,8 @@
 
 #include "core/model/device.hpp"
 #include "ui/analysis/AttributionView.hpp"
+#include "ui/analysis/HeadsGrid.hpp"
+#include "ui/analysis/HeadsPanel.hpp"
 #include "ui/compare/ComparePanel.hpp"
 #include "ui/training/CorpusPanel.hpp"
 #include "ui/common/Format.hpp"
@@ -51,12 +53,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_translate = new TranslatePanel();
     m_probe = new ProbePanel();
     m_compare = new ComparePanel();
+    m_heads = new HeadsPanel();
 
     m_tabs = new QTabWidget();
     m_tabs->addTab(m_chart, tr("&Curves"));
     m_tabs->addTab(m_translate, tr("&Translate && inspect"));
     m_tabs->addTab(m_probe, tr("Live &probe"));
     m_tabs->addTab(m_compare, tr("C&ompare models"));
+    m_tabs->addTab(m_heads, tr("H&eads"));
+    // Measured heads carry their importance and confidence into the model view's thumbnails.
+    connect(m_heads, &HeadsPanel::headsMeasured, this, [this] { m_translate->modelView()->setHeadStats(m_heads->heads()); });
+    m_tabs->setTabToolTip(HeadsTab, tr("Which heads matter: importance, confidence and roles of every head, live while "
+                                       "training; pruning curves"));
     m_progress = new QProgressBar();
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
@@ -375,11 +383,13 @@ TranslationModelPtr MainWindow::currentModel() const { return m_translate->model
 
 void MainWindow::setModel(TranslationModelPtr model) {
     m_compare->setCurrentModel(model);
+    m_heads->setModel(model);
     m_translate->setModel(std::move(model));
     updateActions();
 }
 
 void MainWindow::onCorpusChanged() {
+    m_heads->setCorpus(m_corpus->corpus());
     const QStringList examples = m_corpus->examples();
     m_translate->setExamples(examples);
     // Keep a probe the user typed; otherwise probe with the new corpus' first example.
@@ -410,6 +420,7 @@ QList<HeatmapWidget*> MainWindow::heatmaps() const {
 
 void MainWindow::setColorMap(ColorMap::Kind kind) {
     for (HeatmapWidget* h : heatmaps()) h->setColorMap(kind);
+    m_heads->grid()->setColorMap(kind);
     m_translate->inspector()->setColorMap(kind);
     m_translate->modelView()->setColorMap(kind);
     for (QAction* a : m_colorMapGroup->actions())

@@ -26,6 +26,7 @@ namespace attnviz::ui {
 
 class AgreementPanel;
 class CorpusPanel;
+class HeadsPanel;
 class HeatmapWidget;
 class LossChart;
 class ProbePanel;
@@ -37,7 +38,7 @@ class WebPageWriter;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum Tab { CurvesTab = 0, TranslateTab = 1, ProbeTab = 2, CompareTab = 3 };
+    enum Tab { CurvesTab = 0, TranslateTab = 1, ProbeTab = 2, CompareTab = 3, HeadsTab = 4 };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -49,6 +50,8 @@ public:
     TranslatePanel* translatePanel() const { return m_translate; }
     ProbePanel* probePanel() const { return m_probe; }
     ComparePanel* comparePanel() const { return m_compare; }
+    /// The Heads tab: which heads matter (ui/analysis/HeadsPanel.hpp).
+    HeadsPanel* headsPanel() const { return m_heads; }
     QTabWidget* tabs() const { return m_tabs; }
     QProgressBar* progressBar() const { return m_progress; }
     /// The heatmap of the visible tab (probe tab: the probe's; otherwise the translation's).
@@ -180,6 +183,7 @@ private:
     TranslatePanel* m_translate;
     ProbePanel* m_probe;
     ComparePanel* m_compare;
+    HeadsPanel* m_heads;
     QTabWidget* m_tabs;
     QProgressBar* m_progress;
     QLabel* m_stateLabel;

@@ -21,10 +21,12 @@
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/checkpoint_legacy.hpp"
 #include "core/config/pretrained_config.hpp"
+#include "ui/analysis/HeadsPanel.hpp"
 #include "ui/training/CorpusPanel.hpp"
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapExport.hpp"
 #include "ui/heatmap/HeatmapWidget.hpp"
+#include "ui/heatmap/ModelView.hpp"
 #include "ui/training/LossChart.hpp"
 #include "ui/window/MainWindow.hpp"
 #include "ui/training/ProbePanel.hpp"
@@ -123,6 +125,9 @@ bool MainWindow::openCheckpoint(const QString& requested) {
         }
     }
     m_chart->setHistory(model->history(), QFileInfo(path).fileName());
+    m_heads->setHistory(model->history());  // the heads' curves over the validations it was trained with
+    m_translate->modelView()->setHeadStats(
+        model->history().epochs.empty() ? std::vector<HeadStats>{} : headStatsFromSnapshots(model->history().epochs.back().heads));
     setModel(model);
     // Decoding starts from what the model's generation config asks of generate() (its beams).
     if (model->config().is_pretrained())

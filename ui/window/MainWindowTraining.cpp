@@ -6,9 +6,11 @@
 #include <QStatusBar>
 #include <cmath>
 
+#include "ui/analysis/HeadsPanel.hpp"
 #include "ui/training/CorpusPanel.hpp"
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapWidget.hpp"
+#include "ui/heatmap/ModelView.hpp"
 #include "ui/training/LossChart.hpp"
 #include "ui/window/MainWindow.hpp"
 #include "ui/training/ProbePanel.hpp"
@@ -81,7 +83,11 @@ void MainWindow::continueTraining() {
 }
 
 void MainWindow::onStarted(const QString& runLabel, bool continuing) {
-    if (!continuing) m_chart->startRun(runLabel);
+    if (!continuing) {
+        m_chart->startRun(runLabel);
+        m_heads->clearHistory();  // the grid's curves follow this run's validations
+        m_translate->modelView()->setHeadStats({});
+    }
     m_progress->setValue(0);
     m_progress->setFormat(tr("Preparing data and model…"));
     m_rateLabel->setText(tr("– tok/s"));
@@ -144,6 +150,8 @@ void MainWindow::onProgress(const BatchReport& r) {
 
 void MainWindow::onEpoch(const EpochReport& r, qint64 step) {
     m_chart->addEpoch(r, step);
+    m_heads->addEpoch(r);  // the heads grid's history (TrainConfig::head_stats): Michel's Fig. 5, live
+    if (!r.heads.empty()) m_translate->modelView()->setHeadStats(headStatsFromSnapshots(r.heads));
     statusBar()->showMessage(tr("Epoch %1: train loss %2, validation loss %3, BLEU %4, exact match %5%")
                                  .arg(r.epoch)
                                  .arg(formatLoss(r.train_loss), formatLoss(r.val_loss))
