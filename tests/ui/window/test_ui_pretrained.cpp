@@ -10,14 +10,18 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDropEvent>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QMimeData>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
 #include <QUrl>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -282,4 +286,62 @@ TEST_CASE("pretrained: Train fine-tunes the opened model on the corpus, starting
     f.translate(QString::fromStdString(kHfSentence));
     REQUIRE(f.w().translatePanel()->translation());
     CHECK(f.w().translatePanel()->translationModel() == tuned);
+}
+
+// By hand, with an opus-mt-sized Marian folder (tools/bench_pretrained.py WORK builds one as
+// WORK/marian; 6 + 6 layers of 8 heads: 144 maps a translation):
+//   ATTNVIZ_MARIAN_DIR=WORK/marian attnviz_tests_ui "[modelview-speed-144]"
+// How late a 5 ms GUI timer's ticks come while the model view redraws per translation and per kind.
+TEST_CASE("model view: an opus-mt-sized model's 144 maps, GUI timer lateness", "[.][modelview-speed-144]") {
+    const QString folder = qEnvironmentVariable("ATTNVIZ_MARIAN_DIR");
+    if (folder.isEmpty()) {
+        WARN("set ATTNVIZ_MARIAN_DIR to an opus-mt-sized Marian folder");
+        return;
+    }
+    Fixture f;
+    REQUIRE(f.w().openFile(folder));
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    panel->setBeamWidth(1);
+    QTabWidget* tabs = panel->viewTabs();
+    const QStringList sentences = {QStringLiteral("the red car is fast"), QStringLiteral("a small dog sees the car"),
+                                   QStringLiteral("the blue bird is slow"), QStringLiteral("the dog sees a red bird")};
+    f.translate(sentences.front());  // LibTorch's first use, not measured
+    tabs->setCurrentIndex(tabs->count() - 1);
+    const AttentionRecord& record = panel->translation()->best().attention;
+    const int maps = int(record.maps.size());
+    auto* timed = qobject_cast<TimedApplication*>(qApp);
+    REQUIRE(timed);
+    timed->takeLongest(nullptr);
+    timed->setTiming(true);
+    TickMeter ticks;
+    QElapsedTimer wall;
+    wall.start();
+    ticks.start();
+    int redraws = 0;
+    for (int round = 0; round < 2; ++round)
+        for (const QString& s : sentences) {
+            f.translate(s);
+            ++redraws;
+            QTest::qWait(50);
+            for (AttentionKind kind : {AttentionKind::encoder_self, AttentionKind::decoder_self, AttentionKind::cross}) {
+                MapChoice c;
+                c.kind = kind;
+                panel->mapSelector()->setChoice(c);
+                QTest::qWait(100);
+                ++redraws;
+            }
+        }
+    ticks.stop();
+    timed->setTiming(false);
+    QString longestWhat;
+    const TimedApplication::EventCost longest = timed->takeLongest(&longestWhat);
+    REQUIRE(ticks.lateness.size() > 100);
+    std::printf("{\"bench\": \"modelview-speed-144\", \"maps\": %d, \"panels\": %d, \"redraws\": %d, \"seconds\": %.1f, "
+                "\"ticks\": %zu, \"lateness_ms\": {\"median\": %.2f, \"p99\": %.2f, \"max\": %.1f}, "
+                "\"longest_event\": {\"ms\": %.1f, \"cpu_ms\": %.1f, \"what\": \"%s\"}, \"cores\": %d}\n",
+                maps, panel->modelView()->panelCount(), redraws, wall.elapsed() / 1000.0, ticks.lateness.size(),
+                ticks.quantile(0.5), ticks.quantile(0.99), ticks.worst(), longest.wallMs, longest.cpuMs,
+                qPrintable(longestWhat), QThread::idealThreadCount());
+    CHECK(ticks.quantile(0.99) < 16.0);
 }
