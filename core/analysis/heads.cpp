@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/sinks.hpp"
+#include "core/io/error.hpp"
 #include "core/model/memory_bound.hpp"
 #include "core/text/vocab.hpp"
 
@@ -229,6 +230,9 @@ HeadImportance head_importance(EncoderDecoder& network, const std::vector<Senten
         }
         for (size_t i = 0; i < leaves.size(); ++i)
             if (batch_grad[i].defined()) out.raw.of(kinds[i]) += batch_grad[i].abs();
+        const size_t batches = (pairs.size() + batch_size - 1) / batch_size;
+        if (options.progress && !options.progress(start / batch_size + 1, batches))
+            throw Cancelled("head importance: cancelled");
     }
     if (out.tokens > 0)
         for (const auto kind : kinds) out.raw.of(kind) /= static_cast<double>(out.tokens);
@@ -275,9 +279,15 @@ HeadReport head_stats(const TranslationModel& model, const std::vector<SentenceP
     report.sentences = static_cast<int64_t>(pairs.size());
     EncoderDecoder& network = *model.network();
     const auto groups = network.head_groups();
+    // Progress over both passes: importance's batches, then the forced pass's.
+    const size_t per_pass = (pairs.size() + static_cast<size_t>(std::max<int64_t>(options.batch_size, 1)) - 1) /
+                            static_cast<size_t>(std::max<int64_t>(options.batch_size, 1));
+    const size_t total = (options.importance ? per_pass : 0) + (options.maps ? per_pass : 0);
     HeadImportance importance;
     if (options.importance) {
-        importance = head_importance(network, pairs, model.src_vocab(), model.tgt_vocab(), options, model.device(),
+        HeadStatsOptions o = options;
+        if (options.progress) o.progress = [&](size_t done, size_t) { return options.progress(done, total); };
+        importance = head_importance(network, pairs, model.src_vocab(), model.tgt_vocab(), o, model.device(),
                                      network.head_gates());
         report.tokens = importance.tokens;
         if (importance.tokens > 0) report.loss = importance.loss_sum / static_cast<double>(importance.tokens);
@@ -312,6 +322,9 @@ HeadReport head_stats(const TranslationModel& model, const std::vector<SentenceP
                 sample.target_size = used[i]->tgt.size();
                 stats.add(sample);
             }
+            if (options.progress &&
+                !options.progress((options.importance ? per_pass : 0) + start / chunk + 1, total))
+                throw Cancelled("head statistics: cancelled");
         }
     }
     report.heads = stats.result();

@@ -22,6 +22,7 @@
 // Both passes go through the memory bound: importance's batches are cut as a training step's
 // (training_cost: forward and backward), the forced pass is decoding's (DecodeOptions).
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,9 @@ struct HeadStatsOptions {
     /// id is rarer; a token outside it is the rarest).
     std::unordered_map<std::string, int64_t> source_counts;
     int64_t memory_bound = 0;  ///< the bound both passes ask (0: memory_bound())
+    /// Called after each batch of each pass with the batches done and the total (importance's, then
+    /// the forced pass's); an answer of false stops the work: Cancelled is thrown. Empty: none.
+    std::function<bool(size_t done, size_t total)> progress;
 };
 
 /// The relative offset a self-attention head's argmax takes most often.

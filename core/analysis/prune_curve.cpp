@@ -138,24 +138,26 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
     std::vector<std::string> kind_sets = {"all"};
     if (options.each_kind && groups.size() > 1)
         for (const auto& g : groups) kind_sets.push_back(to_string(g.kind));
+    std::vector<std::tuple<std::string, std::string, std::vector<AttentionMapId>>> curves;  // kinds, order, ids
     for (const auto& kinds : kind_sets) {
-        std::vector<std::pair<std::string, std::vector<AttentionMapId>>> orders;
-        if (options.by_importance) orders.emplace_back("importance", prune_ordered(report, kinds, prune_by_importance));
-        if (options.by_confidence) orders.emplace_back("confidence", prune_ordered(report, kinds, prune_by_confidence));
+        if (options.by_importance) curves.emplace_back(kinds, "importance", prune_ordered(report, kinds, prune_by_importance));
+        if (options.by_confidence) curves.emplace_back(kinds, "confidence", prune_ordered(report, kinds, prune_by_confidence));
         for (int seed = 1; seed <= options.random_orders; ++seed) {
             auto ids = prune_ordered(report, kinds, prune_by_importance);
             std::mt19937_64 rng(static_cast<uint64_t>(seed));
             std::shuffle(ids.begin(), ids.end(), rng);
-            orders.emplace_back("random:" + std::to_string(seed), ids);
+            curves.emplace_back(kinds, "random:" + std::to_string(seed), ids);
         }
-        for (const auto& [name, ids] : orders)
-            for (const double f : options.fractions) {
-                const auto k = static_cast<int64_t>(std::lround(f * static_cast<double>(ids.size())));
-                const std::vector<AttentionMapId> off(ids.begin(), ids.begin() + std::min<int64_t>(k, ids.size()));
-                const auto [loss, bleu] = measure(off);
-                points.push_back({name, kinds, f, static_cast<int64_t>(off.size()), loss, bleu});
-            }
     }
+    const size_t total = curves.size() * options.fractions.size();
+    for (const auto& [kinds, name, ids] : curves)
+        for (const double f : options.fractions) {
+            const auto k = static_cast<int64_t>(std::lround(f * static_cast<double>(ids.size())));
+            const std::vector<AttentionMapId> off(ids.begin(), ids.begin() + std::min<int64_t>(k, ids.size()));
+            const auto [loss, bleu] = measure(off);
+            points.push_back({name, kinds, f, static_cast<int64_t>(off.size()), loss, bleu});
+            if (options.progress && !options.progress(points.size(), total)) return points;
+        }
     return points;
 }
 

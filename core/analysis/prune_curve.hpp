@@ -3,6 +3,7 @@
 // of importance, of confidence, or at random -- and re-measure the validation loss (teacher
 // forced, as eval's) and BLEU (greedy) at each point. All kinds together, and each kind alone.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct PruneCurveOptions {
     int64_t max_length = 0;         ///< decoding's output limit (0: as evaluation: twice the longest
                                     ///< reference + 2, within a Marian model's positions)
     int64_t memory_bound = 0;       ///< 0: memory_bound()
+    /// Called after each point with the points done and the total; an answer of false stops the
+    /// curve there (prune_curve returns the points measured so far). Empty: none.
+    std::function<bool(size_t done, size_t total)> progress;
 };
 
 /// One point of a curve.

@@ -30,4 +30,10 @@ public:
     using Error::Error;
 };
 
+/// Work stopped because its caller asked it to (a progress callback answered false).
+class Cancelled : public Error {
+public:
+    using Error::Error;
+};
+
 }  // namespace attnviz

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/analysis/heads.hpp"
+#include "core/io/error.hpp"
 #include "core/analysis/prune_curve.hpp"
 #include "core/config/pretrained_config.hpp"
 #include "core/data/tasks.hpp"
@@ -263,6 +264,39 @@ TEST_CASE("heads: confidence, entropy, rare and sink shares of a fixed map by ha
     CHECK(stats[0].sink_share == Approx((0.2 + 0.5 + 0.3) / 3).epsilon(1e-6));  // the <eos> column
     CHECK_FALSE(stats[0].positional);
     CHECK_FALSE(stats[0].aer);
+}
+
+TEST_CASE("heads: progress counts both passes and the curve's points; false stops them", "[heads][prune]") {
+    const auto model = heads_test_transformer();
+    const auto pairs = heads_test_pairs();  // 3 pairs: 2 batches of 2 per pass
+    HeadStatsOptions o;
+    o.batch_size = 2;
+    std::vector<std::pair<size_t, size_t>> calls;
+    o.progress = [&](size_t done, size_t total) {
+        calls.emplace_back(done, total);
+        return true;
+    };
+    const HeadReport report = head_stats(*model, pairs, o);
+    CHECK(calls == std::vector<std::pair<size_t, size_t>>{{1, 4}, {2, 4}, {3, 4}, {4, 4}});
+    // Stopped in the importance pass: Cancelled, and the model's gates are as they were.
+    o.progress = [](size_t done, size_t) { return done < 1; };
+    CHECK_THROWS_AS(head_stats(*model, pairs, o), Cancelled);
+    CHECK_FALSE(model->network()->head_gates().any());
+    PruneCurveOptions p;
+    p.batch_size = 2;
+    p.random_orders = 1;
+    p.fractions = {0.0, 0.5};
+    size_t last = 0, total = 0;
+    p.progress = [&](size_t done, size_t all) {
+        last = done;
+        total = all;
+        return done < 5;
+    };
+    const auto curve = prune_curve(*model, pairs, report, p);
+    CHECK(total == 3 * 4 * 2);
+    CHECK(last == 5);
+    CHECK(curve.size() == 5);  // the points measured before it stopped
+    CHECK_FALSE(model->network()->head_gates().any());
 }
 
 TEST_CASE("heads: the pruning curve's first point is eval's loss", "[heads][prune]") {

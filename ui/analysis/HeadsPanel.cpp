@@ -18,8 +18,10 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextStream>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -136,8 +138,15 @@ HeadsPanel::HeadsPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOnly
     m_prune->setChecked(settings.value(QStringLiteral("heads/pruneCurve"), false).toBool());
     m_prune->setToolTip(tr("Also mask 0, 10, …, 90% of the heads by importance, by confidence and at random (3 "
                            "seeds), re-measuring loss and BLEU at each point (slower: a greedy decoding per point)"));
+    m_cancel = new QPushButton(tr("Cancel"), this);
+    m_cancel->setObjectName(QStringLiteral("cancelHeads"));
+    m_cancel->setEnabled(false);
+    m_cancel->setToolTip(tr("Stop the measurement after its current batch or point"));
+    m_poll = new QTimer(this);
+    m_poll->setInterval(100);
+    connect(m_poll, &QTimer::timeout, this, &HeadsPanel::showProgress);
     m_busy = new QProgressBar(this);
-    m_busy->setRange(0, 0);  // busy: an indicator without a known end
+    m_busy->setRange(0, 0);  // busy: an indicator without a known end, until the work says
     m_busy->setMaximumWidth(140);
     m_busy->setTextVisible(false);
     m_busy->hide();
@@ -165,6 +174,7 @@ HeadsPanel::HeadsPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOnly
     controls->addWidget(new QLabel(tr("Sentences"), this));
     controls->addWidget(m_sentences);
     controls->addWidget(m_prune);
+    controls->addWidget(m_cancel);
     controls->addWidget(m_busy);
     controls->addWidget(m_export);
     controls->addWidget(m_status, 1);
@@ -232,6 +242,7 @@ HeadsPanel::HeadsPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOnly
     layout->addWidget(split, 1);
 
     connect(m_measure, &QPushButton::clicked, this, &HeadsPanel::measure);
+    connect(m_cancel, &QPushButton::clicked, this, &HeadsPanel::cancel);
     connect(m_sentences, &QSpinBox::valueChanged, this,
             [](int v) { QSettings().setValue(QStringLiteral("heads/sentences"), v); });
     connect(m_prune, &QCheckBox::toggled, this, [](bool on) { QSettings().setValue(QStringLiteral("heads/pruneCurve"), on); });
@@ -241,7 +252,34 @@ HeadsPanel::HeadsPanel(QWidget* parent) : QWidget(parent), m_jobs(new LatestOnly
     });
 }
 
-HeadsPanel::~HeadsPanel() = default;
+struct HeadsPanel::Run {
+    std::atomic<bool> stop{false};
+    std::atomic<bool> pruning{false};  ///< the pruning curve's points (else head_stats' batches)
+    std::atomic<size_t> done{0}, total{0};
+};
+
+HeadsPanel::~HeadsPanel() {
+    // The job stops at its next batch or point; LatestOnly's destructor waits for it, briefly.
+    if (m_run) m_run->stop = true;
+}
+
+void HeadsPanel::cancel() {
+    if (!m_run) return;
+    m_run->stop = true;
+    m_jobs->cancel();
+    m_poll->stop();
+    m_busy->hide();
+    m_cancel->setEnabled(false);
+    m_status->setText(tr("Cancelled."));
+}
+
+void HeadsPanel::showProgress() {
+    if (!m_run || m_run->total == 0) return;
+    m_busy->setRange(0, int(m_run->total.load()));
+    m_busy->setValue(int(m_run->done.load()));
+    m_status->setText(m_run->pruning ? tr("Pruning curve: point %1 of %2…").arg(m_run->done.load()).arg(m_run->total.load())
+                                     : tr("Measuring every head: batch %1 of %2…").arg(m_run->done.load()).arg(m_run->total.load()));
+}
 
 void HeadsPanel::setModel(TranslationModelPtr model) { m_model = std::move(model); }
 
@@ -262,7 +300,9 @@ void HeadsPanel::measure() {
     }
     const size_t sentences = size_t(m_sentences->value());
     const bool prune = m_prune->isChecked();
-    std::function<Measurement()> work = [model = m_model, corpus = m_corpus, sentences, prune] {
+    if (m_run) m_run->stop = true;  // a run in progress is superseded: it stops at its next batch
+    m_run = std::make_shared<Run>();
+    std::function<Measurement()> work = [model = m_model, corpus = m_corpus, sentences, prune, run = m_run] {
         const auto start = std::chrono::steady_clock::now();
         // Gates of its own: head_stats and prune_curve set them while they run, and the app
         // translates with `model` on other threads meanwhile.
@@ -281,19 +321,31 @@ void HeadsPanel::measure() {
                 for (const auto& token : p.src) ++options.source_counts[token];
             }
         }
+        options.progress = [run](size_t done, size_t total) {
+            run->total = total;
+            run->done = done;
+            return !run->stop.load();
+        };
         Measurement m;
         m.report = head_stats(*own, pairs, options);
         if (prune) {
             PruneCurveOptions p;
             p.fixed_steps = options.fixed_steps;
+            run->done = 0;
+            run->pruning = true;
+            p.progress = options.progress;
             m.curve = prune_curve(*own, pairs, m.report, p);
+            if (run->stop) throw Cancelled("cancelled");
         }
         m.measuredOn = all ? tr("the first %1 pairs of %2 (it has no validation split)").arg(pairs.size()).arg(qs(corpus->name))
                            : tr("%1 validation pairs of %2").arg(pairs.size()).arg(qs(corpus->name));
         m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         return m;
     };
+    m_busy->setRange(0, 0);
     m_busy->show();
+    m_cancel->setEnabled(true);
+    m_poll->start();
     m_status->setText(prune ? tr("Measuring every head and the pruning curve…") : tr("Measuring every head…"));
     m_jobs->run<Measurement>(
         std::move(work), [this](Measurement m) { showMeasurement(std::move(m)); },
@@ -301,12 +353,16 @@ void HeadsPanel::measure() {
 }
 
 void HeadsPanel::showError(const QString& message) {
+    m_poll->stop();
+    m_cancel->setEnabled(false);
     m_busy->setVisible(m_jobs->busy());
     m_status->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped()));
     Q_EMIT measureFailed(message);
 }
 
 void HeadsPanel::showMeasurement(Measurement m) {
+    m_poll->stop();
+    m_cancel->setEnabled(false);
     m_busy->hide();
     m_report = std::move(m.report);
     m_curve = std::move(m.curve);

@@ -23,6 +23,7 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
+class QTimer;
 class QToolButton;
 QT_END_NAMESPACE
 
@@ -73,7 +74,11 @@ public:
     bool exportCsv(const QString& path, QString* error) const;
     bool exportJson(const QString& path, QString* error) const;
 
+    /// Stops the measurement in progress after its current batch or point (nothing is shown).
+    void cancel();
+
     QPushButton* measureButton() const { return m_measure; }
+    QPushButton* cancelButton() const { return m_cancel; }
     QSpinBox* sentencesBox() const { return m_sentences; }
     QCheckBox* pruneBox() const { return m_prune; }
     QProgressBar* busyIndicator() const { return m_busy; }
@@ -90,7 +95,10 @@ Q_SIGNALS:
 
 private:
     struct Measurement;
+    /// A run's stop flag and progress, shared with its work (the core's progress callbacks).
+    struct Run;
     void showMeasurement(Measurement m);
+    void showProgress();
     void showError(const QString& message);
     void fillTable();
     void exportDialog(const QString& what);
@@ -101,6 +109,9 @@ private:
     std::vector<PrunePoint> m_curve;
     QString m_measuredOn;  ///< "toy-french, 200 validation pairs"
     QPushButton* m_measure;
+    QPushButton* m_cancel;
+    QTimer* m_poll;
+    std::shared_ptr<Run> m_run;
     QSpinBox* m_sentences;
     QCheckBox* m_prune;
     QProgressBar* m_busy;

@@ -17,6 +17,7 @@
 #include <QTableWidget>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QtCharts/QChart>
 #include <QtCharts/QLineSeries>
 #include <cmath>
@@ -232,6 +233,20 @@ TEST_CASE("heads tab: training with head statistics fills the grid's histories, 
     // The settings persist.
     CHECK(QSettings().value(QStringLiteral("heads/sentences")).toInt() == 20);
     CHECK(QSettings().value(QStringLiteral("heads/pruneCurve")).toBool());
+
+    // Cancel: the run stops at its next batch or point and shows nothing; the table stays as it was.
+    const size_t before = panel->heads().size();
+    const int measured = done.count();
+    panel->sentencesBox()->setValue(300);
+    panel->measureButton()->click();
+    REQUIRE(panel->cancelButton()->isEnabled());
+    panel->cancelButton()->click();
+    CHECK_FALSE(panel->busy());
+    CHECK_FALSE(panel->cancelButton()->isEnabled());
+    CHECK(panel->statusLabel()->text().contains(QStringLiteral("Cancelled")));
+    QTest::qWait(300);
+    CHECK(done.count() == measured);
+    CHECK(panel->heads().size() == before);
 }
 
 TEST_CASE("heads grid: two epoch reports with heads give every cell two history points, a history and exports",
