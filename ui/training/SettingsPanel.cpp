@@ -112,6 +112,9 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
 QWidget* SettingsPanel::buildGroup(const QString& title, ParamGroup group) {
     auto* box = new QGroupBox(title, this);
     auto* form = new QFormLayout(box);
+    // Narrow docks put a field under its label rather than cutting it (the minimum is the wider of
+    // the two, not their sum).
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     bool scheduleHeading = false;
     for (const auto& p : parameters()) {
         if (p.group != group || !p.in_form) continue;
@@ -177,6 +180,9 @@ QWidget* SettingsPanel::makeEditor(const ParamSpec& p, QWidget* parent) {
         editor = c;
     } else {
         auto* c = new QComboBox(parent);
+        // A few characters at least, not the longest entry: the Setup dock fits a quarter of a laptop's window.
+        c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        c->setMinimumContentsLength(8);
         if (p.type == ParamType::choice) {
             for (size_t i = 0; i < p.choices.size(); ++i)
                 c->addItem(qs(i < p.choice_labels.size() ? p.choice_labels[i] : p.choices[i]), qs(p.choices[i]));

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QGuiApplication>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QGroupBox>
 #include <QLabel>
@@ -164,6 +165,13 @@ QWidget* MainWindow::createSetupDock() {
     scroll->setWidget(inner);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // A list's minimum is its longest entry by default ("Pretrained (Hugging Face)", a long task's
+    // name): a few characters instead, the rest elided, so that the dock can be a quarter of a laptop's
+    // window (issue 41: at 1280 px its 460 px minimum cut the heatmap's title).
+    for (QComboBox* box : inner->findChildren<QComboBox*>()) {
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(10);
+    }
     // As narrow as the fields can be (the form's labels and editors at their minimum), not their comfortable width.
     scroll->setMinimumWidth(inner->minimumSizeHint().width() + 24);
     return scroll;

@@ -79,6 +79,11 @@ void layoutCheckRoom(Fixture& f, const QSize& size) {
     layoutCheckHeaders(panel->inspector());
     // The heatmap's title is whole at this size (the sentence is a short one).
     CHECK_FALSE(panel->heatmap()->titleElided());
+    // The Setup dock takes about a quarter of the window, not its form's comfortable width.
+    const QWidget* dock = f.w().findChild<QWidget*>(QStringLiteral("setupDock"));
+    REQUIRE(dock);
+    INFO("Setup dock " << dock->width() << " px (its minimum " << dock->minimumSizeHint().width() << ")");
+    CHECK(dock->width() <= std::max(size.width() / 4 + 40, 360));
 }
 
 }  // namespace
