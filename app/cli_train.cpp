@@ -250,6 +250,9 @@ int run_train(TrainOptions& o) {
                                                                              : nlohmann::json(nullptr);
         std::cout << j.dump() << std::endl;
     }
+    // Refused before it began (a pair too long for the memory bound...): the input's fault, as
+    // decoding's and attribution's refusals: 2. A run that failed once begun: 1.
+    if (reason == StopReason::error && session.refused()) return exit_usage;
     if (reason == StopReason::diverged || reason == StopReason::error) return exit_runtime;
     if (interrupted()) return interrupt_exit_code();  // 130 Ctrl+C, 143 SIGTERM
     return exit_ok;

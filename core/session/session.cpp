@@ -135,6 +135,7 @@ void TrainingSession::launch(Builder build, const TrainConfig& train, bool fresh
         m_shared->pause_requested = m_shared->stop_requested = false;
         m_shared->reason = StopReason::finished;
         m_shared->message.clear();
+        m_shared->refused = false;
         if (fresh) {  // a new model replaces the last one (the GUI has asked about saving it)
             m_shared->trainer.reset();  // (an opened checkpoint stays until the new model is built)
             m_shared->info.reset();
@@ -151,6 +152,7 @@ void TrainingSession::work(std::shared_ptr<Shared> shared, Builder build) {
     if (s.observer) s.observer->on_state(SessionState::preparing);
     StopReason reason = StopReason::error;
     std::string message;
+    bool refused = false;
     std::unique_ptr<Trainer> trainer;
     try {
         trainer = build(s);
@@ -201,6 +203,7 @@ void TrainingSession::work(std::shared_ptr<Shared> shared, Builder build) {
     } catch (const std::exception& e) {
         reason = StopReason::error;
         message = short_message(e);
+        refused = !trainer && dynamic_cast<const ConfigError*>(&e) != nullptr;
     }
     std::deque<std::string> unserved;  // only when preparing failed: there is nothing to save
     {
@@ -210,6 +213,7 @@ void TrainingSession::work(std::shared_ptr<Shared> shared, Builder build) {
         unserved.swap(s.pending_saves);
         s.reason = reason;
         s.message = message;
+        s.refused = refused;
         s.state = SessionState::idle;
     }
     // The observer hears the end before wait() returns, so whoever waited sees everything.
@@ -307,6 +311,11 @@ StopReason TrainingSession::stop_reason() const {
 std::string TrainingSession::message() const {
     std::lock_guard<std::mutex> lock(m_shared->mutex);
     return m_shared->message;
+}
+
+bool TrainingSession::refused() const {
+    std::lock_guard<std::mutex> lock(m_shared->mutex);
+    return m_shared->refused;
 }
 
 void TrainingSession::save(const std::string& path) {

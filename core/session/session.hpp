@@ -145,6 +145,10 @@ public:
     /// Why the last run ended and its message (finished, "" before any).
     StopReason stop_reason() const;
     std::string message() const;
+    /// The last run never began: preparing it threw a ConfigError (its data or settings refused, e.g.
+    /// a pair too long for the memory bound, naming its line). stop_reason() is then error; the CLI
+    /// exits 2 for it, as for any refused input.
+    bool refused() const;
 
     /// Writes the current weights, optimiser state and history as a checkpoint
     /// (atomically). While a worker runs (paused included) the worker writes it

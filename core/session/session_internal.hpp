@@ -34,6 +34,7 @@ struct TrainingSession::Shared {
     bool unsaved = false;
     StopReason reason = StopReason::finished;
     std::string message;
+    bool refused = false;  ///< TrainingSession::refused()
 
     /// The last published model: asked of the trainer rather than held here, so
     /// that a snapshot nobody else holds can be refreshed in place (Trainer::publish_snapshot).

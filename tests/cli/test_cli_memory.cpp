@@ -89,3 +89,20 @@ TEST_CASE("cli: --html-out, attribute and agreement refuse a sentence too long t
     INFO("stderr: " << fits.err);
     CHECK(fits.code == 0);
 }
+
+TEST_CASE("cli: train refuses a pair too long for the bound before it trains, naming its line: exit 2",
+          "[cli][memory][train]") {
+    TempDir dir;
+    // Line 3 is too long to train a step on within 1 MB (about 2 MB); the rest are short.
+    write_file(dir / "c.tsv", "1 2 3\t3 2 1\n4 5\t5 4\n" + words(3000, "4") + "\t4 4\n6 7 8\t8 7 6\n");
+    Result r = bounded(dir, "1M", {"train", "--data", dir / "c.tsv", "--embed", "8", "--hidden", "8", "--epochs", "1",
+                                   "--val-fraction", "0", "--save", dir / "m.ckpt", "-q"});
+    CHECK(r.code == 2);  // as decoding's and attribution's refusals: the input cannot be used, nothing ran
+    require_one_error_line(r, "line 3");
+    CHECK_FALSE(exists(dir / "m.ckpt"));
+    // With room enough it trains.
+    Result fits = bounded(dir, "512M", {"train", "--data", dir / "c.tsv", "--embed", "8", "--hidden", "8", "--epochs",
+                                        "1", "--val-fraction", "0", "-q"});
+    INFO("stderr: " << fits.err);
+    CHECK(fits.code == 0);
+}
