@@ -10,6 +10,7 @@
 #include "core/model/memory_bound.hpp"
 #include "core/model/device.hpp"
 #include "core/persist/model_file.hpp"
+#include "core/text/text.hpp"
 #include "core/text/unicode.hpp"
 
 namespace attnviz::cli {
@@ -119,18 +120,27 @@ std::vector<std::string> read_sentences(const std::vector<std::string>& given) {
 
 std::vector<SentencePair> evaluation_pairs(const TranslationModel& model, const Corpus& corpus,
                                            const std::string& split) {
-    if (corpus.level != model.level())
+    // A pretrained model cuts any corpus with its own tokenizer, as fine-tuning does (prepare_data).
+    const bool pretrained = model.tokenizer().pretrained() != nullptr;
+    if (!pretrained && corpus.level != model.level())
         throw UsageError("the model works on " + level_noun(model.level()) +
                          " but the corpus is tokenised differently (see --level)");
     std::vector<SentencePair> pairs;
     if (split == "all") {
         pairs = corpus.pairs;
-        if (model.level() == TokenLevel::subword)
+        if (pretrained && !corpus.model_pieces) {
+            for (auto& p : pairs) {
+                p.src = model.tokenizer().encode(detokenize(p.src, corpus.level), false);
+                p.tgt = model.tokenizer().encode_target(detokenize(p.tgt, corpus.level), false);
+                p.alignment.reset();  // word alignments do not hold for pieces
+            }
+        } else if (model.level() == TokenLevel::subword && !pretrained) {
             for (auto& p : pairs) {
                 p.src = model.tokenizer().split_words(p.src);
                 p.tgt = model.tokenizer().split_words(p.tgt);
                 p.alignment.reset();  // word alignments do not hold for pieces
             }
+        }
     } else {
         TrainingData data = prepare_data(corpus, model.trained_with(), model.tokenizer_ptr());
         pairs = data.val;

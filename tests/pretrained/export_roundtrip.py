@@ -12,6 +12,8 @@
    differ from the original's (it did train).
 3. Fine-tuning on references long enough that validation would decode past Marian's
    position table trains and validates (the output stops at the table's end).
+4. A pair longer than the table is refused before training, naming its line.
+5. eval and heads read a word-level corpus file with the model's own tokenizer.
 Exit 77 (skipped) when torch, transformers or the fixtures are missing.
 """
 import json
@@ -123,6 +125,17 @@ def main():
             or len(r.stderr.strip().splitlines()) != 1:
         sys.exit(f"a pair past the position table: exit {r.returncode}, {r.stderr!r}")
     print(f"a pair past the position table refused: {r.stderr.strip()}")
+    # 5. eval and heads read a word-level corpus file with the model's own tokenizer, as
+    # fine-tuning does (they answered "the model works on subwords but the corpus is tokenised
+    # differently"): every head of every kind measured.
+    ev = json.loads(run(cli, "eval", "--model", os.path.join(fixtures, "marian"), "--data", data, "--split", "all",
+                        "--json"))
+    heads = json.loads(run(cli, "heads", "--model", os.path.join(fixtures, "marian"), "--data", data, "--split", "all",
+                           "--sentences", "6", "--json"))
+    kinds = {h["kind"] for h in heads["heads"]}
+    if kinds != {"encoder_self", "cross", "decoder_self"} or heads["sentences"] != 6:
+        sys.exit(f"heads on a word-level corpus: {kinds}, {heads['sentences']} sentences")
+    print(f"eval and heads on a word-level corpus: loss {ev.get('loss')}, {len(heads['heads'])} heads")
     return 0
 
 
