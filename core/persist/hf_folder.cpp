@@ -267,7 +267,17 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
                 throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
                                 ", which does not fit " + c.describe() + " (config.json)");
             const auto index = torch::tensor(layout.rows, torch::kLong).clamp_min(0);
-            torch::index_select_out(dst, value, dim, index);
+            if (dst.is_contiguous()) {
+                torch::index_select_out(dst, value, dim, index);
+            } else {
+                // The vocabulary matrices' column-major layout (PretrainedImpl: the output projection
+                // reads them fastest so): block by block, never a temporary copy of the whole matrix.
+                const int64_t n = index.size(0), block = 4096;
+                for (int64_t r = 0; r < n; r += block) {
+                    const int64_t k = std::min(block, n - r);
+                    dst.narrow(dim, r, k).copy_(value.index_select(dim, index.narrow(0, r, k)));
+                }
+            }
             dst.select(dim, Vocab::bos_id).zero_();  // <bos>: a row the network never reads nor outputs
             continue;
         }
