@@ -266,7 +266,7 @@ TEST_CASE("heads: confidence, entropy, rare and sink shares of a fixed map by ha
     CHECK_FALSE(stats[0].aer);
 }
 
-TEST_CASE("heads: progress counts both passes and the curve's points; false stops them", "[heads][prune]") {
+TEST_CASE("heads: progress counts both passes and the curve's points, and false stops them", "[heads][prune]") {
     const auto model = heads_test_transformer();
     const auto pairs = heads_test_pairs();  // 3 pairs: 2 batches of 2 per pass
     HeadStatsOptions o;
