@@ -25,6 +25,7 @@
 #include "ui/tools/Soak.hpp"
 #include "ui/training/SettingsPanel.hpp"
 #include "ui/training/TrainingController.hpp"
+#include "ui/heatmap/MapSelector.hpp"
 #include "ui/translate/TranslatePanel.hpp"
 
 namespace ui_testing {
@@ -118,6 +119,20 @@ struct Fixture {
         REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));  // generous: a state, not a speed
     }
 };
+
+/// Shows each kind of attention in turn in the Map row, as a user switching kinds, `ms` after each
+/// (the timing benchmarks); returns how many it showed.
+inline int showEachKind(TranslatePanel* panel, int ms = 100) {
+    int shown = 0;
+    for (AttentionKind kind : {AttentionKind::encoder_self, AttentionKind::decoder_self, AttentionKind::cross}) {
+        MapChoice c;
+        c.kind = kind;
+        panel->mapSelector()->setChoice(c);
+        QTest::qWait(ms);
+        ++shown;
+    }
+    return shown;
+}
 
 /// What a user feels as a stall: a 5 ms precise timer on the GUI thread, how late each tick
 /// came (ms beyond the 5) and how much CPU time the GUI thread spent between two ticks (its

@@ -69,6 +69,17 @@ ModelConfig tinyTransformer() {
     return m;
 }
 
+/// Trains the tiny Transformer in the window and shows the Translate tab with the Map row at
+/// cross-attention's last layer mean.
+TranslatePanel* trainedTransformerPanel(Fixture& f) {
+    f.w().settingsPanel()->setModelConfig(tinyTransformer());
+    f.train();
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    panel->mapSelector()->setChoice(MapChoice{});  // cross, last layer, mean
+    return panel;
+}
+
 /// Clicks panel i of the model view (its tab shown first, as a user sees it).
 void clickPanel(TranslatePanel* panel, int i) {
     ModelView* view = panel->modelView();
@@ -183,11 +194,7 @@ TEST_CASE("settings: a Transformer greys out the RNN's fields and trains with th
 TEST_CASE("model view: a Transformer's layers × heads, a click opens the map in the heatmap, inspector and exports",
           "[ui][heatmap][transformer]") {
     Fixture f(/*epochs=*/1, /*maxBatches=*/15);
-    f.w().settingsPanel()->setModelConfig(tinyTransformer());
-    f.train();
-    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
-    TranslatePanel* panel = f.w().translatePanel();
-    panel->mapSelector()->setChoice(MapChoice{});  // cross, last layer, mean
+    TranslatePanel* panel = trainedTransformerPanel(f);
     f.translate(QStringLiteral("the red car is fast"));
     const auto t = panel->translation();
     REQUIRE(t);
@@ -427,13 +434,7 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
             ++redraws;
             QTest::qWait(50);  // a user reads it
         }
-    for (AttentionKind kind : {AttentionKind::encoder_self, AttentionKind::decoder_self, AttentionKind::cross}) {
-        MapChoice c;
-        c.kind = kind;
-        panel->mapSelector()->setChoice(c);
-        QTest::qWait(100);
-        ++redraws;
-    }
+    redraws += showEachKind(panel);
     ticks.stop();
     timed->setTiming(false);
     QString longestWhat;
@@ -453,11 +454,7 @@ TEST_CASE("model view: 24 thumbnails redrawn per translation, GUI timer lateness
 TEST_CASE("model view: a head's corner box masks it for the translation, with badges, roles and sorting by importance",
           "[ui][heatmap][transformer][mask]") {
     Fixture f(/*epochs=*/1, /*maxBatches=*/15);
-    f.w().settingsPanel()->setModelConfig(tinyTransformer());
-    f.train();
-    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
-    TranslatePanel* panel = f.w().translatePanel();
-    panel->mapSelector()->setChoice(MapChoice{});  // cross, last layer, mean
+    TranslatePanel* panel = trainedTransformerPanel(f);
     ModelView* view = panel->modelView();
     auto translateAgain = [&](const QString& s) { f.translate(s); };
     const QString sentence = QStringLiteral("the red car is fast");

@@ -324,13 +324,7 @@ TEST_CASE("model view: an opus-mt-sized model's 144 maps, GUI timer lateness", "
             f.translate(s);
             ++redraws;
             QTest::qWait(50);
-            for (AttentionKind kind : {AttentionKind::encoder_self, AttentionKind::decoder_self, AttentionKind::cross}) {
-                MapChoice c;
-                c.kind = kind;
-                panel->mapSelector()->setChoice(c);
-                QTest::qWait(100);
-                ++redraws;
-            }
+            redraws += showEachKind(panel);
         }
     ticks.stop();
     timed->setTiming(false);
