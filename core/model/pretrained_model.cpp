@@ -235,12 +235,32 @@ torch::Tensor PretrainedImpl::input_rows(const torch::Tensor& ids) const {
     return ids.masked_fill(ids.eq(Vocab::bos_id), m_spec->decoder_start_row);
 }
 
+namespace {
+/// torch::embedding(weight, ids, pad) for a column-major vocabulary matrix (the constructor's
+/// layout): the rows are read as columns of weight.t(), a contiguous [d, V], so the gradient comes
+/// back in the parameter's own layout -- embedding's backward writes a row-major [V, d] that
+/// autograd would copy across into it, 122 MB a step for opus-mt (fine-tuning ran 22% slower).
+/// The pad row gets no gradient, as embedding's padding_idx gives it none.
+torch::Tensor lookup_rows(const torch::Tensor& weight, const torch::Tensor& ids, int64_t pad) {
+    if (weight.dim() != 2 || weight.stride(0) != 1 || weight.stride(1) != weight.size(0))
+        return torch::embedding(weight, ids, pad);  // row-major (a view of a file's pages)
+    const auto flat = ids.reshape(-1);
+    const auto cols = weight.t();
+    auto rows = cols.index_select(1, flat).t();
+    if (torch::GradMode::is_enabled() && weight.requires_grad())
+        rows = torch::where(flat.eq(pad).unsqueeze(1), cols.detach().index_select(1, flat).t(), rows);
+    auto shape = ids.sizes().vec();
+    shape.push_back(weight.size(1));
+    return rows.reshape(shape);
+}
+}  // namespace
+
 torch::Tensor PretrainedImpl::embed_source(const torch::Tensor& src) {
-    return torch::embedding(encoder_embed, input_rows(src), Vocab::pad_id);
+    return lookup_rows(encoder_embed, input_rows(src), Vocab::pad_id);
 }
 
 torch::Tensor PretrainedImpl::embed_target(const torch::Tensor& tgt) {
-    return torch::embedding(decoder_embed, input_rows(tgt), Vocab::pad_id);
+    return lookup_rows(decoder_embed, input_rows(tgt), Vocab::pad_id);
 }
 
 torch::Tensor PretrainedImpl::position_ids(const torch::Tensor& ids, const torch::Tensor& seen) const {

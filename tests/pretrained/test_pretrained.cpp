@@ -361,3 +361,28 @@ TEST_CASE("a hub id is found in the local Hugging Face cache", "[pretrained][hub
     CHECK(model->config().is_pretrained());
     CHECK(model->corpus_name() == "Tiny-NLP/opus-mt-tiny");
 }
+
+TEST_CASE("the vocabulary matrices are column-major: embeddings as torch::embedding, no gradient for the pad row",
+          "[pretrained][layout]") {
+    if (!have_fixtures()) return;
+    const auto model = load_model(k_fixtures + "/marian");
+    Network net = model->clone_network(torch::kCPU);  // a copy to train: the model stays as it was
+    net->train();
+    torch::Tensor weight;
+    for (const auto& p : net->named_parameters())
+        if (p.key().find("embed") != std::string::npos || p.key().find("shared") != std::string::npos) weight = p.value();
+    REQUIRE(weight.defined());
+    CHECK(weight.stride(0) == 1);  // [V, d] stored as a contiguous [d, V]: W^T reads as one block
+    CHECK(weight.stride(1) == weight.size(0));
+    // A batch with padding and the decoder's start token (Marian's start row is its pad row).
+    const std::vector<int64_t> values = {4, 5, Vocab::eos_id, Vocab::pad_id, Vocab::bos_id, 6, 7, 8};
+    const auto ids = torch::tensor(values, torch::kLong).view({2, 4});
+    const auto got = net->embed_target(ids);
+    const auto rows = ids.masked_fill(ids.eq(Vocab::bos_id), model->config().pretrained->decoder_start_row);
+    CHECK(got.allclose(torch::embedding(weight.detach(), rows, Vocab::pad_id)));
+    got.pow(2).sum().backward();
+    REQUIRE(weight.grad().defined());
+    CHECK(weight.grad()[Vocab::pad_id].abs().sum().item<double>() == 0.0);  // as padding_idx: the pad row stays
+    CHECK(weight.grad()[5].abs().sum().item<double>() > 0.0);
+    CHECK(weight.grad().strides() == weight.strides());  // the gradient in the parameter's own layout
+}
