@@ -464,6 +464,36 @@ bool HeadsPanel::exportCsv(const QString& path, QString* error) const {
     return writeExportFile(path, out.toUtf8(), error);
 }
 
+bool HeadsPanel::hasHistory() const {
+    for (AttentionKind kind : m_grid->kinds())
+        if (const HeadsGrid::Cell* c = m_grid->cell(kind, 0, 0); c && !c->importanceHistory.empty()) return true;
+    return false;
+}
+
+bool HeadsPanel::exportHistoryCsv(const QString& path, QString* error) const {
+    if (!hasHistory()) {
+        if (error) *error = tr("No validation measured the heads: train with Head statistics above 0.");
+        return false;
+    }
+    const auto number = [](double v) { return std::isfinite(v) ? QString::number(v, 'g', 6) : QString(); };
+    QString text = QStringLiteral("epoch,kind,layer,head,importance,confidence\n");
+    for (AttentionKind kind : m_grid->kinds())
+        for (int layer = 0; m_grid->cell(kind, layer, 0); ++layer)
+            for (int head = 0;; ++head) {
+                const HeadsGrid::Cell* c = m_grid->cell(kind, layer, head);
+                if (!c) break;
+                for (size_t i = 0; i < c->importanceHistory.size(); ++i)
+                    text += QStringLiteral("%1,%2,%3,%4,%5,%6\n")
+                                .arg(c->importanceHistory[i].first)
+                                .arg(qs(to_string(kind)))
+                                .arg(layer)
+                                .arg(head)
+                                .arg(number(c->importanceHistory[i].second),
+                                     number(i < c->confidenceHistory.size() ? c->confidenceHistory[i].second : NAN));
+            }
+    return writeExportFile(path, text.toUtf8(), error);
+}
+
 bool HeadsPanel::exportJson(const QString& path, QString* error) const {
     if (m_report.heads.empty()) {
         if (error) *error = tr("There are no heads to export: press Measure heads first.");

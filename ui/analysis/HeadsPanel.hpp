@@ -73,6 +73,10 @@ public:
     /// attnviz-cli heads --json's shape, and each head's history over validations), atomically.
     bool exportCsv(const QString& path, QString* error) const;
     bool exportJson(const QString& path, QString* error) const;
+    /// Every head's history over training's validations as CSV ("epoch,kind,layer,head,importance,
+    /// confidence"), atomically; false (and *error) when no validation measured heads.
+    bool exportHistoryCsv(const QString& path, QString* error) const;
+    bool hasHistory() const;
 
     /// Stops the measurement in progress after its current batch or point (nothing is shown).
     void cancel();

@@ -272,9 +272,23 @@ bool MainWindow::exportCurvesTo(const QString& path) {
     QString error;
     const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
     const bool ok = csv ? m_chart->exportCsv(path, &error) : m_chart->exportPng(path, &error);
-    if (!ok) showError(tr("Export failed"), error);
-    else statusBar()->showMessage(tr("Exported %1").arg(path), 8000);
-    return ok;
+    if (!ok) {
+        showError(tr("Export failed"), error);
+        return false;
+    }
+    // With the curves, each head's importance and confidence over the validations (Head statistics).
+    if (csv && m_heads->hasHistory()) {
+        const QFileInfo info(path);
+        const QString heads = info.dir().filePath(info.completeBaseName() + QStringLiteral("-heads.csv"));
+        if (!m_heads->exportHistoryCsv(heads, &error)) {
+            showError(tr("Export failed"), error);
+            return false;
+        }
+        statusBar()->showMessage(tr("Exported %1 and %2").arg(path, heads), 8000);
+        return true;
+    }
+    statusBar()->showMessage(tr("Exported %1").arg(path), 8000);
+    return true;
 }
 
 void MainWindow::openCheckpointDialog() {

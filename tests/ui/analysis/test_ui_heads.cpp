@@ -99,6 +99,14 @@ TEST_CASE("heads tab: training with head statistics fills the grid's histories, 
 
     HeadsPanel* panel = f.w().headsPanel();
     REQUIRE(panel);
+    // Exported with the curves: each head's importance and confidence at each validation.
+    {
+        QTemporaryDir curvesDir;
+        REQUIRE(f.w().exportCurvesTo(curvesDir.filePath(QStringLiteral("curves.csv"))));
+        const QStringList lines = readText(curvesDir.filePath(QStringLiteral("curves-heads.csv"))).trimmed().split(QLatin1Char('\n'));
+        CHECK(lines.front() == QStringLiteral("epoch,kind,layer,head,importance,confidence"));
+        CHECK(lines.size() == 1 + 2 * 12);  // 2 validations x 12 heads
+    }
     f.w().tabs()->setCurrentIndex(MainWindow::HeadsTab);
     CHECK(f.w().tabs()->currentWidget() == panel);
     // Live: each validation's snapshots are a point of every head's curve.
