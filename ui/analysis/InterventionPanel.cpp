@@ -14,6 +14,7 @@
 
 #include "ui/common/Background.hpp"
 #include "ui/common/Format.hpp"
+#include "ui/common/TextFit.hpp"
 
 namespace attnviz::ui {
 namespace {
@@ -86,7 +87,7 @@ void DrawnRow::paintEvent(QPaintEvent*) {
         p.drawRect(area.adjusted(0, 0, -1, -1));
         p.setPen(palette().color(QPalette::Text));
         const QRect label(area.left(), area.bottom() + 2, area.width(), kLabelHeight);
-        p.drawText(label, Qt::AlignCenter, fontMetrics().elidedText(displayToken(m_labels[c]), Qt::ElideRight, area.width()));
+        drawFittedLabel(p, label, Qt::AlignCenter, displayToken(m_labels[c]));
     }
 }
 

@@ -1,6 +1,7 @@
 #include "ui/translate/StepInspector.hpp"
 
 #include "ui/common/Format.hpp"
+#include "ui/common/TextFit.hpp"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -60,8 +61,8 @@ void WeightBars::paintEvent(QPaintEvent*) {
                            const QString t = QString::number(w, 'f', 2);
                            return t.startsWith(QLatin1String("0.")) ? t.mid(1) : t;  // ".85" saves room
                        }());
-        const QString label = fm.elidedText(displayToken(m_labels[i]), Qt::ElideRight, int(slot) - 1);
-        p.drawText(QRectF(plot.left() + i * slot, plot.bottom() + 3, slot, labelH), Qt::AlignHCenter | Qt::AlignTop, label);
+        drawFittedLabel(p, QRectF(plot.left() + i * slot, plot.bottom() + 3, slot - 1, labelH), Qt::AlignHCenter | Qt::AlignTop,
+                        displayToken(m_labels[i]));
     }
 }
 
