@@ -112,26 +112,13 @@ int run_attribute(AttributeOptions& o) {
     if (o.erasure) e.validate();
     TranslationModelPtr model = loaded;
     const auto sentences = read_sentences(o.sentences);
-    std::vector<SentenceAttribution> results;
+    std::vector<Translation> translations;
+    const auto results = attribute_sentences(*model, sentences, a, d, o.erasure ? &translations : nullptr);
     std::vector<SentenceErasure> erasures;
-    if (!o.erasure) {
-        results = attribute_sentences(*model, sentences, a, d);
-    } else {
-        // As attribute_sentences does, keeping the translations: erasure reads them too.
-        a.validate();
-        DecodeOptions kept = d;
-        kept.maps = maps_for_attribution(a);
-        if (kept.memory_bound == 0) kept.memory_bound = a.memory_bound;
-        const auto translations = model->translate(sentences, kept);
-        check_attribution_fits(*model, translations, a);  // before any is attributed
-        for (size_t i = 0; i < translations.size(); ++i) {
-            results.push_back(attribute_sentence(*model, translations[i], a, i));
-            // The gradient orders read the attribution just made (no second gradient pass), unless a
-            // contrast changed what some step's attribution explains.
-            const SentenceAttribution* computed = a.contrast.empty() ? &results.back() : nullptr;
-            erasures.push_back(erase_sentence(*model, translations[i], e, i, computed));
-        }
-    }
+    // The gradient orders read the attributions just made (no second gradient pass), unless a
+    // contrast changed what some step's attribution explains.
+    for (size_t i = 0; i < translations.size(); ++i)
+        erasures.push_back(erase_sentence(*model, translations[i], e, i, a.contrast.empty() ? &results[i] : nullptr));
     nlohmann::json all = nlohmann::json::array();
     for (size_t i = 0; i < results.size(); ++i) {
         nlohmann::json j = to_json(results[i]);

@@ -470,16 +470,18 @@ void check_attribution_fits(const TranslationModel& model, const std::vector<Tra
 
 std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
                                                      const std::vector<std::string>& sentences,
-                                                     const AttributionOptions& options, const DecodeOptions& decode) {
+                                                     const AttributionOptions& options, const DecodeOptions& decode,
+                                                     std::vector<Translation>* translations_out) {
     options.validate();
-    // The translations are attributed and dropped: they keep only the map attribution reads.
+    // The translations keep only the map attribution reads; dropped unless the caller wants them.
     DecodeOptions d = decode;
     d.maps = maps_for_attribution(options);
     if (d.memory_bound == 0) d.memory_bound = options.memory_bound;
     std::vector<SentenceAttribution> out;
-    const auto translations = model.translate(sentences, d);
+    auto translations = model.translate(sentences, d);
     check_attribution_fits(model, translations, options);  // before any is attributed
     for (size_t i = 0; i < translations.size(); ++i) out.push_back(attribute_sentence(model, translations[i], options, i));
+    if (translations_out) *translations_out = std::move(translations);
     return out;
 }
 

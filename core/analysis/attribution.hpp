@@ -83,10 +83,13 @@ MapsKept maps_for_attribution(const AttributionOptions& options);
 /// Translates the sentences (decode's options, keeping the maps attribution reads; top-k kept
 /// when asked) and attributes each best hypothesis. An empty sentence gives an entry without
 /// steps. A sentence too long to decode or attribute within the bound is refused, naming it.
+/// `translations` (optional): receives the translations attributed, for work that reads them
+/// too (erasure, core/analysis/erasure.hpp).
 std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
                                                      const std::vector<std::string>& sentences,
                                                      const AttributionOptions& options = {},
-                                                     const DecodeOptions& decode = {});
+                                                     const DecodeOptions& decode = {},
+                                                     std::vector<Translation>* translations = nullptr);
 
 /// Integrated gradients' completeness error relative to the change it explains:
 /// |error| / max(|log p(input) - log p(baseline)|, 0.01 nat), what ig_tolerance bounds.
