@@ -114,6 +114,7 @@ int run_attribute(AttributeOptions& o) {
     const auto sentences = read_sentences(o.sentences);
     std::vector<Translation> translations;
     const auto results = attribute_sentences(*model, sentences, a, d, o.erasure ? &translations : nullptr);
+    if (o.erasure) check_erasure_fits(*model, translations, e);  // before any sentence is erased
     std::vector<SentenceErasure> erasures;
     // The gradient orders read the attributions just made (no second gradient pass), unless a
     // contrast changed what some step's attribution explains.

@@ -10,6 +10,7 @@
 #include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
 #include "core/model/memory_bound.hpp"
+#include "core/model/work_cost.hpp"
 
 namespace attnviz {
 
@@ -24,6 +25,8 @@ void AttributionOptions::validate() const {
     if (!(ig_tolerance >= 0 && ig_tolerance <= 1))
         throw ConfigError("attribution: integrated gradients' tolerance must be in 0..1");
     if (max_rows < 1) throw ConfigError("attribution: max rows must be at least 1");
+    if (memory_bound < 0) throw ConfigError("attribution: the memory bound must be >= 0");
+    if (work_bound < 0) throw ConfigError("attribution: the work bound must be >= 0");
     for (const auto& [step, token] : contrast)
         if (step < 0) throw ConfigError("attribution: a contrast step must be >= 0");
 }
@@ -263,7 +266,78 @@ bool wants(const AttributionOptions& o, AttributionMethod m) {
     return std::find(o.methods.begin(), o.methods.end(), m) != o.methods.end();
 }
 
+/// What a sentence's attribution costs in operations (core/model/work_cost.hpp), method by
+/// method, as attribute() runs it: the gradient methods one row per step (its forward pass
+/// reading the target up to the step, and its backward pass), integrated gradients that per
+/// point, occlusion a full teacher-forced forward pass per token replaced.
+struct Work {
+    ShapeCost forward;  ///< the network's forward_work()
+    int64_t S = 0, T = 0;
+    int64_t bound = 0;
+
+    /// A gradient row of step t: forward and backward over the target up to t.
+    int64_t gradient_row(int64_t t) const {
+        return bytes_times(1 + k_backward_factor, forward.per_row(S, t + 1));
+    }
+    /// One gradient row for each of `steps`.
+    int64_t gradient_rows(const std::vector<int64_t>& steps) const {
+        int64_t w = 0;
+        for (int64_t t : steps) w = bytes_plus(w, gradient_row(t));
+        return w;
+    }
+    int64_t every_step() const {
+        int64_t w = 0;
+        for (int64_t t = 0; t < T; ++t) w = bytes_plus(w, gradient_row(t));
+        return w;
+    }
+    /// The forward passes every attribution makes: the values, integrated gradients' baseline.
+    int64_t values() const { return bytes_times(2, forward.per_row(S, T)); }
+    int64_t occlusion(bool target) const { return bytes_times(1 + S + (target ? T : 0), forward.per_row(S, T)); }
+};
+
+Work work_for(const EncoderDecoder& net, int64_t S, int64_t T, const AttributionOptions& options) {
+    Work w;
+    w.forward = net.forward_work();
+    w.S = S;
+    w.T = T;
+    w.bound = options.work_bound > 0 ? options.work_bound : work_bound();
+    return w;
+}
+
+/// The work of everything but automatic integrated gradients' doublings (which attribute() fits
+/// into what is left): the gradient methods, occlusion, a fixed number of integrated gradients'
+/// points or automatic's one point at least. Throws ConfigError naming each method's share when
+/// that passes the bound.
+int64_t check_work(const Work& w, const AttributionOptions& options) {
+    int64_t total = w.values();
+    std::vector<std::string> parts;
+    auto add = [&](const std::string& what, int64_t ops) {
+        total = bytes_plus(total, ops);
+        parts.push_back(what + " " + work_text(ops));
+    };
+    if (wants(options, AttributionMethod::saliency) || wants(options, AttributionMethod::grad_input))
+        add("the gradient methods", w.every_step());
+    if (wants(options, AttributionMethod::integrated_gradients)) {
+        const int64_t points = options.ig_steps > 0 ? options.ig_steps : 1;
+        add("integrated gradients at " + std::to_string(points) + (points == 1 ? " point" : " points"),
+            bytes_times(points, w.every_step()));
+    }
+    if (wants(options, AttributionMethod::occlusion)) add("occlusion", w.occlusion(options.target));
+    if (total <= w.bound) return total;
+    std::string shares;
+    for (size_t i = 0; i < parts.size(); ++i) shares += (i ? ", " : "") + parts[i];
+    throw ConfigError("attribution: a sentence of " + std::to_string(w.S) + " source and " + std::to_string(w.T) +
+                      " output tokens (<eos> included) would take about " + work_text(total) + " (" + shares +
+                      "), more than the " + work_text(w.bound) +
+                      " one sentence's attribution may take (ATTNVIZ_WORK_BOUND); attribute it by cheaper methods "
+                      "(saliency, grad-input), with fewer integrated-gradients points, or shorten it");
+}
+
 }  // namespace
+
+int64_t attribution_work(const EncoderDecoder& network, int64_t S, int64_t T, const AttributionOptions& options) {
+    return check_work(work_for(network, S, T, options), options);
+}
 
 SentenceAttribution attribute(const TranslationModel& model, const Translation& translation,
                               const AttributionOptions& options, size_t hypothesis) {
@@ -322,6 +396,10 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     // Within the memory bound: the rows in passes that fit (core/model/memory_cost.hpp).
     const Budget budget = budget_for(net, s.S, s.T, options);
     check_budget(budget, s.S, s.T);
+    // Within the work bound: refused before any pass when the methods would pass it; what is
+    // left is automatic integrated gradients' to spend on more points.
+    const Work work = work_for(net, s.S, s.T, options);
+    const int64_t committed = check_work(work, options);
     const PassPlan& plan = budget.plan;
     const int64_t occlusion_rows = budget.occlusion_rows;
 
@@ -375,6 +453,15 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
         }
         const bool automatic = options.ig_steps == 0;
         int64_t n = automatic ? options.ig_start_steps : options.ig_steps;
+        // Automatic: the work left beside the other methods (check_work counted one point of
+        // it); a first round that would pass it starts with fewer points.
+        int64_t left = automatic ? work.bound - committed + work.every_step() : 0;
+        bool capped = false;
+        if (automatic)
+            while (n > 1 && bytes_times(n, work.every_step()) > left) {
+                n /= 2;
+                capped = true;
+            }
         torch::Tensor a_src = torch::zeros({s.T, s.S}, src_emb.options());  // [T, S]
         torch::Tensor a_tgt = torch::zeros({s.T, s.T}, src_emb.options());  // [T, T]: the target embeddings move to 0 too
         std::vector<int64_t> pending = every_step;
@@ -390,6 +477,7 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
                     scale.push_back(nodes[k]);
                     weight.push_back(weights[k]);
                 }
+            left -= bytes_times(n, work.gradient_rows(pending));
             const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, plan, false);
             const auto index = torch::tensor(pending, torch::kLong).to(dev);
             a_src.index_copy_(0, index, g.dot_src.index_select(0, index));
@@ -407,6 +495,10 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
                     again.push_back(t);
             }
             if (again.empty() || 2 * n > options.ig_max_steps) break;
+            if (bytes_times(2 * n, work.gradient_rows(again)) > left) {  // the next round would pass the work bound
+                capped = true;
+                break;
+            }
             pending = std::move(again);
             n *= 2;
             release_free_heap();
@@ -418,6 +510,7 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
                          relative_completeness_error(st.completeness_error, st.log_prob, st.baseline_log_prob));
         }
         out.ig_converged = out.ig_relative_error <= options.ig_tolerance;
+        out.ig_work_capped = automatic && capped && !out.ig_converged;
         set_scores(AttributionMethod::integrated_gradients, a_src, a_tgt);
     }
     if (wants(options, AttributionMethod::occlusion)) {
@@ -463,6 +556,7 @@ void check_attribution_fits(const TranslationModel& model, const std::vector<Tra
         const auto S = static_cast<int64_t>(t.src_tokens.size()), T = static_cast<int64_t>(t.best().ids.size());
         naming_sentence(i, [&] {
             check_budget(budget_for(*model.network(), S, T, options), S, T);
+            check_work(work_for(*model.network(), S, T, options), options);
             return 0;
         });
     }

@@ -55,6 +55,12 @@ struct AttributionOptions {
     /// rows run in passes within it (fewer than max_rows where they would not fit), and a
     /// sentence whose one row cannot fit is refused (ConfigError) before any work.
     int64_t memory_bound = 0;
+    /// The work one sentence's attribution may take, in operations (core/model/work_cost.hpp;
+    /// 0: work_bound()): the methods' passes are counted before any runs and a sentence whose
+    /// work would pass it is refused (ConfigError naming each method's share); automatic
+    /// integrated gradients starts with fewer points and stops doubling where the next round
+    /// would pass it (SentenceAttribution::ig_work_capped).
+    int64_t work_bound = 0;
     /// Throws ConfigError naming the first field out of range.
     void validate() const;
 };
@@ -71,8 +77,9 @@ SentenceAttribution attribute_sentence(const TranslationModel& model, const Tran
                                        const AttributionOptions& options, size_t index);
 
 /// Throws ConfigError naming the first sentence ("sentence N: ...") whose best hypothesis
-/// cannot be attributed within the memory bound (one row of it alone would not fit): what
-/// callers check before attributing any of them.
+/// cannot be attributed within the memory bound (one row of it alone would not fit) or the
+/// work bound (the methods asked for would take more): what callers check before attributing
+/// any of them.
 void check_attribution_fits(const TranslationModel& model, const std::vector<Translation>& translations,
                             const AttributionOptions& options);
 
@@ -94,6 +101,11 @@ std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& mod
 /// Integrated gradients' completeness error relative to the change it explains:
 /// |error| / max(|log p(input) - log p(baseline)|, 0.01 nat), what ig_tolerance bounds.
 double relative_completeness_error(double error, double log_prob, double baseline_log_prob);
+
+/// The operations attributing a sentence of S source and T output positions by `options`'
+/// methods takes at least (automatic integrated gradients at one point), and the bound they are
+/// held to; throws ConfigError ("attribution: ...") when they pass it, naming each method's share.
+int64_t attribution_work(const EncoderDecoder& network, int64_t S, int64_t T, const AttributionOptions& options);
 
 /// Gauss-Legendre quadrature on [0, 1] with n points: nodes ascending and weights summing to 1.
 std::pair<std::vector<double>, std::vector<double>> gauss_legendre_01(int64_t n);

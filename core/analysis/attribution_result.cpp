@@ -141,7 +141,10 @@ nlohmann::json to_json(const SentenceAttribution& sentence) {
         nlohmann::json ig{{"auto", sentence.ig_auto},
                           {"relative_error", number(sentence.ig_relative_error)},
                           {"converged", sentence.ig_converged}};
-        if (sentence.ig_auto) ig["tolerance"] = sentence.ig_tolerance;
+        if (sentence.ig_auto) {
+            ig["tolerance"] = sentence.ig_tolerance;
+            ig["work_capped"] = sentence.ig_work_capped;
+        }
         out["ig"] = std::move(ig);
     }
     return out;

@@ -74,6 +74,9 @@ struct SentenceAttribution {
     /// automatic integrated gradients: every step within the tolerance (false: some step reached
     /// the most points allowed above it)
     bool ig_converged = true;
+    /// automatic integrated gradients stopped short of the tolerance because more points would
+    /// pass the work bound (AttributionOptions::work_bound), not at the most points allowed
+    bool ig_work_capped = false;
     std::vector<StepAttribution> steps;    ///< one per output token
     std::vector<std::vector<TokenProb>> top_k;  ///< per step, the most probable tokens (empty: not asked)
 };
@@ -92,7 +95,7 @@ void add_to_table(AgreementTable& table, const SentenceAttribution& sentence);
 
 /// The `attnviz-cli attribute` file's entry for a sentence: {"input", "source", "output",
 /// "text", "attention_map", "methods", "ig_steps", "ig" (integrated gradients run: {"auto", "tolerance"
-/// (automatic only), "relative_error", "converged"}), "steps": [{"token", "log_prob", "attention",
+/// (automatic only), "relative_error", "converged", "work_capped" (automatic only)}), "steps": [{"token", "log_prob", "attention",
 /// "attributions": {method: [per source token]}, "target_attributions": {method: [per
 /// prefix token]}, "baseline_log_prob", "completeness_error", "ig_steps", "sink_share", "agreement":
 /// {method: {"kendall_tau", "top1"}}, "contrast" (when set), "top_k" (when recorded)}]}.

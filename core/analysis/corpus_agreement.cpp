@@ -45,6 +45,7 @@ CorpusAgreement corpus_agreement(const TranslationModel& model, const std::vecto
     if (decode.memory_bound == 0) decode.memory_bound = options.attribution.memory_bound;
     const auto translations = model.translate_tokens(todo, decode);
     check_attribution_fits(model, translations, options.attribution);
+    if (options.erasure) check_erasure_fits(model, translations, options.erasure_options);
     for (size_t i = 0; i < translations.size(); ++i) {
         const SentenceAttribution sa = attribute_sentence(model, translations[i], options.attribution, i);
         add_to_table(out.table, sa);

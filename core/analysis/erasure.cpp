@@ -14,6 +14,7 @@
 #include "core/analysis/attribution.hpp"
 #include "core/io/error.hpp"
 #include "core/model/memory_bound.hpp"
+#include "core/model/work_cost.hpp"
 
 namespace attnviz {
 
@@ -21,6 +22,47 @@ void ErasureOptions::validate() const {
     if (orders.empty()) throw ConfigError("erasure: no order asked for");
     if (ig_steps < 1 || ig_steps > 1024) throw ConfigError("erasure: integrated gradients' steps must be in 1..1024");
     if (memory_bound < 0) throw ConfigError("erasure: the memory bound must be >= 0");
+    if (work_bound < 0) throw ConfigError("erasure: the work bound must be >= 0");
+}
+
+namespace {
+
+/// Throws ConfigError (`where` first) when erasing S x T by `orders` orders would pass the work bound.
+void check_erasure_work(const EncoderDecoder& net, int64_t S, int64_t T, size_t orders, const ErasureOptions& options,
+                        const std::string& where) {
+    const int64_t work = erasure_work(net, S, T, orders);
+    const int64_t limit = options.work_bound > 0 ? options.work_bound : work_bound();
+    if (work <= limit) return;
+    throw ConfigError(where + "a sentence of " + std::to_string(S) + " source and " + std::to_string(T) +
+                      " output tokens would take about " + work_text(work) + " to erase by " + std::to_string(orders) +
+                      " orders, more than the " + work_text(limit) +
+                      " one sentence's analysis may take (ATTNVIZ_WORK_BOUND); erase by fewer orders or shorten it");
+}
+
+}  // namespace
+
+void check_erasure_fits(const TranslationModel& model, const std::vector<Translation>& translations,
+                        const ErasureOptions& options) {
+    for (size_t i = 0; i < translations.size(); ++i) {
+        const Translation& t = translations[i];
+        if (t.empty() || t.hypotheses.empty() || t.best().ids.empty() || t.src_tokens.empty()) continue;
+        check_erasure_work(*model.network(), static_cast<int64_t>(t.src_tokens.size()),
+                           static_cast<int64_t>(t.best().ids.size()), options.orders.size(), options,
+                           "erasure of sentence " + std::to_string(i + 1) + ": ");
+    }
+}
+
+int64_t erasure_work(const EncoderDecoder& network, int64_t S, int64_t T, size_t orders) {
+    // The encoding once, then per step t one decoder step for each of orders x S rows: its
+    // position's products, its cross-attention over S, its self-attention over t + 1.
+    const ShapeCost w = network.forward_work();
+    int64_t total = bytes_plus(bytes_times(w.ss, bytes_times(S, S)), bytes_times(w.s, S));
+    const int64_t rows = bytes_times(static_cast<int64_t>(orders), S);
+    for (int64_t t = 0; t < T; ++t) {
+        const int64_t step = bytes_plus(bytes_plus(w.t, bytes_times(w.st, S)), bytes_times(w.tt, 2 * (t + 1)));
+        total = bytes_plus(total, bytes_times(bytes_plus(rows, 1), step));
+    }
+    return total;
 }
 
 std::vector<int64_t> erasure_order_by(const std::vector<float>& scores, int64_t n, bool absolute) {
@@ -73,6 +115,9 @@ SentenceErasure erase_sentence(const TranslationModel& model, const Translation&
     const auto T = static_cast<int64_t>(h.ids.size());
     if (wants_order(options, ErasureOrder::attention) && h.attention.empty())
         throw ConfigError(where + "the translation kept no attention map to order by");
+    // Within the work bound (core/model/work_cost.hpp), before any work; the gradient orders'
+    // attribution is held to it on its own.
+    check_erasure_work(net, S, T, out.orders.size(), options, where);
 
     // The gradient orders' scores: one attribution of the sentence (source only).
     SentenceAttribution attribution;
@@ -88,6 +133,7 @@ SentenceErasure erase_sentence(const TranslationModel& model, const Translation&
         ao.ig_steps = options.ig_steps;
         ao.target = false;
         ao.memory_bound = options.memory_bound;
+        ao.work_bound = options.work_bound;
         attribution = attribute_sentence(model, translation, ao, index);
     }
     auto source_scores = [&](int64_t t, AttributionMethod m) -> const std::vector<float>& {

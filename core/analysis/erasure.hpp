@@ -38,9 +38,23 @@ struct ErasureOptions {
     /// The memory the erasure passes may take at once (core/model/memory_cost.hpp; 0: memory_bound()):
     /// the rows of a step run in passes that fit.
     int64_t memory_bound = 0;
+    /// The work one sentence's erasure may take, in operations (core/model/work_cost.hpp; 0:
+    /// work_bound()): a sentence whose steps x orders x source positions of decoder steps would
+    /// pass it is refused (ConfigError) before any work; the gradient orders' attribution is held
+    /// to it on its own (AttributionOptions::work_bound).
+    int64_t work_bound = 0;
     /// Throws ConfigError naming the first field out of range.
     void validate() const;
 };
+
+/// The operations erasing a sentence of S source and T output positions by `orders` orders
+/// takes: the encoding, then per step a decoder step per order and removal count.
+int64_t erasure_work(const EncoderDecoder& network, int64_t S, int64_t T, size_t orders);
+
+/// Throws ConfigError naming the first sentence ("erasure of sentence N: ...") whose erasure
+/// would pass the work bound: what corpus runs check before erasing any.
+void check_erasure_fits(const TranslationModel& model, const std::vector<Translation>& translations,
+                        const ErasureOptions& options);
 
 /// Erases at every output step of `translation`'s best hypothesis (made by `model`, with its
 /// primary attention map kept when the attention order is asked for). `index`: the sentence's

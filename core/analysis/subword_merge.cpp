@@ -175,6 +175,7 @@ SentenceAttribution merge_subwords(const SentenceAttribution& a, const std::vect
     out.ig_tolerance = a.ig_tolerance;
     out.ig_relative_error = a.ig_relative_error;
     out.ig_converged = a.ig_converged;
+    out.ig_work_capped = a.ig_work_capped;
     auto merge_columns = [&](const std::vector<float>& row, bool norm) {
         std::vector<double> merged(source.members.size(), 0.0);
         for (size_t c = 0; c < source.members.size(); ++c)

@@ -306,7 +306,8 @@ const char* const page_script = R"JS(
       if (m === 'integrated_gradients' && s.ig) {
         ig.textContent = 'integrated gradients: ' + s.ig_steps + ' points' + (s.ig.auto ? ' (chosen per step)' : '') +
           ', adds up to within ' + fmt(100 * s.ig.relative_error, 2) + '%' +
-          (s.ig.auto && !s.ig.converged ? ' \u2014 short of the ' + fmt(100 * s.ig.tolerance, 0) + '% asked: read with care' : '');
+          (s.ig.auto && !s.ig.converged ? ' \u2014 short of the ' + fmt(100 * s.ig.tolerance, 0) + '% asked' +
+            (s.ig.work_capped ? ' (more points would pass the work bound)' : '') + ': read with care' : '');
         ig.className = 'ig' + (s.ig.auto && !s.ig.converged ? ' sunk' : '');
       }
       hook(attr);

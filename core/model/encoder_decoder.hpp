@@ -177,6 +177,10 @@ public:
     /// allocates (core/model/memory_bound.hpp). A family derives it from the tensors its
     /// paths allocate: every attention it computes, the maps it keeps, the backward pass.
     virtual MemoryCost memory_cost() const = 0;
+    /// The operations of one teacher-forced forward pass per row of S source and T target
+    /// positions (core/model/work_cost.hpp): its matrix products' multiply-adds and its attention
+    /// elements. What attribution's work bound counts its passes with.
+    virtual ShapeCost forward_work() const = 0;
 
     // Head gates (core/model/head_gates.hpp): every pass multiplies each head's output by its gate.
     /// The heads it has, kind by kind (the RNN with attention: cross 1 x 1; without: none).

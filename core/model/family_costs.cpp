@@ -15,6 +15,7 @@
 #include "core/model/pretrained_model.hpp"
 #include "core/model/rnn_model.hpp"
 #include "core/model/transformer_model.hpp"
+#include "core/model/work_cost.hpp"
 
 namespace attnviz {
 
@@ -105,10 +106,24 @@ MemoryCost stack_cost(const StackShape& m) {
     return c;
 }
 
-}  // namespace
+/// One Transformer stack's forward operations per row (core/model/work_cost.hpp). Per
+/// position and block: the self-attention's q, k, v and output projections (4 d^2), the
+/// feed-forward (2 d f); a decoder block's cross-attention adds its query and output (2 d^2)
+/// and the keys and values of every source position (2 d^2 per source position). Per score
+/// element and head: q . k and the weighted sum (2 d / h multiply-adds) and the elementwise
+/// work. The output layer: d V per target position.
+ShapeCost stack_work(const StackShape& m) {
+    const int64_t d = m.d, e = k_attention_element_ops;
+    ShapeCost w;
+    w.ss = m.Le * (2 * d + m.he * e);
+    w.tt = m.Ld * (2 * d + m.hd * e);
+    w.st = m.Ld * (2 * d + m.hd * e);
+    w.s = m.Le * (4 * d * d + 2 * d * m.fe) + m.Ld * 2 * d * d;
+    w.t = m.Ld * (6 * d * d + 2 * d * m.fd) + d * m.V;
+    return w;
+}
 
-MemoryCost TransformerImpl::memory_cost() const {
-    const ModelConfig& c = m_config;
+StackShape transformer_shape(const ModelConfig& c) {
     StackShape s;
     s.d = c.hidden_size;
     s.V = c.tgt_vocab;
@@ -116,16 +131,13 @@ MemoryCost TransformerImpl::memory_cost() const {
     s.he = s.hd = c.num_heads;
     s.fe = s.fd = c.ffn_size;
     s.attention_dropout = c.dropout > 0;
-    MemoryCost cost = stack_cost(s);
-    cost.fixed = m_positions.numel() * f4;
-    return cost;
+    return s;
 }
 
-MemoryCost PretrainedImpl::memory_cost() const {
-    const PretrainedConfig& c = hf();
+StackShape pretrained_shape(const PretrainedConfig& c, int64_t V) {
     StackShape s;
     s.d = c.d_model;
-    s.V = m_config.tgt_vocab;
+    s.V = V;
     s.Le = c.encoder_layers;
     s.he = c.encoder_heads;
     s.fe = c.encoder_ffn;
@@ -133,6 +145,19 @@ MemoryCost PretrainedImpl::memory_cost() const {
     s.hd = c.decoder_heads;
     s.fd = c.decoder_ffn;
     s.attention_dropout = c.attention_dropout > 0;
+    return s;
+}
+
+}  // namespace
+
+MemoryCost TransformerImpl::memory_cost() const {
+    MemoryCost cost = stack_cost(transformer_shape(m_config));
+    cost.fixed = m_positions.numel() * f4;
+    return cost;
+}
+
+MemoryCost PretrainedImpl::memory_cost() const {
+    const StackShape s = pretrained_shape(hf(), m_config.tgt_vocab);
     MemoryCost cost = stack_cost(s);
     // The position rows each pass looks up ([S, d] and [T, d]), and M2M100's table grown past
     // its rows for a longer input (the whole table again).
@@ -146,6 +171,41 @@ MemoryCost PretrainedImpl::memory_cost() const {
     cost.attribution.t += 2 * f4 * s.d;
     cost.fixed = m_positions.numel() * f4;
     return cost;
+}
+
+ShapeCost TransformerImpl::forward_work() const { return stack_work(transformer_shape(m_config)); }
+
+ShapeCost PretrainedImpl::forward_work() const { return stack_work(pretrained_shape(hf(), m_config.tgt_vocab)); }
+
+ShapeCost Seq2SeqImpl::forward_work() const {
+    // Per source position: every layer's gates over its input and state, per direction (the
+    // first layer reads the embedding, the others the layer below: K wide). Per target token:
+    // every decoder layer's gates (the first reads the embedding and the context), the output
+    // layer (H V), the attention's query projection. Per source position and target token:
+    // additive scoring's features (A, below), a dot product or a general form's (K), the
+    // context's weighted sum (K), the scores' elementwise work.
+    const ModelConfig& c = m_config;
+    const int64_t E = c.embed_size, H = c.hidden_size, L = c.num_layers, V = c.tgt_vocab;
+    const int64_t G = c.cell == CellType::lstm ? 4 : 3, dirs = c.bidirectional ? 2 : 1, K = H * dirs;
+    const bool attends = c.has_attention();
+    const bool additive = c.scoring == Scoring::additive && attends;
+    const int64_t A = additive ? (c.attention_size > 0 ? c.attention_size : H) : 0;
+    ShapeCost w;
+    w.s = dirs * G * H * (E + H) + (L - 1) * dirs * G * H * (K + H);
+    w.t = G * H * (E + (attends ? K : 0) + H) + (L - 1) * G * H * (2 * H) + H * V;
+    // Additive scoring's features run elementwise: the sum of query and key, its tanh, v's
+    // product and the sum over A, and autograd's copies of them, about 7 passes per feature.
+    if (attends) {
+        if (additive) {
+            w.s += K * A;
+            w.t += H * A;
+            w.st = 7 * k_elementwise_ops * A + K + k_attention_element_ops;
+        } else {
+            if (c.scoring == Scoring::general) w.s += K * H;
+            w.st = K + K + k_attention_element_ops;
+        }
+    }
+    return w;
 }
 
 MemoryCost Seq2SeqImpl::memory_cost() const {

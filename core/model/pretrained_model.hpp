@@ -115,6 +115,7 @@ public:
     /// As the d2l Transformer's, with the encoder's and decoder's own blocks and heads
     /// (core/model/family_costs.cpp).
     MemoryCost memory_cost() const override;
+    ShapeCost forward_work() const override;
     /// encoder_self (encoder layers x heads), cross and decoder_self (decoder layers x heads).
     std::vector<HeadGroup> head_groups() const override;
 

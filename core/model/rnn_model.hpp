@@ -105,6 +105,7 @@ public:
     /// Additive attention's [A] tanh features per (target token, source position) in training,
     /// the keys each hypothesis reads in decoding, one cross map kept (core/model/family_costs.cpp).
     MemoryCost memory_cost() const override;
+    ShapeCost forward_work() const override;
     /// cross 1 x 1 with attention (its gate multiplies the context vector); none without.
     std::vector<HeadGroup> head_groups() const override;
 

@@ -84,6 +84,7 @@ public:
     /// Encoder self-attention S x S, decoder self-attention T x T and cross-attention T x S
     /// per head and block, the maps kept (core/model/family_costs.cpp).
     MemoryCost memory_cost() const override;
+    ShapeCost forward_work() const override;
     /// encoder_self, cross and decoder_self: num_layers x num_heads each.
     std::vector<HeadGroup> head_groups() const override;
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_support.hpp"
 
 using namespace attnviz_cli_test;
@@ -20,6 +22,15 @@ Result bounded(const TempDir& dir, const std::string& bound, const std::vector<s
     const std::string in = dir / "stdin.txt";
     write_file(in, input);
     return run_command(dir, "ATTNVIZ_MEMORY_BOUND=" + bound + " timeout 300 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                       args, in);
+}
+
+/// attnviz-cli with the work bound `bound` ("1e9" operations), stdin from `input`, under a time limit.
+Result work_bounded(const TempDir& dir, const std::string& bound, const std::vector<std::string>& args,
+                    const std::string& input = "") {
+    const std::string in = dir / "stdin.txt";
+    write_file(in, input);
+    return run_command(dir, "ATTNVIZ_WORK_BOUND=" + bound + " timeout 300 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
                        args, in);
 }
 
@@ -88,6 +99,42 @@ TEST_CASE("cli: --html-out, attribute and agreement refuse a sentence too long t
     Result fits = bounded(dir, "512M", {"attribute", "--model", model, "--method", "saliency"}, "1 2 3\n");
     INFO("stderr: " << fits.err);
     CHECK(fits.code == 0);
+}
+
+TEST_CASE("cli: attribute refuses work past the work bound before any, naming the sentence and each method's share",
+          "[cli][memory][attribution][work]") {
+    // Occlusion runs a forward pass per source token: cubic in a long sentence's length. The
+    // bound (operations, core/model/work_cost.hpp) lets saliency through and stops occlusion.
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    const std::string input = "1 2 3\n" + words(3000, "4") + "\n";
+    const std::vector<std::string> base{"attribute", "--model", model, "--max-length", "5", "--out", dir / "a.json"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    };
+    Result occlusion = work_bounded(dir, "1e10", with({"--method", "occlusion"}), input);
+    CHECK(occlusion.code == 2);
+    require_one_error_line(occlusion, "sentence 2: a sentence of 3001 source");
+    CHECK(occlusion.err.find("occlusion") != std::string::npos);
+    CHECK(occlusion.err.find("ATTNVIZ_WORK_BOUND") != std::string::npos);
+    CHECK_FALSE(exists(dir / "a.json"));  // refused before any sentence was attributed
+    // A fixed number of integrated gradients' points is work asked for: refused the same way.
+    Result fixed = work_bounded(dir, "1e10", with({"--method", "integrated-gradients", "--ig-steps", "1024"}), input);
+    CHECK(fixed.code == 2);
+    require_one_error_line(fixed, "integrated gradients at 1024 points");
+    // Saliency fits; automatic integrated gradients takes the points the bound leaves and says so
+    // where they fall short.
+    Result fits = work_bounded(dir, "1e10", with({"--method", "saliency,integrated-gradients"}), input);
+    INFO("stderr: " << fits.err);
+    REQUIRE(fits.code == 0);
+    const auto json = nlohmann::json::parse(read_file(dir / "a.json"));
+    const auto& long_one = json.at(1);
+    CHECK(long_one["ig"]["auto"] == true);
+    CHECK(long_one["ig"].contains("work_capped"));
+    CHECK(long_one["ig_steps"].get<int64_t>() >= 1);
+    CHECK(long_one["ig_steps"].get<int64_t>() <= 1024);
 }
 
 TEST_CASE("cli: train refuses a pair too long for the bound before it trains, naming its line: exit 2",

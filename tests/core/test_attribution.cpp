@@ -302,6 +302,37 @@ TEST_CASE("integrated gradients' automatic points: each step doubles them until 
     for (const auto& st : d.steps) CHECK(st.ig_steps == 8);
     CHECK(to_json(d)["ig"].count("tolerance") == 0);
 
+    // Within a work bound (core/model/work_cost.hpp): automatic integrated gradients takes the
+    // points the bound leaves. A bound that is 17 points' worth of every step lets the first
+    // round of 16 run and stops the doubling that this model needs; 5 points' worth starts it at 4.
+    EncoderDecoder& net = *f.model->network();
+    const auto S = static_cast<int64_t>(t.src_tokens.size()), T = static_cast<int64_t>(t.best().ids.size());
+    for (const auto& [room, points] : std::vector<std::pair<int64_t, int64_t>>{{17, 16}, {5, 4}}) {
+        AttributionOptions yardstick = automatic;
+        yardstick.ig_steps = room;
+        AttributionOptions bounded = automatic;
+        bounded.work_bound = attribution_work(net, S, T, yardstick);
+        const SentenceAttribution b = attribute(*f.model, t, bounded);
+        INFO("room for " << room << " points: " << b.ig_steps << " taken, " << 100 * b.ig_relative_error << "%");
+        CHECK(b.ig_steps == points);
+        CHECK_FALSE(b.ig_converged);
+        CHECK(b.ig_work_capped);
+        for (const auto& st : b.steps) CHECK(st.ig_steps == points);
+        const nlohmann::json jb = to_json(b);
+        CHECK(jb["ig"]["work_capped"] == true);
+        CHECK(jb["ig"]["converged"] == false);
+    }
+    // Not capped by the bound when it leaves room for every doubling: as without it.
+    CHECK_FALSE(a.ig_work_capped);
+    CHECK(to_json(a)["ig"]["work_capped"] == false);
+    // Below one point's worth, even automatic is refused before any work.
+    AttributionOptions one = automatic;
+    one.ig_steps = 1;
+    AttributionOptions starved = automatic;
+    starved.work_bound = attribution_work(net, S, T, one) - 1;
+    CHECK_THROWS_WITH(attribute(*f.model, t, starved), Catch::Contains("integrated gradients at 1 point") &&
+                                                           Catch::Contains("ATTNVIZ_WORK_BOUND"));
+
     AttributionOptions bad = automatic;
     bad.ig_start_steps = 64;
     bad.ig_max_steps = 32;
@@ -309,6 +340,49 @@ TEST_CASE("integrated gradients' automatic points: each step doubles them until 
     bad = automatic;
     bad.ig_tolerance = -0.1;
     CHECK_THROWS_AS(attribute(*f.model, t, bad), ConfigError);
+}
+
+TEST_CASE("work past the work bound is refused before it starts, naming each method's share and the sentence",
+          "[attribution][work]") {
+    Tiny f;
+    const Translation short_one = f.translate("a b");
+    const Translation long_one = f.translate("a b c d e f g a b c d e f g a b c d e f g");
+    EncoderDecoder& net = *f.model->network();
+    auto shape = [](const Translation& t) {
+        return std::pair<int64_t, int64_t>{static_cast<int64_t>(t.src_tokens.size()),
+                                           static_cast<int64_t>(t.best().ids.size())};
+    };
+    AttributionOptions saliency;
+    saliency.methods = {AttributionMethod::saliency};
+    AttributionOptions occlusion;
+    occlusion.methods = {AttributionMethod::occlusion};
+    const auto [S, T] = shape(long_one);
+    // Occlusion runs S + T + 1 forward passes; the gradient methods one forward and backward per step.
+    const int64_t bound = attribution_work(net, S, T, saliency);
+    CHECK(attribution_work(net, S, T, occlusion) > bound);
+    {
+        const auto [s2, t2] = shape(short_one);
+        CHECK(attribution_work(net, s2, t2, occlusion) < attribution_work(net, S, T, occlusion));
+    }
+    // The bound that lets saliency through stops occlusion of the long sentence, before any pass.
+    saliency.work_bound = occlusion.work_bound = bound;
+    CHECK_NOTHROW(attribute(*f.model, long_one, saliency));
+    CHECK_THROWS_WITH(attribute(*f.model, long_one, occlusion),
+                      Catch::Contains("attribution: a sentence of " + std::to_string(S) + " source") &&
+                          Catch::Contains("occlusion") && Catch::Contains("more than the"));
+    // All methods at once: each one's share is named.
+    AttributionOptions all;
+    all.work_bound = bound;
+    CHECK_THROWS_WITH(attribute(*f.model, long_one, all),
+                      Catch::Contains("the gradient methods") && Catch::Contains("integrated gradients at 1 point") &&
+                          Catch::Contains("occlusion"));
+    // Over sentences: refused naming the one that passes it, before any is attributed.
+    CHECK_NOTHROW(check_attribution_fits(*f.model, {short_one}, occlusion));
+    CHECK_THROWS_WITH(check_attribution_fits(*f.model, {short_one, long_one}, occlusion),
+                      Catch::StartsWith("sentence 2: a sentence of"));
+    AttributionOptions negative;
+    negative.work_bound = -1;
+    CHECK_THROWS_AS(attribute(*f.model, short_one, negative), ConfigError);
 }
 
 TEST_CASE("occlusion equals forced decoding of the occluded sentence", "[attribution]") {

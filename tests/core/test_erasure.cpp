@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/erasure.hpp"
+#include "core/io/error.hpp"
 #include "core/model/families.hpp"
 #include "test_support.hpp"
 #include "tiny_transformer.hpp"
@@ -265,4 +266,32 @@ TEST_CASE("erasure: a Transformer's every cross head drops the erased positions 
             INFO("step " << st.step << " order " << to_string(order));
             CHECK(st.removals.at(order) == flip);
         }
+}
+
+TEST_CASE("erasure: a sentence past the work bound is refused before any work, naming it", "[erasure][work]") {
+    const auto model = erasure_test_transformer();
+    const EncoderDecoder& net = *model->network();
+    const std::vector<std::string> source{"a", "b", "c", "d", "e", "a", "b", "c"};
+    const auto translations = erasure_test_translations(*model, {source});
+    const Translation& t = translations.at(0);
+    const auto S = static_cast<int64_t>(t.src_tokens.size()), T = static_cast<int64_t>(t.best().ids.size());
+    ErasureOptions o;
+    o.orders = {ErasureOrder::attention, ErasureOrder::random};  // no attribution: erasure's own work alone
+    const int64_t work = erasure_work(net, S, T, o.orders.size());
+    // More orders, more removals, longer sentences: more work.
+    CHECK(erasure_work(net, S, T, 4) > work);
+    CHECK(erasure_work(net, 2 * S, T, 2) > 2 * work);
+    o.work_bound = work - 1;
+    CHECK_THROWS_WITH(erase_sentence(*model, t, o, 4),
+                      Catch::StartsWith("erasure of sentence 5: a sentence of " + std::to_string(S) + " source") &&
+                          Catch::Contains("2 orders") && Catch::Contains("ATTNVIZ_WORK_BOUND"));
+    // Over a corpus, checked before any sentence is erased: the first that passes it, named.
+    const auto two = erasure_test_translations(*model, {{"a"}, source});
+    CHECK_THROWS_WITH(check_erasure_fits(*model, two, o), Catch::StartsWith("erasure of sentence 2:"));
+    o.work_bound = work;
+    CHECK_NOTHROW(check_erasure_fits(*model, two, o));
+    const SentenceErasure e = erase_sentence(*model, t, o, 4);
+    CHECK(e.steps.size() == static_cast<size_t>(T));
+    o.work_bound = -1;
+    CHECK_THROWS_AS(erase_sentence(*model, t, o, 4), ConfigError);
 }

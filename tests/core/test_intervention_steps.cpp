@@ -30,6 +30,7 @@ public:
         return m_inner->encode(src, src_len, keep_maps);
     }
     MemoryCost memory_cost() const override { return m_inner->memory_cost(); }
+    ShapeCost forward_work() const override { return m_inner->forward_work(); }
     std::vector<HeadGroup> head_groups() const override { return m_inner->head_groups(); }
     std::unique_ptr<DecoderCache> start(const EncodedSource& source) override { return m_inner->start(source); }
     StepOutput step(const torch::Tensor& tokens, DecoderCache& cache, const EncodedSource& source,

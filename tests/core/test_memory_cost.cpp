@@ -27,6 +27,7 @@
 #include "core/model/memory_bound.hpp"
 #include "core/model/pretrained_model.hpp"
 #include "core/model/transformer_model.hpp"
+#include "core/model/work_cost.hpp"
 #include "core/train/split_step.hpp"
 #include "test_support.hpp"
 #include "tiny_transformer.hpp"
@@ -242,4 +243,74 @@ TEST_CASE("a pretrained model's memory cost matches what its work takes", "[memo
     check_training("pretrained", f, 8, 300, 200);
     check_decoding("pretrained", f, 4, 300, 150, 1, MapsKept::all);
     check_decoding("pretrained", f, 2, 200, 100, 3, MapsKept::cross);
+}
+
+namespace {
+
+/// The multiply-adds of a network's weight matrices once per position: every 2-D weight but the
+/// embeddings' tables (lookups, not products) once; the output layer (d x V) where it is the
+/// target embedding itself (tied). What forward_work()'s linear terms (s + t) must come to.
+int64_t weight_products(EncoderDecoder& net, int64_t tied_output) {
+    int64_t n = tied_output;
+    for (const auto& p : net.named_parameters()) {
+        const std::string& name = p.key();
+        if (p.value().dim() != 2) continue;
+        if (name.find("embed") != std::string::npos || name.find("shared") != std::string::npos) continue;
+        n += p.value().numel();
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("each family's forward work counts its weights once per position and its attention per element",
+          "[memory][cost][work]") {
+    // The work bound (core/model/work_cost.hpp) counts a forward pass's operations by its shape:
+    // its linear terms are the weight matrices' products, one per weight and position (checked
+    // here against the parameters the network really has, within 10%: biases and norms aside),
+    // its quadratic terms the attentions' elements.
+    struct Case {
+        std::string family;
+        CostFixture f;
+        int64_t tied;
+    };
+    const ModelConfig pc = pretrained_config();
+    std::vector<Case> cases;
+    cases.push_back({"rnn", fixture(rnn_config(), 2000), 0});
+    cases.push_back({"transformer", fixture(transformer_config(2, 8), 2000), 0});
+    cases.push_back({"pretrained", fixture(pc, 2000), pc.pretrained->model.d_model * 2000});
+    for (Case& c : cases) {
+        EncoderDecoder& net = *c.f.net;
+        const ShapeCost w = net.forward_work();
+        const int64_t weights = weight_products(net, c.tied);
+        INFO(c.family << ": s + t " << w.s + w.t << ", weight products " << weights);
+        CHECK(static_cast<double>(w.s + w.t) == Approx(static_cast<double>(weights)).epsilon(0.1));
+        // Attention: quadratic in the lengths, beside the linear products.
+        CHECK(w.st > 0);
+        if (c.family != "rnn") {
+            CHECK(w.ss > 0);
+            CHECK(w.tt > 0);
+        }
+        CHECK(w.per_row(1000, 10) > 5 * w.per_row(100, 10));
+    }
+}
+
+TEST_CASE("work counts are read and written for people", "[memory][work]") {
+    CHECK(parse_work_size("200000000000") == 200'000'000'000);
+    CHECK(parse_work_size("2e11") == 200'000'000'000);
+    CHECK(parse_work_size("200G") == 200'000'000'000);
+    CHECK(parse_work_size("0.2T") == 200'000'000'000);
+    CHECK(parse_work_size("5k") == 5000);
+    CHECK(parse_work_size("") == -1);
+    CHECK(parse_work_size("-5") == -1);
+    CHECK(parse_work_size("2X") == -1);
+    CHECK(parse_work_size("1e30") == -1);
+    CHECK(parse_work_size("nan") == -1);
+    CHECK(work_text(2'000'000'000'000) == "2.0 x 10^12 operations");
+    CHECK(work_text(999'990'000'000) == "1.0 x 10^12 operations");
+    CHECK(work_text(12) == "12 operations");
+    set_work_bound(12'345'678);
+    CHECK(work_bound() == 12'345'678);
+    set_work_bound(0);
+    CHECK(work_bound() > 12'345'678);
 }

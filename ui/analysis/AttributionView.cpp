@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/attribution.hpp"
+#include "core/io/error.hpp"
 #include "core/analysis/subword_merge.hpp"
 #include "ui/common/Background.hpp"
 #include "ui/common/Format.hpp"
@@ -143,6 +144,7 @@ void AttributionView::request(std::vector<AttributionMethod> methods) {
     m_jobs->run<SentenceAttribution>(
         std::move(work), [this](SentenceAttribution part) { arrived(part); },
         [this](const QString& message) {
+            if (m_pending.count(method())) m_heatmap->clear(tr("%1 is not shown: see below.").arg(methodTitle(method())));
             m_pending.clear();
             m_status->setText(tr("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped()));
             Q_EMIT attributionFailed(message);
@@ -179,6 +181,7 @@ void AttributionView::arrived(const SentenceAttribution& part) {
             m_result->ig_tolerance = part.ig_tolerance;
             m_result->ig_relative_error = part.ig_relative_error;
             m_result->ig_converged = part.ig_converged;
+            m_result->ig_work_capped = part.ig_work_capped;
         }
         std::vector<AttributionMethod> methods;
         for (AttributionMethod m : all_attribution_methods())
@@ -188,11 +191,28 @@ void AttributionView::arrived(const SentenceAttribution& part) {
         m_result->methods = methods;
     }
     showMethod();
-    // Then the methods not computed yet, in one request, so that switching shows them at once.
+    // Then the methods not computed yet, in one request, so that switching shows them at once:
+    // those within the work bound alone (a method that would pass it is asked for only when
+    // chosen, and then says why it is not shown).
     std::vector<AttributionMethod> missing;
     for (AttributionMethod m : all_attribution_methods())
-        if (!std::count(m_result->methods.begin(), m_result->methods.end(), m)) missing.push_back(m);
+        if (!std::count(m_result->methods.begin(), m_result->methods.end(), m) && withinWorkBound(m))
+            missing.push_back(m);
     if (!missing.empty() && m_pending.empty()) request(missing);
+}
+
+bool AttributionView::withinWorkBound(AttributionMethod method) const {
+    if (!m_model || !m_translation || m_translation->empty()) return false;
+    AttributionOptions options;
+    options.methods = {method};
+    const auto S = int64_t(m_translation->src_tokens.size());
+    const auto T = int64_t(m_translation->hypotheses.at(size_t(m_hypothesis)).ids.size());
+    try {
+        attribution_work(*m_model->network(), S, T, options);
+        return true;
+    } catch (const ConfigError&) {
+        return false;
+    }
 }
 
 void AttributionView::showMethod() {
@@ -235,6 +255,13 @@ void AttributionView::showMethod() {
 
 QString AttributionView::integratedGradientsNote(const SentenceAttribution& a) {
     const QString error = QString::number(100.0 * a.ig_relative_error, 'f', a.ig_relative_error < 0.001 ? 2 : 1);
+    if (a.ig_auto && !a.ig_converged && a.ig_work_capped)
+        return tr("<span style='color:#b00020'>⚠ Integrated gradients stopped at %1 points, the most the work bound "
+                  "allows for a sentence this long, and still misses completeness by %2% (more than %3%): read its "
+                  "scores with care.</span>")
+            .arg(a.ig_steps)
+            .arg(error)
+            .arg(QString::number(100.0 * a.ig_tolerance, 'g', 3));
     if (a.ig_auto && !a.ig_converged)
         return tr("<span style='color:#b00020'>⚠ Integrated gradients reached %1 points and still miss completeness by "
                   "%2% (more than %3%): read its scores with care.</span>")

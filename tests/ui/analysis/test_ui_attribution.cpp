@@ -25,6 +25,7 @@
 #include "core/analysis/attribution.hpp"
 #include "core/analysis/corpus_agreement.hpp"
 #include "core/decode/what_if.hpp"
+#include "core/model/work_cost.hpp"
 #include "ui/analysis/AgreementPanel.hpp"
 #include "ui/analysis/AttributionView.hpp"
 #include "ui/heatmap/HeatmapWidget.hpp"
@@ -163,10 +164,59 @@ TEST_CASE("attribution view: integrated gradients' points and error in words, a 
     CHECK(capped.contains(QStringLiteral("⚠")));
     CHECK(capped.contains(QStringLiteral("1024 points")));
     CHECK(capped.contains(QStringLiteral("3.2%")));
+    a.ig_work_capped = true;  // stopped by the work bound: says so
+    const QString bounded = AttributionView::integratedGradientsNote(a);
+    CHECK(bounded.contains(QStringLiteral("⚠")));
+    CHECK(bounded.contains(QStringLiteral("work bound")));
+    a.ig_work_capped = false;
     a.ig_auto = false;  // a fixed number of points: no warning, no "chosen"
     const QString fixed = AttributionView::integratedGradientsNote(a);
     CHECK_FALSE(fixed.contains(QStringLiteral("⚠")));
     CHECK_FALSE(fixed.contains(QStringLiteral("chosen")));
+}
+
+TEST_CASE("attribution view: a method past the work bound says why it is not shown; the others still are",
+          "[ui][attribution][work]") {
+    Fixture f(/*epochs=*/1);
+    f.train();
+    f.w().tabs()->setCurrentIndex(MainWindow::TranslateTab);
+    TranslatePanel* panel = f.w().translatePanel();
+    AttributionView* view = panel->attributionView();
+    view->setMethod(AttributionMethod::saliency);
+    // A long sentence: occlusion's forward pass per token makes it far costlier than saliency.
+    QStringList words;
+    for (int i = 0; i < 60; ++i) words << QStringLiteral("the red car sees a small dog").split(' ')[i % 7];
+    QSignalSpy first(view, &AttributionView::attributionReady);
+    f.translate(words.join(' '));
+    // Its attribution, then the other methods in the background: done before the bound changes.
+    REQUIRE(waitUntil([&] { return first.count() >= 2; }, 120000));
+    const Translation& t = *panel->translation();
+    const auto S = int64_t(t.src_tokens.size()), T = int64_t(t.best().ids.size());
+    AttributionOptions saliency, occlusion;
+    saliency.methods = {AttributionMethod::saliency, AttributionMethod::grad_input};
+    occlusion.methods = {AttributionMethod::occlusion};
+    const EncoderDecoder& net = *panel->translationModel()->network();
+    // Room for saliency twice over (the sentence translated next is a word longer), not occlusion.
+    const int64_t bound = 2 * attribution_work(net, S, T, saliency);
+    REQUIRE(attribution_work(net, S, T, occlusion) > bound);
+    set_work_bound(bound);
+    struct Restore {
+        ~Restore() { set_work_bound(0); }
+    } restore;
+    QSignalSpy ready(view, &AttributionView::attributionReady);
+    QSignalSpy failed(view, &AttributionView::attributionFailed);
+    f.translate(words.join(' ') + QStringLiteral(" car"));  // attributed afresh within the bound
+    REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));
+    CHECK(view->heatmap()->heatmapData().valueName.contains(QStringLiteral("saliency")));
+    // Occlusion, chosen: refused before any work, and the view says why.
+    view->setMethod(AttributionMethod::occlusion);
+    REQUIRE(waitUntil([&] { return failed.count() > 0; }, 60000));
+    CHECK(failed.last().at(0).toString().contains(QStringLiteral("ATTNVIZ_WORK_BOUND")));
+    CHECK(view->heatmap()->placeholder().contains(QStringLiteral("not shown")));
+    // Back to saliency: still there.
+    view->setMethod(AttributionMethod::saliency);
+    REQUIRE(waitUntil([&] { return view->heatmap()->heatmapData().valueName.contains(QStringLiteral("saliency")); },
+                      30000));
 }
 
 TEST_CASE("File → Export as web page writes one self-contained page of the translation", "[ui][webpage]") {
