@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/io/error.hpp"
+#include "core/model/small_linear.hpp"
 #include "core/text/vocab.hpp"
 
 namespace F = torch::nn::functional;
@@ -304,7 +305,8 @@ torch::Tensor PretrainedImpl::feed_forward(torch::nn::Linear& fc1, torch::nn::Li
 }
 
 torch::Tensor PretrainedImpl::output_logits(const torch::Tensor& hidden) const {
-    auto logits = torch::nn::functional::linear(hidden, lm_head) + final_logits_bias.view({-1});
+    // A beam's few rows at batch 1: read the 122 MB matrix once, not packed anew per token (small_linear.hpp).
+    auto logits = small_rows_linear(hidden, lm_head) + final_logits_bias.view({-1});
     // <bos> is attnviz's, not the model's: never an output, out of every softmax.
     return logits.index_fill(-1, torch::tensor({Vocab::bos_id}, torch::TensorOptions().dtype(torch::kLong).device(logits.device())),
                              k_neg_inf);

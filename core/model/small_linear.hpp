@@ -1,0 +1,34 @@
+#pragma once
+// x W^T for a few rows against a large column-major weight, reading the weight once.
+//
+// Why: beam search at batch 1 runs the output projection on K rows (one per beam), an
+// opus-mt-sized model's 59,514 x 512 matrix, 122 MB, for every token. With one row MKL
+// runs a matrix-vector product that streams the matrix at memory speed; with 2 to 8 rows
+// it runs a GEMM that first copies ("packs") the whole matrix into its own layout, on
+// every call: a beam of 4 spent two thirds of its time in those copies (mkl's
+// sgemm_scopy), and its output projection took about 3x one row's. Here each thread walks
+// strips of 16 output columns down the weight's 512 input rows with every row's
+// accumulators in registers, prefetching the lines of a later strip: the matrix is read
+// once from memory whatever the number of rows, and 4 rows cost about what one does.
+//
+// The sums run over the input features in order, one fused multiply-add per term, so a
+// row's values do not depend on how many rows are computed with it or on the threads;
+// they differ from MKL's in float rounding only (the tests compare the two).
+#include <torch/torch.h>
+
+namespace attnviz {
+
+/// The most rows small_rows_linear computes itself (more go to ATen's linear).
+constexpr int64_t k_small_linear_rows = 8;
+
+/// x [R, in] times weight [out, in] transposed: [R, out], as torch::nn::functional::linear(x,
+/// weight) gives it up to float rounding. Computed here when 2 <= R <= k_small_linear_rows,
+/// both are float CPU tensors, the weight is column-major (weight.t() contiguous, the layout of
+/// the pretrained family's vocabulary matrices), no gradient is asked for and the CPU has AVX2
+/// and FMA; otherwise by ATen's linear.
+torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight);
+
+/// Whether small_rows_linear computes (x, weight) itself (for the tests).
+bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
+
+}  // namespace attnviz
