@@ -25,6 +25,7 @@ struct BenchDecodeOptions {
     int64_t beam = 4, topk = 5, repeat = 5, max_length = 30, batch = 64;
     MaskHeadsFlag mask;        ///< --mask-heads: decoding timed with those heads off
     int64_t fixed_length = 0;  ///< > 0: every output exactly this long (no <eos> before), so untrained models time alike
+    std::vector<std::string> only;  ///< --runs: the runs timed (empty: all five)
 };
 
 struct Run {
@@ -73,6 +74,18 @@ int run_bench_decode(BenchDecodeOptions& o) {
     std::vector<Run> runs{run("greedy", "", 1, 0, false), run("greedy+topk", "greedy", 1, o.topk, false),
                           run(beam, "", o.beam, 0, false), run(beam + "+tree", beam, o.beam, 0, true),
                           run(beam + "+topk", beam, o.beam, o.topk, false)};
+    if (!o.only.empty()) {
+        for (const auto& name : o.only)
+            if (std::none_of(runs.begin(), runs.end(), [&](const Run& r) { return r.name == name; }))
+                throw UsageError("--runs: no run named '" + name + "' (greedy, greedy+topk, " + beam + ", " + beam +
+                                 "+tree, " + beam + "+topk)");
+        // A run kept without the run it adds to loses its overhead, not its times.
+        runs.erase(std::remove_if(runs.begin(), runs.end(),
+                                  [&](const Run& r) { return std::find(o.only.begin(), o.only.end(), r.name) == o.only.end(); }),
+                   runs.end());
+        for (auto& r : runs)
+            if (std::none_of(runs.begin(), runs.end(), [&](const Run& x) { return x.name == r.baseline; })) r.baseline.clear();
+    }
     // One untimed round, then rounds in turn so that drifts of the machine hit every run alike.
     for (int64_t round = 0; round <= o.repeat; ++round)
         for (auto& r : runs) {
@@ -126,7 +139,7 @@ Command add_bench_decode_command(CLI::App& parent) {
     app->footer(
         "Decodes the source side of the first --sentences pairs of the corpus in five ways: greedy,\n"
         "greedy with --topk, beam search, beam search recording its tree, beam search with --topk;\n"
-        "after one untimed round, --repeat rounds in turn. Each run reports its median and fastest\n"
+        "after one untimed round, --repeat rounds in turn (--runs picks some of them). Each run reports its median and fastest\n"
         "seconds and, against the run it adds to, \"overhead\" (of the medians; 0.10 = 10% slower)\n"
         "and \"overhead_of_min\" (of the fastest rounds). Example:\n"
         "  attnviz-cli --threads 2 bench-decode --model m.ckpt --data ../shared/data/tatoeba-eng-fra-5000.tsv");
@@ -147,6 +160,8 @@ Command add_bench_decode_command(CLI::App& parent) {
     app->add_option("--decode-batch,--batch", o->batch, "sentences decoded together")->type_name("INT")->default_str("64")
         ->check(positive_int());
     app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
+    app->add_option("--runs", o->only, "time only these runs (comma-separated names as the JSON gives them, e.g. greedy,beam4)")
+        ->type_name("LIST")->delimiter(',');
     o->mask.add_to(*app);
     return {app, [o] { return run_bench_decode(*o); }};
 }

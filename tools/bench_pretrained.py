@@ -166,7 +166,7 @@ def main():
 
     def time_attnviz():
         r = subprocess.run([a.cli, "--threads", str(a.threads), "bench-decode", "--model", folder, "--data", data,
-                            "--batch", "1", "--fixed-length", str(LENGTH), "--beam", "4", "--repeat", "1",
+                            "--batch", "1", "--fixed-length", str(LENGTH), "--beam", "4", "--repeat", "1", "--runs", "greedy,beam4",
                             "--sentences", str(len(texts))], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"attnviz-cli bench-decode failed: {r.stderr}")
