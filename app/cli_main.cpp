@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
         return fail(exit_usage, std::string(e.what()) + " (see --help)");
     }
 
+    // Commands that train keep large blocks in the heap, on one arena (process_memory.hpp):
+    // before any other thread starts, LibTorch's included.
+    if (const Command* c = cli->parsed()) {
+        const std::string name = c->app->get_name();
+        if (name == "train" || name == "bench" || name == "compare") attnviz::keep_large_blocks_in_heap();
+    }
     try {
         if (cli->threads > 0) {
             // More threads than cores only wait on each other (a step 50 times slower): at most one each.

@@ -75,6 +75,21 @@ bool limit_heap_arenas(int arenas);
 /// Returns whether both were set (false: set by the user, under a sanitizer, or not glibc).
 bool tune_heap_for_training();
 
+/// For training whose tensors pass the 32 MiB that tune_heap_for_training() keeps (a
+/// pretrained model's [batch, T, 59,514] logits and their gradients, a 122 MB vocabulary
+/// gradient): keeps blocks of every size in the heap (mallopt M_MMAP_MAX 0), every thread
+/// on the main arena (M_ARENA_MAX 1: a worker thread's own arena would map such blocks
+/// afresh all the same) and up to 1 GiB free at the heap's top (M_TRIM_THRESHOLD), unless
+/// the user's GLIBC_TUNABLES sets any of them. Call it before any
+/// other thread starts (LibTorch's too: a thread that allocated has an arena of its own). Why: fine-tuning an opus-mt-sized Marian took 4.56 million page
+/// faults in one epoch of 256 pairs (each freed block unmapped, each new one faulted in and
+/// zeroed), 0.63 million with these settings: 105 -> 137 target tokens/s on one thread, peak
+/// resident memory 2.7 -> 3.0 GB (2026-11-28). Free pages still go back between chunks and
+/// passes (release_free_heap) and in long runs (HeapReleaser). The command-line tool
+/// calls it for train, bench and compare; the GUI does not (its thread shares the main arena,
+/// see above). Returns whether all three were set.
+bool keep_large_blocks_in_heap();
+
 /// How many arenas glibc's malloc has now (from malloc_info); 0 where unknown.
 int heap_arena_count();
 

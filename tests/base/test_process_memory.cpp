@@ -1,6 +1,8 @@
 // The heap figures and giving free heap pages back (core/process_memory).
 #include "catch_torch.hpp"  // not <catch2/catch.hpp>: see there (unity batches)
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
@@ -42,6 +44,41 @@ bool intact(const std::vector<char*>& blocks) {
     return true;
 }
 }  // namespace
+
+TEST_CASE("with large blocks kept, a worker thread's 64 MB block is reused from the heap, not mapped afresh",
+          "[memory]") {
+    if (!heap_stats().available || glibc_tunable_set("glibc.malloc.mmap_max") ||
+        glibc_tunable_set("glibc.malloc.arena_max")) {
+        WARN("glibc's heap is not in use here, or GLIBC_TUNABLES sets mmap_max or arena_max; skipping");
+        return;
+    }
+    if (heap_arena_count() > 1) {  // a thread before this test has an arena a new thread may be given
+        WARN("another thread made a heap arena before this test: run it on its own to check it");
+        return;
+    }
+    tune_heap_for_training();  // as the command line does first: the heap's top is kept, not trimmed
+    REQUIRE(keep_large_blocks_in_heap());
+    // A training step's logits and their gradient on a thread of its own (the session's worker):
+    // past the 32 MiB tune_heap_for_training() keeps, a block glibc would map and unmap each step.
+    constexpr size_t size = 64u << 20;
+    double mapped_growth = -1, free_after = -1;
+    std::thread worker([&] {
+        const double before = heap_stats().mapped_mb;
+        char* volatile block = static_cast<char*>(std::malloc(size));
+        if (!block) return;
+        std::memset(block, 1, size);
+        mapped_growth = heap_stats().mapped_mb - before;
+        std::free(block);
+        free_after = heap_stats().free_mb;
+    });
+    worker.join();
+    INFO("mapped grew by " << mapped_growth << " MB; free in the heap after: " << free_after << " MB");
+    CHECK(mapped_growth >= 0);
+    CHECK(mapped_growth < 1.0);  // glibc's default maps it: 64 MB
+    CHECK(free_after >= 64.0);   // and the heap keeps it for the next step
+    release_free_heap();         // its pages go back when asked
+    mallopt(M_MMAP_MAX, 65536);  // glibc's default again for the tests after this one
+}
 
 TEST_CASE("heap figures count the bytes in use", "[memory]") {
     if (!heap_stats().available) {
