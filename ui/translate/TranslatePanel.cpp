@@ -76,8 +76,7 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
             HeadGates::mask(m_model->network()->head_groups(), m_maskedHeads);
         } catch (const std::exception& e) {
             m_maskedHeads.clear();
-            showMaskedHeads();
-            m_maskLabel->setText(tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped()));
+            showMaskedHeads(tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped()));
         }
     }
     m_mergeBox->setVisible(m_model && m_model->level() == TokenLevel::subword);
@@ -200,31 +199,34 @@ TranslationModelPtr TranslatePanel::decodingModel() {
 }
 
 void TranslatePanel::setMaskedHeads(std::vector<AttentionMapId> heads) {
+    QString note;
     if (m_model && !heads.empty()) {
         try {
             HeadGates::mask(m_model->network()->head_groups(), heads);
         } catch (const std::exception& e) {
             heads.clear();
-            m_maskLabel->setText(tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped()));
+            note = tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped());
         }
     }
     m_maskedHeads = std::move(heads);
     m_maskedModel.reset();
     m_maskedBase.reset();
-    showMaskedHeads();
+    showMaskedHeads(note);
     if (m_model && !m_input->text().trimmed().isEmpty()) translateInput();
 }
 
-void TranslatePanel::showMaskedHeads() {
+void TranslatePanel::showMaskedHeads(const QString& note) {
     m_modelView->setMaskedHeads(m_maskedHeads);
     QStringList names;
     for (const AttentionMapId& id : m_maskedHeads) names << qs(head_text(id));
-    m_maskLabel->setText(m_maskedHeads.empty()
-                             ? QString()
-                             : tr("<span style='color:#b00020'>%1 masked</span> for every translation: %2")
-                                   .arg(m_maskedHeads.size() == 1 ? tr("1 head") : tr("%1 heads").arg(m_maskedHeads.size()),
-                                        names.join(QStringLiteral(", "))));
-    m_maskLabel->setVisible(!m_maskedHeads.empty());
+    // Always one line, so that the grid below never moves under the pointer when a head is masked.
+    m_maskLabel->setToolTip(names.join(QStringLiteral(", ")));
+    m_maskLabel->setText(!note.isEmpty()            ? note
+                         : m_maskedHeads.empty() ? tr("<span style='color:gray'>No head masked.</span>")
+                                                 : tr("<span style='color:#b00020'>%1 masked</span> for every translation: %2")
+                                                       .arg(m_maskedHeads.size() == 1 ? tr("1 head")
+                                                                                      : tr("%1 heads").arg(m_maskedHeads.size()),
+                                                            names.join(QStringLiteral(", "))));
 }
 
 void TranslatePanel::showNode(qint64 id) {

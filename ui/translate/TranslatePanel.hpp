@@ -187,7 +187,8 @@ private:
     std::vector<AttentionMapId> m_maskedHeads;
     TranslationModelPtr m_maskedModel, m_maskedBase;  ///< decodingModel()'s cache: the view and its model
     /// Updates the model view's marks and the line that lists the masked heads.
-    void showMaskedHeads();
+    /// The masked heads on the model view and in the line above it (`note` instead, e.g. why masks were cleared).
+    void showMaskedHeads(const QString& note = QString());
 
     Translator* m_translator;
     QCheckBox* m_mergeBox;

@@ -41,8 +41,11 @@ QWidget* TranslatePanel::createModelViewPane() {
     unmask->setToolTip(tr("Switch every masked head on again and translate once more"));
     m_maskLabel = new QLabel(this);
     m_maskLabel->setObjectName(QStringLiteral("maskedHeadsLabel"));
-    m_maskLabel->setWordWrap(true);
-    m_maskLabel->hide();
+    // One line, cut at the pane's edge rather than wrapped (the whole list in its tooltip): the
+    // grid below never moves under the pointer as heads are masked.
+    m_maskLabel->setWordWrap(false);
+    m_maskLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    m_maskLabel->setText(tr("<span style='color:gray'>No head masked.</span>"));
     auto* status = new QLabel(this);
     status->setObjectName(QStringLiteral("modelViewStatus"));
     QScrollArea* scroll = scrolled(m_modelView, this);

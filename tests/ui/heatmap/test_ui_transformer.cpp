@@ -470,7 +470,9 @@ TEST_CASE("model view: a head's corner box masks it for the translation, with ba
     QApplication::processEvents();
     REQUIRE(view->panelCount() == 2 * 5);  // 2 layers x (4 heads + mean)
 
-    // Click every cross head's box off: the translation runs again, without them.
+    // Click every cross head's box off: the translation runs again, without them. The grid stays
+    // where it was under the pointer (the line naming the masked heads is there from the start).
+    const QPoint gridAt = view->mapTo(panel, QPoint(0, 0));
     for (int layer = 0; layer < 2; ++layer)
         for (int head = 0; head < 4; ++head) {
             const int i = panelOf(view, MapChoice{AttentionKind::cross, layer, head});
@@ -482,6 +484,8 @@ TEST_CASE("model view: a head's corner box masks it for the translation, with ba
         }
     CHECK(panel->maskedHeads().size() == 8);
     CHECK(view->maskedHeads().size() == 8);
+    QApplication::processEvents();
+    CHECK(view->mapTo(panel, QPoint(0, 0)) == gridAt);
     CHECK(panel->mapSelector()->choice().kind == AttentionKind::cross);  // a box click does not open the map
     auto* label = panel->findChild<QLabel*>(QStringLiteral("maskedHeadsLabel"));
     REQUIRE(label);
@@ -511,7 +515,8 @@ TEST_CASE("model view: a head's corner box masks it for the translation, with ba
         REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));
     }
     CHECK(panel->maskedHeads().empty());
-    CHECK_FALSE(label->isVisibleTo(panel));
+    CHECK(label->isVisibleTo(panel));  // always there: the grid under it does not move
+    CHECK(label->text().contains(QStringLiteral("No head masked")));
     CHECK(panel->translation()->best().step_log_prob == usual);
 
     // Badges: measured heads carry importance and confidence, roles in the tooltip, sorting by importance.
