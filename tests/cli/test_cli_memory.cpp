@@ -16,22 +16,25 @@ using namespace attnviz_cli_test;
 
 namespace {
 
-/// attnviz-cli with the memory bound `bound` ("8M"), stdin from `input`, under a time limit.
-Result bounded(const TempDir& dir, const std::string& bound, const std::vector<std::string>& args,
-               const std::string& input = "") {
+/// attnviz-cli with the environment variable `variable` set to `value` (a bound: "8M", "1e9"),
+/// stdin from `input`, under a time limit.
+Result with_env(const TempDir& dir, const std::string& variable, const std::string& value,
+                const std::vector<std::string>& args, const std::string& input) {
     const std::string in = dir / "stdin.txt";
     write_file(in, input);
-    return run_command(dir, "ATTNVIZ_MEMORY_BOUND=" + bound + " timeout 300 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
-                       args, in);
+    return run_command(dir, variable + "=" + value + " timeout 300 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1", args, in);
 }
 
-/// attnviz-cli with the work bound `bound` ("1e9" operations), stdin from `input`, under a time limit.
+/// attnviz-cli with the memory bound `bound` ("8M").
+Result bounded(const TempDir& dir, const std::string& bound, const std::vector<std::string>& args,
+               const std::string& input = "") {
+    return with_env(dir, "ATTNVIZ_MEMORY_BOUND", bound, args, input);
+}
+
+/// attnviz-cli with the work bound `bound` ("1e9" operations).
 Result work_bounded(const TempDir& dir, const std::string& bound, const std::vector<std::string>& args,
                     const std::string& input = "") {
-    const std::string in = dir / "stdin.txt";
-    write_file(in, input);
-    return run_command(dir, "ATTNVIZ_WORK_BOUND=" + bound + " timeout 300 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
-                       args, in);
+    return with_env(dir, "ATTNVIZ_WORK_BOUND", bound, args, input);
 }
 
 std::string words(int n, const std::string& word) {
