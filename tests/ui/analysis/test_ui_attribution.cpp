@@ -175,7 +175,7 @@ TEST_CASE("attribution view: integrated gradients' points and error in words, a 
     CHECK_FALSE(fixed.contains(QStringLiteral("chosen")));
 }
 
-TEST_CASE("attribution view: a method past the work bound says why it is not shown; the others still are",
+TEST_CASE("attribution view: a method past the work bound says why it is not shown, the others still are",
           "[ui][attribution][work]") {
     Fixture f(/*epochs=*/1);
     f.train();
