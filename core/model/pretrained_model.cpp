@@ -15,6 +15,12 @@ namespace attnviz {
 
 namespace {
 
+/// A linear layer's x W^T + b: a decoder step's few rows on both threads (few_rows_linear,
+/// small_linear.hpp), anything else (training, an encoder's sentence) through ATen.
+torch::Tensor project(const torch::nn::Linear& layer, const torch::Tensor& x) {
+    return few_rows_linear(x, layer->weight, layer->bias);
+}
+
 constexpr float k_neg_inf = -std::numeric_limits<float>::infinity();
 
 template <typename T, typename Base>
@@ -68,7 +74,7 @@ Heads attend(PretrainedAttentionImpl& a, const torch::Tensor& q, const torch::Te
     auto o = torch::matmul(wd, v);  // [B, h, Tq, dh]
     if (keep_heads.defined()) o = o * keep_heads.to(o.scalar_type()).view({1, -1, 1, 1});
     Heads out;
-    out.out = a.out_proj->forward(o.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
+    out.out = project(a.out_proj, o.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
     if (keep) {
         out.weights = w;
         out.scores = masked;
@@ -298,9 +304,9 @@ torch::Tensor PretrainedImpl::embed_with_positions(const torch::Tensor& emb, con
 
 torch::Tensor PretrainedImpl::feed_forward(torch::nn::Linear& fc1, torch::nn::Linear& fc2,
                                            const torch::Tensor& x) const {
-    auto h = activate(hf().activation, fc1->forward(x));
+    auto h = activate(hf().activation, project(fc1, x));
     if (is_training() && hf().activation_dropout > 0) h = torch::dropout(h, hf().activation_dropout, true);
-    h = fc2->forward(h);
+    h = project(fc2, h);
     return dropout_p() > 0 ? torch::dropout(h, dropout_p(), true) : h;
 }
 
@@ -335,8 +341,8 @@ PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, con
         auto& a = *layer->self_attn;
         auto residual = x;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(x) : x;
-        auto att = attend(a, a.split_heads(a.q_proj->forward(h)), a.split_heads(a.k_proj->forward(h)),
-                          a.split_heads(a.v_proj->forward(h)), enc.bias, attn_p, is_training(), keep, {},
+        auto att = attend(a, a.split_heads(project(a.q_proj, h)), a.split_heads(project(a.k_proj, h)),
+                          a.split_heads(project(a.v_proj, h)), enc.bias, attn_p, is_training(), keep, {},
                           gate_row(head_gates(), AttentionKind::encoder_self, layer_index++, {}, x.device()));
         auto o = dropout_p() > 0 ? torch::dropout(att.out, dropout_p(), true) : att.out;
         x = residual + o;
@@ -417,15 +423,15 @@ torch::Tensor PretrainedImpl::decode_embedded(const torch::Tensor& emb, const to
         auto& ca = *layer->encoder_attn;
         auto residual = y;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
-        auto self = attend(sa, sa.split_heads(sa.q_proj->forward(h)), sa.split_heads(sa.k_proj->forward(h)),
-                           sa.split_heads(sa.v_proj->forward(h)), causal, attn_p, is_training(), false, {},
+        auto self = attend(sa, sa.split_heads(project(sa.q_proj, h)), sa.split_heads(project(sa.k_proj, h)),
+                           sa.split_heads(project(sa.v_proj, h)), causal, attn_p, is_training(), false, {},
                            gate_row(head_gates(), AttentionKind::decoder_self, layer_index, {}, y.device()));
         y = residual + (dropout_p() > 0 ? torch::dropout(self.out, dropout_p(), true) : self.out);
         if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
         residual = y;
         h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
-        auto cross = attend(ca, ca.split_heads(ca.q_proj->forward(h)), ca.split_heads(ca.k_proj->forward(enc.output)),
-                            ca.split_heads(ca.v_proj->forward(enc.output)), enc.bias, attn_p, is_training(), false, {},
+        auto cross = attend(ca, ca.split_heads(project(ca.q_proj, h)), ca.split_heads(project(ca.k_proj, enc.output)),
+                            ca.split_heads(project(ca.v_proj, enc.output)), enc.bias, attn_p, is_training(), false, {},
                             gate_row(head_gates(), AttentionKind::cross, layer_index, {}, y.device()));
         ++layer_index;
         y = residual + (dropout_p() > 0 ? torch::dropout(cross.out, dropout_p(), true) : cross.out);
@@ -488,8 +494,8 @@ std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source)
     auto cache = std::make_unique<PretrainedCache>();
     for (auto& layer : decoder_layers) {
         auto& a = *layer->encoder_attn;
-        cache->cross_k.push_back(a.split_heads(a.k_proj->forward(enc.output)));
-        cache->cross_v.push_back(a.split_heads(a.v_proj->forward(enc.output)));
+        cache->cross_k.push_back(a.split_heads(project(a.k_proj, enc.output)));
+        cache->cross_v.push_back(a.split_heads(project(a.v_proj, enc.output)));
     }
     cache->self_k.resize(decoder_layers.size());
     cache->self_v.resize(decoder_layers.size());
@@ -535,10 +541,10 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         auto& ca = *layer->encoder_attn;
         auto residual = y;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
-        auto k = sa.split_heads(sa.k_proj->forward(h)), v = sa.split_heads(sa.v_proj->forward(h));
+        auto k = sa.split_heads(project(sa.k_proj, h)), v = sa.split_heads(project(sa.v_proj, h));
         cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
         cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
-        self[i] = attend(sa, sa.split_heads(sa.q_proj->forward(h)), cache.self_k[i], cache.self_v[i], {}, 0.0, false,
+        self[i] = attend(sa, sa.split_heads(project(sa.q_proj, h)), cache.self_k[i], cache.self_v[i], {}, 0.0, false,
                          true, {},
                          gate_row(head_gates(), AttentionKind::decoder_self, l,
                                   head_keep(intervention, AttentionKind::decoder_self, l, H, y.device()), y.device()));
@@ -546,7 +552,7 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
         residual = y;
         h = c.normalize_before ? layer->encoder_attn_layer_norm->forward(y) : y;
-        cross[i] = attend(ca, ca.split_heads(ca.q_proj->forward(h)), cache.cross_k[i], cache.cross_v[i], cross_bias, 0.0,
+        cross[i] = attend(ca, ca.split_heads(project(ca.q_proj, h)), cache.cross_k[i], cache.cross_v[i], cross_bias, 0.0,
                           false, true, cross_weights,
                           gate_row(head_gates(), AttentionKind::cross, l,
                                    head_keep(intervention, AttentionKind::cross, l, H, y.device()), y.device()),

@@ -74,9 +74,116 @@ StripFn strip_kernel(int64_t rows) {
     }
 }
 
+/// The sum of a vector's 8 lanes, in a fixed order.
+__attribute__((target("avx2,fma"))) inline float lane_sum(__m256 acc) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K] (row-major: each output a
+/// dot product of a contiguous weight row), R = ROWS. Every (row, output) has one accumulator
+/// over K in 8-float blocks, summed across its lanes at the end: the same order whatever ROWS is.
+/// OUTS output features at a time give the FMAs independent chains.
+template <int ROWS, int OUTS>
+__attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, float* out, int64_t K, int64_t N,
+                                              int64_t o0, int64_t o1) {
+    const int64_t K8 = K / 8 * 8;
+    auto finish = [&](__m256 acc, int64_t r, int64_t o) {
+        float v = lane_sum(acc);
+        for (int64_t k = K8; k < K; ++k) v = __builtin_fmaf(x[r * K + k], w[o * K + k], v);
+        out[r * N + o] = v;
+    };
+    int64_t o = o0;
+    for (; o + OUTS <= o1; o += OUTS) {
+        __m256 acc[OUTS][ROWS];
+        for (int j = 0; j < OUTS; ++j)
+            for (int r = 0; r < ROWS; ++r) acc[j][r] = _mm256_setzero_ps();
+        for (int64_t k = 0; k < K8; k += 8) {
+            for (int j = 0; j < OUTS; ++j) {
+                const __m256 wv = _mm256_loadu_ps(w + (o + j) * K + k);
+                for (int r = 0; r < ROWS; ++r) acc[j][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * K + k), wv, acc[j][r]);
+            }
+        }
+        for (int j = 0; j < OUTS; ++j)
+            for (int r = 0; r < ROWS; ++r) finish(acc[j][r], r, o + j);
+    }
+    for (; o < o1; ++o) {
+        __m256 acc[ROWS];
+        for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_setzero_ps();
+        for (int64_t k = 0; k < K8; k += 8) {
+            const __m256 wv = _mm256_loadu_ps(w + o * K + k);
+            for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * K + k), wv, acc[r]);
+        }
+        for (int r = 0; r < ROWS; ++r) finish(acc[r], r, o);
+    }
+}
+
+/// The dot-product kernel for R rows: 4 output features at a time for one row, 2 up to 4 rows,
+/// 1 beyond (the accumulators within AVX2's 16 registers).
+StripFn dot_kernel(int64_t rows) {
+    switch (rows) {
+    case 1: return dots<1, 4>;
+    case 2: return dots<2, 2>;
+    case 3: return dots<3, 2>;
+    case 4: return dots<4, 2>;
+    case 5: return dots<5, 1>;
+    case 6: return dots<6, 1>;
+    case 7: return dots<7, 1>;
+    case 8: return dots<8, 1>;
+    default: return nullptr;
+    }
+}
+
 #endif
 
 }  // namespace
+
+bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    if (!cpu_has_avx2_fma()) return false;
+    if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1)) return false;
+    if (x.size(0) < 1 || x.size(0) > k_small_linear_rows) return false;
+    if (!x.device().is_cpu() || !weight.device().is_cpu()) return false;
+    if (x.scalar_type() != torch::kFloat || weight.scalar_type() != torch::kFloat) return false;
+    if (x.is_sparse() || weight.is_sparse() || x.is_mkldnn() || weight.is_mkldnn()) return false;
+    if (torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return false;
+    return weight.is_contiguous();  // row-major [out, in]
+#else
+    (void)x;
+    (void)weight;
+    return false;
+#endif
+}
+
+torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+    const bool flat = x.dim() == 2;
+    const auto x2 = flat ? x : x.reshape({-1, x.size(-1)});
+    if (!few_rows_linear_applies(x2, weight)) return torch::nn::functional::linear(x, weight, bias);
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    const int64_t R = x2.size(0), K = x2.size(1), N = weight.size(0);
+    const auto xc = x2.contiguous();
+    auto out = torch::empty({R, N}, xc.options());
+    const float* xp = xc.data_ptr<float>();
+    const float* wp = weight.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    const StripFn kernel = dot_kernel(R);
+    // Runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512 projection in 4
+    // tasks, so that both threads read it (MKL's matrix-vector product used one).
+    constexpr int64_t chunk = 128;
+    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
+        kernel(xp, wp, op, K, N, begin * chunk, std::min(N, end * chunk));
+    });
+    if (bias.defined()) out.add_(bias);
+    if (flat) return out;
+    auto shape = x.sizes().vec();
+    shape.back() = N;
+    return out.view(shape);
+#else
+    return torch::nn::functional::linear(x, weight, bias);
+#endif
+}
 
 bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2

@@ -31,4 +31,18 @@ torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& wei
 /// Whether small_rows_linear computes (x, weight) itself (for the tests).
 bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
 
+/// x [..., in] times a row-major weight [out, in] transposed, plus bias (optional): [..., out], as
+/// torch::nn::functional::linear(x, weight, bias) gives it up to float rounding. Computed here,
+/// both threads reading the weight, when x has 1 to k_small_linear_rows rows, both are float
+/// CPU tensors, the weight is contiguous, no gradient is asked for and the CPU has AVX2 and
+/// FMA; otherwise by ATen's linear. Why: at batch 1 a decoder step's projections are
+/// matrix-vector products of 1-4 MB weights, which MKL ran on one thread at 10 GB/s (an
+/// opus-mt-sized decoder's 88 MB of them: 8.7 ms a token whatever the threads). Every output
+/// is one dot product summed in the same order whatever the rows beside it.
+torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                              const torch::Tensor& bias = {});
+
+/// Whether few_rows_linear computes (x as [rows, in], weight) itself (for the tests).
+bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
+
 }  // namespace attnviz

@@ -69,3 +69,60 @@ TEST_CASE("small_rows_linear leaves to ATen a row-major weight, a gradient, doub
     REQUIRE(trained.grad().defined());
     CHECK(torch::allclose(small_rows_linear(x, col.contiguous()), torch::nn::functional::linear(x, col), 1e-5, 1e-4));
 }
+
+TEST_CASE("few_rows_linear gives linear's values with its bias for 1 to 9 rows, any width, one or two threads "
+          "(a decoder step's projections)",
+          "[decode]") {
+    torch::manual_seed(10);
+    for (const int threads : {1, 2}) {
+        ThreadCount guard(threads);
+        for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{{512, 512}, {2048, 512}, {513, 2048}, {7, 37}, {130, 8}}) {
+            const auto w = torch::randn({out, in});
+            const auto b = torch::randn({out});
+            for (int64_t rows = 1; rows <= k_small_linear_rows + 1; ++rows) {
+                CAPTURE(threads, out, in, rows);
+                const auto x = torch::randn({rows, 1, in});  // [beam, one step, d], as a decoder step has it
+                const auto got = few_rows_linear(x, w, b);
+                const auto want = torch::nn::functional::linear(x, w, b);
+                REQUIRE(got.sizes() == want.sizes());
+                CHECK(torch::allclose(got, want, 1e-5, 1e-4));
+                CHECK(torch::allclose(few_rows_linear(x.squeeze(1), w), torch::nn::functional::linear(x.squeeze(1), w),
+                                      1e-5, 1e-4));
+            }
+        }
+    }
+}
+
+TEST_CASE("few_rows_linear: a row's values do not depend on the rows computed with it, nor on the threads",
+          "[decode]") {
+    torch::manual_seed(11);
+    const auto w = torch::randn({1000, 300});
+    const auto x = torch::randn({8, 300});
+    torch::Tensor all;
+    {
+        ThreadCount one(1);
+        all = few_rows_linear(x, w);
+    }
+    for (int64_t rows = 1; rows <= 8; ++rows)
+        CHECK(torch::equal(few_rows_linear(x.narrow(0, 0, rows), w), all.narrow(0, 0, rows)));
+    CHECK(torch::equal(few_rows_linear(x.narrow(0, 5, 1), w), all.narrow(0, 5, 1)));
+}
+
+TEST_CASE("few_rows_linear leaves to ATen a strided weight, a gradient, doubles, many rows", "[decode]") {
+    torch::manual_seed(12);
+    const auto w = torch::randn({64, 32});
+    const auto x = torch::randn({3, 32});
+    CHECK(few_rows_linear_applies(x, w) == few_rows_linear_applies(torch::randn({1, 32}), w));
+    CHECK_FALSE(few_rows_linear_applies(x, w.t().contiguous().t()));
+    CHECK_FALSE(few_rows_linear_applies(torch::randn({k_small_linear_rows + 1, 32}), w));
+    CHECK_FALSE(few_rows_linear_applies(x.to(torch::kDouble), w.to(torch::kDouble)));
+    const auto trained = w.detach().clone().requires_grad_(true);
+    CHECK_FALSE(few_rows_linear_applies(x, trained));
+    // Whichever computes it, the values are linear's, and a gradient flows.
+    const auto y = few_rows_linear(x, trained);
+    CHECK(torch::allclose(y, torch::nn::functional::linear(x, trained), 1e-5, 1e-4));
+    y.sum().backward();
+    REQUIRE(trained.grad().defined());
+    const auto many = torch::randn({20, 32});
+    CHECK(torch::allclose(few_rows_linear(many, w), torch::nn::functional::linear(many, w), 1e-5, 1e-4));
+}
