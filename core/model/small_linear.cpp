@@ -140,21 +140,29 @@ StripFn dot_kernel(int64_t rows) {
 
 }  // namespace
 
-bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+namespace {
+
+/// What both kernels need: AVX2 and FMA, x [R, in] with min_rows <= R <= k_small_linear_rows
+/// against weight [out, in], dense float CPU tensors, no gradient asked for.
+bool plain_few_rows(const torch::Tensor& x, const torch::Tensor& weight, int64_t min_rows) {
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     if (!cpu_has_avx2_fma()) return false;
     if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1)) return false;
-    if (x.size(0) < 1 || x.size(0) > k_small_linear_rows) return false;
+    if (x.size(0) < min_rows || x.size(0) > k_small_linear_rows) return false;
     if (!x.device().is_cpu() || !weight.device().is_cpu()) return false;
     if (x.scalar_type() != torch::kFloat || weight.scalar_type() != torch::kFloat) return false;
     if (x.is_sparse() || weight.is_sparse() || x.is_mkldnn() || weight.is_mkldnn()) return false;
-    if (torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return false;
-    return weight.is_contiguous();  // row-major [out, in]
+    return !(torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()));
 #else
-    (void)x;
-    (void)weight;
+    (void)x, (void)weight, (void)min_rows;
     return false;
 #endif
+}
+
+}  // namespace
+
+bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+    return plain_few_rows(x, weight, 1) && weight.is_contiguous();  // row-major [out, in]
 }
 
 torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -186,21 +194,8 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 }
 
 bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
-#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    if (!cpu_has_avx2_fma()) return false;
-    if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1)) return false;
-    if (x.size(0) < 2 || x.size(0) > k_small_linear_rows) return false;
-    if (!x.device().is_cpu() || !weight.device().is_cpu()) return false;
-    if (x.scalar_type() != torch::kFloat || weight.scalar_type() != torch::kFloat) return false;
-    if (x.is_sparse() || weight.is_sparse() || x.is_mkldnn() || weight.is_mkldnn()) return false;
-    if (torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return false;
     // Column-major: weight.t() is a contiguous [in, out].
-    return weight.stride(0) == 1 && weight.stride(1) == weight.size(0);
-#else
-    (void)x;
-    (void)weight;
-    return false;
-#endif
+    return plain_few_rows(x, weight, 2) && weight.stride(0) == 1 && weight.stride(1) == weight.size(0);
 }
 
 torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight) {

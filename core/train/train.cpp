@@ -177,24 +177,28 @@ TranslationModelPtr Trainer::snapshot() const {
 }
 
 void Trainer::publish_snapshot() {
-    Network network;
+    auto wrap = [&](Network network) {
+        return std::make_shared<TranslationModel>(network, m_src_vocab, m_tgt_vocab, m_data.tokenizer, m_train_config,
+                                                  m_history, m_data.name);
+    };
     {
         // Nobody else holds the previous snapshot (the CLI never reads one; the
         // GUI keeps each it shows): reuse its network, which costs a copy of the
-        // weights instead of building and initialising a whole model.
+        // weights instead of building and initialising a whole model. Replaced under
+        // the lock: a reader on another thread never finds no snapshot (it did, between
+        // a reset and the new one, and translated through a null model) nor a network
+        // half copied.
         std::lock_guard<std::mutex> lock(m_snapshot_mutex);
         if (m_snapshot && m_snapshot.use_count() == 1) {
             Network held = m_snapshot->network();
             if (held.use_count() == 2) {  // the snapshot's and `held`
-                network = held;
-                m_snapshot.reset();
-                copy_weights(*network, *m_model);
+                copy_weights(*held, *m_model);
+                m_snapshot = wrap(held);
+                return;
             }
         }
     }
-    if (!network) network = clone_network(*m_model, torch::kCPU);
-    auto copy = std::make_shared<TranslationModel>(network, m_src_vocab, m_tgt_vocab, m_data.tokenizer, m_train_config,
-                                                   m_history, m_data.name);
+    auto copy = wrap(clone_network(*m_model, torch::kCPU));
     std::lock_guard<std::mutex> lock(m_snapshot_mutex);
     m_snapshot = std::move(copy);
 }
