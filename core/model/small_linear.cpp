@@ -82,6 +82,14 @@ __attribute__((target("avx2,fma"))) inline float lane_sum(__m256 acc) {
     return _mm_cvtss_f32(s);
 }
 
+/// out[r, o]: the lanes of a dot product's accumulator, then the K % 8 terms past them.
+__attribute__((target("avx2,fma"))) inline void finish_dot(__m256 acc, const float* x, const float* w, float* out,
+                                                            int64_t K, int64_t N, int64_t r, int64_t o) {
+    float v = lane_sum(acc);
+    for (int64_t k = K / 8 * 8; k < K; ++k) v = __builtin_fmaf(x[r * K + k], w[o * K + k], v);
+    out[r * N + o] = v;
+}
+
 /// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K] (row-major: each output a
 /// dot product of a contiguous weight row), R = ROWS. Every (row, output) has one accumulator
 /// over K in 8-float blocks, summed across its lanes at the end: the same order whatever ROWS is.
@@ -90,11 +98,6 @@ template <int ROWS, int OUTS>
 __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, float* out, int64_t K, int64_t N,
                                               int64_t o0, int64_t o1) {
     const int64_t K8 = K / 8 * 8;
-    auto finish = [&](__m256 acc, int64_t r, int64_t o) {
-        float v = lane_sum(acc);
-        for (int64_t k = K8; k < K; ++k) v = __builtin_fmaf(x[r * K + k], w[o * K + k], v);
-        out[r * N + o] = v;
-    };
     int64_t o = o0;
     for (; o + OUTS <= o1; o += OUTS) {
         __m256 acc[OUTS][ROWS];
@@ -107,7 +110,7 @@ __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, fl
             }
         }
         for (int j = 0; j < OUTS; ++j)
-            for (int r = 0; r < ROWS; ++r) finish(acc[j][r], r, o + j);
+            for (int r = 0; r < ROWS; ++r) finish_dot(acc[j][r], x, w, out, K, N, r, o + j);
     }
     for (; o < o1; ++o) {
         __m256 acc[ROWS];
@@ -116,7 +119,7 @@ __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, fl
             const __m256 wv = _mm256_loadu_ps(w + o * K + k);
             for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * K + k), wv, acc[r]);
         }
-        for (int r = 0; r < ROWS; ++r) finish(acc[r], r, o);
+        for (int r = 0; r < ROWS; ++r) finish_dot(acc[r], x, w, out, K, N, r, o);
     }
 }
 
