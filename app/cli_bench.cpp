@@ -206,7 +206,7 @@ Command add_bench_command(CLI::App& parent) {
     o->settings.add_to(*app, m, t, "");
     app->add_option("--save", o->save, "keep the trained model as a checkpoint")->type_name("FILE")->group("output");
     app->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->group("output");
-    return {app, [o] { return run_bench(*o); }};
+    return {app, [o] { return run_bench(*o); }, /*trains=*/true};
 }
 
 }  // namespace attnviz::cli

@@ -39,6 +39,9 @@ public:
 struct Command {
     CLI::App* app = nullptr;
     std::function<int()> run;
+    /// It trains a model: main keeps large blocks in the heap before any thread starts
+    /// (keep_large_blocks_in_heap, core/io/process_memory.hpp).
+    bool trains = false;
 };
 
 Command add_train_command(CLI::App& parent);

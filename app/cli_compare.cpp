@@ -234,7 +234,7 @@ Command add_compare_command(CLI::App& parent) {
     app->add_option("--curves", o->curves, "write per-epoch curves of every run as CSV")->type_name("FILE")->group("output");
     app->add_flag("--json", o->json, "print the results as a JSON array instead of the table")->group("output");
     app->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->group("output");
-    return {app, [o] { return run_compare(*o); }};
+    return {app, [o] { return run_compare(*o); }, /*trains=*/true};
 }
 
 Command add_tasks_command(CLI::App& parent) {

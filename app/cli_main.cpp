@@ -58,10 +58,7 @@ int main(int argc, char** argv) {
 
     // Commands that train keep large blocks in the heap, on one arena (process_memory.hpp):
     // before any other thread starts, LibTorch's included.
-    if (const Command* c = cli->parsed()) {
-        const std::string name = c->app->get_name();
-        if (name == "train" || name == "bench" || name == "compare") attnviz::keep_large_blocks_in_heap();
-    }
+    if (const Command* c = cli->parsed(); c && c->trains) attnviz::keep_large_blocks_in_heap();
     try {
         if (cli->threads > 0) {
             // More threads than cores only wait on each other (a step 50 times slower): at most one each.

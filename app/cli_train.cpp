@@ -291,7 +291,7 @@ Command add_train_command(CLI::App& parent) {
     app->add_option("--memory-log", o->memory_log, "soak tests: memory figures every 10 s as JSON lines")
         ->type_name("FILE")
         ->group("");  // hidden from --help: a measuring aid (tools/soak.sh)
-    return {app, [o] { return run_train(*o); }};
+    return {app, [o] { return run_train(*o); }, /*trains=*/true};
 }
 
 }  // namespace attnviz::cli

@@ -285,11 +285,9 @@ struct Work {
         for (int64_t t : steps) w = bytes_plus(w, gradient_row(t));
         return w;
     }
-    int64_t every_step() const {
-        int64_t w = 0;
-        for (int64_t t = 0; t < T; ++t) w = bytes_plus(w, gradient_row(t));
-        return w;
-    }
+    /// One gradient row for every step (work_for sums them once).
+    int64_t every = 0;
+    int64_t every_step() const { return every; }
     /// The forward passes every attribution makes: the values, integrated gradients' baseline.
     int64_t values() const { return bytes_times(2, forward.per_row(S, T)); }
     int64_t occlusion(bool target) const { return bytes_times(1 + S + (target ? T : 0), forward.per_row(S, T)); }
@@ -301,6 +299,7 @@ Work work_for(const EncoderDecoder& net, int64_t S, int64_t T, const Attribution
     w.S = S;
     w.T = T;
     w.bound = options.work_bound > 0 ? options.work_bound : work_bound();
+    for (int64_t t = 0; t < T; ++t) w.every = bytes_plus(w.every, w.gradient_row(t));
     return w;
 }
 

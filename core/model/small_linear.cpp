@@ -139,11 +139,22 @@ StripFn dot_kernel(int64_t rows) {
     }
 }
 
+/// out [R, N] = x [R, K] against weight's data, R = x's rows, by `kernel` over runs of `chunk`
+/// output features (columns or weight rows) shared among the threads.
+torch::Tensor run_kernel(StripFn kernel, const torch::Tensor& x, const torch::Tensor& weight, int64_t chunk) {
+    const int64_t R = x.size(0), K = x.size(1), N = weight.size(0);
+    const auto xc = x.contiguous();
+    auto out = torch::empty({R, N}, xc.options());
+    const float* xp = xc.data_ptr<float>();
+    const float* wp = weight.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
+        kernel(xp, wp, op, K, N, begin * chunk, std::min(N, end * chunk));
+    });
+    return out;
+}
+
 #endif
-
-}  // namespace
-
-namespace {
 
 /// What both kernels need: AVX2 and FMA, x [R, in] with min_rows <= R <= k_small_linear_rows
 /// against weight [out, in], dense float CPU tensors, no gradient asked for.
@@ -173,23 +184,13 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
     const auto x2 = flat ? x : x.reshape({-1, x.size(-1)});
     if (!few_rows_linear_applies(x2, weight)) return torch::nn::functional::linear(x, weight, bias);
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    const int64_t R = x2.size(0), K = x2.size(1), N = weight.size(0);
-    const auto xc = x2.contiguous();
-    auto out = torch::empty({R, N}, xc.options());
-    const float* xp = xc.data_ptr<float>();
-    const float* wp = weight.data_ptr<float>();
-    float* op = out.data_ptr<float>();
-    const StripFn kernel = dot_kernel(R);
     // Runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512 projection in 4
     // tasks, so that both threads read it (MKL's matrix-vector product used one).
-    constexpr int64_t chunk = 128;
-    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
-        kernel(xp, wp, op, K, N, begin * chunk, std::min(N, end * chunk));
-    });
+    auto out = run_kernel(dot_kernel(x2.size(0)), x2, weight, 128);
     if (bias.defined()) out.add_(bias);
     if (flat) return out;
     auto shape = x.sizes().vec();
-    shape.back() = N;
+    shape.back() = weight.size(0);
     return out.view(shape);
 #else
     return torch::nn::functional::linear(x, weight, bias);
@@ -204,20 +205,10 @@ bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weig
 torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight) {
     if (!small_rows_linear_applies(x, weight)) return torch::nn::functional::linear(x, weight);
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    const int64_t R = x.size(0), K = x.size(1), N = weight.size(0);
-    const auto xc = x.contiguous();
-    auto out = torch::empty({R, N}, xc.options());
-    const float* xp = xc.data_ptr<float>();
-    const float* wt = weight.data_ptr<float>();  // [K, N], row-major
-    float* op = out.data_ptr<float>();
-    const StripFn kernel = strip_kernel(R);
-    // Each task a run of 2,048 columns (a 4 MB slice of a 512-row weight): few enough tasks
-    // that starting them costs nothing beside the reading, enough to share among threads.
-    constexpr int64_t chunk = 2048;
-    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
-        kernel(xp, wt, op, K, N, begin * chunk, std::min(N, end * chunk));
-    });
-    return out;
+    // The weight's data is its transpose [K, N], row-major. Each task a run of 2,048 columns (a
+    // 4 MB slice of a 512-row weight): few enough tasks that starting them costs nothing beside
+    // the reading, enough to share among threads.
+    return run_kernel(strip_kernel(x.size(0)), x, weight, 2048);
 #else
     return torch::nn::functional::linear(x, weight);
 #endif
