@@ -192,19 +192,21 @@ void AttributionView::arrived(const SentenceAttribution& part) {
     }
     showMethod();
     // Then the methods not computed yet, in one request, so that switching shows them at once:
-    // those within the work bound alone (a method that would pass it is asked for only when
-    // chosen, and then says why it is not shown).
+    // as many as fit the work bound together (a method left out is asked for only when chosen,
+    // and then says why it is not shown).
     std::vector<AttributionMethod> missing;
-    for (AttributionMethod m : all_attribution_methods())
-        if (!std::count(m_result->methods.begin(), m_result->methods.end(), m) && withinWorkBound(m))
-            missing.push_back(m);
+    for (AttributionMethod m : all_attribution_methods()) {
+        if (std::count(m_result->methods.begin(), m_result->methods.end(), m)) continue;
+        missing.push_back(m);  // kept only while the request as a whole stays within the bound
+        if (!withinWorkBound(missing)) missing.pop_back();
+    }
     if (!missing.empty() && m_pending.empty()) request(missing);
 }
 
-bool AttributionView::withinWorkBound(AttributionMethod method) const {
+bool AttributionView::withinWorkBound(const std::vector<AttributionMethod>& methods) const {
     if (!m_model || !m_translation || m_translation->empty()) return false;
     AttributionOptions options;
-    options.methods = {method};
+    options.methods = methods;
     const auto S = int64_t(m_translation->src_tokens.size());
     const auto T = int64_t(m_translation->hypotheses.at(size_t(m_hypothesis)).ids.size());
     try {

@@ -76,9 +76,9 @@ Q_SIGNALS:
 private:
     void request(std::vector<AttributionMethod> methods);
     void arrived(const SentenceAttribution& part);
-    /// Whether `method` alone attributes the current hypothesis within the work bound
+    /// Whether `methods`, in one request, attribute the current hypothesis within the work bound
     /// (core/model/work_cost.hpp): what the background prefetch of the other methods asks.
-    bool withinWorkBound(AttributionMethod method) const;
+    bool withinWorkBound(const std::vector<AttributionMethod>& methods) const;
     void showMethod();
     /// Whether the shown attribution merges pieces into words now (a subword model and m_merge).
     bool merging() const;

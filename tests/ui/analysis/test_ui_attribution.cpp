@@ -208,6 +208,10 @@ TEST_CASE("attribution view: a method past the work bound says why it is not sho
     f.translate(words.join(' ') + QStringLiteral(" car"));  // attributed afresh within the bound
     REQUIRE(waitUntil([&] { return ready.count() > 0; }, 60000));
     CHECK(view->heatmap()->heatmapData().valueName.contains(QStringLiteral("saliency")));
+    // The other methods in the background: those that fit the bound together (integrated
+    // gradients here, not occlusion beside it), so nothing the user did not choose is refused.
+    REQUIRE(waitUntil([&] { return ready.count() >= 2; }, 60000));
+    CHECK(failed.count() == 0);
     // Occlusion, chosen: refused before any work, and the view says why.
     view->setMethod(AttributionMethod::occlusion);
     REQUIRE(waitUntil([&] { return failed.count() > 0; }, 60000));
