@@ -11,6 +11,12 @@ Writes, each a Hugging Face model folder as save_pretrained() writes it:
   OUT/marian_bin    the same model, weights in pytorch_model.bin (torch.save of its state_dict)
   OUT/m2m100        M2M100ForConditionalGeneration (pre-norm, final LayerNorms, fairseq
                     positions, language codes __en__ ...), SentencePiece BPE
+  OUT/m2m100_json   the m2m100 model with its tokenizer as tokenizer.json alone (built here with the
+                    `tokenizers` library from its SentencePiece model and vocab.json, ids checked equal to
+                    M2M100Tokenizer's on every sample; transformers 5 has no converter for M2M100)
+  OUT/nllb          an NLLB model (M2M100ForConditionalGeneration with NllbTokenizer) as transformers 5
+                    saves it: tokenizer.json and tokenizer_config.json only (its language codes
+                    eng_Latn ... are tokenizer.json's added tokens; no sentencepiece.bpe.model)
 and OUT/reference.json: per model, per sample sentence, the tokenizer's ids and decoded text,
 greedy and beam outputs of generate(), and the logits and every attention map of a
 teacher-forced pass (encoder_attentions, decoder_attentions, cross_attentions, eager
@@ -28,6 +34,7 @@ A second run with the same script and library versions finds OUT/stamp and does 
 import hashlib
 import json
 import os
+import shutil
 import sys
 
 try:
@@ -111,7 +118,8 @@ def references(model, tok, sentences, gen_variants, src_lang=None, tgt_lang=None
                  "decoded": tok.decode(ids[0], skip_special_tokens=True)}
         extra = {}
         if tgt_lang is not None:
-            extra["forced_bos_token_id"] = tok.get_lang_id(tgt_lang)
+            get_lang_id = getattr(tok, "get_lang_id", None)  # M2M100Tokenizer; NLLB's codes are tokens
+            extra["forced_bos_token_id"] = get_lang_id(tgt_lang) if get_lang_id else tok.convert_tokens_to_ids(tgt_lang)
         with torch.no_grad():
             greedy = model.generate(**enc, num_beams=1, **extra)[0]
             entry["greedy"] = greedy[1:].tolist()
@@ -207,6 +215,93 @@ def make_m2m100(out, lines):
     return references(model, tok, [s for s in SAMPLES if ">>" not in s], variants, src_lang="en", tgt_lang="fr")
 
 
+def make_m2m100_json(out, m2m_reference):
+    """The m2m100 folder with tokenizer.json instead of vocab.json + sentencepiece.bpe.model: a BPE over
+    vocab.json's ids with the SentencePiece model's merges and rule table, Metaspace, the 100 language
+    codes as special added tokens, the template "__en__ A </s>". Its ids must be M2M100Tokenizer's;
+    decoding is the tokenizers library's (the language codes dropped as special tokens)."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers.convert_slow_tokenizer import SentencePieceExtractor, import_protobuf
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+    src = os.path.join(out, "m2m100")
+    spm_file = os.path.join(src, "sentencepiece.bpe.model")
+    with open(os.path.join(src, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    merges = SentencePieceExtractor(spm_file).extract(models.BPE)["merges"]
+    proto = import_protobuf().ModelProto()
+    with open(spm_file, "rb") as f:
+        proto.ParseFromString(f.read())
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m) for m in merges], unk_token="<unk>", fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap),
+                                           normalizers.Replace(Regex(" {2,}"), " "), normalizers.Strip()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<s>", "<pad>", "</s>", "<unk>")])
+    langs = FAIRSEQ_LANGUAGE_CODES["m2m100"]
+    tok.add_special_tokens([AddedToken(f"__{code}__", special=True, normalized=False) for code in langs])
+    for i in range(8):
+        tok.add_tokens([AddedToken(f"madeupword{i}", special=False, normalized=False)])
+    en = tok.token_to_id("__en__")
+    assert en == len(vocab) + langs.index("en"), "the language codes must follow the vocabulary"
+    tok.post_processor = processors.TemplateProcessing(single="__en__ $A </s>", pair="__en__ $A $B </s>",
+                                                       special_tokens=[("__en__", en), ("</s>", 2)])
+    folder = os.path.join(out, "m2m100_json")
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    shutil.copytree(src, folder)
+    os.remove(os.path.join(folder, "vocab.json"))
+    os.remove(os.path.join(folder, "sentencepiece.bpe.model"))
+    tok.save(os.path.join(folder, "tokenizer.json"))
+    reference = []
+    for e in m2m_reference:
+        ids = tok.encode(e["text"]).ids
+        assert ids == e["input_ids"], f"tokenizer.json gives {ids} for {e['text']!r}, M2M100Tokenizer {e['input_ids']}"
+        entry = dict(e)
+        entry["decoded"] = tok.decode(ids, skip_special_tokens=True)
+        entry["greedy_text"] = tok.decode(e["greedy"], skip_special_tokens=True)
+        reference.append(entry)
+    return reference
+
+
+def make_nllb(out, lines):
+    """NLLB as transformers 5 saves it: the tokenizer built from a SentencePiece BPE model trained
+    here, saved as tokenizer.json (its language codes among the added tokens), reopened from the saved
+    folder as a user would."""
+    from transformers import NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+    work = os.path.join(out, "_nllb_spm")
+    os.makedirs(work, exist_ok=True)
+    model_file = train_spm(os.path.join(work, "bpe"), lines, 260, "bpe")
+    shutil.copy(model_file, os.path.join(work, "sentencepiece.bpe.model"))
+    built = NllbTokenizer.from_pretrained(work, additional_special_tokens=FAIRSEQ_LANGUAGE_CODES, src_lang="eng_Latn",
+                                          tgt_lang="fra_Latn")
+    folder = os.path.join(out, "nllb")
+    os.makedirs(folder, exist_ok=True)
+    built.save_pretrained(folder)
+    for name in os.listdir(folder):  # transformers 5 writes tokenizer.json and tokenizer_config.json
+        if name not in ("tokenizer.json", "tokenizer_config.json"):
+            os.remove(os.path.join(folder, name))
+    tok = NllbTokenizer.from_pretrained(folder)
+    assert tok.convert_tokens_to_ids("fra_Latn") != tok.unk_token_id, "the saved NLLB tokenizer lost its language codes"
+    V = len(tok)
+    cfg = M2M100Config(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                       decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=64, max_position_embeddings=64,
+                       activation_function="relu", scale_embedding=True, pad_token_id=tok.pad_token_id,
+                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                       decoder_start_token_id=tok.eos_token_id)
+    torch.manual_seed(7)
+    model = M2M100ForConditionalGeneration(cfg)
+    train_to_copy(model, tok, lines, 7)
+    model.generation_config = GenerationConfig(num_beams=2, max_length=14, decoder_start_token_id=tok.eos_token_id,
+                                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                               bos_token_id=tok.bos_token_id, bad_words_ids=[[tok.pad_token_id]])
+    model.save_pretrained(folder)
+    model.config._attn_implementation = "eager"
+    variants = {"beam": {}, "beam_lp": {"num_beams": 3, "length_penalty": 1.5, "num_return_sequences": 2}}
+    samples = [s for s in SAMPLES if ">>" not in s] + ["fra_Latn Bonjour", "日本語 ☃ zzz"]
+    return references(model, tok, samples, variants, src_lang="eng_Latn", tgt_lang="fra_Latn")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -223,7 +318,8 @@ def main():
     torch.set_num_threads(1)
     lines = corpus_lines()
     ref = {"transformers": transformers.__version__, "torch": torch.__version__,
-           "marian": make_marian(out, lines), "m2m100": make_m2m100(out, lines)}
+           "marian": make_marian(out, lines), "m2m100": make_m2m100(out, lines), "nllb": make_nllb(out, lines)}
+    ref["m2m100_json"] = make_m2m100_json(out, ref["m2m100"])
     with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:
         json.dump(ref, f, ensure_ascii=False)
     with open(stamp_file, "w") as f:

@@ -3,7 +3,7 @@
 with them: the fixtures of tests/base/test_tokenizer_json.cpp (attnviz's reader must give the same
 ids, tokens and decoded text).
 
-    make_tokenizer_json_fixtures.py OUT_DIR [--sentences N]
+    make_tokenizer_json_fixtures.py OUT_DIR [--sentences N] [--bench-corpus TSV]
 
 Everything is built offline, from the repository's own text:
   - tokenizers trained with the library's trainers: a Unigram with SentencePiece's normalizer
@@ -25,7 +25,9 @@ Writes OUT/NAME.json for each and OUT/expected.json:
 ids/tokens: encode(text) (add_special_tokens=True); plain_*: add_special_tokens=False;
 decoded: decode(ids, skip_special_tokens=True); decoded_all: skip_special_tokens=False;
 hf_decoded: transformers' tokenizer.decode(ids, skip_special_tokens=True) (transformers' folders).
-With --sentences N, OUT/bench_sentences.txt holds N sentences for tools/bench_tokenizer_json.py.
+With --sentences N, OUT/bench_sentences.txt holds N sentences for tools/bench_tokenizer_json.py; with
+--bench-corpus TSV (e.g. ../shared/data/tatoeba-eng-fra-5000.tsv) the sentences are that file's and
+OUT/bench_*.json are transformers' tokenizers with vocabularies 30 times larger trained on it.
 Exit status 77 when tokenizers, transformers or sentencepiece is missing (the tests then skip).
 """
 import hashlib
@@ -143,11 +145,11 @@ def unigram_byte_fallback(lines, work):
     return tok
 
 
-def bpe_bytelevel(lines, work):
+def bpe_bytelevel(lines, work, vocab_size=500):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(lines, trainer)
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=False, special=True)])
@@ -290,13 +292,16 @@ def saved(tok_class, folder, out, **kwargs):
     return tok, hf
 
 
-def transformers_fixtures(lines, work, out):
+def transformers_fixtures(lines, work, out, prefix="hf_", scale=1):
+    """transformers' tokenizers, as FILE OUT/PREFIXNAME.json; scale multiplies the vocabulary sizes."""
     made = {}
+    work = os.path.join(work, prefix)
+    os.makedirs(work, exist_ok=True)
 
     def spm_folder(name, file_name, model_type, vocab_size, **kw):
         folder = os.path.join(work, name)
         os.makedirs(folder, exist_ok=True)
-        model = train_spm(os.path.join(work, name + "_spm"), lines, vocab_size, model_type, **kw)
+        model = train_spm(os.path.join(work, name + "_spm"), lines, vocab_size * scale, model_type, **kw)
         shutil.copy(model, os.path.join(folder, file_name))
         return folder
 
@@ -304,24 +309,24 @@ def transformers_fixtures(lines, work, out):
                               NllbTokenizer, T5Tokenizer, XLMRobertaTokenizer)
     from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
 
-    made["hf_t5"] = saved(T5Tokenizer, spm_folder("t5", "spiece.model", "unigram", 250, pad_id=0, eos_id=1, unk_id=2,
-                                                  bos_id=-1), os.path.join(out, "hf_t5.json"), extra_ids=5)
-    made["hf_mt5"] = saved(T5Tokenizer, spm_folder("mt5", "spiece.model", "unigram", 600, pad_id=0, eos_id=1,
+    made[prefix + "t5"] = saved(T5Tokenizer, spm_folder("t5", "spiece.model", "unigram", 250, pad_id=0, eos_id=1, unk_id=2,
+                                                  bos_id=-1), os.path.join(out, prefix + "t5.json"), extra_ids=5)
+    made[prefix + "mt5"] = saved(T5Tokenizer, spm_folder("mt5", "spiece.model", "unigram", 600, pad_id=0, eos_id=1,
                                                     unk_id=2, bos_id=-1, byte_fallback=True),
-                           os.path.join(out, "hf_mt5.json"), extra_ids=3)
-    made["hf_nllb"] = saved(NllbTokenizer, spm_folder("nllb", "sentencepiece.bpe.model", "bpe", 300),
-                            os.path.join(out, "hf_nllb.json"), additional_special_tokens=FAIRSEQ_LANGUAGE_CODES,
+                           os.path.join(out, prefix + "mt5.json"), extra_ids=3)
+    made[prefix + "nllb"] = saved(NllbTokenizer, spm_folder("nllb", "sentencepiece.bpe.model", "bpe", 300),
+                            os.path.join(out, prefix + "nllb.json"), additional_special_tokens=FAIRSEQ_LANGUAGE_CODES,
                             src_lang="fra_Latn")
-    made["hf_mbart50"] = saved(MBart50Tokenizer, spm_folder("mbart50", "sentencepiece.bpe.model", "unigram", 280),
-                               os.path.join(out, "hf_mbart50.json"), src_lang="en_XX", tgt_lang="fr_XX")
-    made["hf_xlmr"] = saved(XLMRobertaTokenizer, spm_folder("xlmr", "sentencepiece.bpe.model", "unigram", 270),
-                            os.path.join(out, "hf_xlmr.json"))
-    made["hf_llama"] = saved(LlamaTokenizer, spm_folder("llama", "tokenizer.model", "bpe", 700, byte_fallback=True,
-                                                        split_digits=True), os.path.join(out, "hf_llama.json"))
+    made[prefix + "mbart50"] = saved(MBart50Tokenizer, spm_folder("mbart50", "sentencepiece.bpe.model", "unigram", 280),
+                               os.path.join(out, prefix + "mbart50.json"), src_lang="en_XX", tgt_lang="fr_XX")
+    made[prefix + "xlmr"] = saved(XLMRobertaTokenizer, spm_folder("xlmr", "sentencepiece.bpe.model", "unigram", 270),
+                            os.path.join(out, prefix + "xlmr.json"))
+    made[prefix + "llama"] = saved(LlamaTokenizer, spm_folder("llama", "tokenizer.model", "bpe", 700, byte_fallback=True,
+                                                        split_digits=True), os.path.join(out, prefix + "llama.json"))
     # BART / GPT-2: vocab.json + merges.txt of a byte-level BPE trained here.
-    bl = bpe_bytelevel(lines, work)
+    bl = bpe_bytelevel(lines, work, 500 * scale)
     j = json.loads(bl.to_str())
-    for name, cls in (("hf_bart", BartTokenizer), ("hf_gpt2", GPT2Tokenizer)):
+    for name, cls in ((prefix + "bart", BartTokenizer), (prefix + "gpt2", GPT2Tokenizer)):
         folder = os.path.join(work, name)
         os.makedirs(folder, exist_ok=True)
         vocab = dict(j["model"]["vocab"])
@@ -331,7 +336,7 @@ def transformers_fixtures(lines, work, out):
             json.dump(vocab, f, ensure_ascii=False)
         with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
             f.write("#version: 0.2\n" + "\n".join(" ".join(m) for m in j["model"]["merges"]) + "\n")
-        kw = {"add_prefix_space": True} if name == "hf_gpt2" else {}
+        kw = {"add_prefix_space": True} if name.endswith("gpt2") else {}
         made[name] = saved(cls, folder, os.path.join(out, name + ".json"), **kw)
     return made
 
@@ -342,6 +347,11 @@ def main():
     if "--sentences" in args:
         i = args.index("--sentences")
         n_bench = int(args[i + 1])
+        del args[i:i + 2]
+    bench_corpus = None
+    if "--bench-corpus" in args:
+        i = args.index("--bench-corpus")
+        bench_corpus = args[i + 1]
         del args[i:i + 2]
     if len(args) != 1:
         print(__doc__, file=sys.stderr)
@@ -387,15 +397,23 @@ def main():
             fixtures.append({"name": name, "file": name + ".json", "cases": expected_cases(tok)})
         for name, (tok, hf) in transformers_fixtures(lines, work, out).items():
             fixtures.append({"name": name, "file": name + ".json", "cases": expected_cases(tok, hf)})
+        if bench_corpus:
+            # Benchmark tokenizers of realistic vocabularies (8,000 pieces and more) trained on a larger
+            # corpus (e.g. the Tatoeba sample's two columns); its sentences are the benchmark's.
+            with open(bench_corpus, encoding="utf-8") as f:
+                bench_lines = [c for line in f for c in line.rstrip("\n").split("\t")[:2] if c]
+            lines = bench_lines
+            transformers_fixtures(bench_lines + corpus_lines(), work, out, prefix="bench_", scale=30)
     with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
         json.dump({"tokenizers": tokenizers.__version__, "transformers": transformers.__version__, "fixtures": fixtures},
                   f, ensure_ascii=False, indent=0)
     if n_bench:
+        # N sentences: the corpus's own (the bench corpus's when given), two joined where it is short.
         with open(os.path.join(out, "bench_sentences.txt"), "w", encoding="utf-8") as f:
-            base = lines + SAMPLES
+            base = lines if bench_corpus else lines + SAMPLES
             for i in range(n_bench):
-                a, b = base[i % len(base)], base[(i * 7 + 3) % len(base)]
-                f.write((a + " " + b).replace("\n", " ").replace("\r", " ") + "\n")
+                text = base[i % len(base)] if bench_corpus else base[i % len(base)] + " " + base[(i * 7 + 3) % len(base)]
+                f.write(text.replace("\n", " ").replace("\r", " ") + "\n")
     with open(stamp_file, "w") as f:
         f.write(stamp)
     return 0

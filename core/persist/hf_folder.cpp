@@ -75,9 +75,14 @@ std::shared_ptr<const PretrainedTokenizer> read_tokenizer(const fs::path& dir, c
     f.tokenizer_config = read_if_there(dir / "tokenizer_config.json", what + ": tokenizer_config.json");
     f.special_tokens_map = read_if_there(dir / "special_tokens_map.json", what + ": special_tokens_map.json");
     f.kind = tokenizer_kind(dir, c, f.tokenizer_config, what);
+    // tokenizer.json, when there, is the tokenizer (as transformers 5 prefers it); the SentencePiece
+    // and vocabulary files are then read only if present, to be written back on export.
+    f.tokenizer_json = read_if_there(dir / "tokenizer.json", what + ": tokenizer.json");
+    const bool optional = !f.tokenizer_json.empty();
     auto need = [&](const char* name) {
+        if (optional) return read_if_there(dir / name, what + ": " + name);
         if (!is_file(dir / name))
-            throw FileError(what + " has no " + name + " (the " + to_string(f.kind) + " tokenizer needs it)");
+            throw FileError(what + " has no " + name + " (the " + to_string(f.kind) + " tokenizer needs it; or tokenizer.json)");
         return read_text(dir / name, what + ": " + name);
     };
     if (f.kind == PretrainedTokenizerKind::marian) {
@@ -338,12 +343,15 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
         writer.add(p.file, t);
     }
     outputs.emplace_back("model.safetensors", writer.serialize({{"format", "pt"}}));
-    if (files.kind == PretrainedTokenizerKind::marian) {
+    // The tokenizer's files as they were read: tokenizer.json when the model came with one, and the
+    // SentencePiece and vocabulary files it had (a folder saved by transformers 5 may have none).
+    if (!files.tokenizer_json.empty()) outputs.emplace_back("tokenizer.json", files.tokenizer_json);
+    if (files.kind == PretrainedTokenizerKind::marian && !files.source_spm.empty()) {
         outputs.emplace_back("source.spm", files.source_spm);
         outputs.emplace_back("target.spm", files.target_spm.empty() ? files.source_spm : files.target_spm);
-        outputs.emplace_back("vocab.json", files.vocab_json);
+        if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);
         if (!files.target_vocab_json.empty()) outputs.emplace_back("target_vocab.json", files.target_vocab_json);
-    } else {
+    } else if (!files.source_spm.empty()) {
         outputs.emplace_back("sentencepiece.bpe.model", files.source_spm);
         if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);
     }

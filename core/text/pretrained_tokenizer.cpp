@@ -12,6 +12,7 @@
 #include "core/io/json_bounded.hpp"
 #include "core/io/message.hpp"
 #include "core/text/sentencepiece_model.hpp"
+#include "core/text/tokenizer_json.hpp"
 #include "core/text/unicode.hpp"
 #include "core/text/vocab.hpp"
 
@@ -120,6 +121,63 @@ std::string to_string(PretrainedTokenizerKind k) {
 
 PretrainedTokenizer::~PretrainedTokenizer() = default;
 
+void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json& config, const json& special_map) {
+    const PretrainedTokenizerFiles& files = t.m_files;
+    const std::string what = files.what + ": tokenizer.json";
+    const int64_t rows = files.model_vocab_size;
+    t.m_json = TokenizerJson::parse(files.tokenizer_json, what);
+    const TokenizerJson& tj = *t.m_json;
+    // Every id's token, within the model's rows; a token held by two ids maps to the first.
+    const std::vector<std::string> tokens = tj.id_tokens();
+    t.m_src_tokens.assign(static_cast<size_t>(std::max<int64_t>(rows, 0)), std::string());
+    for (size_t id = 0; id < tokens.size(); ++id) {
+        if (tokens[id].empty()) continue;
+        if (static_cast<int64_t>(id) >= rows)
+            throw FileError(what + ": token " + quote(tokens[id]) + " has id " + std::to_string(id) + ", past the model's " +
+                            std::to_string(rows) + " rows (config.json's vocab_size)");
+        t.m_src_tokens[id] = tokens[id];
+        t.m_src_ids.emplace(tokens[id], static_cast<int64_t>(id));
+    }
+    // The unknown token: tokenizer_config.json's, else the model's own.
+    const bool unk_named = config.contains("unk_token") || special_map.contains("unk_token");
+    if (!unk_named && !tj.unk_token().empty()) t.m_unk = tj.unk_token();
+    t.m_special[t.m_unk] = 1;
+    for (const auto& a : tj.added_tokens())
+        if (a.special) t.m_special[a.content] = 1;
+    // Language codes: the added tokens that look like one (M2M100 "__fr__", NLLB "fra_Latn"), or
+    // Marian's ">>fra<<" pieces of the vocabulary.
+    if (files.kind == PretrainedTokenizerKind::marian) {
+        for (const auto& token : t.m_src_tokens)
+            if (token.size() > 4 && token.rfind(">>", 0) == 0 && token.compare(token.size() - 2, 2, "<<") == 0) {
+                const std::string code = token.substr(2, token.size() - 4);
+                t.m_languages.push_back(code);
+                t.m_language_tokens[code] = token;
+            }
+    } else {
+        std::vector<std::pair<int64_t, std::string>> codes;
+        for (const auto& a : tj.added_tokens()) {
+            const std::string& s = a.content;
+            if (files.kind == PretrainedTokenizerKind::m2m100 && s.size() > 4 && s.size() <= 12 && s.rfind("__", 0) == 0 &&
+                s.compare(s.size() - 2, 2, "__") == 0)
+                codes.emplace_back(a.id, s.substr(2, s.size() - 4));
+            else if (files.kind == PretrainedTokenizerKind::nllb && s.size() == 8 && s[3] == '_')
+                codes.emplace_back(a.id, s);
+        }
+        std::sort(codes.begin(), codes.end());
+        for (const auto& [id, code] : codes) {
+            if (t.m_language_tokens.count(code)) continue;
+            t.m_languages.push_back(code);
+            t.m_language_tokens[code] = files.kind == PretrainedTokenizerKind::m2m100 ? "__" + code + "__" : code;
+            t.m_special[t.m_language_tokens[code]] = 1;
+        }
+        const std::string fallback = files.kind == PretrainedTokenizerKind::m2m100 ? "en" : "eng_Latn";
+        t.m_default_src_lang = config.contains("src_lang") && config["src_lang"].is_string() ? config["src_lang"].get<std::string>() : fallback;
+        if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t.m_default_tgt_lang = config["tgt_lang"];
+    }
+    t.m_tgt_ids = t.m_src_ids;
+    t.m_tgt_tokens = t.m_src_tokens;
+}
+
 std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const PretrainedTokenizerFiles& files) {
     std::shared_ptr<PretrainedTokenizer> t(new PretrainedTokenizer());
     t->m_files = files;
@@ -166,6 +224,10 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
     for (const auto& [s, _] : t->m_special) t->m_added[s] = s;
     for (const auto& [id, s] : added_by_id) t->m_added[s] = s;
 
+    if (!files.tokenizer_json.empty()) {
+        load_tokenizer_json(*t, config, special_map);
+        return t;
+    }
     t->m_src_spm = load_spm(files.source_spm, what + ": " + (files.kind == PretrainedTokenizerKind::marian ? "source.spm" : "sentencepiece.bpe.model"));
     if (files.kind == PretrainedTokenizerKind::marian) {
         t->m_tgt_spm = load_spm(files.target_spm.empty() ? files.source_spm : files.target_spm, what + ": target.spm");
@@ -275,6 +337,17 @@ std::vector<std::pair<std::string, bool>> PretrainedTokenizer::split_added(const
 
 std::vector<std::string> PretrainedTokenizer::encode(const std::string& text, bool target) const {
     if (!is_valid_utf8(text)) throw Error("the sentence is not valid UTF-8: expected UTF-8 text");
+    if (m_json) {
+        // The model's token of each id (an unknown piece's id is the unknown token's).
+        std::vector<std::string> out;
+        for (const int64_t id : m_json->encode(text, false).ids) {
+            const auto& tokens = id_tokens(target);
+            out.push_back(id >= 0 && id < static_cast<int64_t>(tokens.size()) && !tokens[static_cast<size_t>(id)].empty()
+                              ? tokens[static_cast<size_t>(id)]
+                              : m_unk);
+        }
+        return out;
+    }
     const bool marian = kind() == PretrainedTokenizerKind::marian;
     auto& spm = marian && target ? *m_tgt_spm : *m_src_spm;
     std::vector<std::string> out;
@@ -300,6 +373,14 @@ std::vector<std::string> PretrainedTokenizer::encode(const std::string& text, bo
 }
 
 std::string PretrainedTokenizer::decode(const std::vector<std::string>& tokens) const {
+    if (m_json) {
+        std::vector<int64_t> ids;
+        ids.reserve(tokens.size());
+        for (const auto& t : tokens)
+            if (const int64_t id = token_id(t, true); id >= 0) ids.push_back(id);
+        std::string text = m_json->decode(ids, true);
+        return escape_controls(m_clean_up_spaces ? clean_up_tokenization(std::move(text)) : text);
+    }
     std::vector<std::string> pieces;
     for (const auto& t : tokens)
         if (!is_special(t)) pieces.push_back(t);
@@ -394,6 +475,7 @@ json PretrainedTokenizer::to_json() const {
     put("target_vocab_json", m_files.target_vocab_json);
     put("tokenizer_config", m_files.tokenizer_config);
     put("special_tokens_map", m_files.special_tokens_map);
+    put("tokenizer_json", m_files.tokenizer_json);
     return j;
 }
 
@@ -417,6 +499,7 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::from_json(const 
     f.target_vocab_json = get("target_vocab_json");
     f.tokenizer_config = get("tokenizer_config");
     f.special_tokens_map = get("special_tokens_map");
+    f.tokenizer_json = get("tokenizer_json");
     f.model_vocab_size = model_vocab_size;
     f.what = "the checkpoint's tokenizer";
     return load(f);

@@ -15,6 +15,13 @@
 //  - decode() is decode(ids, skip_special_tokens=True): special tokens dropped, the rest joined
 //    by SentencePiece and "▁" made a space, trimmed.
 //
+// A folder with tokenizer.json (what transformers 5 saves, often alone) is read from it instead,
+// as transformers 5 prefers it too (core/text/tokenizer_json.hpp runs the `tokenizers` library's
+// pipeline): the tokens are those of encode(text, add_special_tokens=False) -- its post-processor's
+// template (NLLB's "[src_lang] A </s>", T5's "A </s>") is what attnviz adds itself: the language
+// code by with_languages, </s> by the model side -- the language codes and added tokens come from
+// its added_tokens, and decode() is the library's decode(ids, skip_special_tokens=True), untrimmed.
+//
 // Tokens are the model's own strings ("▁Hello", ">>fra<<"); token_id() is the model's id.
 // attnviz's vocabulary names a few differently (core/persist/hf_folder.hpp lays the model's
 // rows out in attnviz's order). Immutable and thread-safe; torch-free (attnviz_base).
@@ -33,6 +40,8 @@ class SentencePieceProcessor;
 
 namespace attnviz {
 
+class TokenizerJson;  // core/text/tokenizer_json.hpp
+
 /// Which transformers tokenizer a model folder has.
 enum class PretrainedTokenizerKind {
     marian,  ///< MarianTokenizer: source.spm, target.spm, vocab.json (target_vocab.json with separate vocabularies)
@@ -50,6 +59,8 @@ struct PretrainedTokenizerFiles {
     std::string target_vocab_json;   ///< target_vocab.json's text (Marian with separate vocabularies)
     std::string tokenizer_config;    ///< tokenizer_config.json's text (may be empty)
     std::string special_tokens_map;  ///< special_tokens_map.json's text (may be empty)
+    std::string tokenizer_json;      ///< tokenizer.json's text (may be empty); when present, the tokenizer is read from it
+                                     ///< and the SentencePiece and vocabulary files above are optional (kept for export)
     int64_t model_vocab_size = 0;    ///< config.json's vocab_size (rows of the embedding)
     std::string what;                ///< the folder, for messages
 };
@@ -72,6 +83,8 @@ public:
     /// Reads and checks the files; FileError naming the file for a vocabulary that is not a JSON
     /// object of unique ids, ids past the model's rows, a SentencePiece model it cannot load, a
     /// special token missing from the vocabulary.
+    /// With tokenizer.json: FileError naming it and the key for what it cannot read
+    /// (core/text/tokenizer_json.hpp), or for a token whose id lies past the model's rows.
     static std::shared_ptr<const PretrainedTokenizer> load(const PretrainedTokenizerFiles& files);
 
     ~PretrainedTokenizer();
@@ -79,6 +92,8 @@ public:
     PretrainedTokenizer& operator=(const PretrainedTokenizer&) = delete;
 
     PretrainedTokenizerKind kind() const { return m_files.kind; }
+    /// The tokenizer.json backend, or nullptr when the tokenizer is read from SentencePiece files.
+    const TokenizerJson* tokenizer_json() const { return m_json.get(); }
     /// The tokens of a source text (target: a reference, cut by the target model), without the
     /// </s> the model adds; M2M100/NLLB without the language code (language_prefix() says it).
     /// Error on text that is not UTF-8.
@@ -124,10 +139,13 @@ public:
 
 private:
     PretrainedTokenizer() = default;
+    /// load() from tokenizer.json (files().tokenizer_json), after the special tokens' names.
+    static void load_tokenizer_json(PretrainedTokenizer& t, const nlohmann::json& config, const nlohmann::json& special_map);
     /// Splits text at the added tokens, leftmost-longest (tokenization_python.py's Trie).
     std::vector<std::pair<std::string, bool>> split_added(const std::string& text) const;
     PretrainedTokenizerFiles m_files;
     std::unique_ptr<sentencepiece::SentencePieceProcessor> m_src_spm, m_tgt_spm;
+    std::shared_ptr<const TokenizerJson> m_json;  ///< the tokenizer.json backend, when the folder has one
     std::unordered_map<std::string, int64_t> m_src_ids, m_tgt_ids;
     std::vector<std::string> m_src_tokens, m_tgt_tokens;
     std::map<std::string, std::string> m_added;  ///< added token -> itself (split points), with strip flags below

@@ -1391,9 +1391,13 @@ void read_vocab_object(const json& v, Reader& r, const std::string& path, Model&
     if (v.size() > r.limits.max_vocab)
         r.fail(path, std::to_string(v.size()) + " tokens, more than the " + std::to_string(r.limits.max_vocab) + " attnviz reads");
     m.vocab.reserve(v.size());
+    const auto max_id = static_cast<int64_t>(r.limits.max_vocab) - 1;
     for (const auto& [token, id_v] : v.items()) {
-        const int64_t id = r.int_of(id_v, path + "[" + quote(token) + "]", 0, static_cast<int64_t>(r.limits.max_vocab) - 1);
-        r.check_token(token, path);
+        // (The path is made only for a message: a vocabulary has a quarter of a million entries.)
+        const int64_t id = id_v.is_number_integer() && id_v.get<int64_t>() >= 0 && id_v.get<int64_t>() <= max_id
+                               ? id_v.get<int64_t>()
+                               : r.int_of(id_v, path + "[" + quote(token) + "]", 0, max_id);
+        if (token.size() > r.limits.max_token_bytes) r.check_token(token, path);
         if (static_cast<size_t>(id) >= m.vocab_r.size()) m.vocab_r.resize(static_cast<size_t>(id) + 1);
         if (!m.vocab_r[static_cast<size_t>(id)].empty())
             r.fail(path, "tokens " + quote(m.vocab_r[static_cast<size_t>(id)]) + " and " + quote(token) + " have the same id " +
@@ -1423,14 +1427,14 @@ ModelPtr read_model(const json& v, Reader& r, const std::string& path) {
         m->scores.reserve(vocab.size());
         m->min_score = std::numeric_limits<double>::infinity();
         for (size_t i = 0; i < vocab.size(); ++i) {
-            const std::string p = path + ".vocab[" + std::to_string(i) + "]";
+            auto p = [&] { return path + ".vocab[" + std::to_string(i) + "]"; };
             const json& e = vocab[i];
             if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
-                r.expected(p, "[piece, score]", e);
+                r.expected(p(), "[piece, score]", e);
             std::string piece = e[0].get<std::string>();
             const double score = e[1].get<double>();
-            if (!std::isfinite(score)) r.expected(p, "a finite score", e[1]);
-            r.check_token(piece, p);
+            if (!std::isfinite(score)) r.expected(p(), "a finite score", e[1]);
+            if (piece.size() > r.limits.max_token_bytes) r.check_token(piece, p());
             m->min_score = std::min(m->min_score, score);
             m->scores.push_back(score);
             m->vocab[piece] = static_cast<int32_t>(i);
@@ -1469,30 +1473,31 @@ ModelPtr read_model(const json& v, Reader& r, const std::string& path) {
                 r.fail(path + ".merges", std::to_string(merges->size()) + " merges, more than the " +
                                              std::to_string(r.limits.max_merges) + " attnviz reads");
             m->merges.reserve(merges->size());
+            std::string a, b, merged;
             for (size_t i = 0; i < merges->size(); ++i) {
-                const std::string p = path + ".merges[" + std::to_string(i) + "]";
+                auto p = [&] { return path + ".merges[" + std::to_string(i) + "]"; };
                 const json& e = (*merges)[i];
-                std::string a, b;
                 if (e.is_string()) {
-                    const std::string s = e.get<std::string>();
+                    const std::string& s = e.get_ref<const std::string&>();
                     const size_t sp = s.find(' ');
                     if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-                        r.expected(p, "\"a b\" (two tokens and one space)", e);
-                    a = s.substr(0, sp);
-                    b = s.substr(sp + 1);
+                        r.expected(p(), "\"a b\" (two tokens and one space)", e);
+                    a.assign(s, 0, sp);
+                    b.assign(s, sp + 1, std::string::npos);
                 } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-                    a = e[0].get<std::string>();
-                    b = e[1].get<std::string>();
+                    a = e[0].get_ref<const std::string&>();
+                    b = e[1].get_ref<const std::string&>();
                 } else {
-                    r.expected(p, "\"a b\" or [\"a\", \"b\"]", e);
+                    r.expected(p(), "\"a b\" or [\"a\", \"b\"]", e);
                 }
                 const int64_t ia = m->token_to_id(a), ib = m->token_to_id(b);
-                if (ia < 0) r.fail(p, "the merge's token " + quote(a) + " is not in the vocabulary");
-                if (ib < 0) r.fail(p, "the merge's token " + quote(b) + " is not in the vocabulary");
-                const std::string merged =
-                    a + (!m->prefix.empty() && b.compare(0, m->prefix.size(), m->prefix) == 0 ? b.substr(m->prefix.size()) : b);
+                if (ia < 0) r.fail(p(), "the merge's token " + quote(a) + " is not in the vocabulary");
+                if (ib < 0) r.fail(p(), "the merge's token " + quote(b) + " is not in the vocabulary");
+                merged = a;
+                if (!m->prefix.empty() && b.compare(0, m->prefix.size(), m->prefix) == 0) merged.append(b, m->prefix.size(), std::string::npos);
+                else merged += b;
                 const int64_t id = m->token_to_id(merged);
-                if (id < 0) r.fail(p, "the merged token " + quote(merged) + " is not in the vocabulary");
+                if (id < 0) r.fail(p(), "the merged token " + quote(merged) + " is not in the vocabulary");
                 m->merges[uint64_t(ia) << 32 | uint64_t(ib)] = {static_cast<uint32_t>(i), static_cast<uint32_t>(id)};
             }
         }

@@ -5,6 +5,7 @@
 #include "catch_torch.hpp"
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -95,7 +96,12 @@ struct Case {
     const char* src_lang;
     const char* tgt_lang;
 };
-const Case k_cases[] = {{"marian", "marian", "", ""}, {"m2m100", "m2m100", "en", "fr"}};
+// nllb: an NLLB folder as transformers 5 saves it, tokenizer.json and tokenizer_config.json only;
+// m2m100_json: the m2m100 model with tokenizer.json instead of its SentencePiece files.
+const Case k_cases[] = {{"marian", "marian", "", ""},
+                        {"m2m100", "m2m100", "en", "fr"},
+                        {"nllb", "nllb", "eng_Latn", "fra_Latn"},
+                        {"m2m100_json", "m2m100_json", "en", "fr"}};
 
 }  // namespace
 
@@ -188,7 +194,11 @@ TEST_CASE("pretrained greedy and beam search are token-identical to generate()",
                     {"beam_early", {{"num_beams", 5}, {"early_stopping", true}}},
                     {"beam_never", {{"num_beams", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 2}}}}},
         {"m2m100", {{"beam", json::object()},
-                    {"beam_lp", {{"num_beams", 4}, {"length_penalty", 2.0}, {"num_return_sequences", 2}}}}}};
+                    {"beam_lp", {{"num_beams", 4}, {"length_penalty", 2.0}, {"num_return_sequences", 2}}}}},
+        {"m2m100_json", {{"beam", json::object()},
+                         {"beam_lp", {{"num_beams", 4}, {"length_penalty", 2.0}, {"num_return_sequences", 2}}}}},
+        {"nllb", {{"beam", json::object()},
+                  {"beam_lp", {{"num_beams", 3}, {"length_penalty", 1.5}, {"num_return_sequences", 2}}}}}};
     for (const auto& c : k_cases) {
         INFO(c.name);
         const auto model = load_model(k_fixtures + "/" + c.folder);
@@ -215,6 +225,65 @@ TEST_CASE("pretrained greedy and beam search are token-identical to generate()",
             }
         }
     }
+}
+
+TEST_CASE("an NLLB folder saved by transformers 5 (tokenizer.json only) lists its languages and is written back with it",
+          "[pretrained][tokenizer_json]") {
+    if (!have_fixtures()) return;
+    const std::string dir = k_fixtures + "/nllb";
+    REQUIRE_FALSE(std::filesystem::exists(dir + "/sentencepiece.bpe.model"));
+    const auto model = load_model(dir);
+    const auto* pt = model->tokenizer().pretrained().get();
+    REQUIRE(pt != nullptr);
+    REQUIRE(pt->tokenizer_json() != nullptr);
+    CHECK(pt->kind() == PretrainedTokenizerKind::nllb);
+    // The languages are tokenizer.json's added tokens (FAIRSEQ_LANGUAGE_CODES: 202).
+    const auto langs = model->source_languages();
+    CHECK(langs.size() == 202);
+    CHECK(std::find(langs.begin(), langs.end(), "fra_Latn") != langs.end());
+    CHECK(model->target_languages() == langs);
+    CHECK(pt->language_token("fra_Latn", true) == "fra_Latn");
+    CHECK(pt->default_source_language() == "eng_Latn");
+    CHECK(pt->is_special("fra_Latn"));
+    CHECK_THROWS_WITH(pt->language_token("xx_Yyyy", true), Catch::Contains("no target language 'xx_Yyyy'"));
+
+    // Exported: tokenizer.json goes back as it came (and no SentencePiece file appears); the copy
+    // translates as the original.
+    attnviz::testing::ScratchDir scratch("nllb-export");
+    const std::string out = scratch / "exported";
+    save_model_folder(*model, out);
+    std::ifstream a(dir + "/tokenizer.json", std::ios::binary), b(out + "/tokenizer.json", std::ios::binary);
+    const std::string original((std::istreambuf_iterator<char>(a)), {}), written((std::istreambuf_iterator<char>(b)), {});
+    CHECK(!original.empty());
+    CHECK(written == original);
+    CHECK_FALSE(std::filesystem::exists(out + "/sentencepiece.bpe.model"));
+    const auto again = load_model(out);
+    DecodeOptions d = model->decode_defaults();
+    d.target_lang = "fra_Latn";
+    d.beam_size = d.num_hypotheses = 1;
+    const auto first = model->translate({"Hello, Tom."}, d).at(0), second = again->translate({"Hello, Tom."}, d).at(0);
+    REQUIRE_FALSE(first.empty());
+    CHECK(first.best().ids == second.best().ids);
+    CHECK(first.best().text == second.best().text);
+
+    // A checkpoint embeds tokenizer.json: the model saved as attnviz's file opens with the same languages and ids.
+    const std::string ckpt = scratch / "nllb.attnviz";
+    save_model(*model, ckpt);
+    const auto reopened = load_model(ckpt);
+    CHECK(reopened->source_languages() == langs);
+    CHECK(reopened->translate({"Hello, Tom."}, d).at(0).best().ids == first.best().ids);
+}
+
+TEST_CASE("an M2M100 folder with tokenizer.json alone lists its 100 languages from its added tokens",
+          "[pretrained][tokenizer_json]") {
+    if (!have_fixtures()) return;
+    const auto model = load_model(k_fixtures + "/m2m100_json");
+    const auto* pt = model->tokenizer().pretrained().get();
+    REQUIRE(pt->tokenizer_json() != nullptr);
+    CHECK(pt->kind() == PretrainedTokenizerKind::m2m100);
+    CHECK(model->source_languages() == load_model(k_fixtures + "/m2m100")->source_languages());
+    CHECK(pt->language_token("fr", true) == "__fr__");
+    CHECK(pt->default_source_language() == "en");
 }
 
 TEST_CASE("pytorch_model.bin opens through the restricted reader with the same weights as model.safetensors",
