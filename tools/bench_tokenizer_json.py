@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Encoding speed of attnviz's tokenizer.json reader against the Rust `tokenizers` library, one thread.
+
+    bench_tokenizer_json.py ATTNVIZ_TESTS_BASE WORK_DIR [--sentences 10000] [--names hf_t5,hf_nllb,...]
+
+Makes the fixtures of tools/make_tokenizer_json_fixtures.py in WORK_DIR (tokenizers of each kind,
+trained here; WORK_DIR/bench_sentences.txt: N multilingual sentences), then encodes every sentence one
+at a time with each tokenizer:
+  - the `tokenizers` library: Tokenizer.encode(s) in a Python loop, RAYON_NUM_THREADS=1 (the
+    library's single-thread speed, Python's call overhead included: how transformers calls it);
+  - attnviz: TokenizerJson::encode (attnviz_tests_base '[bench][tokenizer_json]': best of 3 rounds).
+Prints one JSON object: sentences per second of each, and attnviz's speed as a multiple of the
+library's. Run by hand.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rust_speed(path, sentences, rounds=3):
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(path)
+    for s in sentences[:200]:
+        tok.encode(s)
+    best = float("inf")
+    tokens = 0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        n = 0
+        for s in sentences:
+            n += len(tok.encode(s).ids)
+        best = min(best, time.perf_counter() - start)
+        tokens = n
+    return {"seconds": best, "tokens": tokens, "sentences_per_second": len(sentences) / best}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("tests_base")
+    p.add_argument("work")
+    p.add_argument("--sentences", type=int, default=10000)
+    p.add_argument("--names", default="hf_t5,hf_nllb,hf_bart,hf_llama,hf_xlmr,wordlevel_bert")
+    a = p.parse_args()
+    os.environ["RAYON_NUM_THREADS"] = "1"
+    subprocess.run([sys.executable, os.path.join(HERE, "make_tokenizer_json_fixtures.py"), a.work, "--sentences",
+                    str(a.sentences)], check=True)
+    with open(os.path.join(a.work, "bench_sentences.txt"), encoding="utf-8") as f:
+        sentences = f.read().split("\n")[:-1]
+    env = dict(os.environ, ATTNVIZ_TOKENIZER_JSON_BENCH_DIR=a.work, ATTNVIZ_TOKENIZER_JSON_BENCH_NAMES=a.names,
+               OMP_NUM_THREADS="1")
+    r = subprocess.run([a.tests_base, "[bench][tokenizer_json]"], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"attnviz bench failed: {r.stdout}{r.stderr}")
+    ours = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            j = json.loads(line)
+            ours[j["tokenizer"]] = j
+    results = []
+    for name in a.names.split(","):
+        path = os.path.join(a.work, name + ".json")
+        if not os.path.exists(path) or name not in ours:
+            continue
+        rust = rust_speed(path, sentences)
+        mine = ours[name]
+        if mine["tokens"] != rust["tokens"]:
+            print(f"warning: {name}: attnviz made {mine['tokens']} tokens, tokenizers {rust['tokens']}", file=sys.stderr)
+        results.append({"tokenizer": name, "sentences": len(sentences), "tokens": rust["tokens"],
+                        "tokenizers_per_second": round(rust["sentences_per_second"]),
+                        "attnviz_per_second": round(mine["sentences_per_second"]),
+                        "attnviz_vs_tokenizers": round(mine["sentences_per_second"] / rust["sentences_per_second"], 2)})
+    import tokenizers
+    print(json.dumps({"bench": "tokenizer_json_encode", "tokenizers": tokenizers.__version__, "threads": 1,
+                      "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
