@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Encoding speed of attnviz's tokenizer.json reader against the Rust `tokenizers` library, one thread.
 
-    bench_tokenizer_json.py ATTNVIZ_TESTS_BASE WORK_DIR [--sentences 10000] [--names hf_t5,hf_nllb,...]
+    bench_tokenizer_json.py ATTNVIZ_TESTS_BASE WORK_DIR [--sentences 10000] [--corpus TSV] [--names ...]
 
-Makes the fixtures of tools/make_tokenizer_json_fixtures.py in WORK_DIR (tokenizers of each kind,
-trained here; WORK_DIR/bench_sentences.txt: N multilingual sentences), then encodes every sentence one
-at a time with each tokenizer:
+Makes the fixtures of tools/make_tokenizer_json_fixtures.py in WORK_DIR: with a corpus (default
+../shared/data/tatoeba-eng-fra-5000.tsv when it is there), transformers' tokenizers (T5, NLLB, BART,
+Llama, XLM-R, mBART-50) with vocabularies of 2,700 to 11,000 pieces trained on it, and its first N
+sentences (both columns); without one, the tiny test fixtures and N multilingual sentences made of
+tests/data's. Then it encodes every sentence one at a time with each tokenizer:
   - the `tokenizers` library: Tokenizer.encode(s) in a Python loop, RAYON_NUM_THREADS=1 (the
     library's single-thread speed, Python's call overhead included: how transformers calls it);
   - attnviz: TokenizerJson::encode (attnviz_tests_base '[bench][tokenizer_json]': best of 3 rounds).
@@ -44,11 +46,18 @@ def main():
     p.add_argument("tests_base")
     p.add_argument("work")
     p.add_argument("--sentences", type=int, default=10000)
-    p.add_argument("--names", default="hf_t5,hf_nllb,hf_bart,hf_llama,hf_xlmr,wordlevel_bert")
+    default_corpus = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "tatoeba-eng-fra-5000.tsv")
+    p.add_argument("--corpus", default=default_corpus if os.path.exists(default_corpus) else None)
+    p.add_argument("--names", default=None)
     a = p.parse_args()
+    if a.names is None:
+        a.names = ("bench_t5,bench_nllb,bench_bart,bench_llama,bench_xlmr,bench_mbart50" if a.corpus else
+                   "hf_t5,hf_nllb,hf_bart,hf_llama,hf_xlmr,wordlevel_bert")
     os.environ["RAYON_NUM_THREADS"] = "1"
-    subprocess.run([sys.executable, os.path.join(HERE, "make_tokenizer_json_fixtures.py"), a.work, "--sentences",
-                    str(a.sentences)], check=True)
+    make = [sys.executable, os.path.join(HERE, "make_tokenizer_json_fixtures.py"), a.work, "--sentences", str(a.sentences)]
+    if a.corpus:
+        make += ["--bench-corpus", a.corpus]
+    subprocess.run(make, check=True)
     with open(os.path.join(a.work, "bench_sentences.txt"), encoding="utf-8") as f:
         sentences = f.read().split("\n")[:-1]
     env = dict(os.environ, ATTNVIZ_TOKENIZER_JSON_BENCH_DIR=a.work, ATTNVIZ_TOKENIZER_JSON_BENCH_NAMES=a.names,
@@ -76,6 +85,7 @@ def main():
                         "attnviz_vs_tokenizers": round(mine["sentences_per_second"] / rust["sentences_per_second"], 2)})
     import tokenizers
     print(json.dumps({"bench": "tokenizer_json_encode", "tokenizers": tokenizers.__version__, "threads": 1,
+                      "corpus": os.path.basename(a.corpus) if a.corpus else "tests/data + samples",
                       "results": results}, indent=1))
 
 
