@@ -75,6 +75,21 @@ SAMPLES = [
 ]
 
 
+# And seeded random texts from pieces that stress the pipeline (spaces of every kind, marks alone,
+# added tokens glued to words, controls, emoji sequences, the Metaspace mark itself).
+RANDOM_POOL = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789") + [
+    " ", " ", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2581", ".", ",", "'", "'s", "-", "_", "!", "?", "¿",
+    "…", "—", "\u0301", "\u0308", "é", "ß", "İ", "Σ", "ς", "日", "本", "語", "한", "ש", "ل", "م", "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷",
+    "\u200b", "\u200d", "\x0b", "\x85", "\u2028", "Ａ", "①", "ﬁ", "㍻", "<s>", "</s>", "<mask>", "<unk>", "[CLS]",
+    "eng_Latn", "fra_Latn", "<|im_start|>", " world", "hello", "cat", "Hey", "x", "\x00", "\x7f", "\ufffd", "z\u0300\u0301"]
+
+
+def random_samples(n=150, seed=47):
+    import random
+    rng = random.Random(seed)
+    return ["".join(rng.choice(RANDOM_POOL) for _ in range(rng.randint(0, 14))) for _ in range(n)]
+
+
 def corpus_lines():
     lines = []
     for name in ("eng-rus.tsv", "eng-ell.tsv"):
@@ -86,7 +101,7 @@ def corpus_lines():
 
 def expected_cases(tok, hf=None):
     cases = []
-    for text in SAMPLES:
+    for text in SAMPLES + random_samples():
         enc = tok.encode(text)
         plain = tok.encode(text, add_special_tokens=False)
         case = {"text": text, "ids": enc.ids, "tokens": enc.tokens, "plain_ids": plain.ids, "plain_tokens": plain.tokens,
@@ -138,10 +153,19 @@ def unigram_byte_fallback(lines, work):
     have = {p for p, _ in vocab}
     vocab += [(b, -20.0) for b in byte_tokens() if b not in have]
     tok = Tokenizer(models.Unigram(vocab, unk_id=model["unk_id"], byte_fallback=True))
-    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Strip(left=False, right=True)])
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Strip(left=True, right=True)])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
     tok.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Metaspace(replacement="▁", prepend_scheme="first")])
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True), "</s>"])
+    return tok
+
+
+def unigram_split_first(lines, work):
+    """Metaspace with prepend_scheme "first" after a WhitespaceSplit: only a piece at the text's first
+    byte gets the "▁" (a text with leading spaces: none)."""
+    tok = unigram_t5(lines, work)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                 pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")])
     return tok
 
 
@@ -374,6 +398,7 @@ def main():
         trained = {
             "unigram_t5": unigram_t5(lines, work),
             "unigram_byte_fallback": unigram_byte_fallback(lines, work),
+            "unigram_split_first": unigram_split_first(lines, work),
             "bpe_bytelevel": bpe_bytelevel(lines, work),
             "bpe_metaspace_fallback": bpe_metaspace_fallback(lines, work),
             "bpe_llama2": bpe_metaspace_fallback(lines, work, llama2=True),

@@ -475,8 +475,23 @@ void spans_of_chars(const std::string& s, Pred&& pred, std::vector<Span>& out) {
     if (i > last) out.push_back({last, i, false});
 }
 
-/// NormalizedString::split: the spans a behavior keeps, appended to `out` as strings (empty ones dropped).
-void split_spans(const std::string& s, std::vector<Span>& spans, Behavior behavior, bool invert, std::vector<std::string>& out) {
+/// Pieces of a piece, with where each starts in it (a piece starting at byte 0 of a text that starts
+/// at the original text's first byte does too: Metaspace's prepend_scheme "first" asks).
+struct Parts {
+    std::vector<std::string> text;
+    std::vector<size_t> start;
+    void add(const std::string& s, size_t b, size_t n, size_t base = 0) {
+        text.emplace_back(s, b, n);
+        start.push_back(base + b);
+    }
+    void clear() {
+        text.clear();
+        start.clear();
+    }
+};
+
+/// NormalizedString::split: the spans a behavior keeps, appended to `out` (empty ones dropped).
+void split_spans(const std::string& s, std::vector<Span>& spans, Behavior behavior, bool invert, Parts& out, size_t base = 0) {
     if (invert)
         for (auto& sp : spans) sp.match = !sp.match;
     std::vector<std::pair<std::pair<size_t, size_t>, bool>> keep;  // (range, remove)
@@ -518,7 +533,7 @@ void split_spans(const std::string& s, std::vector<Span>& spans, Behavior behavi
     }
     }
     for (const auto& [range, remove] : keep)
-        if (!remove && range.second > range.first) out.emplace_back(s, range.first, range.second - range.first);
+        if (!remove && range.second > range.first) out.add(s, range.first, range.second - range.first, base);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,20 +541,26 @@ void split_spans(const std::string& s, std::vector<Span>& spans, Behavior behavi
 
 struct Normalizer {
     virtual ~Normalizer() = default;
-    virtual void normalize(std::string& s) const = 0;
+    /// Normalizes s; clears `start` when its first character no longer comes from the text's first
+    /// (a leading one removed), as the library's alignments would say.
+    virtual void apply(std::string& s, bool& start) const = 0;
+    void normalize(std::string& s) const {
+        bool start = true;
+        apply(s, start);
+    }
 };
 using NormalizerPtr = std::unique_ptr<Normalizer>;
 
 struct SequenceNormalizer : Normalizer {
     std::vector<NormalizerPtr> parts;
-    void normalize(std::string& s) const override {
-        for (const auto& p : parts) p->normalize(s);
+    void apply(std::string& s, bool& start) const override {
+        for (const auto& p : parts) p->apply(s, start);
     }
 };
 
 struct UnicodeNormalizer : Normalizer {
     const icu::Normalizer2* n = nullptr;
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         if (is_ascii(s)) return;
         UErrorCode status = U_ZERO_ERROR;
         const icu::StringPiece piece(s.data(), static_cast<int32_t>(s.size()));
@@ -557,7 +578,7 @@ struct UnicodeNormalizer : Normalizer {
 /// Lower-casing character by character, as the library's (Rust's char::to_lowercase): full mappings
 /// ('İ' -> "i̇"), but no context, so 'Σ' is always 'σ' (ICU on a whole string would make a final one 'ς').
 struct LowercaseNormalizer : Normalizer {
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         if (is_ascii(s)) {
             for (char& c : s)
                 if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -582,7 +603,7 @@ struct LowercaseNormalizer : Normalizer {
 
 struct StripNormalizer : Normalizer {
     bool left = true, right = true;
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         size_t b = 0, e = s.size();
         if (left)
             while (b < e) {
@@ -590,6 +611,7 @@ struct StripNormalizer : Normalizer {
                 if (!is_ws(next_cp(s, i))) break;
                 b = i;
             }
+        if (b > 0) start = false;
         if (right)
             while (e > b) {
                 size_t k = e - 1;
@@ -603,7 +625,7 @@ struct StripNormalizer : Normalizer {
 };
 
 struct StripAccentsNormalizer : Normalizer {
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         if (is_ascii(s)) return;
         std::string out;
         out.reserve(s.size());
@@ -611,6 +633,7 @@ struct StripAccentsNormalizer : Normalizer {
         while (i < s.size()) {
             const size_t b = i;
             if (u_charType(next_cp(s, i)) != U_NON_SPACING_MARK) out.append(s, b, i - b);
+            else if (out.empty()) start = false;
         }
         s = std::move(out);
     }
@@ -618,7 +641,7 @@ struct StripAccentsNormalizer : Normalizer {
 
 struct PrependNormalizer : Normalizer {
     std::string prepend;
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         if (!s.empty()) s.insert(0, prepend);
     }
 };
@@ -626,12 +649,20 @@ struct PrependNormalizer : Normalizer {
 struct ReplaceNormalizer : Normalizer {
     Pattern pattern;
     std::string content;
-    void normalize(std::string& s) const override { s = replace_matches(s, pattern, content); }
+    void apply(std::string& s, bool& start) const override {
+        if (content.empty() && !s.empty()) {  // a match at the start removed: the text starts later
+            thread_local std::vector<std::pair<size_t, size_t>> first;
+            pattern.find_all(s, first);
+            if (!first.empty() && first[0].first == 0 && first[0].second > 0) start = false;
+        }
+        s = replace_matches(s, pattern, content);
+    }
 };
 
 /// SentencePiece's rule table, as the library's Precompiled applies it: each grapheme cluster of
 /// fewer than 6 bytes is replaced whole by the rule of its shortest matching prefix, if any; else
-/// each of its characters by its own rule, if any.
+/// each of its characters by its own rule, if any. (A leading character a rule removes leaves the
+/// start where it was: the library's alignments do not record that removal.)
 struct PrecompiledNormalizer : Normalizer {
     std::string table;  // checked by sentencepiece_charsmap_problem
     std::vector<uint32_t> units;
@@ -679,7 +710,7 @@ struct PrecompiledNormalizer : Normalizer {
         }
     }
 
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         if (units.empty()) return;
         std::string out;
         out.reserve(s.size() + 8);
@@ -709,7 +740,7 @@ struct BertNormalizer : Normalizer {
                (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
                (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
     }
-    void normalize(std::string& s) const override {
+    void apply(std::string& s, bool& start) const override {
         std::string out;
         out.reserve(s.size());
         size_t i = 0;
@@ -722,7 +753,10 @@ struct BertNormalizer : Normalizer {
                 const bool control = !tnr && (t == U_CONTROL_CHAR || t == U_FORMAT_CHAR || t == U_SURROGATE ||
                                               t == U_PRIVATE_USE_CHAR || t == U_UNASSIGNED);
                 const bool ws = tnr || is_ws(c);
-                if (c == 0 || c == 0xFFFD || control) continue;
+                if (c == 0 || c == 0xFFFD || control) {
+                    if (out.empty()) start = false;
+                    continue;
+                }
                 if (ws) {
                     out += ' ';
                     continue;
@@ -741,10 +775,10 @@ struct BertNormalizer : Normalizer {
             UErrorCode status = U_ZERO_ERROR;
             nfd.n = icu::Normalizer2::getNFDInstance(status);
             icu_check(status, "Normalizer2::getNFDInstance");
-            nfd.normalize(out);
-            StripAccentsNormalizer{}.normalize(out);
+            nfd.apply(out, start);
+            StripAccentsNormalizer{}.apply(out, start);
         }
-        if (lowercase) LowercaseNormalizer{}.normalize(out);
+        if (lowercase) LowercaseNormalizer{}.apply(out, start);
         s = std::move(out);
     }
 };
@@ -849,11 +883,11 @@ template <class F>
 void split_each(std::vector<Piece>& pieces, F&& f) {
     std::vector<Piece> out;
     out.reserve(pieces.size() * 2);
-    std::vector<std::string> parts;
+    Parts parts;
     for (auto& p : pieces) {
         parts.clear();
         f(p.text, parts);
-        for (size_t i = 0; i < parts.size(); ++i) out.push_back({std::move(parts[i]), p.at_start && i == 0});
+        for (size_t i = 0; i < parts.text.size(); ++i) out.push_back({std::move(parts.text[i]), p.at_start && parts.start[i] == 0});
     }
     pieces = std::move(out);
 }
@@ -876,7 +910,7 @@ struct MetaspacePreTokenizer : PreTokenizer {
         std::vector<Piece> out;
         out.reserve(pieces.size() * 4);
         std::vector<Span> spans;
-        std::vector<std::string> parts;
+        Parts parts;
         for (auto& p : pieces) {
             std::string s;
             s.reserve(p.text.size() + 8);
@@ -893,7 +927,7 @@ struct MetaspacePreTokenizer : PreTokenizer {
             spans_of_chars(s, [&](UChar32 c) { return c == replacement; }, spans);
             parts.clear();
             split_spans(s, spans, Behavior::merged_with_next, false, parts);
-            for (size_t i = 0; i < parts.size(); ++i) out.push_back({std::move(parts[i]), p.at_start && i == 0});
+            for (size_t i = 0; i < parts.text.size(); ++i) out.push_back({std::move(parts.text[i]), p.at_start && parts.start[i] == 0});
         }
         pieces = std::move(out);
     }
@@ -989,28 +1023,26 @@ struct ByteLevelPreTokenizer : PreTokenizer {
         for (auto& p : pieces) {
             std::string s = p.text;
             if (add_prefix_space && (s.empty() || s[0] != ' ')) s.insert(0, " ");
-            auto emit = [&](size_t b, size_t e, bool first) {
+            auto emit = [&](size_t b, size_t e) {
                 if (e <= b) return;
                 std::string t;
                 t.reserve((e - b) * 2);
                 for (size_t k = b; k < e; ++k) t += bm.to_char[static_cast<uint8_t>(s[k])];
-                out.push_back({std::move(t), p.at_start && first});
+                out.push_back({std::move(t), p.at_start && b == 0});
             };
             if (!use_regex) {
-                emit(0, s.size(), true);
+                emit(0, s.size());
                 continue;
             }
             gpt2_matches(s, matches);
             // Isolated: the matches and the gaps between them (the pattern leaves none).
             size_t prev = 0;
-            bool first = true;
             for (const auto& [b, e] : matches) {
-                if (prev < b) emit(prev, b, first), first = false;
-                emit(b, e, first);
-                first = false;
+                if (prev < b) emit(prev, b);
+                emit(b, e);
                 prev = e;
             }
-            if (prev < s.size()) emit(prev, s.size(), first);
+            if (prev < s.size()) emit(prev, s.size());
         }
         pieces = std::move(out);
     }
@@ -1023,9 +1055,9 @@ struct SplitPreTokenizer : PreTokenizer {
     void split(std::vector<Piece>& pieces) const override {
         std::vector<std::pair<size_t, size_t>> matches;
         std::vector<Span> spans;
-        split_each(pieces, [&](const std::string& s, std::vector<std::string>& parts) {
+        split_each(pieces, [&](const std::string& s, Parts& parts) {
             if (!pattern.regex && pattern.literal.empty()) {  // the library: an empty literal matches nothing
-                if (!s.empty()) parts.push_back(s);
+                if (!s.empty()) parts.add(s, 0, s.size());
                 return;
             }
             pattern.find_all(s, matches);
@@ -1043,7 +1075,7 @@ struct CharPreTokenizer : PreTokenizer {
     UChar32 delimiter_char = ' ';
     void split(std::vector<Piece>& pieces) const override {
         std::vector<Span> spans;
-        split_each(pieces, [&](const std::string& s, std::vector<std::string>& parts) {
+        split_each(pieces, [&](const std::string& s, Parts& parts) {
             switch (kind) {
             case whitespace: {
                 // \w+|[^\w\s]+ kept, whitespace dropped.
@@ -1054,12 +1086,12 @@ struct CharPreTokenizer : PreTokenizer {
                     const UChar32 c = next_cp(s, i);
                     const int k = is_word(c) ? 0 : is_ws(c) ? -1 : 1;
                     if (k != run_k) {
-                        if (run_k >= 0) parts.emplace_back(s, run_b, b - run_b);
+                        if (run_k >= 0) parts.add(s, run_b, b - run_b);
                         run_b = b;
                         run_k = k;
                     }
                 }
-                if (run_k >= 0) parts.emplace_back(s, run_b, s.size() - run_b);
+                if (run_k >= 0) parts.add(s, run_b, s.size() - run_b);
                 return;
             }
             case whitespace_split:
@@ -1076,11 +1108,11 @@ struct CharPreTokenizer : PreTokenizer {
                 return split_spans(s, spans, Behavior::removed, false, parts);
             case bert: {
                 spans_of_chars(s, is_ws, spans);
-                std::vector<std::string> words;
+                Parts words;
                 split_spans(s, spans, Behavior::removed, false, words);
-                for (const auto& w : words) {
-                    spans_of_chars(w, is_punc, spans);
-                    split_spans(w, spans, Behavior::isolated, false, parts);
+                for (size_t k = 0; k < words.text.size(); ++k) {
+                    spans_of_chars(words.text[k], is_punc, spans);
+                    split_spans(words.text[k], spans, Behavior::isolated, false, parts, words.start[k]);
                 }
                 return;
             }
@@ -2051,7 +2083,8 @@ TokenizerJsonEncoding TokenizerJson::encode(const std::string& text, bool add_sp
             continue;
         }
         std::string part = text.substr(b, e - b);
-        if (m->normalizer) m->normalizer->normalize(part);
+        bool start = b == 0;
+        if (m->normalizer) m->normalizer->apply(part, start);
         find_added(part, m->normalized_set, m->added, norm_parts);
         for (const auto& [added2, b2, e2] : norm_parts) {
             if (added2 >= 0) {
@@ -2061,7 +2094,7 @@ TokenizerJsonEncoding TokenizerJson::encode(const std::string& text, bool add_sp
             }
             if (e2 == b2) continue;
             pieces.clear();
-            pieces.push_back({part.substr(b2, e2 - b2), b == 0 && b2 == 0});
+            pieces.push_back({part.substr(b2, e2 - b2), start && b2 == 0});
             if (m->pre_tokenizer) m->pre_tokenizer->split(pieces);
             for (const auto& p : pieces) m->model->tokenize(p.text, out);
         }
