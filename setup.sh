@@ -50,7 +50,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev libvulkan-dev
   catch2 libcli11-dev nlohmann-json3-dev
-  libicu-dev libsentencepiece-dev zlib1g-dev
+  libicu-dev libsentencepiece-dev zlib1g-dev libcurl4-openssl-dev libssl-dev
   clang libclang-rt-14-dev
   xvfb xauth
   ccache mold

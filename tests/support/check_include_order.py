@@ -3,7 +3,7 @@
 
 core/ is arranged in folders by concern, in one order:
 
-    io → config → text → data → model → decode → analysis → optim → persist → train → session
+    io → hub → config → text → data → model → decode → analysis → optim → persist → train → session
 
 and these rules hold:
   1. every source file of core/ lives in one of those folders;
@@ -36,7 +36,7 @@ import re
 import sys
 import tempfile
 
-ORDER = ["io", "config", "text", "data", "model", "decode", "analysis", "optim", "persist", "train", "session"]
+ORDER = ["io", "hub", "config", "text", "data", "model", "decode", "analysis", "optim", "persist", "train", "session"]
 UI_ORDER = ["common", "heatmap", "training", "analysis", "translate", "compare", "window", "tools"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"core/([^"]+)"', re.M)
 UI_INCLUDE = re.compile(r'^\s*#\s*include\s+"ui/([^"]+)"', re.M)
