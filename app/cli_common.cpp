@@ -21,6 +21,7 @@
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 #include "core/data/tasks.hpp"
+#include "core/persist/model_file.hpp"
 #include "core/text/unicode.hpp"
 
 namespace attnviz::cli {
@@ -254,6 +255,25 @@ void check_file_flags(const CLI::App& command) {
                                  ": writing it would replace what the command reads; give another path");
             throw UsageError(flag_and_path(out) + " and " + flag_and_path(other) +
                              " are the same file: one would replace the other; give each its own path");
+        }
+    }
+    // A model folder (or a hub snapshot) is read file by file: an output on any of its files, or
+    // anywhere in the folder, would change the model the command reads (issue 46: `heads --out
+    // DIR/config.json`, `train --init-from DIR --save DIR/model.safetensors`).
+    for (const GivenPath& in : given) {
+        if (in.role != FileRole::input) continue;
+        const ModelSources sources = model_sources(in.path);
+        if (sources.folders.empty()) continue;
+        const std::string in_resolved = resolve_existing_prefix(in.path);
+        for (const GivenPath& out : given) {
+            if (out.role == FileRole::input) continue;
+            const std::string resolved = resolve_existing_prefix(out.path);
+            if (sources.holds(resolved))
+                throw UsageError(flag_and_path(out) + " is in the model folder " + flag_and_path(in) +
+                                 " reads: writing there would change or replace the model; give a path outside it");
+            if (out.role == FileRole::output_file_or_folder && in_resolved.rfind(resolved + "/", 0) == 0)
+                throw UsageError(flag_and_path(out) + " holds the model folder " + flag_and_path(in) +
+                                 " reads: writing the folder there would replace it; give another path");
         }
     }
     for (const GivenPath& p : given)

@@ -2,6 +2,7 @@
 #include "core/config/pretrained_config.hpp"
 
 #include "core/config/config.hpp"
+#include "core/config/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +20,13 @@ namespace {
 
 /// Sizes a real model never exceeds (NLLB-3.3B: d 2048, 24 layers, 16 heads, ffn 8192,
 /// vocabulary 256,206); a file beyond them is refused before anything is allocated for it.
-constexpr int64_t k_max_width = 16384;
+/// The width is the registry's (core/config/registry.hpp: "hidden_size"), the one range every
+/// model attnviz builds is checked against: a file's d_model is refused here, naming the file and
+/// its key, never later under a flag the user did not give.
+int64_t max_width() {
+    static const int64_t w = static_cast<int64_t>(find_parameter("hidden_size").max.value_or(4096));
+    return w;
+}
 constexpr int64_t k_max_layers = 128;
 constexpr int64_t k_max_heads = 256;
 constexpr int64_t k_max_ffn = 65536;
@@ -62,17 +69,32 @@ public:
         if (!v.is_string()) throw bad(key, "a string", v);
         return v.get<std::string>();
     }
-    /// A token id or a list of them (eos_token_id may be either).
-    std::vector<int64_t> ids_or(const char* key, std::vector<int64_t> fallback, int64_t vocab) const {
+    /// A generation field that may be one token id or a flat list of them (eos_token_id,
+    /// forced_eos_token_id, suppress_tokens, begin_suppress_tokens): each id in 0..vocab-1. An
+    /// empty list (transformers refuses one for the end-of-sentence fields) only where `allow_empty`;
+    /// a list inside the list, a negative id or one past the vocabulary: one line naming the
+    /// file, the key and the entry.
+    std::vector<int64_t> ids_or(const char* key, std::vector<int64_t> fallback, int64_t vocab,
+                                bool allow_empty = false) const {
         if (!has(key)) return fallback;
         const json& v = m_j.at(key);
-        if (v.is_array()) {
-            if (v.size() > 64) throw bad(key, "at most 64 token ids", v);
-            std::vector<int64_t> out;
-            for (const auto& e : v) out.push_back(integer_at(e, key, 0, vocab - 1));
-            return out;
+        if (!v.is_array()) return {integer_at(v, key, 0, vocab - 1)};
+        if (v.empty() && !allow_empty)
+            throw FileError(m_what + ": \"" + key + "\" is an empty list, expected a token id or a list of token ids");
+        return flat_ids(v, key, vocab);
+    }
+    /// The ids of a JSON list (`name` as the file calls it, for messages), each in 0..vocab-1.
+    std::vector<int64_t> flat_ids(const json& v, const std::string& name, int64_t vocab) const {
+        if (v.size() > 65536) throw bad(name.c_str(), "at most 65536 token ids", v);
+        std::vector<int64_t> out;
+        for (size_t i = 0; i < v.size(); ++i) {
+            const std::string entry = name + "[" + std::to_string(i) + "]";
+            if (v[i].is_array() || v[i].is_object())
+                throw FileError(m_what + ": \"" + entry + "\" is " + describe_json(v[i]) +
+                                ", expected a token id (\"" + name + "\" is one id or a flat list of ids)");
+            out.push_back(integer_at(v[i], entry.c_str(), 0, vocab - 1));
         }
-        return {integer_at(v, key, 0, vocab - 1)};
+        return out;
     }
     FileError bad(const char* key, const char* expected, const json& v) const {
         return FileError(m_what + ": \"" + key + "\" is " + describe_json(v) + ", expected " + expected);
@@ -151,7 +173,7 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
     c.raw = j;
     c.vocab_size = f.integer("vocab_size", 4, k_max_vocab);
     c.decoder_vocab_size = marian ? f.integer_or("decoder_vocab_size", c.vocab_size, 4, k_max_vocab) : c.vocab_size;
-    c.d_model = f.integer("d_model", 2, k_max_width);
+    c.d_model = f.integer("d_model", 2, max_width());
     c.encoder_layers = f.integer("encoder_layers", 1, k_max_layers);
     c.decoder_layers = f.integer("decoder_layers", 1, k_max_layers);
     c.encoder_heads = f.integer("encoder_attention_heads", 1, k_max_heads);
@@ -178,7 +200,7 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
     const int64_t V = std::min(c.vocab_size, c.target_vocab_size());
     c.pad_token_id = f.integer_or("pad_token_id", marian ? 58100 : 1, 0, V - 1);
     const auto eos = f.ids_or("eos_token_id", {marian ? 0 : 2}, V);
-    if (eos.size() != 1)
+    if (eos.size() > 1)
         throw FileError(what + ": \"eos_token_id\" lists " + std::to_string(eos.size()) +
                         " tokens; attnviz reads models with one end-of-sentence token");
     c.eos_token_id = eos.front();
@@ -245,20 +267,20 @@ GenerationConfig GenerationConfig::from_json(const json& j, const PretrainedConf
     if (f.has("bad_words_ids")) {
         const json& b = j.at("bad_words_ids");
         if (!b.is_array() || b.size() > 100000) throw f.bad("bad_words_ids", "a list of token id lists", b);
-        for (const auto& seq : b) {
-            if (!seq.is_array() || seq.empty() || seq.size() > 64)
-                throw f.bad("bad_words_ids", "a list of non-empty token id lists", seq);
-            std::vector<int64_t> ids;
-            for (const auto& id : seq) {
-                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= V)
-                    throw f.bad("bad_words_ids", ("token ids 0.." + std::to_string(V - 1)).c_str(), id);
-                ids.push_back(id.get<int64_t>());
-            }
-            g.bad_words_ids.push_back(std::move(ids));
+        for (size_t i = 0; i < b.size(); ++i) {
+            const std::string entry = "bad_words_ids[" + std::to_string(i) + "]";
+            if (!b[i].is_array() || b[i].empty())
+                throw f.bad(entry.c_str(), "a non-empty list of token ids (bad_words_ids is a list of such lists)", b[i]);
+            g.bad_words_ids.push_back(f.flat_ids(b[i], entry, V));
         }
     }
     g.forced_bos_token_id = f.integer_or("forced_bos_token_id", -1, -1, V - 1);
-    g.forced_eos_token_id = f.ids_or("forced_eos_token_id", {-1}, V).front();
+    // transformers forces any of a list's ids; attnviz forces one (the usual single id, or a list of one).
+    const auto forced_eos = f.ids_or("forced_eos_token_id", {}, V);
+    if (forced_eos.size() > 1)
+        throw FileError(what + ": \"forced_eos_token_id\" lists " + std::to_string(forced_eos.size()) +
+                        " tokens; attnviz forces one token at the last position: keep one id");
+    g.forced_eos_token_id = forced_eos.empty() ? -1 : forced_eos.front();
     g.eos_token_ids = f.ids_or("eos_token_id", {model.eos_token_id}, V);
     g.pad_token_id = f.integer_or("pad_token_id", model.pad_token_id, 0, V - 1);
     g.decoder_start_token_id = f.integer_or("decoder_start_token_id", model.decoder_start_token_id, 0, V - 1);
@@ -274,8 +296,9 @@ GenerationConfig GenerationConfig::from_json(const json& j, const PretrainedConf
     if (f.real_or("diversity_penalty", 0.0, -1e6, 1e6) != 0.0) g.ignored.push_back("diversity_penalty");
     if (f.integer_or("num_beam_groups", 1, 1, 1024) != 1) g.ignored.push_back("num_beam_groups");
     if (f.integer_or("encoder_no_repeat_ngram_size", 0, 0, 1024) != 0) g.ignored.push_back("encoder_no_repeat_ngram_size");
-    if (f.has("suppress_tokens")) g.ignored.push_back("suppress_tokens");
-    if (f.has("begin_suppress_tokens")) g.ignored.push_back("begin_suppress_tokens");
+    // Checked as generate() would check them, though attnviz does not apply them.
+    for (const char* key : {"suppress_tokens", "begin_suppress_tokens"})
+        if (!f.ids_or(key, {}, V, true).empty()) g.ignored.push_back(key);
     if (f.has("sequence_bias")) g.ignored.push_back("sequence_bias");
     if (f.has("min_new_tokens")) g.ignored.push_back("min_new_tokens");
     return g;

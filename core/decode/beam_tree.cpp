@@ -239,12 +239,12 @@ std::vector<BeamTree> parse_beam_trees(const std::string& text) {
     const nlohmann::json j = parse_json_bounded(text, "beam tree file");
     std::vector<BeamTree> out;
     if (!j.is_array()) {
-        out.push_back(BeamTree::from_json(j));
+        out.push_back(read_json_fields("beam tree file", [&] { return BeamTree::from_json(j); }));
         return out;
     }
     for (size_t i = 0; i < j.size(); ++i) {
         try {
-            out.push_back(BeamTree::from_json(j[i]));
+            out.push_back(read_json_fields("beam tree file", [&] { return BeamTree::from_json(j[i]); }));
         } catch (const FileError& e) {
             throw FileError("entry " + std::to_string(i) + ": " + e.what());
         }

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -13,7 +14,9 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <cstdio>
 #include <memory>
+#include <set>
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -181,6 +184,199 @@ size_t remove_stale_temporaries(const std::string& path) {
     }
     ::closedir(d);
     return removed;
+}
+
+namespace {
+
+/// Removes a folder and everything in it, links not followed; errors ignored.
+void remove_tree(const std::string& path) {
+    ::nftw(
+        path.c_str(),
+        [](const char* p, const struct stat*, int type, FTW*) {
+            if (type == FTW_DP || type == FTW_D) ::rmdir(p);
+            else ::unlink(p);
+            return 0;
+        },
+        16, FTW_DEPTH | FTW_PHYS);
+}
+
+void sync_directory(const std::string& dir) {
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return;
+    ::fsync(dfd);
+    ::close(dfd);
+}
+
+/// Writes one new file (never an existing one, never through a link) and syncs it.
+void write_new_file(const std::string& path, const std::string& contents, const std::string& what) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw FileError(what + ": " + std::strerror(errno));
+    size_t done = 0;
+    while (done < contents.size()) {
+        const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const int err = errno;
+            ::close(fd);
+            throw FileError(what + ": " + std::strerror(err));
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw FileError(what + ": " + std::strerror(err));
+    }
+    if (::close(fd) != 0) throw FileError(what + ": " + std::strerror(errno));
+}
+
+/// Whether a folder holds a folder (a kept one that a write killed half-way did not move back).
+bool has_subfolder(const std::string& dir) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return true;
+    bool found = false;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        struct stat st;
+        if (name != "." && name != ".." && ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) found = true;
+    }
+    ::closedir(d);
+    return found;
+}
+
+/// Removes the staging folders of folder writes to `dir` whose process no longer runs. Without
+/// folders inside they hold only new files and hard links to files that are also in `dir`:
+/// nothing is lost with them (one with a folder inside is left for the user to look at).
+void remove_stale_staging(const std::string& dir) {
+    const Split p = split_path(dir);
+    DIR* d = ::opendir(p.dir.c_str());
+    if (!d) return;
+    std::vector<std::string> stale;
+    while (const dirent* e = ::readdir(d)) {
+        long pid = 0;
+        if (!is_temporary_name(e->d_name, p.base, &pid) || pid == static_cast<long>(::getpid())) continue;
+        struct stat st;
+        const std::string full = join(p.dir, e->d_name);
+        if (::lstat(full.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if ((pid <= 0 || pid > INT_MAX || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) && !has_subfolder(full))
+            stale.push_back(full);
+    }
+    ::closedir(d);
+    for (const auto& s : stale) remove_tree(s);
+}
+
+}  // namespace
+
+void write_folder_atomic(const std::string& dir_in, const std::vector<std::pair<std::string, std::string>>& files,
+                         const std::function<bool(const std::string& name)>& replaces) {
+    const std::string shown = quote(dir_in, quote_path_max);
+    std::string dir = dir_in;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    if (dir.empty()) throw FileError("no folder name given");
+    struct stat st;
+    bool exists = false;
+    if (::lstat(dir.c_str(), &st) == 0) {
+        if (::stat(dir.c_str(), &st) != 0)
+            throw FileError("cannot write the folder " + shown + ": it is a link to nothing");
+        if (!S_ISDIR(st.st_mode)) throw FileError("cannot write the folder " + shown + ": it is a file");
+        char buf[PATH_MAX];
+        if (::realpath(dir.c_str(), buf) == nullptr)
+            throw FileError("cannot write the folder " + shown + ": " + std::strerror(errno));
+        dir = buf;
+        exists = true;
+    }
+    std::set<std::string> names;
+    for (const auto& [name, _] : files) {
+        if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || !names.insert(name).second)
+            throw FileError("cannot write the folder " + shown + ": " + quote(name) + " is not a file name of its own");
+    }
+    const Split p = split_path(dir);
+    if (p.base.empty() || p.base == "." || p.base == "..")
+        throw FileError("cannot write the folder " + shown + ": give the folder's own name");
+    if (::stat(p.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw FileError("cannot write the folder " + shown + ": its parent folder " + quote(p.dir, quote_path_max) +
+                        " does not exist");
+    remove_stale_staging(dir);
+
+    // 1. The new folder beside the old one.
+    std::string staging;
+    for (int attempt = 0;; ++attempt) {
+        staging = dir + ".tmp-" + std::to_string(::getpid()) + "-" + random_suffix();
+        if (::mkdir(staging.c_str(), 0755) == 0) break;
+        if (errno != EEXIST || attempt == 31)
+            throw FileError("cannot write the folder " + shown + ": " + std::strerror(errno) + " (folder " +
+                            quote(p.dir, quote_path_max) + ")");
+    }
+    std::vector<std::string> kept_folders;
+    try {
+        for (const auto& [name, contents] : files)
+            write_new_file(join(staging, name), contents, "cannot write " + quote(join(dir_in, name), quote_path_max));
+        if (exists) {
+            DIR* d = ::opendir(dir.c_str());
+            if (!d) throw FileError("cannot read the folder " + shown + ": " + std::strerror(errno));
+            std::vector<std::string> others;
+            while (const dirent* e = ::readdir(d)) {
+                const std::string name = e->d_name;
+                if (name == "." || name == ".." || names.count(name) || (replaces && replaces(name))) continue;
+                others.push_back(name);
+            }
+            ::closedir(d);
+            for (const auto& name : others) {
+                const std::string from = join(dir, name);
+                if (::lstat(from.c_str(), &st) != 0) continue;
+                if (S_ISDIR(st.st_mode)) {
+                    kept_folders.push_back(name);
+                } else if (::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, join(staging, name).c_str(), 0) != 0) {
+                    throw FileError("cannot write the folder " + shown + ": keeping its file " + quote(name) +
+                                    " failed: " + std::strerror(errno));
+                }
+            }
+        }
+        sync_directory(staging);
+    } catch (...) {
+        remove_tree(staging);
+        throw;
+    }
+
+    // 2. One rename puts the new folder in place.
+    if (!exists) {
+        if (::rename(staging.c_str(), dir.c_str()) != 0) {
+            const int err = errno;
+            remove_tree(staging);
+            throw FileError("cannot write the folder " + shown + ": " + std::strerror(err));
+        }
+        sync_directory(p.dir);
+        return;
+    }
+    std::string old = staging;  // after the exchange the staging name holds the old folder
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
+        const int err = errno;
+        if (err != EINVAL && err != ENOSYS && err != ENOTSUP) {
+            remove_tree(staging);
+            throw FileError("cannot replace the folder " + shown + ": " + std::strerror(err));
+        }
+        // No atomic exchange on this file system: the old folder aside, then the new one in.
+        old = dir + ".old-" + std::to_string(::getpid()) + "-" + random_suffix();
+        if (::rename(dir.c_str(), old.c_str()) != 0) {
+            const int e2 = errno;
+            remove_tree(staging);
+            throw FileError("cannot replace the folder " + shown + ": " + std::strerror(e2));
+        }
+        if (::rename(staging.c_str(), dir.c_str()) != 0) {
+            const int e2 = errno;
+            ::rename(old.c_str(), dir.c_str());
+            remove_tree(staging);
+            throw FileError("cannot replace the folder " + shown + ": " + std::strerror(e2));
+        }
+    }
+    sync_directory(p.dir);
+    std::string left;
+    for (const auto& name : kept_folders)
+        if (::rename(join(old, name).c_str(), join(dir, name).c_str()) != 0) left += (left.empty() ? "" : ", ") + quote(name);
+    if (!left.empty())
+        throw FileError("the folder " + shown + " was written, but its folders " + left + " could not be moved back: " +
+                        "they are in " + quote(old, quote_path_max));
+    remove_tree(old);
 }
 
 void remove_temporaries_in_progress() noexcept {

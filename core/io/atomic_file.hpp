@@ -20,7 +20,10 @@
 //
 // Torch-free and Qt-free.
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attnviz {
 
@@ -31,6 +34,21 @@ namespace attnviz {
 /// (/dev/null, /dev/full), a FIFO, a socket or a directory there is refused before
 /// anything is written, as the rename would replace it with a regular file.
 void write_file_atomic(const std::string& path, const std::string& contents);
+
+/// Writes a set of files as the folder `dir`, all or nothing (a model folder: config.json beside
+/// the weights it describes must never come from another write than they do):
+///   1. the files go to a new folder beside dir, DIR.tmp-<pid>-<random>, each fsync'ed; what dir
+///      holds besides them and `replaces(name)` does not claim (a README, a .git folder) is
+///      hard-linked in (folders: moved in after step 2);
+///   2. the new folder takes dir's place in one rename (renameat2's RENAME_EXCHANGE when dir
+///      exists; where the file system lacks it, dir is first renamed aside), and the old
+///      folder is removed.
+/// Any failure before step 2 ("No space left on device", "File too large") leaves dir exactly as
+/// it was and nothing beside it; FileError names dir, the file and the reason. dir absent: it is
+/// created (its parent must exist); dir a file: FileError. A link to a folder: the folder it
+/// names is replaced. `replaces` may be empty: then only the names in `files` are replaced.
+void write_folder_atomic(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files,
+                         const std::function<bool(const std::string& name)>& replaces = {});
 
 /// Throws FileError when write_file_atomic(path, ...) could not succeed as far as
 /// can be told without writing it: path is a directory, a device, a FIFO or a socket,

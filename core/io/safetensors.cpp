@@ -205,8 +205,12 @@ uint64_t header_length(const char* first8, uint64_t size, const std::string& nam
                          " bytes, shorter than the 8-byte header length that starts a safetensors file");
     const uint64_t header_size = read_u64(first8);
     if (header_size > limits.max_header_bytes)
-        refuse(name, "declares a header of " + std::to_string(header_size) + " bytes, more than the " +
-                         std::to_string(limits.max_header_bytes) + " this reads (is it a safetensors file?)");
+        refuse(name, header_size <= k_format_max_header
+                         ? "has a header of " + std::to_string(header_size) + " bytes, more than the " +
+                               std::to_string(limits.max_header_bytes) +
+                               " attnviz reads (a model's header lists its tensors in well under 1 MB)"
+                         : "declares a header of " + std::to_string(header_size) + " bytes, more than the " +
+                               std::to_string(k_format_max_header) + " a safetensors file may have (is it one?)");
     if (header_size > size - 8)
         refuse(name, "is truncated: its header needs " + std::to_string(header_size) + " bytes but only " +
                          std::to_string(size - 8) + " follow");
@@ -292,7 +296,10 @@ std::map<std::string, std::string> read_metadata(const std::string& path, const 
 bool looks_like_safetensors(const std::string& head) {
     if (head.size() < 9) return false;
     const uint64_t n = read_u64(head.data());
-    return n >= 2 && n <= Limits{}.max_header_bytes && head[8] == '{';
+    // The format's own bound (the safetensors library's N_MAX, 100,000,000 bytes), not the reader's
+    // smaller one: a valid file with a header past what attnviz reads is still told it is
+    // safetensors, and refused by the reader for what it is (issue 46).
+    return n >= 2 && n <= k_format_max_header && head[8] == '{';
 }
 
 std::string serialize(const std::vector<TensorToWrite>& tensors, const std::map<std::string, std::string>& metadata) {

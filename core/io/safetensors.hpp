@@ -87,8 +87,11 @@ File read_file(const std::string& path, const Limits& limits = {});
 /// checks and errors as read_file for everything it reads.
 std::map<std::string, std::string> read_metadata(const std::string& path, const Limits& limits = {});
 
-/// True when the first bytes look like a safetensors file (a plausible header
-/// length followed by '{'), for telling formats apart.
+/// The largest header the safetensors format allows (the library's N_MAX).
+constexpr uint64_t k_format_max_header = 100000000;
+
+/// True when the first bytes look like a safetensors file (a header length the format allows
+/// followed by '{'), for telling formats apart.
 bool looks_like_safetensors(const std::string& head);
 
 /// A tensor to write: its bytes are copied as given (row-major, little-endian).

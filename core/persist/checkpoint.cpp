@@ -205,8 +205,9 @@ Checkpoint checkpoint_from_file(const st::File& f) {
         throw FileError(what + " is corrupt (checksum mismatch); it was damaged after it was written");
 
     const json attnviz = meta_json(f, "attnviz", what);
-    const CheckpointMeta meta =
-        meta_from_json(attnviz, meta_json(f, "src_vocab", what), meta_json(f, "tgt_vocab", what), what);
+    const CheckpointMeta meta = read_json_fields(what + ": metadata", [&] {
+        return meta_from_json(attnviz, meta_json(f, "src_vocab", what), meta_json(f, "tgt_vocab", what), what);
+    });
     const json config = meta_json(f, "config", what);
     const json expected_config = d2l_style_config(meta.model, meta.level);
     for (const auto& [key, value] : expected_config.items())

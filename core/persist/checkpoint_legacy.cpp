@@ -108,7 +108,7 @@ LegacyParts read_legacy(const std::string& path) {
         throw FileError(what + ": its metadata is not an attnviz checkpoint's");
     const auto src = meta_json.find("src_vocab"), tgt = meta_json.find("tgt_vocab");
     if (src == meta_json.end() || tgt == meta_json.end()) throw FileError(what + ": its metadata has no vocabularies");
-    parts.meta = meta_from_json(meta_json, *src, *tgt, what);
+    parts.meta = read_json_fields(what + ": metadata", [&] { return meta_from_json(meta_json, *src, *tgt, what); });
     const CheckpointMeta& meta = parts.meta;
 
     // The archives must be about as large as the configuration's tensors before LibTorch reads them.

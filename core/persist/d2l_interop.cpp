@@ -189,7 +189,7 @@ TranslationModelPtr import_file(const safetensors::File& file) {
     const nlohmann::json config = meta("config");
     ModelConfig mc;
     try {
-        mc = d2l_model_config(config);
+        mc = read_json_fields(what + " config", [&] { return d2l_model_config(config); });
     } catch (const FileError& e) {
         throw FileError(what + " " + e.what());
     }

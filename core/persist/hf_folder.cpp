@@ -135,6 +135,14 @@ std::string folder_name(const std::string& dir) {
 
 }  // namespace
 
+bool is_model_file_name(const std::string& name) {
+    static const std::regex model_file(
+        R"((config|generation_config|tokenizer|tokenizer_config|special_tokens_map|added_tokens|vocab|target_vocab)\.json|)"
+        R"(merges\.txt|source\.spm|target\.spm|sentencepiece\.bpe\.model|spiece\.model|)"
+        R"((model|pytorch_model|tf_model|flax_model)[-.0-9a-z_]*\.(safetensors|bin|h5|msgpack|json))");
+    return std::regex_match(name, model_file);
+}
+
 bool is_model_folder(const std::string& dir) {
     struct stat st {};
     return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && is_file(fs::path(dir) / "config.json");
@@ -202,6 +210,43 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
                            ? GenerationConfig::from_json(read_json(dir / "generation_config.json", what + ": generation_config.json"),
                                                          c, what + ": generation_config.json")
                            : GenerationConfig::from_json(config, c, what + ": config.json");
+    // The model config.json describes, with the model's own row counts: its tensors' shapes are
+    // what the file must hold. Checked against the weights' headers (mapped, not read) before the
+    // tokenizer or the network is sized from the config (issue 46: a 124 KB folder claiming a
+    // vocabulary of a million rows took 840 MB before it was refused).
+    ModelConfig mc;
+    mc.arch = ModelArch::pretrained;
+    mc.hidden_size = c.d_model;
+    mc.num_layers = std::min<int64_t>(c.encoder_layers, 48);
+    mc.num_heads = std::min<int64_t>(c.encoder_heads, 64);
+    mc.ffn_size = std::min<int64_t>(c.encoder_ffn, 16384);
+    mc.dropout = c.dropout;
+    mc.pretrained = spec;
+    mc.src_vocab = c.vocab_size;
+    mc.tgt_vocab = c.target_vocab_size();
+    WeightsReadOptions read_options;
+    read_options.view = true;
+    std::map<std::string, torch::Tensor> tensors;
+    for (auto& [name, t] : read_weights(dir_in, read_options))
+        if (!tensors.emplace(name, t).second) throw FileError(what + ": the weights hold " + quote(name, 200) + " twice");
+    {
+        std::set<std::string> seen;
+        for (const auto& p : parameter_names(mc)) {
+            const torch::Tensor* t = find_weight(tensors, p.file, seen);
+            if (!t)
+                throw FileError(what + ": the weights have no " + quote(p.file) + ", which config.json's model (" +
+                                c.describe() + ") needs");
+            if (t->sizes().vec() == p.shape) continue;
+            const int64_t dim = p.file == "final_logits_bias" ? 1 : 0;
+            if (p.rows != VocabRows::none && t->dim() == static_cast<int64_t>(p.shape.size()) &&
+                t->size(dim) != p.shape[static_cast<size_t>(dim)])
+                throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) + ", but the " +
+                                "vocabulary has " + std::to_string(p.shape[static_cast<size_t>(dim)]) +
+                                " rows (config.json's vocab_size)");
+            throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
+                            ", but config.json describes " + c.describe() + ", which needs " + shape_to_string(p.shape));
+        }
+    }
     const auto pretrained = read_tokenizer(dir, c, what);
     Tokenizer::PretrainedRows rows;
     rows.source_rows = c.vocab_size;
@@ -223,16 +268,8 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
         throw FileError(what + ": decoder_start_token_id " + std::to_string(c.decoder_start_token_id) + " is not a row of the model");
     spec->decoder_start_row = start - tgt_layout.rows.begin();
 
-    ModelConfig mc;
-    mc.arch = ModelArch::pretrained;
     mc.src_vocab = static_cast<int64_t>(src_layout.names.size());
     mc.tgt_vocab = static_cast<int64_t>(tgt_layout.names.size());
-    mc.hidden_size = c.d_model;
-    mc.num_layers = std::min<int64_t>(c.encoder_layers, 48);
-    mc.num_heads = std::min<int64_t>(c.encoder_heads, 64);
-    mc.ffn_size = std::min<int64_t>(c.encoder_ffn, 16384);
-    mc.dropout = c.dropout;
-    mc.pretrained = spec;
     auto src_vocab = std::make_shared<const Vocab>(Vocab::from_json(json{{"tokens", src_layout.names}}));
     auto tgt_vocab = std::make_shared<const Vocab>(Vocab::from_json(json{{"tokens", tgt_layout.names}}));
 
@@ -240,11 +277,6 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
     // stored as float32 in the order the network uses becomes a view of the file's pages
     // (copied page by page only if training writes it), so opening a 300 MB model costs
     // its pages once, not a copy on top of them. Vocabulary rows are permuted into a copy.
-    WeightsReadOptions read_options;
-    read_options.view = true;
-    std::map<std::string, torch::Tensor> tensors;
-    for (auto& [name, t] : read_weights(dir_in, read_options))
-        if (!tensors.emplace(name, t).second) throw FileError(what + ": the weights hold " + quote(name, 200) + " twice");
     const auto expected = parameter_names(mc);
     Network network = build_network(mc, NetworkFill::unfilled);
     auto named = network->named_parameters();
@@ -313,8 +345,14 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
     std::error_code ec;
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
         throw FileError("cannot write the model folder " + quote(dir_in, 300) + ": it is a file");
-    fs::create_directories(dir, ec);
-    if (ec) throw FileError("cannot create the model folder " + quote(dir_in, 300) + ": " + ec.message());
+    if (fs::is_directory(dir, ec) && !is_model_folder(dir_in) && !fs::is_empty(dir, ec))
+        throw FileError("cannot write the model folder " + quote(dir_in, 300) +
+                        ": it is a folder of other files (no config.json); give a new folder, an empty one, or a "
+                        "model folder to replace");
+    if (!fs::exists(dir, ec) && !dir.parent_path().empty()) {
+        fs::create_directories(dir.parent_path(), ec);
+        if (ec) throw FileError("cannot create the folder of " + quote(dir_in, 300) + ": " + ec.message());
+    }
     const PretrainedConfig& c = spec->model;
     const auto src_layout = model.tokenizer().pretrained_layout(false), tgt_layout = model.tokenizer().pretrained_layout(true);
     // Every path first: nothing is written when one cannot be.
@@ -357,8 +395,11 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
     }
     if (!files.tokenizer_config.empty()) outputs.emplace_back("tokenizer_config.json", files.tokenizer_config);
     if (!files.special_tokens_map.empty()) outputs.emplace_back("special_tokens_map.json", files.special_tokens_map);
-    for (const auto& [name, _] : outputs) check_writable_path((dir / name).string());
-    for (const auto& [name, contents] : outputs) write_file_atomic((dir / name).string(), contents);
+    // All or nothing (issue 46): the new folder is written beside the old and swapped in whole, so a
+    // full disk never leaves one model's config beside another's weights. Files of the old model
+    // that this one does not write (another tokenizer's, other weight formats) go with the old
+    // folder; anything else there (a README, a .git) is kept.
+    write_folder_atomic(dir_in, outputs, is_model_file_name);
 }
 
 }  // namespace attnviz

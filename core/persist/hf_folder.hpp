@@ -8,7 +8,8 @@
 // or pytorch_model.bin: core/persist/weights_file.hpp) and the tokenizer's files
 // (core/text/pretrained_tokenizer.hpp). A hub id ("Helsinki-NLP/opus-mt-en-fr") is found
 // in the local Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub:
-// models--ORG--NAME/snapshots/REV/); attnviz never downloads.
+// models--ORG--NAME/snapshots/REV/; core/hub/hub_cache.hpp); opening one never downloads it
+// (attnviz-cli download and the app's File → Open from the Hugging Face Hub… do).
 //
 // Rows are put in attnviz's vocabulary order (core/config/pretrained_config.hpp's
 // PretrainedSpec) on reading and back on writing: nothing else changes, so a folder written
@@ -27,8 +28,8 @@ bool is_model_folder(const std::string& dir);
 bool looks_like_hub_id(const std::string& name);
 
 /// The snapshot folder of hub id `id` in the local Hugging Face cache (the revision refs/main
-/// names, else the newest snapshot); FileError saying where it looked and how to fetch the model
-/// (huggingface-cli download ID) when it is not there.
+/// names, never a path out of snapshots/, else the newest snapshot); FileError saying where it
+/// looked and how to download the model (attnviz-cli download ID, or the app's menu) when it is not there.
 std::string find_in_hub_cache(const std::string& id);
 
 /// The caches find_in_hub_cache() searches, in order.
@@ -39,10 +40,15 @@ std::vector<std::string> hub_cache_dirs();
 /// the wrong shape, a tokenizer that disagrees with the model, a hostile weight file.
 TranslationModelPtr load_model_folder(const std::string& dir);
 
+/// Whether a file of this name in a model folder belongs to the model: its configs, weights of any
+/// format (shards and indexes included) or tokenizer files. Writing a folder replaces all of them.
+bool is_model_file_name(const std::string& name);
+
 /// Writes a pretrained-family model as a folder: config.json, generation_config.json,
-/// model.safetensors and the tokenizer's files, each atomically. `dir` is created when absent;
-/// ConfigError for a model of another family; FileError when `dir` is a file or cannot be written.
-/// Files of other names already in `dir` are left alone.
+/// model.safetensors and the tokenizer's files, all or nothing (core/io/atomic_file.hpp's
+/// write_folder_atomic): on any failure `dir` is as it was. `dir` is created when absent; an
+/// existing model folder is replaced whole (its other files, a README, kept); ConfigError for a
+/// model of another family; FileError when `dir` is a file, a folder of other files, or cannot be written.
 void save_model_folder(const TranslationModel& model, const std::string& dir);
 
 }  // namespace attnviz

@@ -1,7 +1,12 @@
 // Model files of any format attnviz reads, and saving a model alone.
 #include "core/persist/model_file.hpp"
 
+#include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -42,6 +47,77 @@ Checkpoint open_model_file(const std::string& path) {
 }
 
 TranslationModelPtr load_model(const std::string& path) { return open_model_file(path).model; }
+
+std::string resolve_existing_prefix(const std::string& path) {
+    std::string head = path, tail;
+    while (!head.empty()) {
+        char buf[PATH_MAX];
+        if (::realpath(head.c_str(), buf) != nullptr) {
+            std::string out = buf;
+            if (!tail.empty()) out += (out == "/" ? "" : "/") + tail;
+            return out;
+        }
+        const size_t slash = head.find_last_of('/');
+        const std::string last = slash == std::string::npos ? head : head.substr(slash + 1);
+        tail = tail.empty() ? last : last + "/" + tail;
+        if (slash == std::string::npos) head = ".";
+        else head = slash == 0 ? "/" : head.substr(0, slash);
+        if (head == "." && tail == path) {  // nothing of it exists: relative to the working directory
+            char cwd[PATH_MAX];
+            return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + tail : path;
+        }
+    }
+    return path;
+}
+
+bool ModelSources::holds(const std::string& resolved) const {
+    for (const auto& folder : folders)
+        if (resolved == folder || resolved.rfind(folder + "/", 0) == 0) return true;
+    struct stat st {};
+    if (::stat(resolved.c_str(), &st) != 0) return false;
+    for (const auto& [dev, ino] : files)
+        if (st.st_dev == dev && st.st_ino == ino) return true;
+    return false;
+}
+
+ModelSources model_sources(const std::string& path) {
+    ModelSources s;
+    auto add_file = [&](const std::string& file) {
+        struct stat st {};
+        if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) s.files.emplace_back(st.st_dev, st.st_ino);
+    };
+    auto add_folder = [&](const std::string& dir) {
+        char buf[PATH_MAX];
+        if (::realpath(dir.c_str(), buf) == nullptr) return;
+        s.folders.push_back(buf);
+        DIR* d = ::opendir(buf);
+        if (!d) return;
+        size_t seen = 0;
+        while (const dirent* e = ::readdir(d)) {
+            if (++seen > 100000) break;  // a folder of a model holds a few dozen files
+            add_file(std::string(buf) + "/" + e->d_name);
+        }
+        ::closedir(d);
+    };
+    struct stat st {};
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        add_folder(path);
+    } else if (!exists && looks_like_hub_id(path)) {
+        try {
+            const std::string snapshot = find_in_hub_cache(path);
+            add_folder(snapshot);
+            // models--ORG--NAME: the snapshot's grandparent (its refs/ choose what is read).
+            const std::string entry = snapshot.substr(0, snapshot.find_last_of('/', snapshot.find_last_of('/') - 1));
+            char buf[PATH_MAX];
+            if (::realpath(entry.c_str(), buf) != nullptr) s.folders.push_back(buf);
+        } catch (const Error&) {
+        }
+    } else if (exists) {
+        add_file(path);
+    }
+    return s;
+}
 
 void save_model(const TranslationModel& model, const std::string& path) {
     Checkpoint c;

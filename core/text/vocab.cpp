@@ -128,11 +128,14 @@ void Vocab::save(const std::string& path) const { write_file_atomic(path, to_jso
 Vocab Vocab::load(const std::string& path) {
     // A vocabulary file is a list of tokens: 256 MiB is far more than any real one.
     const std::string text = read_regular_file(path, uint64_t(256) << 20, "vocabulary");
-    const nlohmann::json j = parse_json_bounded(text, "vocabulary " + quote(path, quote_path_max));
+    const std::string what = "vocabulary " + quote(path, quote_path_max);
+    const nlohmann::json j = parse_json_bounded(text, what);
     try {
         return from_json(j);
     } catch (const FileError& e) {
-        throw FileError("vocabulary " + quote(path, quote_path_max) + ": " + e.what());
+        throw FileError(what + ": " + e.what());
+    } catch (const nlohmann::json::exception& e) {
+        throw FileError(what + ": " + json_error_text(e));
     }
 }
 

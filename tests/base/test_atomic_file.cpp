@@ -186,3 +186,89 @@ TEST_CASE("check_writable_path: directories, missing directories, and a good pat
     CHECK_NOTHROW(check_writable_path(dir / "m.ckpt"));
     CHECK(names_in(dir.path) == std::vector<std::string>{"file"});
 }
+
+// --- a set of files as one folder (issue 46: a failed export left one model's config beside
+// another's weights) ----------------------------------------------------------------------------
+
+namespace {
+
+using Files = std::vector<std::pair<std::string, std::string>>;
+
+bool model_file(const std::string& name) { return name == "tokenizer.json" || name.rfind("weights", 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("folder write: a new folder, then the whole set replaced, other files kept", "[atomic][folder]") {
+    Dir dir;
+    const std::string out = dir / "model";
+    write_folder_atomic(out, Files{{"config.json", "A"}, {"weights.bin", "AAAA"}, {"tokenizer.json", "tA"}}, model_file);
+    CHECK(names_in(out) == std::vector<std::string>{"config.json", "tokenizer.json", "weights.bin"});
+    write_plain(out + "/README.md", "mine");
+    REQUIRE(::mkdir((out + "/.git").c_str(), 0755) == 0);
+    write_plain(out + "/.git/HEAD", "ref");
+    // The next model has no tokenizer.json: the old one must not stay beside the new weights.
+    write_folder_atomic(out, Files{{"config.json", "B"}, {"weights.bin", "BBBB"}}, model_file);
+    CHECK(names_in(out) == std::vector<std::string>{".git", "README.md", "config.json", "weights.bin"});
+    CHECK(read_all(out + "/config.json") == "B");
+    CHECK(read_all(out + "/weights.bin") == "BBBB");
+    CHECK(read_all(out + "/README.md") == "mine");
+    CHECK(read_all(out + "/.git/HEAD") == "ref");
+    CHECK(names_in(dir.path) == std::vector<std::string>{"model"});  // nothing left beside it
+}
+
+TEST_CASE("folder write: a size limit (a full disk) half-way leaves the old folder exactly as it was",
+          "[atomic][folder][disk]") {
+    Dir dir;
+    const std::string out = dir / "model";
+    write_folder_atomic(out, Files{{"config.json", "m2m100"}, {"weights.bin", "m2m100 weights"}, {"vocab.json", "v"}});
+    const std::string big(1 << 20, 'x');
+    {
+        attnviz::testing::FileSizeLimit limit(64 * 1024);
+        REQUIRE(limit.ok());
+        // config.json and generation_config.json fit; the weights do not.
+        CHECK_THROWS_WITH(write_folder_atomic(out, Files{{"config.json", "marian"}, {"generation_config.json", "g"},
+                                                         {"weights.bin", big}}, model_file),
+                          Catch::Contains("weights.bin") && Catch::Contains("File too large"));
+    }
+    CHECK(names_in(out) == std::vector<std::string>{"config.json", "vocab.json", "weights.bin"});
+    CHECK(read_all(out + "/config.json") == "m2m100");
+    CHECK(read_all(out + "/weights.bin") == "m2m100 weights");
+    CHECK(names_in(dir.path) == std::vector<std::string>{"model"});
+}
+
+TEST_CASE("folder write: a file in the way, a link to a folder, names that are not file names", "[atomic][folder]") {
+    Dir dir;
+    write_plain(dir / "file", "x");
+    CHECK_THROWS_WITH(write_folder_atomic(dir / "file", Files{{"a", "1"}}), Catch::Contains("it is a file"));
+    CHECK(read_all(dir / "file") == "x");
+    CHECK_THROWS_WITH(write_folder_atomic(dir / "missing/model", Files{{"a", "1"}}), Catch::Contains("does not exist"));
+    for (const char* bad : {"", "..", "sub/a"})
+        CHECK_THROWS_WITH(write_folder_atomic(dir / "m", Files{{bad, "1"}}), Catch::Contains("not a file name"));
+    CHECK_THROWS_WITH(write_folder_atomic(dir / "m", Files{{"a", "1"}, {"a", "2"}}), Catch::Contains("not a file name"));
+    write_folder_atomic(dir / "real", Files{{"a", "1"}});
+    REQUIRE(::symlink("real", (dir / "link").c_str()) == 0);
+    write_folder_atomic(dir / "link", Files{{"a", "2"}});
+    CHECK(read_all(dir / "real/a") == "2");
+    struct stat st;
+    REQUIRE(::lstat((dir / "link").c_str(), &st) == 0);
+    CHECK(S_ISLNK(st.st_mode));  // the link still names the folder
+    CHECK(names_in(dir.path) == std::vector<std::string>{"file", "link", "real"});
+}
+
+TEST_CASE("folder write: a staging folder of a killed writer is removed by the next write", "[atomic][folder][stale]") {
+    Dir dir;
+    const std::string out = dir / "model";
+    write_folder_atomic(out, Files{{"a", "1"}});
+    const std::string stale = out + ".tmp-" + std::to_string(dead_pid()) + "-abcdefghijkl";
+    REQUIRE(::mkdir(stale.c_str(), 0755) == 0);
+    write_plain(stale + "/a", "half");
+    // One that holds a folder may hold a kept folder not yet moved back: it stays.
+    const std::string stale_with_folder = out + ".tmp-" + std::to_string(dead_pid()) + "-bcdefghijklm";
+    REQUIRE(::mkdir(stale_with_folder.c_str(), 0755) == 0);
+    REQUIRE(::mkdir((stale_with_folder + "/.git").c_str(), 0755) == 0);
+    write_folder_atomic(out, Files{{"a", "2"}});
+    const auto names = names_in(dir.path);
+    CHECK(std::find(names.begin(), names.end(), "model.tmp-" + stale.substr(stale.find(".tmp-") + 5)) == names.end());
+    CHECK(names.size() == 2);
+    CHECK(read_all(out + "/a") == "2");
+}

@@ -229,3 +229,32 @@ TEST_CASE("files: a FIFO without writer, /dev/zero and directories are refused a
     CHECK_THROWS_WITH(Vocab::load(fifo), Catch::Contains("not a regular file"));
     testing::remove_tree(dir);
 }
+
+TEST_CASE("a header larger than attnviz reads but within the format is refused for what it is", "[safetensors][hostile]") {
+    const attnviz::testing::ScratchDir dir("big-header");
+    const std::string path = (dir / "model.safetensors");
+    // 99,999,999 header bytes (the safetensors library accepts up to 100,000,000): a sparse file,
+    // nothing of it is read before the refusal.
+    const uint64_t header = 99999999;
+    {
+        std::ofstream out(path, std::ios::binary);
+        char len[8];
+        for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((header >> (8 * i)) & 0xff);
+        out.write(len, 8);
+        out << "{\"__metadata__\": {\"format\": \"pt\"}";
+    }
+    REQUIRE(::truncate(path.c_str(), static_cast<off_t>(8 + header + 16)) == 0);
+    std::string head(64, '\0');
+    {
+        std::ifstream in(path, std::ios::binary);
+        in.read(head.data(), 64);
+    }
+    CHECK(st::looks_like_safetensors(head));
+    CHECK_THROWS_WITH(st::read_file(path), Catch::Contains("has a header of 99999999 bytes") &&
+                                               Catch::Contains("more than the 67108864 attnviz reads") &&
+                                               !Catch::Contains("match none"));
+    // Past the format's own bound it is not taken for safetensors.
+    const uint64_t too_big = 100000001;
+    for (int i = 0; i < 8; ++i) head[static_cast<size_t>(i)] = static_cast<char>((too_big >> (8 * i)) & 0xff);
+    CHECK_FALSE(st::looks_like_safetensors(head));
+}

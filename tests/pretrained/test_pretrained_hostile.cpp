@@ -1,0 +1,221 @@
+// The fifth hostile-input audit (issue 46) on model folders, through attnviz-cli as a user runs it:
+// no output may land on a file read from a model folder or a hub snapshot (its blobs included),
+// and a folder written over another is replaced whole or not at all.
+#include "cli_support.hpp"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace attnviz_cli_test;
+
+namespace {
+
+const std::string k_fixtures = ATTNVIZ_HF_FIXTURES;
+
+bool have_fixtures() {
+    if (exists(k_fixtures + "/reference.json")) return true;
+    WARN("no pretrained fixtures at " << k_fixtures << " (tools/make_hf_fixtures.py needs transformers); skipping");
+    return false;
+}
+
+/// A copy of a fixture folder (cp -r: POSIX calls, as cli_support.hpp explains).
+std::string copy_folder(const TempDir& dir, const std::string& fixture, const std::string& as) {
+    const std::string to = dir / as;
+    REQUIRE(std::system(("cp -r " + quote(k_fixtures + "/" + fixture) + " " + quote(to)).c_str()) == 0);
+    return to;
+}
+
+/// Every file of a folder and its bytes.
+std::map<std::string, std::string> contents(const std::string& folder) {
+    std::map<std::string, std::string> files;
+    if (DIR* d = ::opendir(folder.c_str())) {
+        while (const dirent* e = ::readdir(d)) {
+            const std::string name = e->d_name;
+            if (name != "." && name != "..") files[name] = read_file(folder + "/" + name);
+        }
+        ::closedir(d);
+    }
+    return files;
+}
+
+std::vector<std::string> names_in(const std::string& folder) {
+    std::vector<std::string> names;
+    for (const auto& [name, _] : contents(folder)) names.push_back(name);
+    return names;
+}
+
+/// Runs attnviz-cli with `args` (output discarded) and returns its exit code and its own peak
+/// resident memory in MB (wait4's rusage: this child alone).
+std::pair<int, double> run_measured(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{ATTNVIZ_CLI_PATH, "--threads", "1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t child = ::fork();
+    if (child == 0) {
+        std::vector<char*> p;
+        for (auto& a : argv) p.push_back(a.data());
+        p.push_back(nullptr);
+        std::freopen("/dev/null", "w", stdout);
+        std::freopen("/dev/null", "w", stderr);
+        ::execv(p[0], p.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    ::wait4(child, &status, 0, &usage);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), usage.ru_maxrss / 1024.0};
+}
+
+/// Edits a copy of the Marian fixture's config.json with sed-free string surgery: one key's value.
+std::string with_config_value(const TempDir& dir, const std::string& as, const std::string& key, const std::string& value) {
+    const std::string model = copy_folder(dir, "marian", as);
+    std::string config = read_file(model + "/config.json");
+    const size_t at = config.find("\"" + key + "\"");
+    REQUIRE(at != std::string::npos);
+    const size_t colon = config.find(':', at), end = config.find_first_of(",}", colon);
+    config.replace(colon + 1, end - colon - 1, " " + value);
+    write_file(model + "/config.json", config);
+    return model;
+}
+
+}  // namespace
+
+TEST_CASE("cli: what config.json promises is checked against the weights before anything is sized from it",
+          "[cli][hostile][pretrained][memory]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    // The same refusal path with nothing sized: the baseline of a CLI that opens a folder and stops.
+    const auto [base_code, base_mb] = run_measured({"translate", "--model", with_config_value(dir, "bad-type", "d_model",
+                                                                                             "\"wide\""), "hello"});
+    REQUIRE(base_code == 1);
+    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+             {"vocab_size", "1048576"}, {"encoder_layers", "100"}, {"decoder_ffn_dim", "65536"}}) {
+        INFO(key << " " << value);
+        const std::string model = with_config_value(dir, key, key, value);
+        const Result r = cli(dir, {"translate", "--model", model, "hello"});
+        CHECK(r.code == 1);
+        require_one_error_line(r, "config.json");
+        const auto [code, mb] = run_measured({"translate", "--model", model, "hello"});
+        CHECK(code == 1);
+        CHECK(mb < base_mb + 64);  // before: the tokenizer and the network at the promised size
+    }
+    const Result vocab = cli(dir, {"translate", "--model", dir / "vocab_size", "hello"});
+    CHECK(vocab.err.find("1048576 rows (config.json's vocab_size)") != std::string::npos);
+    const Result layers = cli(dir, {"translate", "--model", dir / "encoder_layers", "hello"});
+    CHECK(layers.err.find("model.encoder.layers.") != std::string::npos);
+}
+
+TEST_CASE("cli: an output on a file of the model folder the command reads is refused, the folder unchanged",
+          "[cli][hostile][pretrained][inputs]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const std::string model = copy_folder(dir, "marian", "opus");
+    const auto before = contents(model);
+    write_file(dir / "pairs.tsv", "hello\thallo\nthe house\tdas haus\n");
+    SECTION("heads --out DIR/config.json") {
+        const Result r = cli(dir, {"heads", "--model", model, "--out", model + "/config.json"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "is in the model folder --model");
+    }
+    SECTION("train --init-from DIR --save DIR/model.safetensors") {
+        const Result r = cli(dir, {"train", "--init-from", model, "--data", dir / "pairs.tsv", "--epochs", "1",
+                                   "--save", model + "/model.safetensors", "-q"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "--save");
+    }
+    SECTION("a new file in the folder would be read next time (a tokenizer.json), so it is refused too") {
+        const Result r = cli(dir, {"translate", "--model", model, "--attention-out", model + "/tokenizer.json", "hello"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "--attention-out");
+    }
+    SECTION("the same file through another name: a link into the folder") {
+        REQUIRE(::symlink(model.c_str(), (dir / "alias").c_str()) == 0);
+        const Result r = cli(dir, {"heads", "--model", model, "--out", dir / "alias/vocab.json"});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "is in the model folder");
+    }
+    SECTION("export --out a folder that holds the model") {
+        const Result r = cli(dir, {"export-model", "--model", model, "--out", dir.path});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "holds the model folder");
+    }
+    CHECK(contents(model) == before);
+}
+
+TEST_CASE("cli: an output on a hub snapshot's file or its blob is refused", "[cli][hostile][pretrained][hub][inputs]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    // The cache as huggingface_hub lays it out: blobs, and the snapshot's files as relative links to them.
+    const std::string entry = dir / "hub/models--Tiny-NLP--opus-tiny";
+    REQUIRE(std::system(("mkdir -p " + quote(entry + "/blobs") + " " + quote(entry + "/snapshots/abc123") + " " +
+                         quote(entry + "/refs")).c_str()) == 0);
+    write_file(entry + "/refs/main", "abc123");
+    int n = 0;
+    for (const auto& [name, bytes] : contents(k_fixtures + "/marian")) {
+        const std::string blob = "blob" + std::to_string(n++);
+        write_file(entry + "/blobs/" + blob, bytes);
+        REQUIRE(::symlink(("../../blobs/" + blob).c_str(), (entry + "/snapshots/abc123/" + name).c_str()) == 0);
+    }
+    const auto before = contents(entry + "/blobs");
+    // A hard link elsewhere to the config's blob: the same file under a name outside the cache.
+    char target[4096] = {};
+    REQUIRE(::readlink((entry + "/snapshots/abc123/config.json").c_str(), target, sizeof target - 1) > 0);
+    const std::string blob_of_config = entry + "/snapshots/abc123/" + target;
+    REQUIRE(::link(blob_of_config.c_str(), (dir / "outside.json").c_str()) == 0);
+    const std::string env = "HF_HUB_CACHE=" + quote(dir / "hub") + " ";
+    for (const std::string& out : {blob_of_config, entry + "/refs/main", dir / "outside.json"}) {
+        INFO(out);
+        const Result r = run_command(dir, env + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                                     {"heads", "--model", "Tiny-NLP/opus-tiny", "--out", out});
+        CHECK(r.code == 2);
+        require_one_error_line(r, "is in the model folder --model 'Tiny-NLP/opus-tiny'");
+    }
+    CHECK(contents(entry + "/blobs") == before);
+    CHECK(read_file(entry + "/refs/main") == "abc123");
+}
+
+TEST_CASE("cli: export over another model's folder fails whole on a full disk, and the folder is as it was",
+          "[cli][hostile][pretrained][export][disk]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const std::string target = copy_folder(dir, "m2m100", "m2m");
+    const auto before = contents(target);
+    // dash's ulimit -f counts 512-byte blocks: 64 KiB holds the JSON files, not the weights.
+    const Result r = run_command(dir, "ulimit -f 128; exec " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                                 {"export-model", "--model", k_fixtures + "/marian", "--out", target});
+    INFO(r.err);
+    CHECK(r.code == 1);
+    CHECK(r.err.find("File too large") != std::string::npos);
+    CHECK(contents(target) == before);
+    CHECK(names_in(dir.path) == std::vector<std::string>{"m2m", "stderr.txt", "stdout.txt"});
+    SECTION("and without the limit the folder is Marian's, whole: no file of the M2M100 model stays") {
+        const Result ok = cli(dir, {"export-model", "--model", k_fixtures + "/marian", "--out", target});
+        INFO(ok.err);
+        REQUIRE(ok.code == 0);
+        const auto after = contents(target);
+        CHECK(after.count("sentencepiece.bpe.model") == 0);
+        CHECK(after.count("source.spm") == 1);
+        CHECK(after.at("config.json").find("\"marian\"") != std::string::npos);
+        const Result opened = cli(dir, {"translate", "--model", target, "hello"});
+        CHECK(opened.code == 0);
+    }
+}
+
+TEST_CASE("cli: export-model prints the folder it wrote quoted, no control character reaches the terminal",
+          "[cli][hostile][pretrained][export][message]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const std::string out = dir / "out\x1b[31m\x07";
+    const Result r = cli(dir, {"export-model", "--model", k_fixtures + "/marian", "--out", out});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\x07') == std::string::npos);
+    CHECK(r.out.find("wrote the model folder") != std::string::npos);
+}
