@@ -183,7 +183,7 @@ int run_agreement(AgreementOptions& o) {
         j.erase("sentences");  // per sentence: --out
         std::cout << j.dump() << std::endl;
     } else {
-        std::cout << corpus.name << ": " << result.sentences.size() << " sentences (split " << o.split << "), "
+        std::cout << escape_controls(corpus.name) << ": " << result.sentences.size() << " sentences (split " << o.split << "), "
                   << fixed(result.seconds, 1) << " s\n"
                   << result.table.to_text();
         if (result.erasure) std::cout << "\n" << result.erasure->to_text();

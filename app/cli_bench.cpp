@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "app/cli_common.hpp"
+#include "core/io/message.hpp"
 #include "core/session/session.hpp"
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
@@ -114,7 +115,7 @@ int run_bench(BenchOptions& o) {
     ProgressPrinter progress(t.epochs, o.quiet);
     progress.on_ready = [&](const SessionInfo& info) {
         if (!o.quiet)
-            std::cerr << info.describe_data() << "\n"
+            std::cerr << escape_controls(info.describe_data()) << "\n"
                       << info.parameters << " parameters, " << info.device << ", " << at::get_num_threads()
                       << " threads\n";
     };

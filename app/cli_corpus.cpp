@@ -82,13 +82,13 @@ TsvOptions CorpusFlags::tsv_options() const {
 void describe_corpus(const Corpus& c, const std::string& path) {
     if (c.layout != CorpusLayout::pairs && !c.detected.empty()) {
         std::ostringstream s;
-        s << "attnviz-cli: " << path << ": " << c.detected << "; " << c.pairs.size() << " pairs from "
+        s << "attnviz-cli: " << quote(path, quote_path_max) << ": " << escape_controls(c.detected) << "; " << c.pairs.size() << " pairs from "
           << c.lines_read << " lines" << (c.stopped_early ? " (stopped there: --max-pairs)" : "") << "\n";
         std::cerr << s.str();
     }
     if (!c.skipped.empty()) {
         std::ostringstream w;
-        w << path << ": skipped " << count_of(static_cast<int64_t>(c.skipped.size()), "bad line", "bad lines")
+        w << quote(path, quote_path_max) << ": skipped " << count_of(static_cast<int64_t>(c.skipped.size()), "bad line", "bad lines")
           << ", first at line " << c.skipped.front().line
           << " (" << c.skipped.front().reason << ")";
         warn(w.str());

@@ -5,6 +5,7 @@
 
 #include "app/cli_alignment.hpp"
 #include "app/cli_common.hpp"
+#include "core/io/message.hpp"
 #include "app/cli_decode.hpp"
 #include "core/analysis/metrics.hpp"
 #include "core/io/error.hpp"
@@ -110,7 +111,7 @@ int run_eval(EvalOptions& o) {
         std::cout << j.dump() << std::endl;
         return exit_ok;
     }
-    std::cout << corpus.name << " (" << pairs.size() << " pairs, split " << o.split << ")\n"
+    std::cout << escape_controls(corpus.name) << " (" << pairs.size() << " pairs, split " << o.split << ")\n"
               << "loss             " << fixed(loss_sum / double(std::max<int64_t>(tokens, 1)), 4) << "\n";
     if (intervention.active())
         std::cout << "decoding with    " << intervention.describe() << " (loss: teacher-forced, as usual)\n"

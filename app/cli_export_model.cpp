@@ -20,8 +20,9 @@ struct ExportOptions {
 
 int run_export_hf(const TranslationModel& model, const std::string& out) {
     save_model_folder(model, out);
-    std::cout << "wrote the model folder " << out << ": " << model.config().pretrained->model.describe()
-              << "; transformers loads it with from_pretrained(\"" << out << "\")\n";
+    std::cout << "wrote the model folder " << quote(out, quote_path_max) << ": "
+              << model.config().pretrained->model.describe() << "; transformers loads it with from_pretrained("
+              << quote(out, quote_path_max) << ")\n";
     return exit_ok;
 }
 
@@ -36,7 +37,7 @@ int run_export(const ExportOptions& o) {
     check_writable("--out", o.out);
     const std::string variant = export_d2l(*model, o.out);
     const auto& c = model->config();
-    std::cout << "wrote " << o.out << ": " << model->src_vocab().size() << " + " << model->tgt_vocab().size()
+    std::cout << "wrote " << quote(o.out, quote_path_max) << ": " << model->src_vocab().size() << " + " << model->tgt_vocab().size()
               << " tokens, "
               << (c.is_transformer() ? "Transformer, width " + std::to_string(c.hidden_size) + ", " +
                                            std::to_string(c.num_layers) + " blocks, " + std::to_string(c.num_heads) +

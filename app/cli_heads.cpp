@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "app/cli_common.hpp"
+#include "core/io/message.hpp"
 #include "app/cli_decode.hpp"
 #include "core/analysis/heads.hpp"
 #include "core/analysis/prune_curve.hpp"
@@ -98,7 +99,7 @@ int run_heads(HeadsOptions& o) {
         std::cout << j.dump() << std::endl;
         return exit_ok;
     }
-    std::cout << corpus.name << " (" << report.sentences << " pairs, split " << o.split << "), loss "
+    std::cout << escape_controls(corpus.name) << " (" << report.sentences << " pairs, split " << o.split << "), loss "
               << cell(report.loss, 4) << (o.mask.given() ? ", masked: " + o.mask.text : std::string()) << "\n"
               << "importance: Michel's E|dL/dxi|, normalised per kind and layer (L2); positional: offset, share "
                  "(* at >= 0.9)\n"

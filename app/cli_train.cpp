@@ -194,7 +194,7 @@ int run_train(TrainOptions& o) {
     ProgressPrinter progress(t.epochs, o.quiet);
     progress.on_ready = [&](const SessionInfo& info) {
         if (o.quiet) return;
-        std::cerr << info.describe_data() << "\n"
+        std::cerr << escape_controls(info.describe_data()) << "\n"
                   << info.parameters << " parameters, " << info.device << ", " << to_string(info.model.scoring)
                   << " attention, " << info.epochs_planned << " epochs"
                   << (info.epochs_before > 0 ? " (resuming after " + std::to_string(info.epochs_before) + ")" : "")
@@ -221,12 +221,12 @@ int run_train(TrainOptions& o) {
     const bool trained = session.history().global_step > steps_before;
     std::string saved;
     if (!o.save.empty() && session.has_model() && (reason != StopReason::error || trained)) {
-        if (!o.quiet) std::cerr << "saving " << o.save << " ...\n";
+        if (!o.quiet) std::cerr << "saving " << quote(o.save, quote_path_max) << " ...\n";
         try {
             session.save(o.save);
             saved = o.save;
             if (!o.quiet)
-                std::cerr << "saved " << o.save
+                std::cerr << "saved " << quote(o.save, quote_path_max)
                           << (reason == StopReason::error ? " (the model as it was when training failed)" : "") << "\n";
         } catch (const FileError& e) {
             // A diverged run whose weights are no longer finite: nothing is written over --save,

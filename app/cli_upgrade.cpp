@@ -46,7 +46,8 @@ Command add_upgrade_command(CLI::App& parent) {
                 }
                 check_writable("NEW", o->to);
                 upgrade_checkpoint(o->from, o->to);
-                std::cerr << "upgraded '" << o->from << "' to '" << o->to << "' (checkpoint format version "
+                std::cerr << "upgraded " << quote(o->from, quote_path_max) << " to " << quote(o->to, quote_path_max)
+                          << " (checkpoint format version "
                           << checkpoint_version << ")\n";
                 return exit_ok;
             }};

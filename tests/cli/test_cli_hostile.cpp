@@ -210,3 +210,19 @@ TEST_CASE("cli: --threads beyond the cores is capped with one warning", "[cli][h
     Result params = run_command(dir, quote(ATTNVIZ_CLI_PATH), {"params", "--json"});
     CHECK(params.out.find("\"min_delta\"") != std::string::npos);
 }
+
+TEST_CASE("cli: paths with control characters are quoted in what the commands print", "[cli][hostile][message]") {
+    TempDir dir;
+    const std::string save = dir / "m\x1b[2J\x07.ckpt";
+    const Result r = cli(dir, cat({"train", "--task", "reverse", "--pairs", "100", "--epochs", "1", "--save", save},
+                                  {"--embed", "8", "--hidden", "8", "--batch", "32", "--device", "cpu"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.err.find("saved ") != std::string::npos);
+    for (const std::string& text : {r.out, r.err}) {
+        CHECK(text.find('\x1b') == std::string::npos);
+        CHECK(text.find('\x07') == std::string::npos);
+    }
+    const Result up = cli(dir, {"upgrade", save, dir / "new\x1b.ckpt"});
+    CHECK(up.err.find('\x1b') == std::string::npos);
+}
