@@ -28,6 +28,7 @@
 #include "core/decode/beam.hpp"
 
 #include "core/decode/beam_tree.hpp"
+#include "core/io/process_memory.hpp"
 
 namespace attnviz {
 
@@ -73,7 +74,8 @@ public:
         : m_tm(tm), m_o(o), m_model(tm.network()), m_device(tm.device()), m_K(o.beam_size),
           m_V(m_model.config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
           m_live(static_cast<size_t>(m_B * m_K), -1), m_finished(static_cast<size_t>(m_B)),
-          m_done(static_cast<size_t>(m_B), false), m_hf(o.generation.transformers_search) {
+          m_done(static_cast<size_t>(m_B), false), m_hf(o.generation.transformers_search),
+          m_planned_bytes(batch.planned_bytes) {
         const int64_t K = m_K, B = m_B;
         // Each sentence's encoding K times, one per beam.
         m_enc = m_model.encode(batch.src, batch.src_len, o.maps == MapsKept::all)
@@ -90,8 +92,13 @@ public:
     void run() {
         int64_t max_steps = 0;
         for (int64_t b = 0; b < m_B; ++b) max_steps = std::max(max_steps, limit(b));
-        for (int64_t step = 0; step < max_steps; ++step)
+        // Step by step the cache grows and is reordered: the heap's free pages go back when the
+        // resident memory passes what the chunk was planned to take (core/io/process_memory.hpp).
+        ResidentLimit resident(m_planned_bytes);
+        for (int64_t step = 0; step < max_steps; ++step) {
             if (!advance(step)) break;
+            resident.check();
+        }
     }
 
     /// Moves the results of sentence b into t (and its tree, when recorded).
@@ -432,6 +439,7 @@ private:
     std::vector<bool> m_done;
     const bool m_hf;                      ///< transformers' search (GenerationRules::transformers_search)
     std::vector<BeamTree> m_trees;        ///< per sentence; empty unless recording
+    const int64_t m_planned_bytes;        ///< SourceBatch::planned_bytes
 };
 
 }  // namespace

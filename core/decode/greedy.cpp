@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/decode/intervene.hpp"
+#include "core/io/process_memory.hpp"
 
 namespace attnviz {
 
@@ -34,7 +35,11 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         std::unique_ptr<StepIntervener> intervener;
         if (options.intervention.active())
             intervener = std::make_unique<StepIntervener>(model, *enc, options.intervention, lens);
+        // The heap's free pages go back when the resident memory passes what the chunk was
+        // planned to take: the cache's blocks grow at every step (core/io/process_memory.hpp).
+        ResidentLimit resident(batch.planned_bytes);
         for (int64_t step = 0; step < max_steps; ++step) {
+            if (step > 0) resident.check();
             const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens, *cache) : nullptr;
             auto out = model.step(tokens, *cache, *enc, changed);
             if (changed) intervener->check_step(out);

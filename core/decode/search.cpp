@@ -93,7 +93,11 @@ std::vector<Translation> decode_in_batches(const SearchModel& model,
     torch::InferenceMode guard;
     const auto device = model.device();
     for (size_t c = 0; c < chunks.size(); ++c) {
-        decode_chunk(chunks[c], encode_sources(sources, chunks[c], src_vocab, device, source_steps), results);
+        SourceBatch batch = encode_sources(sources, chunks[c], src_vocab, device, source_steps);
+        int64_t widest = 1;
+        for (size_t r : chunks[c]) widest = std::max(widest, width[r]);
+        batch.planned_bytes = cost.resident_limit(static_cast<int64_t>(chunks[c].size()), widest);
+        decode_chunk(chunks[c], batch, results);
         // Between chunks the heap's free pages go back: what one chunk freed and the next does
         // not reuse at once would add to the next one's peak (as between attribution's passes).
         if (c + 1 < chunks.size()) release_free_heap();
@@ -135,6 +139,12 @@ DecodeCost decode_cost(const EncoderDecoder& network, const DecodeOptions& optio
     // Greedy appends each step's rows to its hypotheses; beam search keeps each step's maps of
     // every hypothesis on the host (StepOnHost) until the search ends: alike, per hypothesis.
     d.per_hypothesis = c.step + rows + per_step;
+    // The heap's free pages: every step copies the decoder's cache one position longer (and beam
+    // search reorders it), and a freed block stays resident in the heap, too small for the next
+    // step's (issue 46: a beam of 100 over 1,000 steps held 1.15 GB for an estimate of 60 MB).
+    // The searches hand them back once the resident memory passes the estimate less one step's
+    // tensors (SourceBatch::planned_bytes, ResidentLimit): one step more is what they may hold.
+    d.heap = c.step;
     // The returned hypotheses: their rows, the encoder's maps copied into each (every map kept).
     ShapeCost returned = rows + per_step;
     if (options.maps == MapsKept::all) returned = returned + c.kept_source;
@@ -152,8 +162,13 @@ DecodeCost decode_cost(const EncoderDecoder& network, const DecodeOptions& optio
 }
 
 int64_t DecodeCost::bytes(int64_t sentences, int64_t S) const {
-    return bytes_plus(bytes_plus(per_sentence.bytes(sentences, S, steps), per_hypothesis.bytes(bytes_times(sentences, beam), S, steps)),
+    const int64_t rows = bytes_times(sentences, beam);
+    return bytes_plus(bytes_plus(per_sentence.bytes(sentences, S, steps), (per_hypothesis + heap).bytes(rows, S, steps)),
                       kept.bytes(sentences, S, steps));
+}
+
+int64_t DecodeCost::resident_limit(int64_t sentences, int64_t S) const {
+    return bytes(sentences, S) - heap.bytes(bytes_times(sentences, beam), S, steps);
 }
 
 int64_t DecodeCost::kept_bytes(int64_t S) const { return kept.bytes(1, S, steps); }
@@ -169,7 +184,7 @@ std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& r
     };
     auto running = [&](int64_t n, int64_t w) {  // a chunk's bytes but its kept maps (reserved below)
         return bytes_plus(cost.per_sentence.bytes(n, w, cost.steps),
-                          cost.per_hypothesis.bytes(bytes_times(n, beam), w, cost.steps));
+                          (cost.per_hypothesis + cost.heap).bytes(bytes_times(n, beam), w, cost.steps));
     };
     int64_t widest_alone = 0;
     for (size_t r : rows) {

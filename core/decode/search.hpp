@@ -45,6 +45,11 @@ private:
 struct SourceBatch {
     torch::Tensor src;      ///< [B, S]
     torch::Tensor src_len;  ///< [B]
+    /// What this chunk's search may grow the resident memory by before it hands the heap's free
+    /// pages back (DecodeCost::resident_limit: its estimate less one step's tensors, so that the
+    /// step after a check stays within the estimate; ResidentLimit, core/io/process_memory.hpp).
+    /// 0: not planned (no limit).
+    int64_t planned_bytes = 0;
     std::vector<int64_t> lengths() const;  ///< src_len on the host
 };
 
@@ -117,6 +122,9 @@ struct DecodeCost {
     ShapeCost per_sentence;    ///< rows: sentences. The encoding; beam search's returned hypotheses and tree
     ShapeCost per_hypothesis;  ///< rows: sentences x beam. A step's tensors, the maps kept over the steps
     ShapeCost kept;            ///< rows: sentences. What a sentence keeps once decoded (its hypotheses' maps)
+    /// rows: sentences x beam. The free pages the heap may hold beside the tensors: one step's
+    /// tensors more (the searches hand the rest back, ResidentLimit, core/io/process_memory.hpp).
+    ShapeCost heap;
     int64_t beam = 1;
     int64_t steps = 1;         ///< T: the most steps a row decodes
     /// Bytes decoding `sentences` sentences S wide together takes while it runs (their kept maps
@@ -124,6 +132,9 @@ struct DecodeCost {
     int64_t bytes(int64_t sentences, int64_t S) const;
     /// Bytes one sentence S wide keeps once decoded.
     int64_t kept_bytes(int64_t S) const;
+    /// bytes() less the heap's share: the resident memory a chunk's search may grow by before it
+    /// hands the heap's free pages back (SourceBatch::planned_bytes).
+    int64_t resident_limit(int64_t sentences, int64_t S) const;
 };
 /// The cost of decoding with `options` (beam, N-best, top-k, the beam tree, the maps kept) for
 /// up to `steps` steps, from the network's memory_cost().

@@ -138,6 +138,24 @@ int heap_arena_count() {
 #endif
 }
 
+ResidentLimit::ResidentLimit(long long limit_bytes) {
+    if (limit_bytes <= 0) return;
+    const double now = resident_mb();
+    if (now < 0) return;
+    m_half_mb = static_cast<double>(limit_bytes) / (2.0 * 1024 * 1024);
+    m_limit_mb = now + 2 * m_half_mb;
+}
+
+bool ResidentLimit::check() {
+    if (m_limit_mb < 0) return false;
+    if (resident_mb() <= m_limit_mb) return false;
+    release_free_heap();
+    ++m_releases;
+    const double after = resident_mb();
+    if (after > m_limit_mb) m_limit_mb = after + m_half_mb;  // in use, not free: nothing more to release
+    return true;
+}
+
 HeapReleaser::HeapReleaser(double interval_seconds)
     : m_interval(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(interval_seconds > 0 ? interval_seconds : 0))),

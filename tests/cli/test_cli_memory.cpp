@@ -5,12 +5,19 @@
 // file's fault: 1). The tests set a small bound through ATTNVIZ_MEMORY_BOUND so that they stay fast.
 #include "catch_torch.hpp"
 
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "checkpoint_edit.hpp"
 #include "cli_support.hpp"
+#include "core/text/vocab.hpp"
 
 using namespace attnviz_cli_test;
 
@@ -37,10 +44,70 @@ Result work_bounded(const TempDir& dir, const std::string& bound, const std::vec
     return with_env(dir, "ATTNVIZ_WORK_BOUND", bound, args, input);
 }
 
+/// A child's exit code, its own peak resident memory (wait4's rusage) and its stdout and stderr.
+struct Measured {
+    int code = -1;
+    double peak_mb = 0;
+    std::string out, err;
+};
+
+/// attnviz-cli --threads 1 `args` with `variable`=`value` in its environment and stdin from
+/// `input`, measured: the peak is the child's own, whatever else runs.
+Measured measured(const TempDir& dir, const std::string& variable, const std::string& value,
+                  const std::vector<std::string>& args, const std::string& input = "") {
+    const std::string in = dir / "stdin.txt", out = dir / "stdout.txt", err = dir / "stderr.txt";
+    write_file(in, input);
+    std::vector<std::string> argv{ATTNVIZ_CLI_PATH, "--threads", "1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t child = ::fork();
+    if (child == 0) {
+        std::vector<char*> p;
+        for (auto& a : argv) p.push_back(a.data());
+        p.push_back(nullptr);
+        ::setenv(variable.c_str(), value.c_str(), 1);
+        if (!std::freopen(in.c_str(), "r", stdin) || !std::freopen(out.c_str(), "w", stdout) ||
+            !std::freopen(err.c_str(), "w", stderr))
+            ::_exit(126);
+        ::execv(p[0], p.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    ::wait4(child, &status, 0, &usage);
+    Measured m;
+    m.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    m.peak_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    m.out = read_file(out);
+    m.err = read_file(err);
+    return m;
+}
+
+/// A tiny Transformer (16 wide, 2 blocks of 4 heads) whose <eos> never wins: its output layer's
+/// <eos> bias is -10^4, so it decodes to the length limit (the audit's never-ending model).
+std::string never_ending_transformer(const TempDir& dir) {
+    const std::string trained = dir / "transformer.ckpt", never = dir / "never.ckpt";
+    Result r = cli(dir, {"train", "--task", "reverse", "--arch", "transformer", "--hidden", "16", "--heads", "4", "--ffn",
+                         "16", "--layers", "2", "--epochs", "1", "--max-batches", "2", "--seed", "0", "--save", trained,
+                         "-q"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    attnviz::testing::EditableCheckpoint edit(trained);
+    edit.tensor("decoder.dense.bias")[attnviz::Vocab::eos_id] = -1e4;
+    edit.write(never);
+    return never;
+}
+
 std::string words(int n, const std::string& word) {
     std::string s;
     for (int i = 0; i < n; ++i) s += (i ? " " : "") + word;
     return s;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+    std::vector<std::string> v;
+    std::istringstream in(text);
+    for (std::string w; in >> w;) v.push_back(w);
+    return v;
 }
 
 }  // namespace
@@ -155,4 +222,42 @@ TEST_CASE("cli: train refuses a pair too long for the bound before it trains, na
                                         "1", "--val-fraction", "0", "-q"});
     INFO("stderr: " << fits.err);
     CHECK(fits.code == 0);
+}
+
+TEST_CASE("cli: beam search to the length limit and after a long prefix stays within the memory bound",
+          "[cli][memory][decode][beam]") {
+    // Issue 46, item 10: --beam 100 --max-length 1000 on a model that never ends its output and
+    // --prefix --beam 100 after a 999-word prefix held 1.2-3 GB under the 2 GiB bound: the
+    // estimate counted the tensors, and the heap held every step's freed cache blocks, each
+    // too small for the next step's. Smaller here, under a 48 MB bound: the work fits the
+    // estimate, so it runs, and its peak beyond a one-word translation's must stay within it
+    // (before the fix: 204 MB and 72 MB beyond it).
+    TempDir dir;
+    const std::string model = never_ending_transformer(dir);
+    const std::string bound = "48M";
+    const Measured base = measured(dir, "ATTNVIZ_MEMORY_BOUND", bound, {"translate", "--model", model, "a"});
+    INFO("stderr: " << base.err);
+    REQUIRE(base.code == 0);
+    SECTION("--beam to --max-length") {
+        const Measured m = measured(dir, "ATTNVIZ_MEMORY_BOUND", bound,
+                                    {"translate", "--model", model, "--beam", "64", "--max-length", "600", "a b c"});
+        INFO("stderr: " << m.err << "peak " << m.peak_mb << " MB, a one-word translation's " << base.peak_mb << " MB");
+        REQUIRE(m.code == 0);
+        CHECK(split_words(m.out).size() == 600);  // decoded to the limit: the work was done
+        CHECK(m.peak_mb - base.peak_mb <= 48);
+        // Under a bound its estimate passes, the same search is refused before it starts, by number.
+        const Measured refused = measured(dir, "ATTNVIZ_MEMORY_BOUND", "16M",
+                                          {"translate", "--model", model, "--beam", "64", "--max-length", "600", "a b c"});
+        CHECK(refused.code == 2);
+        CHECK(refused.err.find("sentence 1 is too long to decode") != std::string::npos);
+        CHECK(refused.err.find("a beam of 64") != std::string::npos);
+    }
+    SECTION("--prefix --beam after a long prefix") {
+        const Measured m = measured(dir, "ATTNVIZ_MEMORY_BOUND", bound, {"translate", "--model", model, "--prefix", "--beam", "64"},
+                                    "a b c ||| " + words(599, "a") + "\n");
+        INFO("stderr: " << m.err << "peak " << m.peak_mb << " MB, a one-word translation's " << base.peak_mb << " MB");
+        REQUIRE(m.code == 0);
+        CHECK(split_words(m.out).size() >= 599);
+        CHECK(m.peak_mb - base.peak_mb <= 48);
+    }
 }
