@@ -59,6 +59,8 @@ Command add_attribute_command(CLI::App& parent);  ///< attribution per output st
 Command add_agreement_command(CLI::App& parent);  ///< attention vs attribution over a corpus
 Command add_bench_attribute_command(CLI::App& parent);  ///< attribution time per method; JSON
 Command add_heads_command(CLI::App& parent);  ///< which heads matter (importance, confidence, roles)
+Command add_download_command(CLI::App& parent);  ///< a model from the Hugging Face Hub into its cache
+Command add_cache_command(CLI::App& parent);  ///< `cache list|delete`: the Hugging Face cache
 
 /// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
 CLI::Validator positive_int();

@@ -3,6 +3,7 @@
 #include "core/hub/hub_cache.hpp"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,6 +51,21 @@ bool is_real_dir(const fs::path& p) {
 bool has_config(const fs::path& snapshot) {
     struct stat st {};
     return is_real_dir(snapshot) && ::stat((snapshot / "config.json").c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// Removes a folder and everything in it, never following a link (nftw, FTW_PHYS); false with
+/// errno set on the first failure. Not std::filesystem::remove_all: a process that loads LibTorch
+/// resolves that symbol to the copy libtorch.so exports, built against another libstdc++, which crashes.
+bool remove_tree(const fs::path& dir) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) return errno == ENOENT;
+    if (!S_ISDIR(st.st_mode)) return ::unlink(dir.c_str()) == 0;
+    return ::nftw(
+               dir.c_str(),
+               [](const char* path, const struct stat*, int type, struct FTW*) {
+                   return (type == FTW_DP ? ::rmdir(path) : ::unlink(path)) == 0 ? 0 : -1;
+               },
+               16, FTW_DEPTH | FTW_PHYS) == 0;
 }
 
 double seconds_of(const struct timespec& t) { return double(t.tv_sec) + double(t.tv_nsec) * 1e-9; }
@@ -299,11 +315,11 @@ DeleteResult delete_revision(const std::string& cache_dir, const std::string& id
     }
     // Blobs in use before, so that only those this deletion frees count.
     for (const auto& commit : result.commits) {
-        fs::remove_all(snapshots / commit, ec);  // symlinks are removed, never followed
-        if (ec)
-            throw FileError("cannot remove " + quote((snapshots / commit).string(), quote_path_max) + ": " + ec.message());
+        if (!remove_tree(snapshots / commit))  // its links are removed, never followed
+            throw FileError("cannot remove " + quote((snapshots / commit).string(), quote_path_max) + ": " +
+                            std::strerror(errno));
         for (const auto& [name, c] : refs)
-            if (c == commit) fs::remove(repo / "refs" / name, ec);
+            if (c == commit) ::unlink((repo / "refs" / name).c_str());
     }
     std::set<std::string> kept;
     std::vector<std::string> left;
@@ -323,9 +339,9 @@ DeleteResult delete_revision(const std::string& cache_dir, const std::string& id
                 struct stat st {};
                 if (::lstat(b.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) result.freed += int64_t(st.st_size);
             }
-        fs::remove_all(repo, ec);
-        if (ec) throw FileError("cannot remove " + quote(repo.string(), quote_path_max) + ": " + ec.message());
-        fs::remove_all(fs::path(cache_dir) / ".locks" / repo_folder_name(id), ec);
+        if (!remove_tree(repo))
+            throw FileError("cannot remove " + quote(repo.string(), quote_path_max) + ": " + std::strerror(errno));
+        remove_tree(fs::path(cache_dir) / ".locks" / repo_folder_name(id));
         result.removed_model = true;
         return result;
     }
@@ -336,8 +352,7 @@ DeleteResult delete_revision(const std::string& cache_dir, const std::string& id
             if (kept.count(name) || name.find(".incomplete") != std::string::npos ||
                 ::lstat(b.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode))
                 continue;
-            std::error_code rec;
-            if (fs::remove(b.path(), rec)) result.freed += int64_t(st.st_size);
+            if (::unlink(b.path().c_str()) == 0) result.freed += int64_t(st.st_size);
         }
     return result;
 }

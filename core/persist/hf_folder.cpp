@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/pretrained_config.hpp"
+#include "core/hub/hub_cache.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
@@ -153,49 +154,20 @@ bool looks_like_hub_id(const std::string& name) {
     return std::regex_match(name, id) && name.find("..") == std::string::npos;
 }
 
-std::vector<std::string> hub_cache_dirs() {
-    std::vector<std::string> dirs;
-    if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) dirs.push_back(c);
-    if (const char* h = std::getenv("HF_HOME"); h && *h) dirs.push_back((fs::path(h) / "hub").string());
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dirs.push_back((fs::path(x) / "huggingface" / "hub").string());
-    if (const char* home = std::getenv("HOME"); home && *home)
-        dirs.push_back((fs::path(home) / ".cache" / "huggingface" / "hub").string());
-    return dirs;
-}
+std::vector<std::string> hub_cache_dirs() { return hub::cache_dirs(); }
 
 std::string find_in_hub_cache(const std::string& id) {
     if (!looks_like_hub_id(id)) throw FileError(quote(id) + " is not a hub id (ORGANISATION/NAME)");
-    const std::string repo = "models--" + id.substr(0, id.find('/')) + "--" + id.substr(id.find('/') + 1);
+    // The revision refs/main names (a commit folder of snapshots/, never a path out of it), else
+    // the newest snapshot with a config.json (core/hub/hub_cache.hpp).
     std::vector<std::string> looked;
-    for (const auto& cache : hub_cache_dirs()) {
-        const fs::path snapshots = fs::path(cache) / repo / "snapshots";
-        looked.push_back((fs::path(cache) / repo).string());
-        std::error_code ec;
-        if (!fs::is_directory(snapshots, ec)) continue;
-        // The revision refs/main points to, as huggingface_hub resolves it.
-        const fs::path ref = fs::path(cache) / repo / "refs" / "main";
-        if (is_file(ref)) {
-            std::string rev = read_text(ref, "hub cache ref " + quote(ref.string(), 200));
-            rev.erase(rev.find_last_not_of(" \r\n\t") + 1);
-            if (!rev.empty() && rev.find('/') == std::string::npos && is_model_folder((snapshots / rev).string()))
-                return (snapshots / rev).string();
-        }
-        // Else the most recently written snapshot that holds a model.
-        fs::path best;
-        fs::file_time_type best_time{};
-        for (const auto& e : fs::directory_iterator(snapshots, ec)) {
-            if (!is_model_folder(e.path().string())) continue;
-            const auto t = fs::last_write_time(e.path(), ec);
-            if (best.empty() || t > best_time) best = e.path(), best_time = t;
-        }
-        if (!best.empty()) return best.string();
-    }
+    if (std::string snapshot = hub::find_snapshot(id, "main", &looked); !snapshot.empty()) return snapshot;
     std::string where;
     for (const auto& l : looked) where += (where.empty() ? "" : ", ") + quote(l, 300);
     throw FileError("model " + quote(id) + " is neither a folder nor in the local Hugging Face cache (looked in " +
                     (where.empty() ? std::string("no cache: HOME is not set") : where) +
-                    "); attnviz never downloads: fetch it with `huggingface-cli download " + id + "` (or `hf download " +
-                    id + "`) and open it again");
+                    "); opening a model never downloads it: download it with `attnviz-cli download " + id +
+                    "` (or in the app: File → Open from the Hugging Face Hub…) and open it again");
 }
 
 TranslationModelPtr load_model_folder(const std::string& dir_in) {
