@@ -196,7 +196,13 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
     t->m_eos = named("eos_token", "</s>");
     t->m_unk = named("unk_token", "<unk>");
     t->m_pad = named("pad_token", "<pad>");
-    t->m_clean_up_spaces = config.value("clean_up_tokenization_spaces", false);
+    // tokenizer_config.json's values of the wrong type ("clean_up_tokenization_spaces": "yes") are
+    // one line naming the file and the key (read_json_fields), not the JSON library's words.
+    const std::string config_what = what + ": tokenizer_config.json";
+    auto config_value = [&](const json& j, const char* key, auto fallback) {
+        return read_json_fields(config_what, [&] { return j.value(key, fallback); });
+    };
+    t->m_clean_up_spaces = config_value(config, "clean_up_tokenization_spaces", false);
     for (const auto& s : {t->m_eos, t->m_unk, t->m_pad}) t->m_special[s] = 1;
     if (files.kind != PretrainedTokenizerKind::marian) {
         t->m_special[named("bos_token", "<s>")] = 1;
@@ -213,8 +219,8 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         for (const auto& [id, v] : config["added_tokens_decoder"].items()) {
             const std::string s = token_content(v);
             if (s.empty()) continue;
-            t->m_strip[s] = {v.is_object() && v.value("lstrip", false), v.is_object() && v.value("rstrip", false)};
-            if (v.is_object() && v.value("special", false)) t->m_special[s] = 1;
+            t->m_strip[s] = {v.is_object() && config_value(v, "lstrip", false), v.is_object() && config_value(v, "rstrip", false)};
+            if (v.is_object() && config_value(v, "special", false)) t->m_special[s] = 1;
             try {
                 added_by_id[std::stoll(id)] = s;
             } catch (const std::exception&) {
@@ -250,7 +256,7 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
     } else if (files.kind == PretrainedTokenizerKind::m2m100) {
         t->m_src_ids = read_vocab(files.vocab_json, rows, what + ": vocab.json", t->m_src_tokens);
         const int64_t base = static_cast<int64_t>(t->m_src_ids.size());
-        const auto& codes = config.value("language_codes", std::string("m2m100")) == "wmt21" ? k_wmt21_languages
+        const auto& codes = config_value(config, "language_codes", std::string("m2m100")) == "wmt21" ? k_wmt21_languages
                                                                                                : k_m2m100_languages;
         for (size_t i = 0; i < codes.size(); ++i) {
             const std::string token = "__" + codes[i] + "__";
@@ -266,7 +272,7 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         }
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
-        t->m_default_src_lang = config.value("src_lang", std::string("en"));
+        t->m_default_src_lang = config_value(config, "src_lang", std::string("en"));
         if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
     } else {
         // NLLB: fairseq's ids over SentencePiece's: <s> 0, <pad> 1, </s> 2, <unk> 3, a piece its id + 1.
@@ -292,7 +298,7 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
             }
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
-        t->m_default_src_lang = config.value("src_lang", std::string("eng_Latn"));
+        t->m_default_src_lang = config_value(config, "src_lang", std::string("eng_Latn"));
         if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
     }
     return t;

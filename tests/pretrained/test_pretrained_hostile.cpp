@@ -219,3 +219,47 @@ TEST_CASE("cli: export-model prints the folder it wrote quoted, no control chara
     CHECK(r.out.find('\x07') == std::string::npos);
     CHECK(r.out.find("wrote the model folder") != std::string::npos);
 }
+
+TEST_CASE("cli: tokenizer_config.json values of the wrong type are one line naming the file and the key",
+          "[cli][hostile][pretrained][json]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const struct {
+        const char* name;
+        const char* from;  // the text replaced in tokenizer_config.json
+        const char* to;
+        const char* key;
+        const char* expected;
+    } cases[] = {
+        {"clean", "\"backend\"", "\"clean_up_tokenization_spaces\": \"yes\", \"backend\"", "\"clean_up_tokenization_spaces\"",
+         "is a string, expected true or false"},
+        {"lstrip", "\"lstrip\": false", "\"lstrip\": \"x\"", ".lstrip\"", "is a string, expected true or false"},
+        {"special", "\"special\": true", "\"special\": 1", ".special\"", "is a number, expected true or false"},
+        {"codes", "\"language_codes\": \"m2m100\"", "\"language_codes\": 5", "\"language_codes\"", "is a number, expected a string"},
+        {"src", "\"src_lang\": \"en\"", "\"src_lang\": 5", "\"src_lang\"", "is a number, expected a string"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.name);
+        const std::string model = copy_folder(dir, "m2m100", c.name);
+        std::string text = read_file(model + "/tokenizer_config.json");
+        const size_t at = text.find(c.from);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, std::string(c.from).size(), c.to);
+        write_file(model + "/tokenizer_config.json", text);
+        const Result r = cli(dir, {"translate", "--model", model, "hello"});
+        CHECK(r.code == 1);
+        require_one_error_line(r, "tokenizer_config.json: ");
+        CHECK(r.err.find(c.key) != std::string::npos);
+        CHECK(r.err.find(c.expected) != std::string::npos);
+        CHECK(r.err.find("json.exception") == std::string::npos);
+    }
+    SECTION("and a file that does not parse names the line and column") {
+        const std::string model = copy_folder(dir, "m2m100", "comma");
+        std::string text = read_file(model + "/tokenizer_config.json");
+        text.insert(text.rfind('}'), ",");
+        write_file(model + "/tokenizer_config.json", text);
+        const Result r = cli(dir, {"translate", "--model", model, "hello"});
+        require_one_error_line(r, "tokenizer_config.json: not valid JSON at line ");
+        CHECK(r.err.find("trailing comma") != std::string::npos);
+    }
+}
