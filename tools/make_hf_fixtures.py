@@ -302,6 +302,102 @@ def make_nllb(out, lines):
     return references(model, tok, samples, variants, src_lang="eng_Latn", tgt_lang="fra_Latn")
 
 
+def randomise_norms(model, seed, scale=0.1):
+    """Every LayerNorm's weight and bias moved off 1 and 0 (so a norm read wrongly, or not at all, shows)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "layer_norm" in name or "layernorm" in name:
+                p.add_(scale * torch.randn(p.shape, generator=g))
+
+
+def make_bart(out, lines):
+    """BART (bart-large-cnn's layout: post-norm, learned positions offset by 2, layernorm_embedding, GELU,
+    final_logits_bias; </s> starts the decoder, <s> forced first) with a byte-level BPE tokenizer trained
+    here by `tokenizers` and saved by transformers 5 as BartTokenizer saves it: tokenizer.json (and
+    tokenizer_config.json) only."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=520, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    bpe.train_from_iterator(lines, trainer)
+    state = json.loads(bpe.to_str())
+    vocab = dict(state["model"]["vocab"])
+    vocab["<mask>"] = len(vocab)
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in state["model"]["merges"]]
+    built = BartTokenizer(vocab=vocab, merges=merges)
+    folder = os.path.join(out, "bart")
+    os.makedirs(folder, exist_ok=True)
+    built.save_pretrained(folder)
+    for name in os.listdir(folder):
+        if name not in ("tokenizer.json", "tokenizer_config.json"):
+            os.remove(os.path.join(folder, name))
+    tok = BartTokenizer.from_pretrained(folder)
+    V = len(tok)
+    cfg = BartConfig(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                     decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=48, max_position_embeddings=64,
+                     activation_function="gelu", scale_embedding=False, pad_token_id=tok.pad_token_id,
+                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.eos_token_id,
+                     forced_bos_token_id=tok.bos_token_id, forced_eos_token_id=tok.eos_token_id)
+    torch.manual_seed(11)
+    model = BartForConditionalGeneration(cfg)
+    train_to_copy(model, tok, lines, 11)
+    randomise_norms(model, 11)
+    model.generation_config = GenerationConfig(num_beams=4, max_length=18, min_length=3, no_repeat_ngram_size=3,
+                                               length_penalty=2.0, early_stopping=True,
+                                               decoder_start_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
+                                               pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+                                               forced_bos_token_id=tok.bos_token_id, forced_eos_token_id=tok.eos_token_id)
+    model.save_pretrained(folder)
+    model.config._attn_implementation = "eager"
+    variants = {"beam": {}, "beam_lp": {"num_beams": 3, "length_penalty": 0.6, "num_return_sequences": 2},
+                "beam_never": {"num_beams": 2, "early_stopping": "never", "no_repeat_ngram_size": 2}}
+    samples = [s for s in SAMPLES if ">>" not in s] + ["日本語 ☃ zzz", "  leading and  double spaces", "Tom <mask> x"]
+    return references(model, tok, samples, variants)
+
+
+def make_mbart50(out, lines):
+    """mBART-50 (pre-norm, final LayerNorms, learned positions, layernorm_embedding, scale_embedding) with
+    MBart50Tokenizer built from a SentencePiece model trained here (fairseq ids, the 52 language codes
+    en_XX ... after the pieces, <mask> last) and saved by transformers 5: tokenizer.json and
+    tokenizer_config.json only, reopened from the saved folder."""
+    from transformers import MBart50Tokenizer, MBartConfig, MBartForConditionalGeneration
+    work = os.path.join(out, "_mbart50_spm")
+    os.makedirs(work, exist_ok=True)
+    model_file = train_spm(os.path.join(work, "spm"), lines, 280, "unigram")
+    shutil.copy(model_file, os.path.join(work, "sentencepiece.bpe.model"))
+    built = MBart50Tokenizer.from_pretrained(work, src_lang="en_XX", tgt_lang="fr_XX")
+    folder = os.path.join(out, "mbart50")
+    os.makedirs(folder, exist_ok=True)
+    built.save_pretrained(folder)
+    for name in os.listdir(folder):
+        if name not in ("tokenizer.json", "tokenizer_config.json"):
+            os.remove(os.path.join(folder, name))
+    tok = MBart50Tokenizer.from_pretrained(folder, src_lang="en_XX", tgt_lang="fr_XX")
+    assert tok.convert_tokens_to_ids("fr_XX") != tok.unk_token_id, "the saved mBART-50 tokenizer lost its language codes"
+    V = len(tok)
+    cfg = MBartConfig(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
+                      decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=64, max_position_embeddings=64,
+                      activation_function="gelu", scale_embedding=True, pad_token_id=tok.pad_token_id,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                      decoder_start_token_id=tok.eos_token_id, forced_eos_token_id=tok.eos_token_id)
+    torch.manual_seed(13)
+    model = MBartForConditionalGeneration(cfg)
+    train_to_copy(model, tok, lines, 13)
+    randomise_norms(model, 13)
+    model.generation_config = GenerationConfig(num_beams=3, max_length=14, decoder_start_token_id=tok.eos_token_id,
+                                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                               bos_token_id=tok.bos_token_id, forced_eos_token_id=tok.eos_token_id)
+    model.save_pretrained(folder)
+    model.config._attn_implementation = "eager"
+    variants = {"beam": {}, "beam_lp": {"num_beams": 4, "length_penalty": 1.5, "num_return_sequences": 2}}
+    samples = [s for s in SAMPLES if ">>" not in s] + ["fr_XX Bonjour", "日本語 ☃ zzz"]
+    return references(model, tok, samples, variants, src_lang="en_XX", tgt_lang="fr_XX")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -320,6 +416,8 @@ def main():
     ref = {"transformers": transformers.__version__, "torch": torch.__version__,
            "marian": make_marian(out, lines), "m2m100": make_m2m100(out, lines), "nllb": make_nllb(out, lines)}
     ref["m2m100_json"] = make_m2m100_json(out, ref["m2m100"])
+    ref["bart"] = make_bart(out, lines)
+    ref["mbart50"] = make_mbart50(out, lines)
     with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:
         json.dump(ref, f, ensure_ascii=False)
     with open(stamp_file, "w") as f:

@@ -136,8 +136,16 @@ Activation activation_from(const std::string& name, const std::string& what) {
 
 }  // namespace
 
-std::string to_string(PretrainedFamily f) { return f == PretrainedFamily::marian ? "marian" : "m2m_100"; }
-std::string supported_model_types() { return "marian, m2m_100 (M2M100 and NLLB)"; }
+std::string to_string(PretrainedFamily f) {
+    switch (f) {
+    case PretrainedFamily::marian: return "marian";
+    case PretrainedFamily::m2m100: return "m2m_100";
+    case PretrainedFamily::bart: return "bart";
+    case PretrainedFamily::mbart: return "mbart";
+    }
+    return "?";
+}
+std::string supported_model_types() { return "marian, m2m_100 (M2M100 and NLLB), bart, mbart (mBART-50)"; }
 
 std::string to_string(Activation a) {
     switch (a) {
@@ -151,7 +159,10 @@ std::string to_string(Activation a) {
 }
 
 std::string PretrainedConfig::describe() const {
-    const std::string family_name = family == PretrainedFamily::marian ? "Marian" : "M2M100";
+    const std::string family_name = family == PretrainedFamily::marian   ? "Marian"
+                                    : family == PretrainedFamily::m2m100 ? "M2M100"
+                                    : family == PretrainedFamily::bart   ? "BART"
+                                                                         : "mBART";
     std::string s = family_name + ", d " + std::to_string(d_model) + ", " + std::to_string(encoder_layers) + "+" +
                     std::to_string(decoder_layers) + " layers, " + count_of(encoder_heads, "head", "heads") + ", ffn " +
                     std::to_string(encoder_ffn) + ", vocabulary " + std::to_string(vocab_size);
@@ -167,9 +178,14 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
         throw FileError(what + ": no \"model_type\" (attnviz reads " + supported_model_types() + ")");
     if (type == "marian") c.family = PretrainedFamily::marian;
     else if (type == "m2m_100") c.family = PretrainedFamily::m2m100;
+    else if (type == "bart") c.family = PretrainedFamily::bart;
+    else if (type == "mbart") c.family = PretrainedFamily::mbart;
     else throw FileError(what + ": model_type " + quote(type) + " is not one attnviz reads (it reads " +
                          supported_model_types() + ")");
     const bool marian = c.family == PretrainedFamily::marian;
+    // BART and mBART (BartConfig, MBartConfig): learned positions, layernorm_embedding, GELU; mBART pre-norm.
+    const bool bart_like = c.family == PretrainedFamily::bart || c.family == PretrainedFamily::mbart;
+    const bool pre_norm = c.family == PretrainedFamily::m2m100 || c.family == PretrainedFamily::mbart;
     c.raw = j;
     c.vocab_size = f.integer("vocab_size", 4, k_max_vocab);
     c.decoder_vocab_size = marian ? f.integer_or("decoder_vocab_size", c.vocab_size, 4, k_max_vocab) : c.vocab_size;
@@ -186,13 +202,14 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
         if (c.d_model % heads != 0)
             throw FileError(what + ": d_model " + std::to_string(c.d_model) + " is not a multiple of \"" + name +
                             "\" " + std::to_string(heads));
-    c.activation_name = f.text_or("activation_function", marian ? "gelu" : "relu");
+    c.activation_name = f.text_or("activation_function", marian || bart_like ? "gelu" : "relu");
     c.activation = activation_from(c.activation_name, what);
-    c.scale_embedding = f.boolean_or("scale_embedding", !marian);
-    c.normalize_before = !marian;
-    c.final_layer_norms = !marian;
-    c.positions = marian ? PositionTable::marian : PositionTable::fairseq;
-    c.final_logits_bias = marian;
+    c.scale_embedding = f.boolean_or("scale_embedding", !marian && !bart_like);
+    c.normalize_before = pre_norm;
+    c.final_layer_norms = pre_norm;
+    c.layernorm_embedding = bart_like;
+    c.positions = marian ? PositionTable::marian : bart_like ? PositionTable::learned : PositionTable::fairseq;
+    c.final_logits_bias = marian || bart_like;
     c.share_embeddings = marian ? f.boolean_or("share_encoder_decoder_embeddings", true) : true;
     c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", true);
     if (c.positions == PositionTable::marian && c.d_model % 2 != 0)
@@ -205,7 +222,11 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
                         " tokens; attnviz reads models with one end-of-sentence token");
     c.eos_token_id = eos.front();
     c.bos_token_id = f.integer_or("bos_token_id", marian ? -1 : 0, -1, V - 1);
-    c.decoder_start_token_id = f.integer_or("decoder_start_token_id", marian ? c.pad_token_id : c.eos_token_id, 0, V - 1);
+    // mBART's config has no default start: generate() then starts from bos_token_id.
+    const int64_t start = marian ? c.pad_token_id
+                          : c.family == PretrainedFamily::mbart && c.bos_token_id >= 0 ? c.bos_token_id
+                                                                                      : c.eos_token_id;
+    c.decoder_start_token_id = f.integer_or("decoder_start_token_id", start, 0, V - 1);
     if (c.pad_token_id == c.eos_token_id)
         throw FileError(what + ": pad_token_id and eos_token_id are both " + std::to_string(c.eos_token_id) +
                         "; attnviz needs them apart");
@@ -330,7 +351,7 @@ json GenerationConfig::to_json() const {
 }
 
 int64_t position_limit(const ModelConfig& config) {
-    if (!config.is_pretrained() || !config.pretrained || config.pretrained->model.positions != PositionTable::marian)
+    if (!config.is_pretrained() || !config.pretrained || config.pretrained->model.positions == PositionTable::fairseq)
         return 0;
     return config.pretrained->model.max_positions;
 }

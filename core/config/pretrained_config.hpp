@@ -16,6 +16,12 @@
 //   activation_function            "swish" (SiLU) for opus-mt    "relu"
 //   decoder start                  <pad>                         </s>, then the target language forced
 //
+// BART (modeling_bart.py) and mBART (modeling_mbart.py) are the same network again: learned
+// positions (PositionTable::learned, offset 2), layernorm_embedding, GELU, final_logits_bias;
+// BART post-norm like Marian, mBART pre-norm with final LayerNorms like M2M100; the decoder starts
+// from decoder_start_token_id (</s>), then generation forces forced_bos_token_id (BART's <s>) or the
+// target language (mBART-50).
+//
 // Plain data, no LibTorch: the torch-free base library parses it (files are untrusted:
 // every field is checked, with messages naming the file and the field).
 #include <cstdint>
@@ -30,9 +36,11 @@ namespace attnviz {
 /// The model families attnviz reads from Hugging Face folders (config.json's model_type).
 enum class PretrainedFamily {
     marian,  ///< "marian": MarianMTModel (Helsinki-NLP's opus-mt)
-    m2m100   ///< "m2m_100": M2M100ForConditionalGeneration (M2M100, NLLB)
+    m2m100,  ///< "m2m_100": M2M100ForConditionalGeneration (M2M100, NLLB)
+    bart,    ///< "bart": BartForConditionalGeneration (bart-large-cnn, distilbart): post-norm, learned positions
+    mbart    ///< "mbart": MBartForConditionalGeneration (mbart-large-50): BART's with pre-norm and final LayerNorms
 };
-std::string to_string(PretrainedFamily f);  ///< "marian", "m2m_100"
+std::string to_string(PretrainedFamily f);  ///< config.json's model_type: "marian", "m2m_100", "bart", "mbart"
 /// The model_type values attnviz reads, for messages: "marian, m2m_100".
 std::string supported_model_types();
 
@@ -50,8 +58,10 @@ std::string to_string(Activation a);  ///< the name config.json used ("swish" st
 enum class PositionTable {
     marian,  ///< MarianSinusoidalPositionalEmbedding: column j < d/2 is sin(p / 10000^(2j/d)), column d/2 + j
              ///< its cos; positions 0, 1, ... whatever the tokens
-    fairseq  ///< M2M100SinusoidalPositionalEmbedding: sin | cos with frequencies exp(-j log(10000) / (d/2 - 1)),
-             ///< positions counted from padding_idx + 1 over the non-pad tokens, a pad at padding_idx's zero row
+    fairseq,  ///< M2M100SinusoidalPositionalEmbedding: sin | cos with frequencies exp(-j log(10000) / (d/2 - 1)),
+              ///< positions counted from padding_idx + 1 over the non-pad tokens, a pad at padding_idx's zero row
+    learned   ///< BartLearnedPositionalEmbedding: a trained [max_position_embeddings + 2, d] table (the encoder's
+              ///< and the decoder's own), position p reading row p + 2 whatever the tokens (BART, mBART)
 };
 
 /// A model's shape and the named differences of its family (see the table above).
@@ -68,7 +78,8 @@ struct PretrainedConfig {
     std::string activation_name;       ///< as config.json spells it (written back on export)
     bool scale_embedding = false;      ///< token embeddings times sqrt(d_model)
     bool normalize_before = false;     ///< pre-norm blocks (M2M100) instead of post-norm (Marian)
-    bool final_layer_norms = false;    ///< a LayerNorm after the last encoder and decoder block (M2M100)
+    bool final_layer_norms = false;    ///< a LayerNorm after the last encoder and decoder block (M2M100, mBART)
+    bool layernorm_embedding = false;  ///< a LayerNorm over embeddings + positions, before the first block (BART, mBART)
     PositionTable positions = PositionTable::marian;
     bool final_logits_bias = false;    ///< a [1, V] bias added to the logits (Marian's buffer)
     bool share_embeddings = true;      ///< encoder and decoder read one embedding (model.shared)
@@ -147,8 +158,8 @@ struct GenerationConfig {
 /// reads the start token's row) and never outputs (its logit is -inf).
 struct ModelConfig;  // core/config/config.hpp
 
-/// The most positions a model can place a token at (a Marian model's max_position_embeddings:
-/// its sinusoid table does not grow, as M2M100's does); 0: no such limit.
+/// The most positions a model can place a token at (a Marian, BART or mBART model's max_position_embeddings:
+/// its table does not grow, as M2M100's sinusoids do); 0: no such limit.
 int64_t position_limit(const ModelConfig& config);
 
 struct PretrainedSpec {

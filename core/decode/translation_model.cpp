@@ -105,7 +105,13 @@ DecodeOptions TranslationModel::with_languages(std::vector<std::vector<std::stri
         }
         return d;
     }
-    // M2M100 / NLLB: [source code] tokens </s>; the target's code is the first output token.
+    if (pt->kind() == PretrainedTokenizerKind::bart) {
+        // No languages (the tokenizer puts <s> first itself); a language given is refused in one line.
+        if (!options.source_lang.empty()) pt->language_token(options.source_lang, false);
+        if (!options.target_lang.empty()) pt->language_token(options.target_lang, true);
+        return d;
+    }
+    // M2M100 / NLLB / mBART-50: [source code] tokens </s>; the target's code is the first output token.
     const std::string src = !options.source_lang.empty() ? options.source_lang : pt->default_source_language();
     const std::string src_code = m_tokenizer->pretrained_name(pt->language_token(src, false), false);
     for (auto& s : sources)
@@ -165,8 +171,11 @@ std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::v
     std::vector<std::vector<std::string>> sources = sources_in, targets = targets_in;
     const DecodeOptions options = with_languages(sources, options_in);
     // M2M100 / NLLB: the target language's code is the first output token, given with the target.
+    // (BART's <s>, forced first as well, is where its tokenizer put it already.)
     if (options.generation.forced_first >= 0)
-        for (auto& t : targets) t.insert(t.begin(), m_tgt_vocab->token(options.generation.forced_first));
+        for (auto& t : targets)
+            if (t.empty() || t.front() != m_tgt_vocab->token(options.generation.forced_first))
+                t.insert(t.begin(), m_tgt_vocab->token(options.generation.forced_first));
     if (sources.size() != targets.size())
         throw ConfigError("forced decoding: " + std::to_string(sources.size()) + " sources but " +
                           std::to_string(targets.size()) + " targets");

@@ -211,17 +211,28 @@ PretrainedImpl::PretrainedImpl(const ModelConfig& config, bool filled) : m_confi
         decoder_embed = decoder->register_module("embed_tokens", std::make_shared<torch::nn::Module>())
                             ->register_parameter("weight", matrix(Vt, d));
     }
+    // BART's learned positions: [max_position_embeddings + 2, d], each side its own (transformers' order:
+    // embed_tokens, embed_positions, layers, layernorm_embedding, layer_norm).
+    const bool learned = c.positions == PositionTable::learned;
+    const auto positions_table = [&](torch::nn::Module& side) {
+        return side.register_module("embed_positions", std::make_shared<torch::nn::Module>())
+            ->register_parameter("weight", filled ? torch::zeros({c.max_positions + 2, d}) : torch::empty({c.max_positions + 2, d}));
+    };
+    if (learned) encoder_positions = positions_table(*encoder);
     auto enc_layers = encoder->register_module("layers", torch::nn::ModuleList());
     for (int64_t l = 0; l < c.encoder_layers; ++l) {
         encoder_layers.push_back(PretrainedEncoderLayer(c, filled));
         enc_layers->push_back(encoder_layers.back());
     }
+    if (c.layernorm_embedding) encoder_embed_norm = encoder->register_module("layernorm_embedding", layer_norm(c));
     if (c.final_layer_norms) encoder_norm = encoder->register_module("layer_norm", layer_norm(c));
+    if (learned) decoder_positions = positions_table(*decoder);
     auto dec_layers = decoder->register_module("layers", torch::nn::ModuleList());
     for (int64_t l = 0; l < c.decoder_layers; ++l) {
         decoder_layers.push_back(PretrainedDecoderLayer(c, filled));
         dec_layers->push_back(decoder_layers.back());
     }
+    if (c.layernorm_embedding) decoder_embed_norm = decoder->register_module("layernorm_embedding", layer_norm(c));
     if (c.final_layer_norms) decoder_norm = decoder->register_module("layer_norm", layer_norm(c));
     lm_head = c.tie_word_embeddings
                   ? decoder_embed
@@ -233,7 +244,7 @@ PretrainedImpl::PretrainedImpl(const ModelConfig& config, bool filled) : m_confi
                                             : torch::zeros({1, Vt});
     m_embed_scale = c.scale_embedding ? std::sqrt(static_cast<double>(d)) : 1.0;
     const int64_t rows = c.positions == PositionTable::fairseq ? c.max_positions + 2 : c.max_positions;
-    m_positions = pretrained_position_table(c.positions, rows, d, c.pad_token_id);
+    if (!learned) m_positions = pretrained_position_table(c.positions, rows, d, c.pad_token_id);
 }
 
 double PretrainedImpl::dropout_p() const { return is_training() ? hf().dropout : 0.0; }
@@ -272,9 +283,10 @@ torch::Tensor PretrainedImpl::embed_target(const torch::Tensor& tgt) {
 
 torch::Tensor PretrainedImpl::position_ids(const torch::Tensor& ids, const torch::Tensor& seen) const {
     const auto& c = hf();
-    if (c.positions == PositionTable::marian) {
-        // Marian: 0, 1, ... after the steps before, whatever the tokens.
-        auto pos = torch::arange(ids.size(1), ids.options().dtype(torch::kLong)).unsqueeze(0).expand({ids.size(0), -1});
+    if (c.positions != PositionTable::fairseq) {
+        // Marian: 0, 1, ... after the steps before, whatever the tokens; BART the same, 2 rows on.
+        auto pos = torch::arange(ids.size(1), ids.options().dtype(torch::kLong)).unsqueeze(0).expand({ids.size(0), -1}) +
+                   first_position();
         return seen.defined() ? pos + seen.unsqueeze(1) : pos;
     }
     // fairseq's make_positions: non-pad tokens count from padding_idx + 1, pads sit at padding_idx.
@@ -284,11 +296,24 @@ torch::Tensor PretrainedImpl::position_ids(const torch::Tensor& ids, const torch
     return count * real + c.pad_token_id;
 }
 
-torch::Tensor PretrainedImpl::position_rows(const torch::Tensor& positions) const {
+int64_t PretrainedImpl::first_position() const {
+    const auto& c = hf();
+    return c.positions == PositionTable::fairseq ? c.pad_token_id + 1 : c.positions == PositionTable::learned ? 2 : 0;
+}
+
+torch::Tensor PretrainedImpl::position_rows(const torch::Tensor& positions, bool decoder) const {
     const int64_t need = positions.numel() == 0 ? 0 : positions.max().item<int64_t>() + 1;
+    const auto& c = hf();
+    if (c.positions == PositionTable::learned) {
+        // BartLearnedPositionalEmbedding: a trained table, read (and trained) as an embedding.
+        const torch::Tensor& table = decoder ? decoder_positions : encoder_positions;
+        if (need > table.size(0))
+            throw ConfigError("model: position " + std::to_string(need - 3) + " is past the model's " +
+                              std::to_string(c.max_positions) + " positions (max_position_embeddings)");
+        return table.index_select(0, positions.reshape(-1).to(table.device())).view({positions.size(0), positions.size(1), -1});
+    }
     torch::Tensor table = m_positions;
     if (need > table.size(0)) {
-        const auto& c = hf();
         if (c.positions == PositionTable::marian)
             throw ConfigError("model: position " + std::to_string(need - 1) + " is past the model's " +
                               std::to_string(c.max_positions) + " positions (max_position_embeddings)");
@@ -297,8 +322,13 @@ torch::Tensor PretrainedImpl::position_rows(const torch::Tensor& positions) cons
     return table.to(positions.device()).index_select(0, positions.reshape(-1)).view({positions.size(0), positions.size(1), -1});
 }
 
-torch::Tensor PretrainedImpl::embed_with_positions(const torch::Tensor& emb, const torch::Tensor& positions) const {
-    auto x = emb * m_embed_scale + position_rows(positions).to(emb.scalar_type());
+torch::Tensor PretrainedImpl::embed_with_positions(const torch::Tensor& emb, const torch::Tensor& positions,
+                                                   bool decoder) const {
+    auto x = emb * m_embed_scale + position_rows(positions, decoder).to(emb.scalar_type());
+    if (hf().layernorm_embedding) {
+        const auto& norm = decoder ? decoder_embed_norm : encoder_embed_norm;
+        x = torch::layer_norm(x, {x.size(-1)}, norm->weight, norm->bias, norm->options.eps());
+    }
     return dropout_p() > 0 ? torch::dropout(x, dropout_p(), true) : x;
 }
 
@@ -333,8 +363,8 @@ PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, con
     torch::Tensor positions;
     if (src_ids.defined()) positions = position_ids(src_ids, {});
     else positions = torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(emb.device())).unsqueeze(0).expand({B, S}) +
-                     (c.positions == PositionTable::fairseq ? c.pad_token_id + 1 : 0);
-    auto x = embed_with_positions(emb, positions);
+                     first_position();
+    auto x = embed_with_positions(emb, positions, /*decoder=*/false);
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
     int64_t layer_index = 0;
     for (auto& layer : encoder_layers) {
@@ -413,8 +443,8 @@ torch::Tensor PretrainedImpl::decode_embedded(const torch::Tensor& emb, const to
     torch::Tensor positions;
     if (tgt_ids.defined()) positions = position_ids(input_rows(tgt_ids), {});
     else positions = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(emb.device())).unsqueeze(0).expand({B, T}) +
-                     (c.positions == PositionTable::fairseq ? c.pad_token_id + 1 : 0);
-    auto y = embed_with_positions(emb, positions);
+                     first_position();
+    auto y = embed_with_positions(emb, positions, /*decoder=*/true);
     const auto causal = torch::full({T, T}, k_neg_inf, torch::TensorOptions().device(emb.device())).triu(1);
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
     int64_t layer_index = 0;
@@ -518,14 +548,14 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
     const int64_t L = c.decoder_layers, H = c.decoder_heads;
     const auto ids = tokens.unsqueeze(1);  // [B, 1]
     torch::Tensor positions;
-    if (c.positions == PositionTable::marian) {
-        positions = torch::full({ids.size(0), 1}, cache.steps, ids.options().dtype(torch::kLong));
+    if (c.positions != PositionTable::fairseq) {
+        positions = torch::full({ids.size(0), 1}, cache.steps + first_position(), ids.options().dtype(torch::kLong));
     } else {
         const auto rows = input_rows(ids);
         positions = position_ids(rows, cache.positions_seen);
         cache.positions_seen = cache.positions_seen + rows.ne(Vocab::pad_id).squeeze(1).to(torch::kLong);
     }
-    auto y = embed_with_positions(torch::embedding(decoder_embed, input_rows(ids), Vocab::pad_id), positions);
+    auto y = embed_with_positions(torch::embedding(decoder_embed, input_rows(ids), Vocab::pad_id), positions, /*decoder=*/true);
     torch::Tensor cross_weights;  // [B, 1, 1, S]
     if (intervention && intervention->cross_weights.defined())
         cross_weights = intervention->cross_weights.to(y.device(), torch::kFloat).unsqueeze(1).unsqueeze(1);

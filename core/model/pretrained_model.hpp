@@ -11,11 +11,14 @@
 //   model.encoder.layers.{k}.self_attn.{q,k,v,out}_proj.{weight,bias}
 //   model.encoder.layers.{k}.self_attn_layer_norm.{weight,bias}
 //   model.encoder.layers.{k}.fc1.*, fc2.*, final_layer_norm.*
-//   model.encoder.layer_norm.*                              (M2M100)
+//   model.encoder.embed_positions.weight                    [P + 2, d] (BART, mBART: learned positions)
+//   model.encoder.layernorm_embedding.*                     (BART, mBART)
+//   model.encoder.layer_norm.*                              (M2M100, mBART)
 //   model.decoder.layers.{k}.self_attn.*, self_attn_layer_norm.*, encoder_attn.*, encoder_attn_layer_norm.*,
 //                            fc1.*, fc2.*, final_layer_norm.*
-//   model.decoder.layer_norm.*                              (M2M100)
-//   final_logits_bias                                       [1, V]   (Marian; not trained, as transformers' buffer)
+//   model.decoder.embed_positions.weight, model.decoder.layernorm_embedding.*   (BART, mBART)
+//   model.decoder.layer_norm.*                              (M2M100, mBART)
+//   final_logits_bias                                       [1, V]   (Marian, BART, mBART; not trained, as transformers' buffer)
 //   model.encoder.embed_tokens.weight, model.decoder.embed_tokens.weight, lm_head.weight
 //                                                            (only where the model does not share or tie them)
 //
@@ -156,23 +159,30 @@ public:
     torch::Tensor final_logits_bias;              ///< [1, V] (zeros when the family has none); never trained
     std::vector<PretrainedEncoderLayer> encoder_layers;
     std::vector<PretrainedDecoderLayer> decoder_layers;
-    torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  ///< M2M100's final LayerNorms
+    torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  ///< M2M100's and mBART's final LayerNorms
+    /// BART's and mBART's learned positions [max_position_embeddings + 2, d] (model.{en,de}coder.embed_positions.weight;
+    /// position p reads row p + 2), trained with the rest; undefined for the sinusoid tables.
+    torch::Tensor encoder_positions, decoder_positions;
+    torch::nn::LayerNorm encoder_embed_norm{nullptr}, decoder_embed_norm{nullptr};  ///< layernorm_embedding (BART, mBART)
 
 private:
     /// Token ids as the embedding reads them: <bos> -> the decoder start row.
     torch::Tensor input_rows(const torch::Tensor& ids) const;
-    /// Positions [B, T] (long) of tokens ids [B, T] whose first `first` tokens per row came before.
+    /// Rows of the position table [B, T] (long) for tokens ids [B, T] whose first `seen` tokens per row came
+    /// before (Marian: 0, 1, ...; fairseq: counted over the non-pad tokens; learned: 2, 3, ...).
     torch::Tensor position_ids(const torch::Tensor& ids, const torch::Tensor& seen) const;
-    /// The position table's rows for positions [B, T] -> [B, T, d].
-    torch::Tensor position_rows(const torch::Tensor& positions) const;
-    /// emb * scale + positions, with dropout in training.
-    torch::Tensor embed_with_positions(const torch::Tensor& emb, const torch::Tensor& positions) const;
+    /// The row of the first position when the tokens are not known (embeddings given): 0, 2 or padding_idx + 1.
+    int64_t first_position() const;
+    /// The position table's rows for positions [B, T] -> [B, T, d] (the decoder's own table when learned).
+    torch::Tensor position_rows(const torch::Tensor& positions, bool decoder) const;
+    /// emb * scale + positions, then layernorm_embedding (BART, mBART), with dropout in training.
+    torch::Tensor embed_with_positions(const torch::Tensor& emb, const torch::Tensor& positions, bool decoder) const;
     torch::Tensor feed_forward(torch::nn::Linear& fc1, torch::nn::Linear& fc2, const torch::Tensor& x) const;
     double dropout_p() const;
 
     ModelConfig m_config;
     std::shared_ptr<const PretrainedSpec> m_spec;
-    torch::Tensor m_positions;  ///< the position table [P, d], float, CPU (moved with the weights on first use)
+    torch::Tensor m_positions;  ///< the sinusoid table [P, d], float, CPU (moved with the weights on first use); learned: undefined
     double m_embed_scale = 1.0;
 };
 TORCH_MODULE(Pretrained);

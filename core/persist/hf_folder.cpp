@@ -61,10 +61,20 @@ PretrainedTokenizerKind tokenizer_kind(const fs::path& dir, const PretrainedConf
     if (cls.rfind("Marian", 0) == 0) return PretrainedTokenizerKind::marian;
     if (cls.rfind("M2M100", 0) == 0) return PretrainedTokenizerKind::m2m100;
     if (cls.rfind("Nllb", 0) == 0) return PretrainedTokenizerKind::nllb;
+    // transformers 5 saves BART's as RobertaTokenizer (BartTokenizer is its alias).
+    if (cls.rfind("Bart", 0) == 0 || cls.rfind("Roberta", 0) == 0) return PretrainedTokenizerKind::bart;
+    if (cls.rfind("MBart50", 0) == 0) return PretrainedTokenizerKind::mbart50;
+    if (cls.rfind("MBart", 0) == 0)
+        throw FileError(what + ": tokenizer_class " + quote(cls) +
+                        " (mBART-cc25, its language code after </s>) is not one attnviz reads; it reads mBART-50's "
+                        "MBart50Tokenizer");
     if (!cls.empty())
         throw FileError(what + ": tokenizer_class " + quote(cls) +
-                        " is not one attnviz reads (MarianTokenizer, M2M100Tokenizer, NllbTokenizer)");
+                        " is not one attnviz reads (MarianTokenizer, M2M100Tokenizer, NllbTokenizer, BartTokenizer, "
+                        "MBart50Tokenizer)");
     if (c.family == PretrainedFamily::marian) return PretrainedTokenizerKind::marian;
+    if (c.family == PretrainedFamily::bart) return PretrainedTokenizerKind::bart;
+    if (c.family == PretrainedFamily::mbart) return PretrainedTokenizerKind::mbart50;
     return is_file(dir / "vocab.json") ? PretrainedTokenizerKind::m2m100 : PretrainedTokenizerKind::nllb;
 }
 
@@ -91,6 +101,12 @@ std::shared_ptr<const PretrainedTokenizer> read_tokenizer(const fs::path& dir, c
         f.target_spm = need("target.spm");
         f.vocab_json = need("vocab.json");
         f.target_vocab_json = read_if_there(dir / "target_vocab.json", what + ": target_vocab.json");
+    } else if (f.kind == PretrainedTokenizerKind::bart) {
+        f.vocab_json = need("vocab.json");
+        f.merges_txt = need("merges.txt");
+    } else if (f.kind == PretrainedTokenizerKind::mbart50) {
+        if (!optional) throw FileError(what + " has no tokenizer.json (the mbart50 tokenizer is read from it, as transformers 5 saves it)");
+        f.source_spm = read_if_there(dir / "sentencepiece.bpe.model", what + ": sentencepiece.bpe.model");
     } else {
         f.source_spm = need("sentencepiece.bpe.model");
         if (f.kind == PretrainedTokenizerKind::m2m100) f.vocab_json = need("vocab.json");
@@ -120,6 +136,12 @@ bool ignorable(const std::string& name) {
         R"((model\.)?(encoder|decoder)\.embed_positions\.(weight|weights|_float_tensor)|)"
         R"((model\.)?(encoder|decoder)\.embed_tokens\.weight|lm_head\.weight|final_logits_bias)");
     return std::regex_match(name, ignored);
+}
+
+/// A weight the folder may leave out: BART's and mBART's final_logits_bias (transformers loads such a
+/// folder with the bias at zero, _keys_to_ignore_on_load_missing); the network's is zero already.
+bool may_be_missing(const PretrainedConfig& c, const std::string& name) {
+    return (c.family == PretrainedFamily::bart || c.family == PretrainedFamily::mbart) && name == "final_logits_bias";
 }
 
 /// What the model is called: a hub cache snapshot's ORG/NAME, else the folder's name.
@@ -205,6 +227,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
         std::set<std::string> seen;
         for (const auto& p : parameter_names(mc)) {
             const torch::Tensor* t = find_weight(tensors, p.file, seen);
+            if (!t && may_be_missing(c, p.file)) continue;
             if (!t)
                 throw FileError(what + ": the weights have no " + quote(p.file) + ", which config.json's model (" +
                                 c.describe() + ") needs");
@@ -256,6 +279,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
     torch::NoGradGuard no_grad;
     for (const auto& p : expected) {
         const torch::Tensor* t = find_weight(tensors, p.file, used);
+        if (!t && may_be_missing(c, p.file)) continue;
         if (!t) throw FileError(what + ": the weights have no " + quote(p.file) + " (a " + c.describe() + " model needs it)");
         if (!t->is_floating_point())
             throw FileError(what + ": " + quote(p.file) + " holds " + std::string(c10::toString(t->scalar_type())) +
@@ -361,6 +385,9 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
         outputs.emplace_back("target.spm", files.target_spm.empty() ? files.source_spm : files.target_spm);
         if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);
         if (!files.target_vocab_json.empty()) outputs.emplace_back("target_vocab.json", files.target_vocab_json);
+    } else if (files.kind == PretrainedTokenizerKind::bart) {
+        if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);
+        if (!files.merges_txt.empty()) outputs.emplace_back("merges.txt", files.merges_txt);
     } else if (!files.source_spm.empty()) {
         outputs.emplace_back("sentencepiece.bpe.model", files.source_spm);
         if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);

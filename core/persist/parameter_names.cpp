@@ -73,6 +73,9 @@ std::vector<ParameterName> pretrained_names(const ModelConfig& mc) {
     };
     if (c.share_embeddings) add("model.shared.weight", {mc.src_vocab, d}, VocabRows::source);
     if (!c.share_embeddings) add("model.encoder.embed_tokens.weight", {mc.src_vocab, d}, VocabRows::source);
+    // BART / mBART: learned positions (2 rows past max_position_embeddings) and layernorm_embedding.
+    const bool learned = c.positions == PositionTable::learned;
+    if (learned) add("model.encoder.embed_positions.weight", {c.max_positions + 2, d});
     for (int64_t l = 0; l < c.encoder_layers; ++l) {
         const std::string b = "model.encoder.layers." + std::to_string(l) + ".";
         attention(b + "self_attn");
@@ -81,8 +84,10 @@ std::vector<ParameterName> pretrained_names(const ModelConfig& mc) {
         linear(b + "fc2", d, c.encoder_ffn);
         norm(b + "final_layer_norm");
     }
+    if (c.layernorm_embedding) norm("model.encoder.layernorm_embedding");
     if (c.final_layer_norms) norm("model.encoder.layer_norm");
     if (!c.share_embeddings) add("model.decoder.embed_tokens.weight", {mc.tgt_vocab, d}, VocabRows::target);
+    if (learned) add("model.decoder.embed_positions.weight", {c.max_positions + 2, d});
     for (int64_t l = 0; l < c.decoder_layers; ++l) {
         const std::string b = "model.decoder.layers." + std::to_string(l) + ".";
         attention(b + "self_attn");
@@ -93,6 +98,7 @@ std::vector<ParameterName> pretrained_names(const ModelConfig& mc) {
         linear(b + "fc2", d, c.decoder_ffn);
         norm(b + "final_layer_norm");
     }
+    if (c.layernorm_embedding) norm("model.decoder.layernorm_embedding");
     if (c.final_layer_norms) norm("model.decoder.layer_norm");
     if (!c.tie_word_embeddings) add("lm_head.weight", {mc.tgt_vocab, d}, VocabRows::output);
     if (c.final_logits_bias) add("final_logits_bias", {1, mc.tgt_vocab}, VocabRows::output);

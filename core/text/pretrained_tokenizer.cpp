@@ -99,6 +99,80 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
     return s;
 }
 
+/// The bytes a GPT-2 byte-level piece stands for (bytes_to_unicode() inverted: printable Latin-1 bytes
+/// are themselves, the others U+0100 + their rank); false when the piece holds another character.
+bool byte_level_bytes(const std::string& piece, std::string& bytes) {
+    bytes.clear();
+    for (size_t i = 0; i < piece.size();) {
+        const auto c0 = static_cast<unsigned char>(piece[i]);
+        uint32_t cp;
+        if (c0 < 0x80) cp = c0, i += 1;
+        else if ((c0 & 0xE0) == 0xC0 && i + 1 < piece.size()) cp = (uint32_t(c0 & 0x1F) << 6) | (piece[i + 1] & 0x3F), i += 2;
+        else return false;  // byte-level symbols are all below U+0800
+        const bool direct = (cp >= 33 && cp <= 126) || (cp >= 161 && cp <= 172) || (cp >= 174 && cp <= 255);
+        if (direct) {
+            bytes += static_cast<char>(cp);
+            continue;
+        }
+        if (cp < 256 || cp >= 256 + 68) return false;
+        // The n-th byte that is not printable: 0..32, 127..160, 173.
+        const uint32_t n = cp - 256;
+        const uint32_t b = n <= 32 ? n : n <= 66 ? 127 + (n - 33) : 173;
+        bytes += static_cast<char>(b);
+    }
+    return true;
+}
+
+/// BartTokenizer's tokenizer.json for a folder with vocab.json and merges.txt alone (what
+/// transformers' converter builds: byte-level BPE, RoBERTa's <s> A </s>).
+std::string bart_tokenizer_json(const std::string& vocab_text, const std::string& merges_text, bool add_prefix_space,
+                                const std::string& what) {
+    json vocab = parse_json_bounded(vocab_text, what + ": vocab.json");
+    if (!vocab.is_object()) throw FileError(what + ": vocab.json: expected a JSON object of token ids, got " + describe_json(vocab));
+    json merges = json::array();
+    size_t start = 0, line_no = 0;
+    while (start < merges_text.size()) {
+        size_t end = merges_text.find('\n', start);
+        if (end == std::string::npos) end = merges_text.size();
+        std::string line = merges_text.substr(start, end - start);
+        start = end + 1;
+        ++line_no;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || line.rfind("#version", 0) == 0) continue;
+        const size_t sp = line.find(' ');
+        if (sp == std::string::npos || sp == 0 || sp + 1 >= line.size() || line.find(' ', sp + 1) != std::string::npos)
+            throw FileError(what + ": merges.txt: line " + std::to_string(line_no) + " is " + quote(line, 80) +
+                            ", expected two symbols separated by one space");
+        merges.push_back(json::array({line.substr(0, sp), line.substr(sp + 1)}));
+    }
+    json added = json::array();
+    auto id_of = [&](const char* t) -> int64_t {
+        return vocab.contains(t) && vocab[t].is_number_integer() ? vocab[t].get<int64_t>() : -1;
+    };
+    for (const char* t : {"<s>", "<pad>", "</s>", "<unk>", "<mask>"})
+        if (id_of(t) >= 0)
+            added.push_back({{"id", id_of(t)}, {"content", t}, {"single_word", false}, {"lstrip", std::string(t) == "<mask>"},
+                             {"rstrip", false}, {"normalized", false}, {"special", true}});
+    if (id_of("<s>") < 0 || id_of("</s>") < 0) throw FileError(what + ": vocab.json has no <s> or </s> (BART's special tokens)");
+    const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", true}};
+    json j = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added},
+              {"normalizer", nullptr}, {"pre_tokenizer", byte_level},
+              {"post_processor", {{"type", "RobertaProcessing"}, {"sep", {"</s>", id_of("</s>")}}, {"cls", {"<s>", id_of("<s>")}},
+                                  {"trim_offsets", true}, {"add_prefix_space", add_prefix_space}}},
+              {"decoder", byte_level},
+              {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
+                         {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
+                         {"vocab", vocab}, {"merges", merges}}}};
+    return j.dump();
+}
+
+/// mBART-50's language codes: "en_XX", "fr_XX", "zh_CN" (two lower-case letters, "_", two upper-case).
+bool is_mbart50_code(const std::string& s) {
+    auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+    auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+    return s.size() == 5 && lower(s[0]) && lower(s[1]) && s[2] == '_' && upper(s[3]) && upper(s[4]);
+}
+
 /// tokenization_utils_base.py's clean_up_tokenization.
 std::string clean_up_tokenization(std::string s) {
     for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
@@ -115,17 +189,20 @@ std::string to_string(PretrainedTokenizerKind k) {
     case PretrainedTokenizerKind::marian: return "marian";
     case PretrainedTokenizerKind::m2m100: return "m2m100";
     case PretrainedTokenizerKind::nllb: return "nllb";
+    case PretrainedTokenizerKind::bart: return "bart";
+    case PretrainedTokenizerKind::mbart50: return "mbart50";
     }
     return "?";
 }
 
 PretrainedTokenizer::~PretrainedTokenizer() = default;
 
-void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json& config, const json& special_map) {
+void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json& config, const json& special_map,
+                                              const std::string& text) {
     const PretrainedTokenizerFiles& files = t.m_files;
-    const std::string what = files.what + ": tokenizer.json";
+    const std::string what = files.what + (files.tokenizer_json.empty() ? ": vocab.json and merges.txt" : ": tokenizer.json");
     const int64_t rows = files.model_vocab_size;
-    t.m_json = TokenizerJson::parse(files.tokenizer_json, what);
+    t.m_json = TokenizerJson::parse(text, what);
     const TokenizerJson& tj = *t.m_json;
     // Every id's token, within the model's rows; a token held by two ids maps to the first.
     const std::vector<std::string> tokens = tj.id_tokens();
@@ -153,6 +230,10 @@ void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json
                 t.m_languages.push_back(code);
                 t.m_language_tokens[code] = token;
             }
+    } else if (files.kind == PretrainedTokenizerKind::bart) {
+        // No languages; the source starts with <s> (RobertaProcessing's <s> A </s>: attnviz adds </s>).
+        t.m_prefix = tj.single_template().first;
+        t.m_byte_level = true;
     } else {
         std::vector<std::pair<int64_t, std::string>> codes;
         for (const auto& a : tj.added_tokens()) {
@@ -162,6 +243,8 @@ void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json
                 codes.emplace_back(a.id, s.substr(2, s.size() - 4));
             else if (files.kind == PretrainedTokenizerKind::nllb && s.size() == 8 && s[3] == '_')
                 codes.emplace_back(a.id, s);
+            else if (files.kind == PretrainedTokenizerKind::mbart50 && is_mbart50_code(s))
+                codes.emplace_back(a.id, s);
         }
         std::sort(codes.begin(), codes.end());
         for (const auto& [id, code] : codes) {
@@ -170,7 +253,9 @@ void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json
             t.m_language_tokens[code] = files.kind == PretrainedTokenizerKind::m2m100 ? "__" + code + "__" : code;
             t.m_special[t.m_language_tokens[code]] = 1;
         }
-        const std::string fallback = files.kind == PretrainedTokenizerKind::m2m100 ? "en" : "eng_Latn";
+        const std::string fallback = files.kind == PretrainedTokenizerKind::m2m100    ? "en"
+                                     : files.kind == PretrainedTokenizerKind::mbart50 ? "en_XX"
+                                                                                      : "eng_Latn";
         t.m_default_src_lang = config.contains("src_lang") && config["src_lang"].is_string() ? config["src_lang"].get<std::string>() : fallback;
         if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t.m_default_tgt_lang = config["tgt_lang"];
     }
@@ -231,9 +316,19 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
     for (const auto& [id, s] : added_by_id) t->m_added[s] = s;
 
     if (!files.tokenizer_json.empty()) {
-        load_tokenizer_json(*t, config, special_map);
+        load_tokenizer_json(*t, config, special_map, files.tokenizer_json);
         return t;
     }
+    if (files.kind == PretrainedTokenizerKind::bart) {
+        if (files.vocab_json.empty() || files.merges_txt.empty())
+            throw FileError(what + " has no tokenizer.json, nor vocab.json and merges.txt (the BART tokenizer needs them)");
+        load_tokenizer_json(*t, config, special_map,
+                            bart_tokenizer_json(files.vocab_json, files.merges_txt,
+                                                config_value(config, "add_prefix_space", false), what));
+        return t;
+    }
+    if (files.kind == PretrainedTokenizerKind::mbart50)
+        throw FileError(what + " has no tokenizer.json (attnviz reads an mBART-50 tokenizer from it, as transformers 5 saves it)");
     t->m_src_spm = load_spm(files.source_spm, what + ": " + (files.kind == PretrainedTokenizerKind::marian ? "source.spm" : "sentencepiece.bpe.model"));
     if (files.kind == PretrainedTokenizerKind::marian) {
         t->m_tgt_spm = load_spm(files.target_spm.empty() ? files.source_spm : files.target_spm, what + ": target.spm");
@@ -345,7 +440,7 @@ std::vector<std::string> PretrainedTokenizer::encode(const std::string& text, bo
     if (!is_valid_utf8(text)) throw Error("the sentence is not valid UTF-8: expected UTF-8 text");
     if (m_json) {
         // The model's token of each id (an unknown piece's id is the unknown token's).
-        std::vector<std::string> out;
+        std::vector<std::string> out = m_prefix;
         for (const int64_t id : m_json->encode(text, false).ids) {
             const auto& tokens = id_tokens(target);
             out.push_back(id >= 0 && id < static_cast<int64_t>(tokens.size()) && !tokens[static_cast<size_t>(id)].empty()
@@ -451,11 +546,19 @@ PretrainedVocabLayout PretrainedTokenizer::vocab_layout(bool target, int64_t row
     for (int64_t id = 0; id < rows; ++id) {
         if (id == pad_id || id == eos_id || id == unk_id) continue;
         const std::string token = token_of(id);
-        std::string name = token;
+        // A byte-level piece is shown as the text it stands for ("Ġthe" -> "▁the", "Ã©" -> "é"), part of a
+        // character as its bytes; the model's token stays the name's meaning (to_name / from_name).
+        std::string shown = token;
+        if (m_byte_level && !token.empty() && !is_special(token) && !m_added.count(token)) {
+            std::string bytes;
+            if (byte_level_bytes(token, bytes))
+                shown = is_valid_utf8(bytes) ? replace_all(bytes, " ", "\xE2\x96\x81") : printable(bytes, bytes.size() * 4 + 8);
+        }
+        std::string name = shown;
         if (token.empty()) {
             name = "<hf:" + std::to_string(id) + ">";
-        } else if (!is_vocab_token(token) || taken.count(token)) {
-            name = replace_all(printable(token, token.size() * 4 + 8), "|||", "||\\x7c");
+        } else if (!is_vocab_token(shown) || taken.count(shown)) {
+            name = replace_all(printable(shown, shown.size() * 4 + 8), "|||", "||\\x7c");
             if (name.empty() || taken.count(name)) name = "<hf:" + std::to_string(id) + ">";
         }
         while (taken.count(name)) name += "#";
@@ -479,6 +582,7 @@ json PretrainedTokenizer::to_json() const {
     put("target_spm", m_files.target_spm);
     put("vocab_json", m_files.vocab_json);
     put("target_vocab_json", m_files.target_vocab_json);
+    put("merges_txt", m_files.merges_txt);
     put("tokenizer_config", m_files.tokenizer_config);
     put("special_tokens_map", m_files.special_tokens_map);
     put("tokenizer_json", m_files.tokenizer_json);
@@ -493,7 +597,9 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::from_json(const 
     if (kind == "marian") f.kind = PretrainedTokenizerKind::marian;
     else if (kind == "m2m100") f.kind = PretrainedTokenizerKind::m2m100;
     else if (kind == "nllb") f.kind = PretrainedTokenizerKind::nllb;
-    else throw FileError("tokenizer: kind " + quote(kind) + " is not marian, m2m100 or nllb");
+    else if (kind == "bart") f.kind = PretrainedTokenizerKind::bart;
+    else if (kind == "mbart50") f.kind = PretrainedTokenizerKind::mbart50;
+    else throw FileError("tokenizer: kind " + quote(kind) + " is not marian, m2m100, nllb, bart or mbart50");
     auto get = [&](const char* key) {
         if (!j.contains(key)) return std::string();
         if (!j[key].is_string()) throw FileError(std::string("tokenizer: \"") + key + "\" is not a base64 string");
@@ -503,6 +609,7 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::from_json(const 
     f.target_spm = get("target_spm");
     f.vocab_json = get("vocab_json");
     f.target_vocab_json = get("target_vocab_json");
+    f.merges_txt = get("merges_txt");
     f.tokenizer_config = get("tokenizer_config");
     f.special_tokens_map = get("special_tokens_map");
     f.tokenizer_json = get("tokenizer_json");

@@ -46,9 +46,13 @@ class TokenizerJson;  // core/text/tokenizer_json.hpp
 enum class PretrainedTokenizerKind {
     marian,  ///< MarianTokenizer: source.spm, target.spm, vocab.json (target_vocab.json with separate vocabularies)
     m2m100,  ///< M2M100Tokenizer: sentencepiece.bpe.model, vocab.json, language codes __xx__ after the vocabulary
-    nllb     ///< NllbTokenizer: sentencepiece.bpe.model with fairseq's ids, language codes like fra_Latn
+    nllb,    ///< NllbTokenizer: sentencepiece.bpe.model with fairseq's ids, language codes like fra_Latn
+    bart,    ///< BartTokenizer (transformers 5: RobertaTokenizer): byte-level BPE, tokenizer.json or vocab.json +
+             ///< merges.txt; the source starts with <s> (its post-processor's), no languages
+    mbart50  ///< MBart50Tokenizer: SentencePiece with fairseq's ids, the 52 language codes en_XX ... after the
+             ///< pieces; read from tokenizer.json (what transformers 5 saves)
 };
-std::string to_string(PretrainedTokenizerKind k);  ///< "marian", "m2m100", "nllb"
+std::string to_string(PretrainedTokenizerKind k);  ///< "marian", "m2m100", "nllb", "bart", "mbart50"
 
 /// The files a tokenizer is read from, already in memory (core/persist/hf_folder.hpp reads them).
 struct PretrainedTokenizerFiles {
@@ -56,6 +60,7 @@ struct PretrainedTokenizerFiles {
     std::string source_spm;          ///< source.spm / sentencepiece.bpe.model (serialized ModelProto)
     std::string target_spm;          ///< target.spm (Marian; empty: the source model)
     std::string vocab_json;          ///< vocab.json's text (empty for NLLB)
+    std::string merges_txt;          ///< merges.txt's text (BART without tokenizer.json; else empty)
     std::string target_vocab_json;   ///< target_vocab.json's text (Marian with separate vocabularies)
     std::string tokenizer_config;    ///< tokenizer_config.json's text (may be empty)
     std::string special_tokens_map;  ///< special_tokens_map.json's text (may be empty)
@@ -96,6 +101,8 @@ public:
     const TokenizerJson* tokenizer_json() const { return m_json.get(); }
     /// The tokens of a source text (target: a reference, cut by the target model), without the
     /// </s> the model adds; M2M100/NLLB without the language code (language_prefix() says it).
+    /// BART: with the <s> its post-processor puts first (source and target: transformers' labels start
+    /// with it too, and generate() forces it first).
     /// Error on text that is not UTF-8.
     std::vector<std::string> encode(const std::string& text, bool target = false) const;
     /// Text of output tokens as decode(skip_special_tokens=True) gives it, but on one line:
@@ -130,6 +137,9 @@ public:
     const std::string& default_target_language() const { return m_default_tgt_lang; }
 
     /// attnviz's vocabulary of one side over `rows` model rows, with the model's pad, eos and unk ids.
+    /// A byte-level BPE piece ("Ġthe", "Ã©") is named by the text it stands for, a space written
+    /// "▁" as SentencePiece's pieces show it ("▁the", "é"); a piece holding part of a character by
+    /// its bytes ("\xC3"); added tokens keep their own names.
     PretrainedVocabLayout vocab_layout(bool target, int64_t rows, int64_t pad_id, int64_t eos_id, int64_t unk_id) const;
 
     /// The files, for checkpoints and export (byte for byte as read).
@@ -140,7 +150,8 @@ public:
 private:
     PretrainedTokenizer() = default;
     /// load() from tokenizer.json (files().tokenizer_json), after the special tokens' names.
-    static void load_tokenizer_json(PretrainedTokenizer& t, const nlohmann::json& config, const nlohmann::json& special_map);
+    static void load_tokenizer_json(PretrainedTokenizer& t, const nlohmann::json& config, const nlohmann::json& special_map,
+                                    const std::string& text);
     /// Splits text at the added tokens, leftmost-longest (tokenization_python.py's Trie).
     std::vector<std::pair<std::string, bool>> split_added(const std::string& text) const;
     PretrainedTokenizerFiles m_files;
@@ -157,6 +168,8 @@ private:
     std::string m_default_src_lang, m_default_tgt_lang;
     bool m_clean_up_spaces = false;
     int64_t m_spm_offset = 0;  ///< NLLB: model id = SentencePiece id + 1
+    std::vector<std::string> m_prefix;  ///< tokens every encoded text starts with (BART's <s>)
+    bool m_byte_level = false;          ///< pieces are GPT-2's byte-level symbols (BART): named by their text
 };
 
 }  // namespace attnviz

@@ -101,7 +101,11 @@ struct Case {
 const Case k_cases[] = {{"marian", "marian", "", ""},
                         {"m2m100", "m2m100", "en", "fr"},
                         {"nllb", "nllb", "eng_Latn", "fra_Latn"},
-                        {"m2m100_json", "m2m100_json", "en", "fr"}};
+                        {"m2m100_json", "m2m100_json", "en", "fr"},
+                        // BART (byte-level BPE, <s> forced first) and mBART-50 (en_XX, fr_XX), both as
+                        // transformers 5 saves them: tokenizer.json and tokenizer_config.json only.
+                        {"bart", "bart", "", ""},
+                        {"mbart50", "mbart50", "en_XX", "fr_XX"}};
 
 }  // namespace
 
@@ -198,7 +202,12 @@ TEST_CASE("pretrained greedy and beam search are token-identical to generate()",
         {"m2m100_json", {{"beam", json::object()},
                          {"beam_lp", {{"num_beams", 4}, {"length_penalty", 2.0}, {"num_return_sequences", 2}}}}},
         {"nllb", {{"beam", json::object()},
-                  {"beam_lp", {{"num_beams", 3}, {"length_penalty", 1.5}, {"num_return_sequences", 2}}}}}};
+                  {"beam_lp", {{"num_beams", 3}, {"length_penalty", 1.5}, {"num_return_sequences", 2}}}}},
+        {"bart", {{"beam", json::object()},
+                  {"beam_lp", {{"num_beams", 3}, {"length_penalty", 0.6}, {"num_return_sequences", 2}}},
+                  {"beam_never", {{"num_beams", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 2}}}}},
+        {"mbart50", {{"beam", json::object()},
+                     {"beam_lp", {{"num_beams", 4}, {"length_penalty", 1.5}, {"num_return_sequences", 2}}}}}};
     for (const auto& c : k_cases) {
         INFO(c.name);
         const auto model = load_model(k_fixtures + "/" + c.folder);
@@ -362,8 +371,9 @@ TEST_CASE("a broken model folder is refused in one line naming the file and the 
         CHECK_THROWS_WITH(load_model(dir), Catch::Contains("config.json") && Catch::Contains("\"d_model\" is missing"));
     }
     SECTION("an unknown model_type names the supported ones") {
-        const auto dir = edit_config("bart", [](json& c) { c["model_type"] = "bart"; });
-        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("'bart'") && Catch::Contains("marian, m2m_100"));
+        const auto dir = edit_config("gpt2", [](json& c) { c["model_type"] = "gpt2"; });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("'gpt2'") && Catch::Contains("marian, m2m_100") &&
+                                               Catch::Contains("bart, mbart"));
     }
     SECTION("a field of the wrong type") {
         const auto dir = edit_config("heads-text", [](json& c) { c["encoder_attention_heads"] = "four"; });
