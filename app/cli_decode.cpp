@@ -34,6 +34,9 @@ void DecodeFlags::add_to(CLI::App& app, bool with_nbest) {
     app.add_option("--decode-batch", batch, "sentences decoded together")
         ->type_name("INT")->default_str(std::to_string(d.batch_size))->check(positive_int())
         ->group("decoding");
+    app.add_option("--batch-tokens", batch_tokens,
+                   "also at most this many source tokens a batch, padding included (0: by sentences only)")
+        ->type_name("INT")->default_str("0")->check(non_negative_int())->group("decoding");
     app.add_option("--device", device, "auto | cpu | cuda | cuda:N")
         ->type_name("NAME")->default_str(device)->group("decoding");
 }
@@ -51,6 +54,7 @@ DecodeOptions DecodeFlags::options(const TranslationModel& model) const {
     }
     if (length_penalty_opt->count() > 0 || !model.config().is_pretrained()) d.length_penalty = length_penalty;
     d.batch_size = batch;
+    d.batch_tokens = batch_tokens;
     d.source_lang = source_lang;
     d.target_lang = target_lang;
     return d;

@@ -17,7 +17,7 @@ namespace attnviz::cli {
 
 /// Decoding flags shared by translate and eval.
 struct DecodeFlags {
-    int64_t beam = 1, nbest = 1, max_length = 30, batch = 64;
+    int64_t beam = 1, nbest = 1, max_length = 30, batch = 64, batch_tokens = 0;
     double length_penalty = 1.0;
     std::string device = "cpu";
     std::string source_lang, target_lang;

@@ -88,7 +88,11 @@ std::vector<Translation> decode_in_batches(const SearchModel& model,
     for (size_t r = 0; r < sources.size(); ++r)
         width[r] = source_steps > 0 ? source_steps : static_cast<int64_t>(sources[r].size()) + 1;
     const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
-    const auto chunks = plan_decode_chunks(todo, width, options.batch_size, cost, bound, options.kept_copies);
+    // Shortest first, as CTranslate2 orders a file: a batch's sentences are about as long as each
+    // other, so little of it is padding; each result still lands at its sentence's index.
+    std::stable_sort(todo.begin(), todo.end(), [&](size_t a, size_t b) { return width[a] < width[b]; });
+    const auto chunks =
+        plan_decode_chunks(todo, width, options.batch_size, cost, bound, options.kept_copies, options.batch_tokens);
 
     torch::InferenceMode guard;
     const auto device = model.device();
@@ -175,7 +179,7 @@ int64_t DecodeCost::kept_bytes(int64_t S) const { return kept.bytes(1, S, steps)
 
 std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& rows, const std::vector<int64_t>& width,
                                                     int64_t batch_size, const DecodeCost& cost, int64_t bound,
-                                                    int64_t kept_copies) {
+                                                    int64_t kept_copies, int64_t batch_tokens) {
     const int64_t beam = cost.beam, copies = std::max<int64_t>(kept_copies, 0);
     auto kept = [&](size_t r) { return bytes_times(cost.kept_bytes(width[r]), copies); };  // the copies beside
     auto steps_text = [&] {
@@ -186,8 +190,11 @@ std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& r
         return bytes_plus(cost.per_sentence.bytes(n, w, cost.steps),
                           (cost.per_hypothesis + cost.heap).bytes(bytes_times(n, beam), w, cost.steps));
     };
+    // Refusals name sentences in their input order, whatever order the chunks take them in.
+    std::vector<size_t> in_order = rows;
+    std::sort(in_order.begin(), in_order.end());
     int64_t widest_alone = 0;
-    for (size_t r : rows) {
+    for (size_t r : in_order) {
         const int64_t need = bytes_plus(cost.bytes(1, width[r]), kept(r));
         if (need > bound)
             throw ConfigError("sentence " + std::to_string(r + 1) + " is too long to decode (" + std::to_string(width[r]) +
@@ -199,7 +206,7 @@ std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& r
     }
     // What every sentence keeps once decoded stays while the later chunks run.
     int64_t reserved = 0;
-    for (size_t r : rows) {
+    for (size_t r : in_order) {
         reserved = bytes_plus(reserved, bytes_plus(cost.kept_bytes(width[r]), kept(r)));
         if (bytes_plus(reserved, widest_alone) > bound)
             throw ConfigError("sentence " + std::to_string(r + 1) + ": the attention maps kept for the sentences up to it (" +
@@ -212,8 +219,9 @@ std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& r
     int64_t widest = 0;
     for (size_t r : rows) {
         const int64_t w = std::max(widest, width[r]);
-        if (chunks.empty() || static_cast<int64_t>(chunks.back().size()) >= batch_size ||
-            running(static_cast<int64_t>(chunks.back().size()) + 1, w) > left) {
+        const int64_t n = chunks.empty() ? 0 : static_cast<int64_t>(chunks.back().size());
+        if (chunks.empty() || n >= batch_size || (batch_tokens > 0 && (n + 1) * w > batch_tokens) ||
+            running(n + 1, w) > left) {
             chunks.emplace_back();
             widest = width[r];
         } else {

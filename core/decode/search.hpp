@@ -142,7 +142,8 @@ DecodeCost decode_cost(const EncoderDecoder& network, const DecodeOptions& optio
 
 /// The frame shared by greedy and beam search: validates the options, makes a
 /// Translation per source (empty ones stay empty), enters inference mode, and
-/// hands the non-empty sources to decode_chunk in batches: at most options.batch_size
+/// hands the non-empty sources to decode_chunk in batches, shortest sentences first (each
+/// result stays at its source's index): at most options.batch_size (and options.batch_tokens)
 /// sentences, and no more than fit the memory bound (DecodeOptions::memory_bound) with
 /// options.beam_size hypotheses each, running up to max_steps steps (0: options.max_length).
 /// A sentence too long to decode within the bound on its own, or a request whose kept maps
@@ -154,14 +155,17 @@ std::vector<Translation> decode_in_batches(const SearchModel& model,
                                            int64_t max_steps = 0);
 
 /// decode_in_batches's chunks of `rows` (indices into width: each sentence's source width,
-/// <eos> included), in order: at most batch_size sentences, and no more than fit `bound`
+/// <eos> included), in order: at most batch_size sentences, at most batch_tokens padded source
+/// tokens (widest × sentences; 0: no such limit; a sentence wider alone still gets a chunk of
+/// its own), and no more than fit `bound`
 /// beside what every sentence keeps once decoded (cost.kept, times 1 + kept_copies: the
 /// results stay while the later chunks decode). Throws ConfigError naming the first sentence
 /// ("sentence N", 1-based) that cannot fit alone, with what it would need, or the sentence
 /// where the kept maps of the sentences so far pass the bound.
 std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& rows, const std::vector<int64_t>& width,
                                                     int64_t batch_size, const DecodeCost& cost,
-                                                    int64_t bound = memory_bound(), int64_t kept_copies = 0);
+                                                    int64_t bound = memory_bound(), int64_t kept_copies = 0,
+                                                    int64_t batch_tokens = 0);
 
 /// The most steps a row decodes: options.max_length, stretched to hold each given target
 /// (forced decoding) and one more token.

@@ -63,6 +63,11 @@ struct DecodeOptions {
     int64_t num_hypotheses = 1;   ///< N-best: how many hypotheses to return (<= beam_size)
     double length_penalty = 1.0;  ///< beam: score = log P / length^length_penalty (0 = no normalisation)
     int64_t batch_size = 64;      ///< sentences decoded together
+    /// > 0: also at most this many source tokens a batch (its widest sentence, <eos> included,
+    /// times its sentences: the padded batch), as CTranslate2's max_batch_size with
+    /// batch_type="tokens"; 0: batches by sentences alone. Either way the sentences of a file
+    /// are decoded shortest first (less padding) and returned in their input order.
+    int64_t batch_tokens = 0;
     bool normalize_input = true;  ///< apply text normalisation before tokenising (word level)
     int64_t top_k = 0;            ///< also report, per step, the K most probable next tokens
                                   ///< (Hypothesis::top_k); 0 = off, at most 100

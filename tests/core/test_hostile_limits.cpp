@@ -247,3 +247,39 @@ TEST_CASE("padded widths from a file are bounded by what decoding can produce", 
     t.fixed_steps = 100000;
     CHECK_THROWS_WITH(t.validate(), Contains("--steps") && Contains("0..1000"));
 }
+
+TEST_CASE("a file decodes shortest first in batches bounded by tokens, results in input order", "[decode][batch]") {
+    Seq2Seq net(tiny_config(Scoring::additive));
+    const DecodeCost cost = decode_cost(*net, DecodeOptions{}, 30);
+    // Chunks by padded tokens: 3 short sentences share one, each wide one is alone.
+    const std::vector<int64_t> width{3, 3, 3, 10, 10};
+    const auto chunks = plan_decode_chunks({0, 1, 2, 3, 4}, width, 64, cost, int64_t{1} << 40, 0, 12);
+    CHECK(chunks == std::vector<std::vector<size_t>>{{0, 1, 2}, {3}, {4}});
+    // A sentence wider than the token budget still decodes, alone.
+    CHECK(plan_decode_chunks({3, 4}, width, 64, cost, int64_t{1} << 40, 0, 5).size() == 2);
+    // Refusals name the first sentence in input order, whatever order the chunks take.
+    CHECK_THROWS_WITH(plan_decode_chunks({4, 1, 3}, std::vector<int64_t>{3, 400, 3, 400, 3}, 64, cost, cost.bytes(1, 100)),
+                      Contains("sentence 2 is too long"));
+
+    // Through a model: the chunk decoder sees sentences shortest first; results keep input order.
+    const Vocab src = Vocab::build({{"a", "b", "c"}}), tgt = Vocab::build({{"x", "y"}});
+    auto c = tiny_config(Scoring::additive, static_cast<int64_t>(src.size()), static_cast<int64_t>(tgt.size()));
+    const auto model = attnviz::testing::as_model(Seq2Seq(c), src, tgt);
+    const std::vector<std::vector<std::string>> sources{
+        {"a", "b", "c", "a", "b", "c"}, {"a"}, {"b", "c", "a"}, {"c", "c"}, std::vector<std::string>(9, "b")};
+    DecodeOptions d;
+    d.max_length = 5;
+    std::vector<Translation> alone;
+    for (const auto& s : sources) alone.push_back(model->translate_tokens({s}, d).front());
+    for (const int64_t tokens : {int64_t{0}, int64_t{8}}) {
+        d.batch_tokens = tokens;
+        d.batch_size = 2;
+        const auto all = model->translate_tokens(sources, d);
+        REQUIRE(all.size() == sources.size());
+        for (size_t i = 0; i < sources.size(); ++i) {
+            INFO("sentence " << i << ", batch tokens " << tokens);
+            CHECK(all[i].src_tokens == alone[i].src_tokens);
+            CHECK(all[i].best().ids == alone[i].best().ids);
+        }
+    }
+}
