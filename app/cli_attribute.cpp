@@ -18,6 +18,8 @@
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/model/memory_cost.hpp"
+#include "core/model/work_cost.hpp"
 
 namespace attnviz::cli {
 
@@ -113,7 +115,18 @@ int run_attribute(AttributeOptions& o) {
     TranslationModelPtr model = loaded;
     const auto sentences = read_sentences(o.sentences);
     std::vector<Translation> translations;
-    const auto results = attribute_sentences(*model, sentences, a, d, o.erasure ? &translations : nullptr);
+    // Progress on stderr where the attribution is long (past a tenth of the work bound), per
+    // sentence and method (the whole command's work is counted and held to the bound first).
+    size_t current = 0, count = 0;
+    a.on_method = [&](AttributionMethod m) {
+        if (count > 0) std::cerr << "attnviz-cli: sentence " << current + 1 << " of " << count << ": " << cli_name(m) << std::endl;
+    };
+    const auto on_sentence = [&](size_t i, size_t n) {
+        current = i;
+        count = n;
+    };
+    const auto results = attribute_sentences(*model, sentences, a, d, o.erasure ? &translations : nullptr, on_sentence);
+    a.on_method = nullptr;
     if (o.erasure) check_erasure_fits(*model, translations, e);  // before any sentence is erased
     std::vector<SentenceErasure> erasures;
     // The gradient orders read the attributions just made (no second gradient pass), unless a
@@ -218,16 +231,43 @@ int run_bench_attribute(BenchAttributeOptions& o) {
     if (t.empty()) throw ConfigError("the sentence is empty");
     AttributionOptions every;
     every.methods = all_attribution_methods();
+    every.ig_steps = o.ig_steps;
     check_attribution_fits(*model, {t}, every);  // within the memory bound, or refused before any run
     struct Run {
         std::string name;
         std::vector<AttributionMethod> methods;
         std::vector<double> ms;
+        int64_t work = 0;  ///< one attribute() call's committed operations
     };
     std::vector<Run> runs{{"saliency+grad_input", {AttributionMethod::saliency, AttributionMethod::grad_input}, {}},
                           {"integrated_gradients", {AttributionMethod::integrated_gradients}, {}},
                           {"occlusion", {AttributionMethod::occlusion}, {}},
                           {"all", all_attribution_methods(), {}}};
+    // The whole command within the work bound (issue 46: one 300-word sentence took 78.5 s, each
+    // of its 24 attributions within the bound): every run of every round counted before any.
+    const int64_t rounds = o.repeat + 1;
+    int64_t round_work = 0;
+    for (auto& r : runs) {
+        AttributionOptions a = every;
+        a.methods = r.methods;
+        r.work = count_attribution_work(*model, {t}, a).total;
+        round_work = bytes_plus(round_work, r.work);
+    }
+    const int64_t bound = work_bound(), total = bytes_times(rounds, round_work);
+    if (total > bound) {
+        const int64_t fitting = round_work > 0 ? bound / round_work - 1 : 0;  // timed rounds beside the untimed one
+        throw ConfigError("bench-attribute: " + std::to_string(rounds) + " rounds (one untimed, --repeat " +
+                          std::to_string(o.repeat) + ") of the four runs of a sentence of " +
+                          std::to_string(t.src_tokens.size()) + " source and " + std::to_string(t.best().ids.size()) +
+                          " output tokens would take about " + work_text(total) + " (" + work_text(round_work) +
+                          " a round), more than the " + work_text(bound) +
+                          " a command's attribution may take (ATTNVIZ_WORK_BOUND); " +
+                          (fitting >= 1 ? "use --repeat " + std::to_string(fitting) + " or less, or a shorter sentence"
+                                        : "use a shorter sentence (or fewer --ig-steps)"));
+    }
+    // What the bound leaves beside the runs, shared out: automatic integrated gradients' points.
+    const int64_t spare = (bound - total) / (rounds * static_cast<int64_t>(runs.size()));
+    const bool progress = total > bound / 10;
     int64_t ig_used = 0;  // the points integrated gradients took (the most of any step)
     double ig_error = 0;  // and its largest relative completeness error
     // One untimed round, then rounds in turn so that drifts of the machine hit every run alike.
@@ -236,6 +276,10 @@ int run_bench_attribute(BenchAttributeOptions& o) {
             AttributionOptions a;
             a.methods = r.methods;
             a.ig_steps = o.ig_steps;
+            a.work_bound = std::max<int64_t>(bytes_plus(r.work, spare), 1);
+            if (progress)
+                std::cerr << "attnviz-cli: bench-attribute: round " << round + 1 << " of " << rounds << ": " << r.name
+                          << std::endl;
             const auto t0 = std::chrono::steady_clock::now();
             const SentenceAttribution result = attribute(*model, t, a);
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

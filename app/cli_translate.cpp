@@ -14,6 +14,7 @@
 #include "core/decode/translation.hpp"
 #include "core/model/device.hpp"
 #include "core/model/memory_bound.hpp"
+#include "core/model/work_cost.hpp"
 #include "core/train/split_step.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -140,18 +141,45 @@ Intervention what_if_flags(const TranslateOptions& o, DecodeOptions& d) {
 }
 
 /// --html-out: every translation attributed by the four methods, on one self-contained page.
+/// The page's attribution as a whole is held to the work bound (issue 46: 16 sentences of 400
+/// words ran for minutes, each within it): the methods that do not fit together are left out,
+/// the costliest first, and the page and stderr say so; a page whose gradient methods alone do
+/// not fit is refused with the numbers. Work past a tenth of the bound shows progress on stderr.
 void write_web_page(const TranslateOptions& o, const TranslationModel& model, const std::vector<Translation>& ts) {
-    AttributionOptions a;
-    a.ig_steps = o.ig_steps;
+    AttributionOptions asked;
+    asked.ig_steps = o.ig_steps;
+    std::vector<AttributionMethod> left_out;
+    AttributionOptions a = fit_attribution_work(model, ts, asked, left_out);
     check_attribution_fits(model, ts, a);  // within the memory bound, or refused by number before any
+    const AttributionWork work = count_attribution_work(model, ts, a);
+    WebPageOptions page;
+    page.model = o.model + ": " + describe_model(model.config());
+    if (!left_out.empty()) {
+        std::string names;
+        for (size_t i = 0; i < left_out.size(); ++i)
+            names += (i ? (i + 1 == left_out.size() ? " and " : ", ") : "") + cli_name(left_out[i]);
+        const AttributionWork all = count_attribution_work(model, ts, asked);
+        page.note = "Left out: " + names + ". With " + (left_out.size() == 1 ? "it" : "them") +
+                    " the page's attribution would take " + all.text() + ", more than the " + work_text(all.bound) +
+                    " a command's attribution may take (ATTNVIZ_WORK_BOUND); this page takes " + work.text() + ".";
+        warn("--html-out: " + page.note);
+    }
+    const bool progress = work.shows_progress();
+    size_t attributing = 0;
+    a.on_method = [&](AttributionMethod m) {
+        if (progress)
+            std::cerr << "attnviz-cli: --html-out: sentence " << attributing + 1 << " of " << ts.size() << ": "
+                      << cli_name(m) << std::endl;
+    };
     std::vector<SentenceAttribution> sentences;
     std::vector<AttentionRecord> maps;  // every head, for the page's head view
     for (size_t i = 0; i < ts.size(); ++i) {
-        sentences.push_back(attribute_sentence(model, ts[i], a, i));
+        attributing = i;
+        AttributionOptions mine = a;
+        mine.work_bound = work.sentence_bound(i);  // its share: automatic integrated gradients' points
+        sentences.push_back(attribute_sentence(model, ts[i], mine, i));
         maps.push_back(ts[i].empty() || ts[i].hypotheses.empty() ? AttentionRecord{} : ts[i].best().attention);
     }
-    WebPageOptions page;
-    page.model = o.model + ": " + describe_model(model.config());
     write_file_atomic(o.html_out, web_page(sentences, page, maps));
 }
 

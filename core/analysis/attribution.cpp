@@ -334,6 +334,103 @@ int64_t check_work(const Work& w, const AttributionOptions& options) {
 
 }  // namespace
 
+std::string AttributionWork::text() const {
+    std::string shares;
+    for (const auto& m : methods) shares += (shares.empty() ? "" : ", ") + m.name + " " + work_text(m.operations);
+    if (repeats > 1) shares += (shares.empty() ? "" : ", ") + std::string("each ") + std::to_string(repeats) + " times";
+    return "about " + work_text(total) + (shares.empty() ? "" : " (" + shares + ")");
+}
+
+int64_t AttributionWork::sentence_bound(size_t i) const {
+    const int64_t mine = i < sentences.size() ? sentences[i] : 0;
+    const int64_t rounds = std::max<int64_t>(repeats, 1);
+    const int64_t once = total / rounds, allowed = bound / rounds;
+    if (once <= 0 || allowed <= once) return std::max<int64_t>(mine, 1);
+    const double share = static_cast<double>(mine) / static_cast<double>(once);
+    return bytes_plus(mine, static_cast<int64_t>(share * static_cast<double>(allowed - once)));
+}
+
+AttributionWork count_attribution_work(const TranslationModel& model, const std::vector<Translation>& translations,
+                                       const AttributionOptions& options, int64_t repeats) {
+    AttributionWork w;
+    w.repeats = std::max<int64_t>(repeats, 1);
+    w.bound = options.work_bound > 0 ? options.work_bound : work_bound();
+    const bool saliency = wants(options, AttributionMethod::saliency), grad_input = wants(options, AttributionMethod::grad_input);
+    const int64_t points = options.ig_steps > 0 ? options.ig_steps : 1;
+    int64_t gradient = 0, integrated = 0, occluded = 0;
+    for (const Translation& t : translations) {
+        if (t.empty() || t.hypotheses.empty() || t.best().ids.empty()) {
+            w.sentences.push_back(0);
+            continue;
+        }
+        const Work k = work_for(*model.network(), static_cast<int64_t>(t.src_tokens.size()),
+                                static_cast<int64_t>(t.best().ids.size()), options);
+        int64_t mine = k.values();
+        w.values = bytes_plus(w.values, k.values());
+        if (saliency || grad_input) {
+            gradient = bytes_plus(gradient, k.every_step());
+            mine = bytes_plus(mine, k.every_step());
+        }
+        if (wants(options, AttributionMethod::integrated_gradients)) {
+            integrated = bytes_plus(integrated, bytes_times(points, k.every_step()));
+            mine = bytes_plus(mine, bytes_times(points, k.every_step()));
+        }
+        if (wants(options, AttributionMethod::occlusion)) {
+            occluded = bytes_plus(occluded, k.occlusion(options.target));
+            mine = bytes_plus(mine, k.occlusion(options.target));
+        }
+        w.sentences.push_back(mine);
+    }
+    int64_t total = w.values;
+    auto add = [&](AttributionMethod m, const std::string& name, int64_t ops) {
+        w.methods.push_back({m, name, ops});
+        total = bytes_plus(total, ops);
+    };
+    if (saliency || grad_input)
+        add(saliency ? AttributionMethod::saliency : AttributionMethod::grad_input,
+            saliency && grad_input ? "the gradient methods" : cli_name(saliency ? AttributionMethod::saliency : AttributionMethod::grad_input),
+            gradient);
+    if (wants(options, AttributionMethod::integrated_gradients))
+        add(AttributionMethod::integrated_gradients,
+            "integrated gradients at " + std::to_string(points) + (points == 1 ? " point" : " points"), integrated);
+    if (wants(options, AttributionMethod::occlusion)) add(AttributionMethod::occlusion, "occlusion", occluded);
+    w.total = bytes_times(total, w.repeats);
+    w.most = w.total;
+    if (wants(options, AttributionMethod::integrated_gradients) && options.ig_steps == 0 && w.total < w.bound)
+        w.most = bytes_plus(w.total, std::min(w.bound - w.total,
+                                              bytes_times(bytes_times(options.ig_max_steps - 1, integrated), w.repeats)));
+    return w;
+}
+
+void check_attribution_work(const AttributionWork& work, const std::string& what, const std::string& advice) {
+    if (work.fits()) return;
+    throw ConfigError(what + " would take " + work.text() + ", more than the " + work_text(work.bound) +
+                      " a command's attribution may take (ATTNVIZ_WORK_BOUND); " + advice);
+}
+
+AttributionOptions fit_attribution_work(const TranslationModel& model, const std::vector<Translation>& translations,
+                                        const AttributionOptions& options, std::vector<AttributionMethod>& left_out) {
+    AttributionOptions fit = options;
+    left_out.clear();
+    const AttributionWork asked = count_attribution_work(model, translations, options);
+    for (;;) {
+        const AttributionWork w = count_attribution_work(model, translations, fit);
+        if (w.fits()) return fit;
+        const AttributionWork::Method* costliest = nullptr;
+        for (const auto& m : w.methods)
+            if ((m.method == AttributionMethod::integrated_gradients || m.method == AttributionMethod::occlusion) &&
+                (!costliest || m.operations > costliest->operations))
+                costliest = &m;
+        if (!costliest || fit.methods.size() == 1)
+            check_attribution_work(asked, "the attribution of " + std::to_string(translations.size()) +
+                                              (translations.size() == 1 ? " sentence" : " sentences"),
+                                   "attribute fewer or shorter sentences (or a shorter maximum length)");
+        const AttributionMethod drop = costliest ? costliest->method : fit.methods.front();
+        fit.methods.erase(std::remove(fit.methods.begin(), fit.methods.end(), drop), fit.methods.end());
+        left_out.push_back(drop);
+    }
+}
+
 int64_t attribution_work(const EncoderDecoder& network, int64_t S, int64_t T, const AttributionOptions& options) {
     return check_work(work_for(network, S, T, options), options);
 }
@@ -433,7 +530,11 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     std::vector<int64_t> every_step;
     for (int64_t t = 0; t < s.T; ++t) every_step.push_back(t);
 
+    auto starting = [&](AttributionMethod m) {
+        if (options.on_method) options.on_method(m);
+    };
     if (wants(options, AttributionMethod::saliency) || wants(options, AttributionMethod::grad_input)) {
+        starting(wants(options, AttributionMethod::saliency) ? AttributionMethod::saliency : AttributionMethod::grad_input);
         const std::vector<double> ones(static_cast<size_t>(s.T), 1.0);
         const bool saliency = wants(options, AttributionMethod::saliency);
         const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, every_step, ones, ones, plan, saliency);
@@ -441,6 +542,7 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
         if (wants(options, AttributionMethod::grad_input)) set_scores(AttributionMethod::grad_input, g.dot_src, g.dot_tgt);
     }
     if (wants(options, AttributionMethod::integrated_gradients)) {
+        starting(AttributionMethod::integrated_gradients);
         // Each step's path integral on its own rows: a fixed number of points, or (automatic)
         // the steps still above the tolerance again with twice the points. Gauss-Legendre's
         // nodes of n and 2n points do not nest, so a doubling recomputes the step's rows.
@@ -513,6 +615,7 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
         set_scores(AttributionMethod::integrated_gradients, a_src, a_tgt);
     }
     if (wants(options, AttributionMethod::occlusion)) {
+        starting(AttributionMethod::occlusion);
         torch::Tensor src_drop, tgt_drop;
         occlusion(net, s, options.target, occlusion_rows, src_drop, tgt_drop);
         set_scores(AttributionMethod::occlusion, src_drop, tgt_drop);
@@ -564,7 +667,8 @@ void check_attribution_fits(const TranslationModel& model, const std::vector<Tra
 std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
                                                      const std::vector<std::string>& sentences,
                                                      const AttributionOptions& options, const DecodeOptions& decode,
-                                                     std::vector<Translation>* translations_out) {
+                                                     std::vector<Translation>* translations_out,
+                                                     const std::function<void(size_t, size_t)>& on_sentence) {
     options.validate();
     // The translations keep only the map attribution reads; dropped unless the caller wants them.
     DecodeOptions d = decode;
@@ -573,7 +677,19 @@ std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& mod
     std::vector<SentenceAttribution> out;
     auto translations = model.translate(sentences, d);
     check_attribution_fits(model, translations, options);  // before any is attributed
-    for (size_t i = 0; i < translations.size(); ++i) out.push_back(attribute_sentence(model, translations[i], options, i));
+    // The work bound holds the sentences together, not each alone (issue 46).
+    const AttributionWork work = count_attribution_work(model, translations, options);
+    check_attribution_work(work,
+                           "the attribution of " + std::to_string(translations.size()) +
+                               (translations.size() == 1 ? " sentence" : " sentences"),
+                           "attribute fewer or shorter sentences, by cheaper methods (saliency, grad-input) or with "
+                           "fewer integrated-gradients points");
+    for (size_t i = 0; i < translations.size(); ++i) {
+        if (on_sentence && work.shows_progress()) on_sentence(i, translations.size());
+        AttributionOptions mine = options;
+        mine.work_bound = work.sentence_bound(i);  // its share: automatic integrated gradients' points
+        out.push_back(attribute_sentence(model, translations[i], mine, i));
+    }
     if (translations_out) *translations_out = std::move(translations);
     return out;
 }

@@ -9,6 +9,7 @@
 // gradients, forward() for occlusion. The results are plain data
 // (core/analysis/attribution_result.hpp).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -61,6 +62,9 @@ struct AttributionOptions {
     /// integrated gradients starts with fewer points and stops doubling where the next round
     /// would pass it (SentenceAttribution::ig_work_capped).
     int64_t work_bound = 0;
+    /// Called as each method's work starts (the gradient methods once for saliency and
+    /// grad-input): a command's progress on stderr. May be empty.
+    std::function<void(AttributionMethod)> on_method;
     /// Throws ConfigError naming the first field out of range.
     void validate() const;
 };
@@ -83,20 +87,76 @@ SentenceAttribution attribute_sentence(const TranslationModel& model, const Tran
 void check_attribution_fits(const TranslationModel& model, const std::vector<Translation>& translations,
                             const AttributionOptions& options);
 
+/// What a command's attribution takes in operations (core/model/work_cost.hpp), counted before
+/// any sentence is attributed: the work bound holds a command's attribution as a whole, not one
+/// sentence's (issue 46: a page of 16 sentences of 400 words ran for minutes, each sentence
+/// within the bound). Per method as attribute() runs it; automatic integrated gradients at one
+/// point, its least (what is left of the bound is what it may spend on more points).
+struct AttributionWork {
+    /// Per translation: the operations its attribution commits (0: nothing to attribute).
+    std::vector<int64_t> sentences;
+    /// One method's share, over every sentence.
+    struct Method {
+        AttributionMethod method;
+        std::string name;        ///< as messages name it: "the gradient methods", "integrated gradients at 1 point"
+        int64_t operations = 0;  ///< once over every sentence
+    };
+    /// Per method asked for (results order); saliency and grad-input share one gradient pass,
+    /// counted once, under the first of them asked for.
+    std::vector<Method> methods;
+    int64_t values = 0;   ///< the forward passes every attribution makes beside its methods
+    int64_t total = 0;    ///< values and every method's, times `repeats`
+    int64_t repeats = 1;  ///< how many times the command attributes the sentences (bench-attribute's rounds)
+    int64_t bound = 0;    ///< the work bound it is held to (AttributionOptions::work_bound, else work_bound())
+    bool fits() const { return total <= bound; }
+    /// "about 1.2 x 10^12 operations (the gradient methods 2.0 x 10^10 operations, ...)".
+    std::string text() const;
+    /// The bound sentence i's attribute() call gets: what it commits and its share of what the
+    /// command leaves (automatic integrated gradients spends it on more points). Over every
+    /// sentence these add up to at most `bound` / `repeats`.
+    int64_t sentence_bound(size_t i) const;
+    /// The most it may take: total, and what automatic integrated gradients may spend on more
+    /// points (up to the bound).
+    int64_t most = 0;
+    /// Whether the command is long enough to show progress: the most it may take passes a tenth
+    /// of the bound (about 2-4 s at the default bound; docs/robustness.md).
+    bool shows_progress() const { return most > bound / 10; }
+};
+
+/// Counts the attribution of each translation's best hypothesis by `options`, `repeats` times
+/// (the sentences without output count 0).
+AttributionWork count_attribution_work(const TranslationModel& model, const std::vector<Translation>& translations,
+                                       const AttributionOptions& options, int64_t repeats = 1);
+
+/// Throws ConfigError when `work` passes its bound: `what` ("3 sentences' attribution") would
+/// take about N operations (each method's share), more than the bound; `advice` ends the message.
+void check_attribution_work(const AttributionWork& work, const std::string& what, const std::string& advice);
+
+/// The methods of `options` whose work over the translations fits the work bound together:
+/// integrated gradients and occlusion are left out, the costliest first, until the rest fit
+/// (their names go to `left_out`). Throws ConfigError with the numbers when the gradient methods
+/// alone (or the methods asked for, without them) still pass the bound.
+AttributionOptions fit_attribution_work(const TranslationModel& model, const std::vector<Translation>& translations,
+                                        const AttributionOptions& options, std::vector<AttributionMethod>& left_out);
+
 /// The maps a translation made only to be attributed keeps (DecodeOptions::maps): the one
 /// attribution compares with (options.attention_map; by default the primary map).
 MapsKept maps_for_attribution(const AttributionOptions& options);
 
 /// Translates the sentences (decode's options, keeping the maps attribution reads; top-k kept
 /// when asked) and attributes each best hypothesis. An empty sentence gives an entry without
-/// steps. A sentence too long to decode or attribute within the bound is refused, naming it.
+/// steps. A sentence too long to decode or attribute within the bound is refused, naming it, and
+/// so is work past the work bound over all the sentences (count_attribution_work), before any
+/// is attributed. `on_sentence(i, n)` (optional) is called as sentence i (0-based) of n starts
+/// when the work is long enough to show progress (AttributionWork::shows_progress).
 /// `translations` (optional): receives the translations attributed, for work that reads them
 /// too (erasure, core/analysis/erasure.hpp).
 std::vector<SentenceAttribution> attribute_sentences(const TranslationModel& model,
                                                      const std::vector<std::string>& sentences,
                                                      const AttributionOptions& options = {},
                                                      const DecodeOptions& decode = {},
-                                                     std::vector<Translation>* translations = nullptr);
+                                                     std::vector<Translation>* translations = nullptr,
+                                                     const std::function<void(size_t, size_t)>& on_sentence = {});
 
 /// Integrated gradients' completeness error relative to the change it explains:
 /// |error| / max(|log p(input) - log p(baseline)|, 0.01 nat), what ig_tolerance bounds.

@@ -561,6 +561,7 @@ std::string web_page(const std::vector<SentenceAttribution>& sentences, const We
                           " with every head's map would take about " + mebibytes(cost) + " to write, more than the " +
                           mebibytes(bound) + " bound; put fewer or shorter sentences on one page");
     nlohmann::json data{{"title", options.title}, {"model", options.model}, {"sentences", nlohmann::json::array()}};
+    if (!options.note.empty()) data["note"] = options.note;
     for (size_t i = 0; i < sentences.size(); ++i) {
         nlohmann::json j = to_json(sentences[i]);
         if (i < maps.size() && has_head_view(maps[i])) j["heads"] = heads_json(sentences[i], maps[i]);
@@ -573,6 +574,7 @@ std::string web_page(const std::vector<SentenceAttribution>& sentences, const We
     page += "<title>" + escape_html(options.title) + "</title>\n<style>" + page_style + "</style>\n</head>\n<body>\n";
     page += "<h1>" + escape_html(options.title) + "</h1>\n";
     if (!options.model.empty()) page += "<p class=\"model\">" + escape_html(options.model) + "</p>\n";
+    if (!options.note.empty()) page += "<p class=\"model note\">" + escape_html(options.note) + "</p>\n";
     page += "<p class=\"model\">Hover an output token or a row: its source weights light up. Attention is blue (0 to 1); "
             "attributions are red where a token raised the output's log-probability and blue where it lowered it, "
             "scaled per row; \u03c4 is Kendall's tau-b between the attention row and |attribution|, \u2713 where both "

@@ -22,6 +22,9 @@ namespace attnviz {
 struct WebPageOptions {
     std::string title = "attnviz: attention and attribution";  ///< the page's title and heading
     std::string model;  ///< a line describing the model (its file and describe_model()); may be empty
+    /// A line under it saying what the page leaves out and why (e.g. attribution methods past the
+    /// work bound); may be empty.
+    std::string note;
     /// The most the page's data may take while it is written (0: memory_bound(),
     /// core/model/memory_cost.hpp): a page beyond it (web_page_cost) is refused, ConfigError.
     int64_t memory_bound = 0;

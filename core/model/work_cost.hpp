@@ -29,8 +29,9 @@ constexpr int64_t k_elementwise_ops = 20;
 /// (maximum, exponent, sum, division) and the weighted sum's read, about 8 elementwise passes.
 constexpr int64_t k_attention_element_ops = 8 * k_elementwise_ops;
 
-/// The most work one sentence's attribution may take by default: 5 x 10^11 operations, about
-/// 20-45 s on two cores (see above; docs/robustness.md has the figures).
+/// The most work one command's attribution may take by default (all its sentences together,
+/// issue 46; AttributionWork, core/analysis/attribution.hpp): 5 x 10^11 operations, about 20-45 s
+/// on two cores (see above; docs/robustness.md has the figures).
 constexpr int64_t default_work_bound = 500'000'000'000;
 
 /// The bound in force for this process: set_work_bound()'s value, else the environment variable

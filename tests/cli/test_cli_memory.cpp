@@ -261,3 +261,117 @@ TEST_CASE("cli: beam search to the length limit and after a long prefix stays wi
         CHECK(m.peak_mb - base.peak_mb <= 48);
     }
 }
+
+namespace {
+
+/// A sentence of n words of the reverse task's vocabulary, "a h e b i ...".
+std::string task_sentence(int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += (i ? " " : "") + std::string(1, static_cast<char>('a' + (i * 7) % 10));
+    return s;
+}
+
+/// How many lines of `text` contain `part`.
+size_t lines_with(const std::string& text, const std::string& part) {
+    size_t n = 0;
+    for (const auto& line : lines_of(text)) n += line.find(part) != std::string::npos;
+    return n;
+}
+
+/// The methods of every sentence on a page (its data block's "methods"), and its note.
+std::pair<std::vector<std::vector<std::string>>, std::string> page_methods(const std::string& page) {
+    const std::string open = "<script type=\"application/json\" id=\"attnviz-data\">";
+    const size_t at = page.find(open);
+    REQUIRE(at != std::string::npos);
+    const size_t end = page.find("</script>", at);
+    const auto data = nlohmann::json::parse(page.substr(at + open.size(), end - at - open.size()));
+    std::vector<std::vector<std::string>> methods;
+    for (const auto& s : data.at("sentences")) methods.push_back(s.at("methods").get<std::vector<std::string>>());
+    return {methods, data.value("note", std::string())};
+}
+
+}  // namespace
+
+// Issue 46, item 11: the work bound held one sentence's attribution, not a command's: a page of
+// 16 sentences of 400 words ran for minutes, bench-attribute of one 300-word sentence 78.5 s. The
+// tiny model's 41-word sentence (4 output tokens) takes about 4.8 x 10^7 operations by the four
+// methods (occlusion 3.4 x 10^7), 7.7 x 10^6 by saliency; the bounds below are set from that.
+
+TEST_CASE("cli: --html-out leaves out the methods its sentences cannot take together, and says so",
+          "[cli][memory][attribution][work]") {
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    const std::string sentence = task_sentence(40);
+    const std::string input = sentence + "\n" + sentence + "\n" + sentence + "\n" + sentence + "\n";
+    // Each sentence fits 10^8 alone (4.8 x 10^7); the four together (1.9 x 10^8) do not, and
+    // without occlusion (5.6 x 10^7) they do.
+    Result r = work_bounded(dir, "1e8", {"translate", "--model", model, "--html-out", dir / "p.html"}, input);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const auto [methods, note] = page_methods(read_file(dir / "p.html"));
+    REQUIRE(methods.size() == 4);
+    for (const auto& m : methods)
+        CHECK(m == std::vector<std::string>{"saliency", "grad_input", "integrated_gradients"});
+    CHECK(note.find("Left out: occlusion") != std::string::npos);
+    CHECK(note.find("ATTNVIZ_WORK_BOUND") != std::string::npos);
+    CHECK(lines_with(r.err, "warning: --html-out: Left out: occlusion") == 1);
+    // Progress (past a tenth of the bound): a line per sentence and method group run.
+    CHECK(lines_with(r.err, "--html-out: sentence ") == 8);
+    CHECK(lines_with(r.err, "sentence 4 of 4: integrated-gradients") == 1);
+    // Under a bound the gradient methods alone pass, the page is refused with the numbers.
+    Result refused = work_bounded(dir, "2e7", {"translate", "--model", model, "--html-out", dir / "q.html"}, input);
+    CHECK(refused.code == 2);
+    require_one_error_line(refused, "the attribution of 4 sentences would take about");
+    CHECK(refused.err.find("ATTNVIZ_WORK_BOUND") != std::string::npos);
+    CHECK_FALSE(exists(dir / "q.html"));
+    // Within the default bound the page has every method, and so short a command shows no progress.
+    Result quick = cli(dir, {"translate", "--model", model, "--html-out", dir / "r.html"}, input);
+    INFO("stderr: " << quick.err);
+    REQUIRE(quick.code == 0);
+    CHECK(quick.err.empty());
+    const auto all = page_methods(read_file(dir / "r.html"));
+    CHECK(all.first.at(0).size() == 4);
+    CHECK(all.second.empty());
+}
+
+TEST_CASE("cli: attribute holds all its sentences together to the work bound, and shows progress",
+          "[cli][memory][attribution][work]") {
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    std::string input;
+    for (int i = 0; i < 20; ++i) input += task_sentence(40) + "\n";
+    // 20 sentences by saliency: 7.7 x 10^6 each, 1.5 x 10^8 together: past 10^8.
+    Result r = work_bounded(dir, "1e8", {"attribute", "--model", model, "--method", "saliency", "--out", dir / "a.json"}, input);
+    CHECK(r.code == 2);
+    require_one_error_line(r, "the attribution of 20 sentences would take about 1.5 x 10^8 operations");
+    CHECK(r.err.find("ATTNVIZ_WORK_BOUND") != std::string::npos);
+    CHECK_FALSE(exists(dir / "a.json"));
+    // 10 of them fit, past a tenth of the bound: a progress line per sentence.
+    std::string ten;
+    for (int i = 0; i < 10; ++i) ten += task_sentence(40) + "\n";
+    Result fits = work_bounded(dir, "1e8", {"attribute", "--model", model, "--method", "saliency", "--out", dir / "a.json"}, ten);
+    INFO("stderr: " << fits.err);
+    REQUIRE(fits.code == 0);
+    CHECK(lines_with(fits.err, ": saliency") == 10);
+    CHECK(lines_with(fits.err, "sentence 10 of 10: saliency") == 1);
+}
+
+TEST_CASE("cli: bench-attribute counts every round before the first and shows progress",
+          "[cli][memory][attribution][work]") {
+    TempDir dir;
+    const std::string model = train_tiny(dir);
+    // A round (the four runs) of the 41-word sentence is about 10^8 operations: 6 rounds (the
+    // default --repeat 5 and the untimed one) pass 3.5 x 10^8, 2 fit.
+    const std::string sentence = task_sentence(40);
+    Result r = work_bounded(dir, "3.5e8", {"bench-attribute", "--model", model, sentence});
+    CHECK(r.code == 2);
+    require_one_error_line(r, "bench-attribute: 6 rounds");
+    CHECK(r.err.find("ATTNVIZ_WORK_BOUND") != std::string::npos);
+    CHECK(r.err.find("use --repeat 2 or less") != std::string::npos);
+    Result fits = work_bounded(dir, "3.5e8", {"bench-attribute", "--model", model, "--repeat", "1", sentence});
+    INFO("stderr: " << fits.err);
+    REQUIRE(fits.code == 0);
+    CHECK(lines_with(fits.err, "bench-attribute: round ") == 8);  // 2 rounds of 4 runs
+    CHECK(lines_with(fits.err, "round 2 of 2: all") == 1);
+    CHECK(nlohmann::json::parse(fits.out).at("runs").size() == 4);
+}
