@@ -67,6 +67,13 @@ bool exists_followed(const fs::path& p) {
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/// Whether the blob is there and whole (its size the hub's, when the hub said one): a blob that
+/// a power cut left short is fetched again.
+bool blob_complete(const fs::path& blob, int64_t size) {
+    struct stat st {};
+    return ::stat(blob.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (size < 0 || int64_t(st.st_size) == size);
+}
+
 /// The shards an index names (its weight_map's values): top-level names ending in `ext` only.
 std::vector<std::string> index_shards(const std::string& text, const std::string& what, const std::string& ext) {
     const json j = parse_json_bounded(text, what);
@@ -394,7 +401,7 @@ DownloadPlan plan_download(const DownloadOptions& options, const DownloadCallbac
                             " for " + quote(name) + " of " + quote(id) + ": it cannot name a blob of the cache");
         f.size = to_int(h.header("x-linked-size"));
         if (f.size < 0 && h.status == 200) f.size = to_int(h.header("content-length"));
-        f.cached = exists_followed(snapshot / name) || exists_followed(repo / "blobs" / f.etag);
+        f.cached = blob_complete(repo / "blobs" / f.etag, f.size);
         if (f.size > 0) plan.total_bytes += f.size;
         if (!f.cached && f.size > 0) plan.missing_bytes += f.size;
         plan.files.push_back(f);
@@ -424,12 +431,16 @@ std::string download(const DownloadOptions& options, const DownloadPlan& plan, c
         s.progress.file_done = 0;
         const fs::path pointer = snapshot / f.name;
         if (!s.report(true)) throw Cancelled("download of " + quote(plan.repo_id) + " cancelled");
-        if (exists_followed(pointer)) continue;
         const fs::path blob = blobs / f.etag;
-        if (!exists_followed(blob)) {
+        if (!blob_complete(blob, f.size)) {
             BlobLock lock((locks / (f.etag + ".lock")).string(), [&s] { return s.report(false); });
-            if (!exists_followed(blob)) detail::fetch_blob(s, plan, f, blob.string());
+            if (!blob_complete(blob, f.size)) {
+                ::unlink(blob.c_str());  // short: fetched again
+                detail::fetch_blob(s, plan, f, blob.string());
+            }
         }
+        std::error_code ec;
+        if (exists_followed(pointer) && fs::read_symlink(pointer, ec).filename() == f.etag) continue;
         // ../../blobs/ETAG, one more ../ per folder of the file's name
         std::string up = "../../";
         for (char c : f.name)

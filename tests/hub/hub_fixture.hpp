@@ -3,6 +3,7 @@
 // per test case, started from the test and stopped with it (it also stops by itself). The tests
 // of this folder need Python's standard library; main() exits 77 (skipped) without it.
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -34,9 +35,15 @@ struct HubTempDir {
         if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
         path = tmpl;
     }
+    /// Removed with nftw: std::filesystem::remove_all resolves to libtorch.so's exported copy in
+    /// a process that links LibTorch (the ui tests), which crashes.
     ~HubTempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
+        ::nftw(
+            path.c_str(),
+            [](const char* p, const struct stat*, int type, struct FTW*) {
+                return (type == FTW_DP ? ::rmdir(p) : ::unlink(p)) == 0 ? 0 : 0;
+            },
+            16, FTW_DEPTH | FTW_PHYS);
     }
     std::string str() const { return path.string(); }
 };

@@ -358,3 +358,30 @@ TEST_CASE("hub download: a full disk (a file-size limit) leaves nothing that loo
     o.check_space = true;
     CHECK(snapshot_files(download(o, plan_download(o))) == k_tiny_files);
 }
+
+TEST_CASE("hub download: a 300 MB file against curl from the same server", "[.][hub_bench]") {
+    // Run by hand: attnviz_tests_hub "[hub_bench]". The download computes and checks the file's
+    // sha256 while it arrives (on a thread of its own), then links it; curl only writes it. Best of
+    // ATTNVIZ_BENCH_ROUNDS (5) each, alternating; ATTNVIZ_BENCH_MB sets the size.
+    const int mb = std::getenv("ATTNVIZ_BENCH_MB") ? std::atoi(std::getenv("ATTNVIZ_BENCH_MB")) : 300;
+    HubServer server({"--big-mb", std::to_string(mb)});
+    HubTempDir work;
+    const std::string url = server.endpoint() + "/bench/big/resolve/main/model.safetensors";
+    double ours = 1e9, curl = 1e9;
+    const int rounds = std::getenv("ATTNVIZ_BENCH_ROUNDS") ? std::atoi(std::getenv("ATTNVIZ_BENCH_ROUNDS")) : 5;
+    for (int round = 0; round < rounds; ++round) {
+        const std::string out = (work.path / "curl.bin").string();
+        auto t0 = std::chrono::steady_clock::now();
+        REQUIRE(std::system(("curl -sS -L -o " + out + " " + url).c_str()) == 0);
+        curl = std::min(curl, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        fs::remove(out);
+        HubTempDir cache;
+        t0 = std::chrono::steady_clock::now();
+        download_model(options_for(server, cache, "bench/big"));
+        ours = std::min(ours, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double bytes = double(mb) * (1 << 20);
+    std::printf("{\"benchmark\": \"hub download vs curl\", \"mb\": %d, \"attnviz_mb_per_s\": %.1f, "
+                "\"curl_mb_per_s\": %.1f, \"ratio\": %.3f, \"cores\": %u}\n",
+                mb, bytes / ours / 1e6, bytes / curl / 1e6, curl / ours, std::thread::hardware_concurrency());
+}
