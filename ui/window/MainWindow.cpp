@@ -195,6 +195,11 @@ void MainWindow::createActions() {
     m_openModelFolderAct = make(tr("Open model &folder…"), QString(), QKeySequence(tr("Ctrl+Shift+M")),
                                 tr("Open a pretrained Hugging Face model folder (Marian opus-mt, M2M100, NLLB): "
                                    "translate with it, see every head, fine-tune it on the corpus"));
+    m_openHubAct = make(tr("Open from the Hugging &Face Hub…"), QString(), QKeySequence(),
+                        tr("Download a pretrained translation model from the Hugging Face Hub into the shared cache "
+                           "and open it"));
+    m_modelsAct = make(tr("&Models…"), QString(), QKeySequence(),
+                       tr("The models of the Hugging Face cache: open or delete a revision"));
     m_saveAct = make(tr("&Save checkpoint"), QStringLiteral("save"), QKeySequence::Save, tr("Save the model and its curves"));
     m_saveAsAct = make(tr("Save checkpoint &as…"), QStringLiteral("save"), QKeySequence::SaveAs,
                        tr("Save the model to a new file"));
@@ -253,6 +258,8 @@ void MainWindow::createActions() {
     connect(m_openParallelAct, &QAction::triggered, this, &MainWindow::openParallelDialog);
     connect(m_openCheckpointAct, &QAction::triggered, this, &MainWindow::openCheckpointDialog);
     connect(m_openModelFolderAct, &QAction::triggered, this, &MainWindow::openModelFolderDialog);
+    connect(m_openHubAct, &QAction::triggered, this, &MainWindow::openHubDialog);
+    connect(m_modelsAct, &QAction::triggered, this, &MainWindow::openModelsDialog);
     connect(m_saveAct, &QAction::triggered, this, [this] { saveCheckpointDialog(false); });
     connect(m_saveAsAct, &QAction::triggered, this, [this] { saveCheckpointDialog(true); });
     connect(m_exportHeatmapAct, &QAction::triggered, this, &MainWindow::exportHeatmapDialog);
@@ -292,6 +299,8 @@ void MainWindow::createMenus() {
     file->addAction(m_openParallelAct);
     file->addAction(m_openCheckpointAct);
     file->addAction(m_openModelFolderAct);
+    file->addAction(m_openHubAct);
+    file->addAction(m_modelsAct);
     m_recentMenu = file->addMenu(tr("Open &recent"));
     file->addSeparator();
     file->addAction(m_saveAct);

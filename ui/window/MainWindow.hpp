@@ -70,6 +70,9 @@ public:
     QAction* openCheckpointAction() const { return m_openCheckpointAct; }
     /// File → Open model folder…: a Hugging Face model folder (Marian, M2M100/NLLB).
     QAction* openModelFolderAction() const { return m_openModelFolderAct; }
+    /// File → Open from the Hugging Face Hub… and File → Models… (ui/window/HubDialogs.hpp).
+    QAction* openHubAction() const { return m_openHubAct; }
+    QAction* modelsAction() const { return m_modelsAct; }
     QAction* exportHeatmapAction() const { return m_exportHeatmapAct; }
 
     /// The last error shown to the user (dialog or status bar).
@@ -166,6 +169,10 @@ private:
     void openCheckpointDialog();
     /// Asks for a Hugging Face model folder (config.json, weights, tokenizer files) and opens it.
     void openModelFolderDialog();
+    /// File → Open from the Hugging Face Hub…: downloads a model into the cache, then opens it.
+    void openHubDialog();
+    /// File → Models…: the cached models; opens or deletes a revision.
+    void openModelsDialog();
     void openCorpusDialog();
     /// Asks for the source file, then the target file, of parallel text.
     void openParallelDialog();
@@ -200,6 +207,8 @@ private:
     QAction* m_openParallelAct;
     QAction* m_openCheckpointAct;
     QAction* m_openModelFolderAct;
+    QAction* m_openHubAct = nullptr;
+    QAction* m_modelsAct = nullptr;
     QAction* m_saveAct;
     QAction* m_saveAsAct;
     QAction* m_exportHeatmapAct;

@@ -28,6 +28,7 @@
 #include "ui/heatmap/HeatmapWidget.hpp"
 #include "ui/heatmap/ModelView.hpp"
 #include "ui/training/LossChart.hpp"
+#include "ui/window/HubDialogs.hpp"
 #include "ui/window/MainWindow.hpp"
 #include "ui/training/ProbePanel.hpp"
 #include "ui/training/SettingsPanel.hpp"
@@ -309,6 +310,20 @@ void MainWindow::openModelFolderDialog() {
     openCheckpoint(path);
 }
 
+void MainWindow::openHubDialog() {
+    auto* dialog = new HubDownloadDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &HubDownloadDialog::modelReady, this, [this](const QString& snapshot) { openCheckpoint(snapshot); });
+    dialog->open();  // window-modal, not a nested event loop: the download runs on the background pool
+}
+
+void MainWindow::openModelsDialog() {
+    auto* dialog = new ModelsDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &ModelsDialog::openRequested, this, [this](const QString& snapshot) { openCheckpoint(snapshot); });
+    dialog->open();
+}
+
 void MainWindow::openCorpusDialog() {
     const QString path = QFileDialog::getOpenFileName(
         this, tr("Open corpus"), dirOf(QStringLiteral("dirs/corpus")),
@@ -333,6 +348,9 @@ void MainWindow::openParallelDialog() {
 
 void MainWindow::saveCheckpointDialog(bool forceAsk) {
     QString path = forceAsk ? QString() : m_controller->checkpointPath();
+    // A pretrained model opened from its folder (or a hub snapshot) has no checkpoint file yet:
+    // Save asks for one instead of writing over the folder's path (issue 48, item 7).
+    if (!path.isEmpty() && QFileInfo(path).isDir()) path.clear();
     if (path.isEmpty()) path = m_savePath();
     if (!path.isEmpty()) saveCheckpointTo(path);
 }
