@@ -5,6 +5,8 @@
 // checkpoint with a pretrained folder open asks for a file name. The pretrained model is
 // tools/make_hf_fixtures.py's Marian (the tests that need it say so and pass without it).
 #include <QDir>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -164,4 +166,32 @@ TEST_CASE("hub ui: Save checkpoint with a pretrained folder open asks for a file
     f.w().saveAction()->trigger();
     CHECK(f.pathsAsked == 2);
     REQUIRE(waitUntil([&] { return QFileInfo(f.savePath).isFile(); }, 60000));
+}
+
+TEST_CASE("hub ui: a screenshot of the download dialog in the middle of a download", "[.][hub_screenshot]") {
+    // By hand, under Xvfb: ATTNVIZ_SCREENSHOT_DIR=/tmp/shots xvfb-run -s "-screen 0 1280x820x24"
+    //   env QT_QPA_PLATFORM=xcb build/release/tests/attnviz_tests_ui "[hub_screenshot]"
+    // writes hub-listed.png (the files listed) and hub-progress.png (the screen during the download).
+    if (!pythonPresent()) return;
+    const QString dir = QString::fromLocal8Bit(qgetenv("ATTNVIZ_SCREENSHOT_DIR"));
+    REQUIRE_FALSE(dir.isEmpty());
+    HubServer server({"--big-mb", "400"});
+    QTemporaryDir cache;
+    ScopedEnv endpoint("HF_ENDPOINT", server.endpoint().c_str()), hubCache("HF_HUB_CACHE", cache.path().toUtf8().constData());
+    Fixture f;
+    f.w().openHubAction()->trigger();
+    auto* dialog = waitForChild<HubDownloadDialog>(f.w());
+    REQUIRE(dialog);
+    dialog->setModelId(QStringLiteral("bench/big"));
+    QSignalSpy listed(dialog, &HubDownloadDialog::listed);
+    dialog->listFiles();
+    REQUIRE(waitUntil([&] { return listed.count() > 0; }, 60000));
+    QTest::qWait(300);
+    dialog->grab().save(dir + QStringLiteral("/hub-listed.png"));
+    dialog->startDownload();
+    REQUIRE(waitUntil([&] { return dialog->bytesDone() > (100 << 20); }, 60000));
+    QTest::qWait(50);
+    QGuiApplication::primaryScreen()->grabWindow(0).save(dir + QStringLiteral("/hub-progress.png"));
+    dialog->cancel();
+    REQUIRE(waitUntil([&] { return !dialog->isBusy(); }, 60000));
 }
