@@ -25,7 +25,8 @@ CliApp::CliApp()
                 add_compare_attention_command(app), add_tasks_command(app), add_params_command(app),
                 add_upgrade_command(app),       add_export_command(app),    add_attribute_command(app),
                 add_agreement_command(app),     add_bench_attribute_command(app), add_heads_command(app),
-                add_download_command(app),      add_cache_command(app)};
+                add_download_command(app),      add_cache_command(app),     add_position_bias_command(app),
+                add_prefixes_command(app)};
 }
 
 CliApp::~CliApp() = default;

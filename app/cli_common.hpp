@@ -61,6 +61,8 @@ Command add_bench_attribute_command(CLI::App& parent);  ///< attribution time pe
 Command add_heads_command(CLI::App& parent);  ///< which heads matter (importance, confidence, roles)
 Command add_download_command(CLI::App& parent);  ///< a model from the Hugging Face Hub into its cache
 Command add_cache_command(CLI::App& parent);  ///< `cache list|delete`: the Hugging Face cache
+Command add_position_bias_command(CLI::App& parent);  ///< a T5 model's relative position bias per head (app/cli_t5.cpp)
+Command add_prefixes_command(CLI::App& parent);  ///< a T5 model's task prefixes (app/cli_t5.cpp)
 
 /// CLI11 checks whose messages are one clear line ("--beam: expected ..., got 'x'").
 CLI::Validator positive_int();

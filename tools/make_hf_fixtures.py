@@ -17,6 +17,9 @@ Writes, each a Hugging Face model folder as save_pretrained() writes it:
   OUT/nllb          an NLLB model (M2M100ForConditionalGeneration with NllbTokenizer) as transformers 5
                     saves it: tokenizer.json and tokenizer_config.json only (its language codes
                     eng_Latn ... are tokenizer.json's added tokens; no sentencepiece.bpe.model)
+  OUT/t5, OUT/flan_t5  T5ForConditionalGeneration: T5 (ReLU, tied embeddings rescaled) and Flan-T5-style
+                    (gated-GELU, its own lm_head), T5Tokenizer as tokenizer.json alone (tools/hf_fixtures_t5.py;
+                    reference.json's t5_extra / flan_t5_extra: compute_bias curves and task prefixes)
 and OUT/reference.json: per model, per sample sentence, the tokenizer's ids and decoded text,
 greedy and beam outputs of generate(), and the logits and every attention map of a
 teacher-forced pass (encoder_attentions, decoder_attentions, cross_attentions, eager
@@ -404,8 +407,11 @@ def main():
         return 2
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    with open(os.path.abspath(__file__), "rb") as f:
-        stamp = hashlib.sha256(f.read()).hexdigest() + " " + transformers.__version__ + " " + torch.__version__
+    digest = hashlib.sha256()
+    for path in (os.path.abspath(__file__), os.path.join(HERE, "hf_fixtures_t5.py")):  # the T5 family's module too
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    stamp = digest.hexdigest() + " " + transformers.__version__ + " " + torch.__version__
     stamp_file = os.path.join(out, "stamp")
     if os.path.exists(stamp_file) and os.path.exists(os.path.join(out, "reference.json")):
         with open(stamp_file) as f:
@@ -416,6 +422,11 @@ def main():
     ref = {"transformers": transformers.__version__, "torch": torch.__version__,
            "marian": make_marian(out, lines), "m2m100": make_m2m100(out, lines), "nllb": make_nllb(out, lines)}
     ref["m2m100_json"] = make_m2m100_json(out, ref["m2m100"])
+    import hf_fixtures_t5  # tools/hf_fixtures_t5.py: T5 (relu, tied) and Flan-T5-style (gated-gelu, own lm_head)
+    for name, gated, seed in (("t5", False, 21), ("flan_t5", True, 23)):
+        ref[name], ref[name + "_extra"] = hf_fixtures_t5.make_t5(out, lines, train_to_copy, references, name=name,
+                                                                 gated=gated, seed=seed)
+    hf_fixtures_t5.clean(out)
     ref["bart"] = make_bart(out, lines)
     ref["mbart50"] = make_mbart50(out, lines)
     with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:

@@ -38,7 +38,8 @@ enum class PretrainedFamily {
     marian,  ///< "marian": MarianMTModel (Helsinki-NLP's opus-mt)
     m2m100,  ///< "m2m_100": M2M100ForConditionalGeneration (M2M100, NLLB)
     bart,    ///< "bart": BartForConditionalGeneration (bart-large-cnn, distilbart): post-norm, learned positions
-    mbart    ///< "mbart": MBartForConditionalGeneration (mbart-large-50): BART's with pre-norm and final LayerNorms
+    mbart,   ///< "mbart": MBartForConditionalGeneration (mbart-large-50): BART's with pre-norm and final LayerNorms
+    t5       ///< "t5", "mt5": T5ForConditionalGeneration (T5, Flan-T5, mT5): core/config/t5_config.hpp, core/model/t5_model.hpp
 };
 std::string to_string(PretrainedFamily f);  ///< config.json's model_type: "marian", "m2m_100", "bart", "mbart"
 /// The model_type values attnviz reads, for messages: "marian, m2m_100".
@@ -63,6 +64,8 @@ enum class PositionTable {
     learned   ///< BartLearnedPositionalEmbedding: a trained [max_position_embeddings + 2, d] table (the encoder's
               ///< and the decoder's own), position p reading row p + 2 whatever the tokens (BART, mBART)
 };
+
+struct T5Options;  // core/config/t5_config.hpp
 
 /// A model's shape and the named differences of its family (see the table above).
 struct PretrainedConfig {
@@ -95,6 +98,9 @@ struct PretrainedConfig {
     /// config.json as read: export writes it back (with the fields above), so keys attnviz does not
     /// use survive a round trip.
     nlohmann::json raw = nlohmann::json::object();
+    /// The T5 family's own fields (family t5: relative position buckets, d_kv, the gated feed-forward,
+    /// task prefixes), else null.
+    std::shared_ptr<const T5Options> t5;
 
     /// The vocabulary the decoder scores (lm_head's rows).
     int64_t target_vocab_size() const { return share_embeddings ? vocab_size : decoder_vocab_size; }

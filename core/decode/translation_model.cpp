@@ -105,8 +105,9 @@ DecodeOptions TranslationModel::with_languages(std::vector<std::vector<std::stri
         }
         return d;
     }
-    if (pt->kind() == PretrainedTokenizerKind::bart) {
-        // No languages (the tokenizer puts <s> first itself); a language given is refused in one line.
+    if (pt->kind() == PretrainedTokenizerKind::bart || pt->kind() == PretrainedTokenizerKind::t5) {
+        // No languages (BART's tokenizer puts <s> first itself; T5's task prefix is typed text); a
+        // language given is refused in one line.
         if (!options.source_lang.empty()) pt->language_token(options.source_lang, false);
         if (!options.target_lang.empty()) pt->language_token(options.target_lang, true);
         return d;

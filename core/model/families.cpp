@@ -3,6 +3,7 @@
 
 #include "core/model/pretrained_model.hpp"
 #include "core/model/rnn_model.hpp"
+#include "core/model/t5_model.hpp"
 #include "core/model/transformer_model.hpp"
 
 namespace attnviz {
@@ -10,7 +11,9 @@ namespace attnviz {
 Network build_network(const ModelConfig& config, NetworkFill fill) {
     switch (config.arch) {
     case ModelArch::transformer: return std::make_shared<TransformerImpl>(config);
-    case ModelArch::pretrained: return std::make_shared<PretrainedImpl>(config, fill == NetworkFill::initialised);
+    case ModelArch::pretrained:
+        if (is_t5_config(config)) return std::make_shared<T5Impl>(config, fill == NetworkFill::initialised);
+        return std::make_shared<PretrainedImpl>(config, fill == NetworkFill::initialised);
     case ModelArch::rnn: break;
     }
     return std::make_shared<Seq2SeqImpl>(config);

@@ -14,6 +14,7 @@
 
 #include "core/model/pretrained_model.hpp"
 #include "core/model/rnn_model.hpp"
+#include "core/model/t5_model.hpp"
 #include "core/model/transformer_model.hpp"
 #include "core/model/work_cost.hpp"
 
@@ -257,5 +258,34 @@ MemoryCost Seq2SeqImpl::memory_cost() const {
     }
     return cost;
 }
+
+
+// The T5 family (core/model/t5_model.hpp): the pretrained stack's costs at the wider of d and the
+// heads' inner width h x d_kv (its q, k, v and their heads' copies are that wide), the gated
+// feed-forward's two [f] products counted as a wider f; per attention element the position bias
+// added to the scores (one more [h, Tq, Tk] alive: the bias itself, built per pass).
+namespace {
+StackShape t5_shape(const PretrainedConfig& c, int64_t V) {
+    StackShape s = pretrained_shape(c, V);
+    const T5Options& o = *c.t5;
+    s.d = std::max(c.d_model, o.inner(c.encoder_heads));
+    if (o.gated) s.fe = s.fd = 2 * c.encoder_ffn;
+    return s;
+}
+}  // namespace
+
+MemoryCost T5Impl::memory_cost() const {
+    const StackShape s = t5_shape(hf(), m_config.tgt_vocab);
+    MemoryCost cost = stack_cost(s);
+    for (ShapeCost* path : {&cost.evaluation, &cost.training, &cost.attribution}) {
+        path->ss += f4 * s.he;
+        path->tt += f4 * s.hd;
+    }
+    cost.encoding.ss += f4 * s.he;
+    cost.step.t += f4 * s.hd;
+    return cost;
+}
+
+ShapeCost T5Impl::forward_work() const { return stack_work(t5_shape(hf(), m_config.tgt_vocab)); }
 
 }  // namespace attnviz

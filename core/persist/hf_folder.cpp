@@ -61,6 +61,7 @@ PretrainedTokenizerKind tokenizer_kind(const fs::path& dir, const PretrainedConf
     if (cls.rfind("Marian", 0) == 0) return PretrainedTokenizerKind::marian;
     if (cls.rfind("M2M100", 0) == 0) return PretrainedTokenizerKind::m2m100;
     if (cls.rfind("Nllb", 0) == 0) return PretrainedTokenizerKind::nllb;
+    if (cls.rfind("T5", 0) == 0 || cls.rfind("MT5", 0) == 0) return PretrainedTokenizerKind::t5;
     // transformers 5 saves BART's as RobertaTokenizer (BartTokenizer is its alias).
     if (cls.rfind("Bart", 0) == 0 || cls.rfind("Roberta", 0) == 0) return PretrainedTokenizerKind::bart;
     if (cls.rfind("MBart50", 0) == 0) return PretrainedTokenizerKind::mbart50;
@@ -72,6 +73,7 @@ PretrainedTokenizerKind tokenizer_kind(const fs::path& dir, const PretrainedConf
         throw FileError(what + ": tokenizer_class " + quote(cls) +
                         " is not one attnviz reads (MarianTokenizer, M2M100Tokenizer, NllbTokenizer, BartTokenizer, "
                         "MBart50Tokenizer)");
+    if (c.family == PretrainedFamily::t5) return PretrainedTokenizerKind::t5;
     if (c.family == PretrainedFamily::marian) return PretrainedTokenizerKind::marian;
     if (c.family == PretrainedFamily::bart) return PretrainedTokenizerKind::bart;
     if (c.family == PretrainedFamily::mbart) return PretrainedTokenizerKind::mbart50;
@@ -96,7 +98,12 @@ std::shared_ptr<const PretrainedTokenizer> read_tokenizer(const fs::path& dir, c
             throw FileError(what + " has no " + name + " (the " + to_string(f.kind) + " tokenizer needs it; or tokenizer.json)");
         return read_text(dir / name, what + ": " + name);
     };
-    if (f.kind == PretrainedTokenizerKind::marian) {
+    if (f.kind == PretrainedTokenizerKind::t5) {
+        if (!optional)
+            throw FileError(what + " has no tokenizer.json (attnviz reads T5's tokenizer from it, as transformers 5 saves it: "
+                                   "T5Tokenizer.from_pretrained(folder).save_pretrained(folder) writes one)");
+        f.source_spm = read_if_there(dir / "spiece.model", what + ": spiece.model");  // kept for export
+    } else if (f.kind == PretrainedTokenizerKind::marian) {
         f.source_spm = need("source.spm");
         f.target_spm = need("target.spm");
         f.vocab_json = need("vocab.json");
@@ -132,6 +139,8 @@ const torch::Tensor* find_weight(const std::map<std::string, torch::Tensor>& w, 
 /// Tensors a folder may hold that the network does not read: position tables (computed), and
 /// the tied copies of the shared embedding.
 bool ignorable(const std::string& name) {
+    // T5 checkpoints of transformers 4 and older: a cross-attention bias no layer reads.
+    if (name == "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight") return true;
     static const std::regex ignored(
         R"((model\.)?(encoder|decoder)\.embed_positions\.(weight|weights|_float_tensor)|)"
         R"((model\.)?(encoder|decoder)\.embed_tokens\.weight|lm_head\.weight|final_logits_bias)");
@@ -223,6 +232,8 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
     std::map<std::string, torch::Tensor> tensors;
     for (auto& [name, t] : read_weights(dir_in, read_options))
         if (!tensors.emplace(name, t).second) throw FileError(what + ": the weights hold " + quote(name, 200) + " twice");
+    // T5: transformers 5 ties lm_head to `shared` unless the weights hold one of their own (Flan-T5, mT5).
+    if (c.family == PretrainedFamily::t5) spec->model.tie_word_embeddings = !tensors.count("lm_head.weight");
     {
         std::set<std::string> seen;
         for (const auto& p : parameter_names(mc)) {
@@ -380,7 +391,9 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
     // The tokenizer's files as they were read: tokenizer.json when the model came with one, and the
     // SentencePiece and vocabulary files it had (a folder saved by transformers 5 may have none).
     if (!files.tokenizer_json.empty()) outputs.emplace_back("tokenizer.json", files.tokenizer_json);
-    if (files.kind == PretrainedTokenizerKind::marian && !files.source_spm.empty()) {
+    if (files.kind == PretrainedTokenizerKind::t5) {
+        if (!files.source_spm.empty()) outputs.emplace_back("spiece.model", files.source_spm);
+    } else if (files.kind == PretrainedTokenizerKind::marian && !files.source_spm.empty()) {
         outputs.emplace_back("source.spm", files.source_spm);
         outputs.emplace_back("target.spm", files.target_spm.empty() ? files.source_spm : files.target_spm);
         if (!files.vocab_json.empty()) outputs.emplace_back("vocab.json", files.vocab_json);

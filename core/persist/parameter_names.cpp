@@ -5,6 +5,7 @@
 #include "core/config/pretrained_config.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/persist/t5_parameter_names.hpp"
 
 namespace attnviz {
 
@@ -110,6 +111,8 @@ std::vector<ParameterName> pretrained_names(const ModelConfig& mc) {
 std::vector<ParameterName> parameter_names(const ModelConfig& c) {
     c.validate_for_build();
     if (c.is_transformer()) return transformer_names(c);
+    if (c.is_pretrained() && c.pretrained && c.pretrained->model.family == PretrainedFamily::t5)
+        return t5_parameter_names(c);  // core/persist/t5_parameter_names.cpp
     if (c.is_pretrained()) return pretrained_names(c);
     const int64_t E = c.embed_size, H = c.hidden_size, L = c.num_layers;
     const int64_t D = c.bidirectional ? 2 : 1, K = D * H;

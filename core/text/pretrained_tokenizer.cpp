@@ -189,6 +189,7 @@ std::string to_string(PretrainedTokenizerKind k) {
     case PretrainedTokenizerKind::marian: return "marian";
     case PretrainedTokenizerKind::m2m100: return "m2m100";
     case PretrainedTokenizerKind::nllb: return "nllb";
+    case PretrainedTokenizerKind::t5: return "t5";
     case PretrainedTokenizerKind::bart: return "bart";
     case PretrainedTokenizerKind::mbart50: return "mbart50";
     }
@@ -222,8 +223,9 @@ void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json
     for (const auto& a : tj.added_tokens())
         if (a.special) t.m_special[a.content] = 1;
     // Language codes: the added tokens that look like one (M2M100 "__fr__", NLLB "fra_Latn"), or
-    // Marian's ">>fra<<" pieces of the vocabulary.
-    if (files.kind == PretrainedTokenizerKind::marian) {
+    // Marian's ">>fra<<" pieces of the vocabulary. T5 has none: a task prefix is typed text.
+    if (files.kind == PretrainedTokenizerKind::t5) {
+    } else if (files.kind == PretrainedTokenizerKind::marian) {
         for (const auto& token : t.m_src_tokens)
             if (token.size() > 4 && token.rfind(">>", 0) == 0 && token.compare(token.size() - 2, 2, "<<") == 0) {
                 const std::string code = token.substr(2, token.size() - 4);
@@ -597,6 +599,7 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::from_json(const 
     if (kind == "marian") f.kind = PretrainedTokenizerKind::marian;
     else if (kind == "m2m100") f.kind = PretrainedTokenizerKind::m2m100;
     else if (kind == "nllb") f.kind = PretrainedTokenizerKind::nllb;
+    else if (kind == "t5") f.kind = PretrainedTokenizerKind::t5;
     else if (kind == "bart") f.kind = PretrainedTokenizerKind::bart;
     else if (kind == "mbart50") f.kind = PretrainedTokenizerKind::mbart50;
     else throw FileError("tokenizer: kind " + quote(kind) + " is not marian, m2m100, nllb, bart or mbart50");

@@ -49,8 +49,10 @@ enum class PretrainedTokenizerKind {
     nllb,    ///< NllbTokenizer: sentencepiece.bpe.model with fairseq's ids, language codes like fra_Latn
     bart,    ///< BartTokenizer (transformers 5: RobertaTokenizer): byte-level BPE, tokenizer.json or vocab.json +
              ///< merges.txt; the source starts with <s> (its post-processor's), no languages
-    mbart50  ///< MBart50Tokenizer: SentencePiece with fairseq's ids, the 52 language codes en_XX ... after the
+    mbart50, ///< MBart50Tokenizer: SentencePiece with fairseq's ids, the 52 language codes en_XX ... after the
              ///< pieces; read from tokenizer.json (what transformers 5 saves)
+    t5       ///< T5Tokenizer: Unigram (spiece.model's pieces, pad 0, </s> 1, <unk> 2) with <extra_id_N> sentinels
+             ///< last; read from tokenizer.json (what transformers 5 saves); no languages (a task prefix is text)
 };
 std::string to_string(PretrainedTokenizerKind k);  ///< "marian", "m2m100", "nllb", "bart", "mbart50"
 

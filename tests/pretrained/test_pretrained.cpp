@@ -26,7 +26,8 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string k_fixtures = ATTNVIZ_HF_FIXTURES;
+// ATTNVIZ_HF_FIXTURES in the environment: another fixture folder (one tools/make_hf_fixtures.py wrote elsewhere).
+const std::string k_fixtures = std::getenv("ATTNVIZ_HF_FIXTURES") ? std::getenv("ATTNVIZ_HF_FIXTURES") : ATTNVIZ_HF_FIXTURES;
 
 bool have_fixtures() {
     if (std::filesystem::exists(k_fixtures + "/reference.json")) return true;
@@ -60,8 +61,10 @@ struct IdMap {
 
 std::vector<int64_t> ints(const json& j) { return j.get<std::vector<int64_t>>(); }
 
-/// generate()'s sequences without the padding it adds after an end when it returns several.
-std::vector<int64_t> without_padding(std::vector<int64_t> ids, int64_t pad) {
+/// generate()'s sequences without the padding it adds after an end when it returns several (pad, or
+/// for T5 the end token again: everything after the first end).
+std::vector<int64_t> without_padding(std::vector<int64_t> ids, int64_t pad, int64_t eos = -1) {
+    if (const auto end = std::find(ids.begin(), ids.end(), eos); eos >= 0 && end != ids.end()) ids.erase(end + 1, ids.end());
     while (!ids.empty() && ids.back() == pad) ids.pop_back();
     return ids;
 }
@@ -102,6 +105,9 @@ const Case k_cases[] = {{"marian", "marian", "", ""},
                         {"m2m100", "m2m100", "en", "fr"},
                         {"nllb", "nllb", "eng_Latn", "fra_Latn"},
                         {"m2m100_json", "m2m100_json", "en", "fr"},
+                        // T5 (ReLU, tied and rescaled) and Flan-T5-style (gated-GELU, own lm_head): tools/hf_fixtures_t5.py
+                        {"t5", "t5", "", ""},
+                        {"flan_t5", "flan_t5", "", ""},
                         // BART (byte-level BPE, <s> forced first) and mBART-50 (en_XX, fr_XX), both as
                         // transformers 5 saves them: tokenizer.json and tokenizer_config.json only.
                         {"bart", "bart", "", ""},
@@ -203,6 +209,12 @@ TEST_CASE("pretrained greedy and beam search are token-identical to generate()",
                          {"beam_lp", {{"num_beams", 4}, {"length_penalty", 2.0}, {"num_return_sequences", 2}}}}},
         {"nllb", {{"beam", json::object()},
                   {"beam_lp", {{"num_beams", 3}, {"length_penalty", 1.5}, {"num_return_sequences", 2}}}}},
+        {"t5", {{"beam", json::object()},
+                {"beam_lp", {{"num_beams", 4}, {"length_penalty", 0.6}, {"num_return_sequences", 2}}},
+                {"beam_never", {{"num_beams", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 2}}}}},
+        {"flan_t5", {{"beam", json::object()},
+                     {"beam_lp", {{"num_beams", 4}, {"length_penalty", 0.6}, {"num_return_sequences", 2}}},
+                     {"beam_never", {{"num_beams", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 2}}}}},
         {"bart", {{"beam", json::object()},
                   {"beam_lp", {{"num_beams", 3}, {"length_penalty", 0.6}, {"num_return_sequences", 2}}},
                   {"beam_never", {{"num_beams", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 2}}}}},
@@ -230,7 +242,8 @@ TEST_CASE("pretrained greedy and beam search are token-identical to generate()",
                 REQUIRE(t.hypotheses.size() == want.size());
                 const int64_t pad = model->config().pretrained->model.pad_token_id;
                 for (size_t i = 0; i < want.size(); ++i)
-                    CHECK(tgt_map.model_ids(t.hypotheses[i].ids) == without_padding(ints(want[i]), pad));
+                    CHECK(tgt_map.model_ids(t.hypotheses[i].ids) ==
+                          without_padding(ints(want[i]), pad, model->config().pretrained->model.eos_token_id));
             }
         }
     }
