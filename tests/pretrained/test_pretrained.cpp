@@ -438,6 +438,33 @@ TEST_CASE("a broken model folder is refused in one line naming the file and the 
     }
 }
 
+TEST_CASE("a model folder's tokenizer.json attnviz cannot read is refused in one line naming it", "[pretrained][hostile][tokenizer_json]") {
+    if (!have_fixtures()) return;
+    auto edit_tokenizer = [](const std::string& as, const std::function<void(json&)>& edit) {
+        const auto dir = copy_fixture("nllb", as);
+        json t = read_json_file(dir + "/tokenizer.json");
+        edit(t);
+        write_text(dir + "/tokenizer.json", t.dump());
+        return dir;
+    };
+    SECTION("an unknown component names the supported ones") {
+        const auto dir = edit_tokenizer("tj-unknown", [](json& t) { t["pre_tokenizer"] = {{"type", "UnicodeScripts"}}; });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("tokenizer.json: pre_tokenizer: unknown pre_tokenizer type 'UnicodeScripts'; "
+                                                           "attnviz reads") &&
+                                               Catch::Contains("Metaspace"));
+    }
+    SECTION("a value of the wrong type names the key") {
+        const auto dir = edit_tokenizer("tj-type", [](json& t) { t["added_tokens"][0]["special"] = "yes"; });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("tokenizer.json: added_tokens[0].special: expected true or false"));
+    }
+    SECTION("a token past the model's rows") {
+        const auto dir = edit_tokenizer("tj-rows", [](json& t) {
+            t["added_tokens"].push_back({{"id", 100000}, {"content", "<far>"}, {"special", true}, {"normalized", false}});
+        });
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("tokenizer.json: token '<far>' has id 100000, past the model's"));
+    }
+}
+
 TEST_CASE("a hub id is found in the local Hugging Face cache", "[pretrained][hub]") {
     if (!have_fixtures()) return;
     const attnviz::testing::ScratchDir scratch("hub-cache");
