@@ -14,6 +14,7 @@ cache huggingface_hub's snapshot_download wrote, both from the same server.
 Exit 77 (skipped) when what a part needs is missing.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -166,6 +167,24 @@ def part_interop(args):
             check(code == 0 and out.strip(), "attnviz-cli translates from %s (%s)" % (cache, err.strip()[-300:]))
             outputs.append(out.strip())
         check(outputs[0] == outputs[1], "the same translation from both caches")
+        # Both at once into one cache: the blob locks keep them apart, every blob is whole.
+        both = os.path.join(args.work, "both-cache")
+        ours_p = subprocess.Popen([args.cli, "download", rid, "-q"], env=env_for(server.endpoint, both),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        theirs_p = subprocess.Popen([sys.executable, "-c", fetch, rid], env=env_for(server.endpoint, both),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        o1, e1 = ours_p.communicate(timeout=600)
+        o2, e2 = theirs_p.communicate(timeout=600)
+        check(ours_p.returncode == 0 and theirs_p.returncode == 0 and o1.strip() == o2.strip(),
+              "attnviz-cli and snapshot_download at once into one cache (%s %s)" % (e1.strip()[-200:], e2.strip()[-200:]))
+        blobs = os.path.join(both, "models--" + rid.replace("/", "--"), "blobs")
+        whole = True
+        for name in os.listdir(blobs):
+            if len(name) == 64:
+                with open(os.path.join(blobs, name), "rb") as f:
+                    whole &= hashlib.sha256(f.read()).hexdigest() == name
+            whole &= not name.endswith(".incomplete")
+        check(whole, "... every LFS blob's sha256 is its name, nothing incomplete")
         print("transformers: %r, attnviz: %r" % (hf_text, outputs[1]))
     finally:
         server.stop()
