@@ -318,7 +318,7 @@ def make_bart(out, lines):
     """BART (bart-large-cnn's layout: post-norm, learned positions offset by 2, layernorm_embedding, GELU,
     final_logits_bias; </s> starts the decoder, <s> forced first) with a byte-level BPE tokenizer trained
     here by `tokenizers` and saved by transformers 5 as BartTokenizer saves it: tokenizer.json (and
-    tokenizer_config.json) only."""
+    tokenizer_config.json) only; OUT/bart_files the same with vocab.json and merges.txt instead."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer
     bpe = Tokenizer(models.BPE())
@@ -355,6 +355,13 @@ def make_bart(out, lines):
                                                pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
                                                forced_bos_token_id=tok.bos_token_id, forced_eos_token_id=tok.eos_token_id)
     model.save_pretrained(folder)
+    # The same model with the tokenizer as older folders hold it: vocab.json and merges.txt, no tokenizer.json.
+    files = os.path.join(out, "bart_files")
+    if os.path.exists(files):
+        shutil.rmtree(files)
+    shutil.copytree(folder, files)
+    os.remove(os.path.join(files, "tokenizer.json"))
+    tok.backend_tokenizer.model.save(files)
     model.config._attn_implementation = "eager"
     variants = {"beam": {}, "beam_lp": {"num_beams": 3, "length_penalty": 0.6, "num_return_sequences": 2},
                 "beam_never": {"num_beams": 2, "early_stopping": "never", "no_repeat_ngram_size": 2}}

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "core/io/error.hpp"
+#include "core/io/message.hpp"
 #include "core/text/text.hpp"
+#include "core/text/unicode.hpp"
 #include "core/text/vocab.hpp"
 
 namespace attnviz {
@@ -17,8 +19,39 @@ const std::string k_boundary = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
 bool starts_word(const std::string& piece) { return piece.compare(0, k_boundary.size(), k_boundary) == 0; }
 
+/// A pretrained model's own markup token ("<s>" BART's source starts with, "<mask>", "<extra_id_0>"):
+/// "<", an optional "/", a lower-case letter, letters, digits or "_", ">". Not a byte piece ("<0xE4>"),
+/// which is part of a word.
+bool is_markup(const std::string& t) {
+    if (t.size() < 3 || t.front() != '<' || t.back() != '>') return false;
+    size_t i = t[1] == '/' ? 2 : 1;
+    if (i >= t.size() - 1 || t[i] < 'a' || t[i] > 'z') return false;
+    for (; i < t.size() - 1; ++i)
+        if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '_')) return false;
+    return true;
+}
+
+/// A word of byte pieces (a byte-level BPE model's parts of one character are named by their bytes,
+/// "\xE2" "\x98" "\x83"): the text they make together ("☃") when it is UTF-8 without control
+/// characters, else the word as it was.
+std::string joined_bytes(const std::string& w) {
+    if (w.find("\\x") == std::string::npos) return w;
+    auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); };
+    std::string out;
+    for (size_t i = 0; i < w.size(); ++i) {
+        if (w[i] == '\\' && i + 3 < w.size() && w[i + 1] == 'x' && hex(w[i + 2]) && hex(w[i + 3])) {
+            out += static_cast<char>(std::stoi(w.substr(i + 2, 2), nullptr, 16));
+            i += 3;
+        } else {
+            out += w[i];
+        }
+    }
+    return is_valid_utf8(out) && !has_control_characters(out) ? out : w;
+}
+
 bool is_special(const std::string& t) {
-    return t == Vocab::pad_token || t == Vocab::bos_token || t == Vocab::eos_token || t == Vocab::unk_token;
+    return t == Vocab::pad_token || t == Vocab::bos_token || t == Vocab::eos_token || t == Vocab::unk_token ||
+           is_markup(t);
 }
 
 }  // namespace
@@ -48,8 +81,10 @@ WordGroups group_subwords(const std::vector<std::string>& pieces, const std::vec
         g.members.push_back({i});
         open = can_continue;
     }
-    for (auto& w : g.words)
+    for (auto& w : g.words) {
         if (w.empty()) w = k_boundary;  // a lone "▁" nothing followed: keep it visible
+        w = joined_bytes(w);
+    }
     return g;
 }
 

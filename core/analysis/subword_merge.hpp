@@ -23,10 +23,13 @@ struct WordGroups {
 
 /// Groups SentencePiece pieces into words: a piece starting with "▁" (U+2581) begins
 /// a word, any other piece continues the one before. Special tokens (<eos>, <pad>,
-/// <bos>, and <unk> unless `unknown` says what it stood for) are groups of their own.
+/// <bos>, and <unk> unless `unknown` says what it stood for) are groups of their own, and so
+/// is a pretrained model's markup such as BART's "<s>" or "<mask>" (not a byte piece "<0xE4>").
 /// `unknown` lists, in order, the pieces shown as <unk> (Translation::unknown): one
 /// that began with "▁" begins a word. A word's text is its pieces joined, "▁" dropped
-/// (a lone "▁" that nothing continues stays "▁").
+/// (a lone "▁" that nothing continues stays "▁"), and pieces named by their bytes (a
+/// byte-level BPE model's parts of a character, "\xE2" "\x98" "\x83") made the text they
+/// spell ("☃") where it is UTF-8.
 WordGroups group_subwords(const std::vector<std::string>& pieces, const std::vector<std::string>& unknown = {});
 
 /// Merges an attention matrix [target pieces][source pieces]: merged[r][c] is the

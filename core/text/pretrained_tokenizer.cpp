@@ -151,7 +151,7 @@ std::string bart_tokenizer_json(const std::string& vocab_text, const std::string
     };
     for (const char* t : {"<s>", "<pad>", "</s>", "<unk>", "<mask>"})
         if (id_of(t) >= 0)
-            added.push_back({{"id", id_of(t)}, {"content", t}, {"single_word", false}, {"lstrip", std::string(t) == "<mask>"},
+            added.push_back({{"id", id_of(t)}, {"content", t}, {"single_word", false}, {"lstrip", false},
                              {"rstrip", false}, {"normalized", false}, {"special", true}});
     if (id_of("<s>") < 0 || id_of("</s>") < 0) throw FileError(what + ": vocab.json has no <s> or </s> (BART's special tokens)");
     const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", true}};
@@ -553,8 +553,10 @@ PretrainedVocabLayout PretrainedTokenizer::vocab_layout(bool target, int64_t row
         std::string shown = token;
         if (m_byte_level && !token.empty() && !is_special(token) && !m_added.count(token)) {
             std::string bytes;
-            if (byte_level_bytes(token, bytes))
-                shown = is_valid_utf8(bytes) ? replace_all(bytes, " ", "\xE2\x96\x81") : printable(bytes, bytes.size() * 4 + 8);
+            if (byte_level_bytes(token, bytes)) {
+                bytes = replace_all(std::move(bytes), " ", "\xE2\x96\x81");
+                shown = is_valid_utf8(bytes) ? bytes : printable(bytes, bytes.size() * 4 + 8);
+            }
         }
         std::string name = shown;
         if (token.empty()) {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/subword_merge.hpp"
 #include "core/config/pretrained_config.hpp"
 #include "core/io/error.hpp"
 #include "core/io/safetensors.hpp"
@@ -111,7 +112,9 @@ const Case k_cases[] = {{"marian", "marian", "", ""},
                         // BART (byte-level BPE, <s> forced first) and mBART-50 (en_XX, fr_XX), both as
                         // transformers 5 saves them: tokenizer.json and tokenizer_config.json only.
                         {"bart", "bart", "", ""},
-                        {"mbart50", "mbart50", "en_XX", "fr_XX"}};
+                        {"mbart50", "mbart50", "en_XX", "fr_XX"},
+                        // bart_files: the bart model with vocab.json and merges.txt instead of tokenizer.json.
+                        {"bart", "bart_files", "", ""}};
 
 }  // namespace
 
@@ -504,4 +507,154 @@ TEST_CASE("the vocabulary matrices are column-major: embeddings as torch::embedd
     CHECK(weight.grad()[Vocab::pad_id].abs().sum().item<double>() == 0.0);  // as padding_idx: the pad row stays
     CHECK(weight.grad()[5].abs().sum().item<double>() > 0.0);
     CHECK(weight.grad().strides() == weight.strides());  // the gradient in the parameter's own layout
+}
+
+TEST_CASE("BART's byte-level pieces show as text, its source starts with <s>, and its words merge", "[pretrained][bart]") {
+    if (!have_fixtures()) return;
+    const auto model = load_model(k_fixtures + "/bart");
+    const auto* pt = model->tokenizer().pretrained().get();
+    REQUIRE(pt != nullptr);
+    CHECK(pt->kind() == PretrainedTokenizerKind::bart);
+    CHECK(model->config().pretrained->model.family == PretrainedFamily::bart);
+    CHECK(model->source_languages().empty());
+    CHECK(model->target_languages().empty());
+    // The model's pieces are GPT-2's byte symbols ("Ġca", "fÃ©"); attnviz's names are their text.
+    const auto tokens = model->tokenizer().encode("naïve café ☃ Привет", false);
+    REQUIRE(tokens.size() > 3);
+    CHECK(tokens.front() == "<s>");
+    std::string joined;
+    for (const auto& t : tokens) {
+        INFO(t);
+        CHECK(t.find("\xC4\xA0") == std::string::npos);  // "Ġ"
+        CHECK(t.find("\xC3\x83") == std::string::npos);  // "Ã"
+        CHECK(model->src_vocab().contains(t));
+        joined += t;
+    }
+    CHECK(joined.find("caf") != std::string::npos);
+    CHECK(joined.find("\xE2\x96\x81") != std::string::npos);  // a space shows as "▁"
+    // The names decode to the text, as the model's own tokens do.
+    CHECK(model->tokenizer().decode(tokens) == "naïve café ☃ Привет");
+    // Merged into words: <s> on its own, then the words as typed.
+    const WordGroups words = group_subwords(tokens);
+    INFO(json(tokens).dump() << " -> " << json(words.words).dump());
+    REQUIRE(words.words.size() == 5);
+    CHECK(words.words[0] == "<s>");
+    CHECK(words.words[1] == "naïve");
+    CHECK(words.words[2] == "café");
+    CHECK(words.words[3] == "☃");  // three pieces of one byte each, named \xE2 \x98 \x83
+    CHECK(words.words[4] == "Привет");
+    // A language is no choice for BART: one line saying so.
+    DecodeOptions d = model->decode_defaults();
+    d.target_lang = "fr";
+    CHECK_THROWS_WITH(model->translate({"Hello"}, d), Catch::Contains("no target languages"));
+    // <s> is forced first (generation_config.json's forced_bos_token_id) and dropped from the text.
+    const auto t = model->translate({"Hello, Tom."}, model->decode_defaults()).at(0);
+    REQUIRE_FALSE(t.empty());
+    CHECK(t.best().tokens.front() == "<s>");
+    CHECK(t.best().text == "Hello, Tom.");
+    // Scoring a reference: its <s> is the forced first token, not added twice.
+    const auto scored = model->force({{"Hello, Tom.", "Hello, Tom."}}, ForceMode::reference, model->decode_defaults()).at(0);
+    REQUIRE_FALSE(scored.empty());
+    CHECK(scored.best().tokens.front() == "<s>");
+    CHECK(std::count(scored.best().tokens.begin(), scored.best().tokens.end(), "<s>") == 1);
+}
+
+TEST_CASE("BART and mBART-50 folders are written back and saved as checkpoints with their tokenizers",
+          "[pretrained][bart][export]") {
+    if (!have_fixtures()) return;
+    attnviz::testing::ScratchDir scratch("bart-export");
+    for (const auto& [name, lang] : {std::pair<std::string, std::string>{"bart", ""}, {"bart_files", ""}, {"mbart50", "fr_XX"}}) {
+        INFO(name);
+        const auto model = load_model(k_fixtures + "/" + name);
+        DecodeOptions d = model->decode_defaults();
+        d.target_lang = lang;
+        const auto first = model->translate({"I am a small frog."}, d).at(0);
+        REQUIRE_FALSE(first.empty());
+        const std::string out = scratch / (name + "-exported");
+        save_model_folder(*model, out);
+        // The tokenizer's files as they came: tokenizer.json, or vocab.json and merges.txt.
+        CHECK(std::filesystem::exists(out + "/tokenizer.json") == std::filesystem::exists(k_fixtures + "/" + name + "/tokenizer.json"));
+        CHECK(std::filesystem::exists(out + "/merges.txt") == std::filesystem::exists(k_fixtures + "/" + name + "/merges.txt"));
+        // Every tensor of the original, under its name, bit for bit (learned positions and layernorm_embedding too).
+        const auto a = safetensors::read_file(k_fixtures + "/" + name + "/model.safetensors");
+        const auto b = safetensors::read_file(out + "/model.safetensors");
+        CHECK(b.find("model.encoder.embed_positions.weight") != nullptr);
+        CHECK(b.find("model.decoder.layernorm_embedding.bias") != nullptr);
+        size_t equal = 0;
+        for (const auto& t : a.tensors) {
+            const auto* u = b.find(t.name);
+            if (!u) continue;
+            if (std::string_view(a.data(t), t.end - t.begin) == std::string_view(b.data(*u), u->end - u->begin)) ++equal;
+        }
+        CHECK(equal == a.tensors.size());
+        const auto again = load_model(out);
+        const auto second = again->translate({"I am a small frog."}, d).at(0);
+        CHECK(second.best().ids == first.best().ids);
+        CHECK(second.best().text == first.best().text);
+        const std::string ckpt = scratch / (name + ".attnviz");
+        save_model(*model, ckpt);
+        const auto reopened = load_model(ckpt);
+        CHECK(reopened->source_languages() == model->source_languages());
+        CHECK(reopened->translate({"I am a small frog."}, d).at(0).best().ids == first.best().ids);
+    }
+}
+
+TEST_CASE("an mBART-50 folder saved by transformers 5 lists its 52 languages from tokenizer.json", "[pretrained][mbart]") {
+    if (!have_fixtures()) return;
+    const auto model = load_model(k_fixtures + "/mbart50");
+    const auto* pt = model->tokenizer().pretrained().get();
+    REQUIRE(pt->tokenizer_json() != nullptr);
+    CHECK(pt->kind() == PretrainedTokenizerKind::mbart50);
+    CHECK(model->config().pretrained->model.family == PretrainedFamily::mbart);
+    const auto langs = model->source_languages();
+    CHECK(langs.size() == 52);
+    CHECK(std::find(langs.begin(), langs.end(), "fr_XX") != langs.end());
+    CHECK(model->target_languages() == langs);
+    CHECK(pt->language_token("fr_XX", true) == "fr_XX");
+    CHECK(pt->default_source_language() == "en_XX");
+    CHECK(pt->is_special("de_DE"));
+    DecodeOptions d = model->decode_defaults();
+    d.target_lang = "fr";
+    CHECK_THROWS_WITH(model->translate({"Hello"}, d), Catch::Contains("no target language 'fr'"));
+}
+
+TEST_CASE("a broken BART or mBART folder is refused in one line naming the file", "[pretrained][hostile][bart]") {
+    if (!have_fixtures()) return;
+    SECTION("a merges.txt line that is not two symbols") {
+        const auto dir = copy_fixture("bart_files", "bad-merges");
+        write_text(dir + "/merges.txt", "#version: 0.2\nĠ t\nabc\n");
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("merges.txt: line 3 is 'abc', expected two symbols"));
+    }
+    SECTION("no tokenizer files at all") {
+        const auto dir = copy_fixture("bart_files", "no-merges");
+        std::filesystem::remove(dir + "/merges.txt");
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("has no merges.txt"));
+    }
+    SECTION("mBART-cc25's tokenizer") {
+        const auto dir = copy_fixture("mbart50", "cc25");
+        json t = read_json_file(dir + "/tokenizer_config.json");
+        t["tokenizer_class"] = "MBartTokenizer";
+        write_text(dir + "/tokenizer_config.json", t.dump());
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("tokenizer_class 'MBartTokenizer'") &&
+                                               Catch::Contains("MBart50Tokenizer"));
+    }
+    SECTION("an mBART-50 folder without tokenizer.json") {
+        const auto dir = copy_fixture("mbart50", "no-json");
+        std::filesystem::remove(dir + "/tokenizer.json");
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("has no tokenizer.json"));
+    }
+    SECTION("learned positions of the wrong shape") {
+        const auto dir = copy_fixture("bart", "short-positions");
+        json c = read_json_file(dir + "/config.json");
+        c["max_position_embeddings"] = 32;
+        write_text(dir + "/config.json", c.dump());
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("'model.encoder.embed_positions.weight' has shape [66, 32]") &&
+                                               Catch::Contains("[34, 32]"));
+    }
+    SECTION("a source past the learned positions") {
+        const auto model = load_model(k_fixtures + "/bart");
+        std::string text;
+        for (int i = 0; i < 80; ++i) text += " cat";
+        CHECK_THROWS_WITH(model->translate({text}, model->decode_defaults()), Catch::Contains("max_position_embeddings"));
+    }
 }
