@@ -6,6 +6,9 @@
 #include "catch_torch.hpp"
 #include "test_support.hpp"
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -201,4 +204,53 @@ TEST_CASE("T5's buckets are transformers' at every distance, both directions", "
     const auto dec = t5_relative_bucket(-rel, false, 32, 128);
     const std::vector<int64_t> dec_want{0, 1, 0, 7, 8, 0, 12, 30, 31, 31, 31, 0};
     CHECK(std::vector<int64_t>(dec.data_ptr<int64_t>(), dec.data_ptr<int64_t>() + dec.numel()) == dec_want);
+}
+
+namespace {
+
+/// attnviz-cli's stdout and exit status (stderr to /dev/null).
+std::pair<std::string, int> t5_cli(const std::string& args) {
+    const std::string command = std::string("'") + ATTNVIZ_CLI_PATH + "' " + args + " 2>/dev/null";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[4096];
+    while (const size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+    const int status = ::pclose(pipe);
+    return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+}  // namespace
+
+TEST_CASE("attnviz-cli position-bias and prefixes print T5's curves and task prefixes", "[pretrained][t5][cli]") {
+    if (!have_t5_fixtures()) return;
+    const std::string folder = t5_fixtures + "/flan_t5";
+    const auto [out, status] = t5_cli("position-bias --model '" + folder + "' --span 5");
+    REQUIRE(status == 0);
+    const json j = json::parse(out);
+    CHECK(j["span"] == 5);
+    CHECK(j["distances"].front() == -5);
+    CHECK(j["distances"].back() == 5);
+    const json& want = t5_reference()["flan_t5_extra"]["position_bias"];
+    const int64_t span = want["span"];
+    for (const auto& [kind, side] : {std::pair{"encoder_self", "encoder"}, std::pair{"decoder_self", "decoder"}}) {
+        INFO(kind);
+        const json& got = j["bias"][kind];
+        REQUIRE(got.size() == want[side].size());
+        for (size_t h = 0; h < got.size(); ++h)
+            for (int64_t i = 0; i <= 10; ++i)
+                CHECK(got[h][static_cast<size_t>(i)].get<float>() ==
+                      want[side][h][static_cast<size_t>(span - 5 + i)].get<float>());
+    }
+    const auto [prefixes, prefix_status] = t5_cli("prefixes --json --model '" + folder + "'");
+    REQUIRE(prefix_status == 0);
+    const json p = json::parse(prefixes);
+    REQUIRE(p.size() == 1);
+    CHECK(p[0]["task"] == "translation_en_to_de");
+    CHECK(p[0]["prefix"] == "translate English to German: ");
+    if (std::filesystem::exists(t5_fixtures + "/marian/config.json")) {
+        const auto [none, none_status] = t5_cli("position-bias --model '" + t5_fixtures + "/marian'");
+        CHECK(none_status == 2);  // a model without the bias: refused before any work, in one line
+        CHECK(none.empty());
+    }
 }
