@@ -3,13 +3,14 @@
 
     export_roundtrip.py ATTNVIZ_CLI FIXTURES_DIR WORK_DIR
 
-1. attnviz-cli export-model --format hf writes the Marian and M2M100 fixtures back: every
+1. attnviz-cli export-model --format hf writes the Marian, M2M100, BART and mBART-50 fixtures back: every
    tensor of the written model.safetensors equals the original's, bit for bit, and
    transformers' from_pretrained() + generate() gives the texts attnviz-cli translate gives.
 2. A fine-tuned model round-trips: attnviz-cli train --init-from the Marian fixture on
    tests/data/eng-rus.tsv for one epoch, export-model, and transformers' generate() on the
    exported folder gives the texts attnviz-cli translate gives for the checkpoint; its weights
-   differ from the original's (it did train).
+   differ from the original's (it did train). The same for the BART fixture (its learned positions and
+   layernorm_embedding trained too).
 3. Fine-tuning on references long enough that validation would decode past Marian's
    position table trains and validates (the output stops at the table's end).
 4. A pair longer than the table is refused before training, naming its line.
@@ -74,7 +75,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     torch.set_num_threads(1)
     cases = [("marian", {}, {}, ()), ("m2m100", {"forced_bos_token_id": None}, {"src_lang": "en"},
-                                      ("--target-lang", "fr"))]
+                                      ("--target-lang", "fr")),
+             # BART (its generation config: <s> forced first, beams, no_repeat_ngram_size) and mBART-50.
+             ("bart", {}, {}, ()),
+             ("mbart50", {"forced_bos_token_id": None}, {"src_lang": "en_XX"}, ("--target-lang", "fr_XX"))]
     for name, gen, tok_kwargs, flags in cases:
         out = os.path.join(work, name + "_export")
         run(cli, "export-model", "--model", os.path.join(fixtures, name), "--format", "hf", "--out", out)
@@ -82,6 +86,8 @@ def main():
             sys.exit(f"{name}: the exported tensors differ from the original's")
         if name == "m2m100":
             gen = {"forced_bos_token_id": AutoTokenizer.from_pretrained(out).get_lang_id("fr")}
+        if name == "mbart50":
+            gen = {"forced_bos_token_id": AutoTokenizer.from_pretrained(out).convert_tokens_to_ids("fr_XX")}
         want = attnviz_texts(cli, os.path.join(fixtures, name), flags)
         got = transformers_texts(out, gen, tok_kwargs)
         if want != got:
@@ -101,6 +107,23 @@ def main():
     if want != got:
         sys.exit(f"fine-tuned: transformers translates {got}, attnviz {want}")
     print(f"fine-tuned: exported after one epoch, {len(got)} translations equal: {json.dumps(got, ensure_ascii=False)}")
+    # The same for BART: its learned positions and layernorm_embedding train and go back under their names.
+    if os.path.isdir(os.path.join(fixtures, "bart")):
+        bart_ckpt = os.path.join(work, "tuned_bart.ckpt")
+        run(cli, "train", "--init-from", os.path.join(fixtures, "bart"), "--data", data, "--epochs", "1",
+            "--lr", "0.003", "--eval-sample", "4", "--save", bart_ckpt, "-q")
+        bart_out = os.path.join(work, "tuned_bart_export")
+        run(cli, "export-model", "--model", bart_ckpt, "--format", "hf", "--out", bart_out)
+        before = load_file(os.path.join(fixtures, "bart", "model.safetensors"))
+        after = load_file(os.path.join(bart_out, "model.safetensors"))
+        for k in ("model.encoder.embed_positions.weight", "model.decoder.layernorm_embedding.weight"):
+            if torch.equal(before[k], after[k]):
+                sys.exit(f"fine-tuned BART: {k} did not change")
+        want = attnviz_texts(cli, bart_ckpt)
+        got = transformers_texts(bart_out, {}, {})
+        if want != got:
+            sys.exit(f"fine-tuned BART: transformers translates {got}, attnviz {want}")
+        print(f"fine-tuned BART: exported after one epoch, {len(got)} translations equal: {json.dumps(got, ensure_ascii=False)}")
 
     # 3. Validation decodes within Marian's position table: references of 37 pieces (twelve
     # "le", three pieces each in the fixture's vocabulary, and </s>) let validation decode up
