@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -428,6 +429,36 @@ TEST_CASE("tokenizer.json: the bounds are kept", "[tokenizer_json][hostile]") {
     CHECK_THROWS_AS(t->encode(std::string(64, 'a') + "!"), Error);
 }
 
+TEST_CASE("tokenizer.json: one tokenizer encodes on several threads at once as on one", "[tokenizer_json]") {
+    json vocab = json::object();
+    for (int b = 0x21; b < 0x7F; ++b) vocab[std::string(1, static_cast<char>(b))] = vocab.size();
+    vocab["\xC4\xA0"] = vocab.size();  // Ġ
+    vocab["\xC4\xA0t"] = vocab.size();
+    vocab["he"] = vocab.size();
+    const auto t = make({{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"\xC4\xA0 t", "h e"})}},
+                        {{"normalizer", {{"type", "Replace"}, {"pattern", {{"Regex", "[0-9]+"}}}, {"content", "#"}}},
+                         {"pre_tokenizer", {{"type", "Sequence"},
+                                            {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}},
+                                                                            {"behavior", "MergedWithNext"}},
+                                                                           {{"type", "ByteLevel"}, {"add_prefix_space", false}}})}}},
+                         {"decoder", {{"type", "ByteLevel"}}}});
+    std::vector<std::string> texts;
+    for (int i = 0; i < 200; ++i) texts.push_back("the text " + std::to_string(i) + " he said, to them  " + std::string(i % 7, '!'));
+    std::vector<std::vector<int64_t>> want;
+    for (const auto& s : texts) want.push_back(t->encode(s).ids);
+    std::vector<std::thread> threads;
+    std::vector<int> wrong(4, 0);
+    for (int k = 0; k < 4; ++k)
+        threads.emplace_back([&, k] {
+            for (int round = 0; round < 5; ++round)
+                for (size_t i = 0; i < texts.size(); ++i)
+                    if (t->encode(texts[i]).ids != want[i] || t->decode(want[i]) != t->decode(want[i])) ++wrong[static_cast<size_t>(k)];
+        });
+    for (auto& th : threads) th.join();
+    CHECK(wrong == std::vector<int>(4, 0));
+    CHECK(t->decode(want[3]) == "the text # he said, to them  !!!");
+}
+
 TEST_CASE("tokenizer.json: text that is not UTF-8 is an error", "[tokenizer_json]") {
     const auto t = make(word_level({"a"}));
     CHECK_THROWS_WITH(t->encode("a\xFF"), Contains("not valid UTF-8"));
@@ -472,11 +503,11 @@ TEST_CASE("tokenizer.json: ids, tokens and decoded text equal the tokenizers lib
     CHECK(cases >= 20 * 200);
 }
 
-// Run by hand (hidden from ctest): tools/bench_tokenizer_json.py runs it beside the `tokenizers`
+// Run by hand (hidden from ctest; attnviz_tests_base "[tokenizer_json_bench]"): tools/bench_tokenizer_json.py runs it beside the `tokenizers`
 // library. Encodes every line of DIR/bench_sentences.txt with each tokenizer of DIR (default: the
 // fixtures; ATTNVIZ_TOKENIZER_JSON_BENCH_DIR otherwise), one sentence at a time on this thread, and
 // prints one JSON line per tokenizer. Asserts nothing.
-TEST_CASE("bench: tokenizer.json encodes 10,000 sentences one at a time", "[.][bench][tokenizer_json]") {
+TEST_CASE("bench: tokenizer.json encodes 10,000 sentences one at a time", "[.][bench][tokenizer_json_bench]") {
     const char* env = std::getenv("ATTNVIZ_TOKENIZER_JSON_BENCH_DIR");
     const std::string dir = env && *env ? env : k_tj_fixtures;
     const std::string sentences_file = dir + "/bench_sentences.txt";
