@@ -1,6 +1,7 @@
 // One file from the hub into a blob: resumed, retried, hashed while it arrives
 // (core/hub/hub_download_internal.hpp).
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -52,12 +52,13 @@ private:
     std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> m_ctx;
 };
 
-/// SHA-256 on a thread of its own, behind the download: the receiving thread hands each chunk
-/// over (a copy) and goes on, so hashing overlaps the network instead of following it (a 300 MB
-/// file: ~0.17 s of hashing that a single thread adds to the transfer). At most 64 MB wait.
+/// SHA-256 on a thread of its own, behind the download: the receiving thread writes the file
+/// and says how far it got; this thread hashes what is written straight from the page cache
+/// (mmap, no copy), so hashing overlaps the network instead of following it (a 300 MB file:
+/// ~0.17 s of hashing that a single thread adds to the transfer).
 class HashThread {
 public:
-    HashThread() : m_thread([this] { loop(); }) {}
+    explicit HashThread(int fd) : m_fd(fd), m_thread([this] { loop(); }) {}
     ~HashThread() {
         {
             std::lock_guard<std::mutex> lock(m_mutex);
@@ -68,62 +69,65 @@ public:
     }
     HashThread(const HashThread&) = delete;
     HashThread& operator=(const HashThread&) = delete;
-    void update(const char* data, size_t n) {
-        std::vector<char> chunk;
-        {
-            std::unique_lock<std::mutex> lock(m_mutex);
-            m_room.wait(lock, [&] { return m_queued + n <= k_max_queued || m_queue.empty(); });
-            if (!m_spare.empty()) chunk = std::move(m_spare.back()), m_spare.pop_back();
-        }
-        chunk.assign(data, data + n);
+    /// The file is written up to `end`.
+    void written(int64_t end) {
         {
             std::lock_guard<std::mutex> lock(m_mutex);
-            m_queued += n;
-            m_queue.push_back(std::move(chunk));
+            m_written = end;
         }
         m_wake.notify_one();
     }
-    /// Waits for the chunks handed over, then starts again from nothing.
+    /// Waits for what is written to be hashed, then starts again from byte 0 (the file was truncated).
     void reset() {
         drain();
+        std::lock_guard<std::mutex> lock(m_mutex);
         m_sha.reset();
+        m_hashed = m_written = 0;
     }
-    /// The digest of everything handed over.
+    /// The digest of the file's first written() bytes; FileError when it could not be read back.
     std::string hex() {
         drain();
+        if (!m_error.empty()) throw FileError(m_error);
         return m_sha.hex();
     }
 
 private:
-    static constexpr size_t k_max_queued = size_t(64) << 20;
+    static constexpr int64_t k_window = int64_t(8) << 20;
     void drain() {
         std::unique_lock<std::mutex> lock(m_mutex);
-        m_room.wait(lock, [&] { return m_queue.empty() && !m_busy; });
+        m_idle.wait(lock, [&] { return m_hashed >= m_written || !m_error.empty(); });
     }
     void loop() {
+        const int64_t page = ::sysconf(_SC_PAGESIZE);
         std::unique_lock<std::mutex> lock(m_mutex);
         while (true) {
-            m_wake.wait(lock, [&] { return m_stop || !m_queue.empty(); });
-            if (m_queue.empty()) return;  // stopped
-            std::vector<char> chunk = std::move(m_queue.front());
-            m_queue.pop_front();
-            m_busy = true;
+            m_wake.wait(lock, [&] { return m_stop || (m_hashed < m_written && m_error.empty()); });
+            if (m_stop) return;
+            const int64_t from = m_hashed, to = std::min(m_written, m_hashed + k_window);
             lock.unlock();
-            m_sha.update(chunk.data(), chunk.size());
+            const int64_t base = from / page * page;
+            void* map = ::mmap(nullptr, size_t(to - base), PROT_READ, MAP_SHARED, m_fd, base);
+            std::string error;
+            if (map == MAP_FAILED) {
+                error = std::string("cannot read back the downloaded file to hash it: ") + std::strerror(errno);
+            } else {
+                ::madvise(map, size_t(to - base), MADV_SEQUENTIAL);
+                m_sha.update(static_cast<const char*>(map) + (from - base), size_t(to - from));
+                ::munmap(map, size_t(to - base));
+            }
             lock.lock();
-            m_busy = false;
-            m_queued -= chunk.size();
-            if (m_spare.size() < 8) m_spare.push_back(std::move(chunk));
-            m_room.notify_all();
+            if (!error.empty()) m_error = error;
+            else m_hashed = to;
+            m_idle.notify_all();
         }
     }
+    int m_fd;
     Sha256 m_sha;
     std::mutex m_mutex;
-    std::condition_variable m_wake, m_room;
-    std::deque<std::vector<char>> m_queue;
-    std::vector<std::vector<char>> m_spare;
-    size_t m_queued = 0;
-    bool m_busy = false, m_stop = false;
+    std::condition_variable m_wake, m_idle;
+    int64_t m_written = 0, m_hashed = 0;
+    std::string m_error;
+    bool m_stop = false;
     std::thread m_thread;
 };
 
@@ -178,7 +182,7 @@ void fetch_blob(Session& s, const DownloadPlan& plan, const PlannedFile& file, c
     ::fstat(f.fd, &st);
     int64_t offset = int64_t(st.st_size);
     const bool check = file.lfs && is_sha256(file.etag);
-    std::unique_ptr<HashThread> hasher = check ? std::make_unique<HashThread>() : nullptr;
+    std::unique_ptr<HashThread> hasher = check ? std::make_unique<HashThread>(f.fd) : nullptr;
     const auto restart = [&] {
         if (::ftruncate(f.fd, 0) != 0 || ::lseek(f.fd, 0, SEEK_SET) != 0)
             throw FileError("cannot truncate " + quote(incomplete, quote_path_max) + ": " + std::strerror(errno));
@@ -186,17 +190,7 @@ void fetch_blob(Session& s, const DownloadPlan& plan, const PlannedFile& file, c
         if (hasher) hasher->reset();
     };
     if (file.size >= 0 && offset > file.size) restart();
-    if (offset > 0 && check) {  // what an earlier try wrote counts in the hash
-        std::vector<char> buf(size_t(1) << 20);
-        int64_t at = 0;
-        while (at < offset) {
-            const ssize_t r = ::pread(f.fd, buf.data(), buf.size(), at);
-            if (r <= 0) break;
-            hasher->update(buf.data(), size_t(r));
-            at += r;
-        }
-        if (at != offset) restart();
-    }
+    if (hasher) hasher->written(offset);  // what an earlier try wrote counts in the hash
     ::lseek(f.fd, offset, SEEK_SET);
     s.progress.file_done = offset;
     s.report(true);
@@ -218,8 +212,8 @@ void fetch_blob(Session& s, const DownloadPlan& plan, const PlannedFile& file, c
         bool first_chunk = true;  // told at once: a caller sees every file move, however fast it comes
         req.on_body = [&](const char* data, size_t n) {
             write_all(f.fd, data, n, incomplete);
-            if (hasher) hasher->update(data, n);
             offset += int64_t(n);
+            if (hasher) hasher->written(offset);
             s.progress.file_done = offset;
             s.add_bytes(int64_t(n));
             const bool now = first_chunk;

@@ -2,7 +2,7 @@
 """A local stand-in for the Hugging Face Hub, for attnviz's download tests: it serves tiny
 models through the hub's endpoints and headers, on 127.0.0.1 only, and stops by itself.
 
-    hub_server.py [--lifetime S] [--serve ORG/NAME=DIR ...] [--big-mb N] [--port-file F]
+    hub_server.py [--lifetime S] [--serve ORG/NAME=DIR ...] [--big-mb N] [--rate-mb R] [--port-file F]
 
 Prints the port on its first line of stdout (and writes it to --port-file). Endpoints, as
 huggingface_hub speaks to the hub:
@@ -290,6 +290,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         send = count // 2 if drop else count
         if f.data is not None:
             self.wfile.write(f.data[start:start + send])
+        elif self.server.rate:  # paced as a network link of that many MB/s would be
+            with open(f.path, "rb") as src:
+                self.wfile.flush()
+                t0, sent, step = time.monotonic(), 0, 1 << 20
+                while sent < send:
+                    n = self.connection.sendfile(src, start + sent, min(step, send - sent))
+                    if n <= 0:
+                        break
+                    sent += n
+                    ahead = sent / (self.server.rate * 1e6) - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
         else:
             with open(f.path, "rb") as src:
                 self.wfile.flush()
@@ -304,6 +316,7 @@ def main():
     ap.add_argument("--lifetime", type=float, default=600, help="stop after this many seconds (default 600)")
     ap.add_argument("--serve", action="append", default=[], help="ORG/NAME=DIR: serve a model folder")
     ap.add_argument("--big-mb", type=int, default=0, help="serve bench/big with a file of this many MB")
+    ap.add_argument("--rate-mb", type=float, default=0, help="send served folders' and bench files at most this many MB/s")
     ap.add_argument("--port-file", help="also write the port here")
     args = ap.parse_args()
     args.cleanup = []
@@ -315,6 +328,7 @@ def main():
     for s in (server, cdn):
         s.daemon_threads = True
         s.repos, s.lock, s.counts, s.log, s.cdn_port = repos, lock, counts, log, cdn.server_address[1]
+        s.rate = args.rate_mb
     threading.Thread(target=cdn.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
     port = server.server_address[1]
     if args.port_file:

@@ -364,7 +364,10 @@ TEST_CASE("hub download: a 300 MB file against curl from the same server", "[.][
     // sha256 while it arrives (on a thread of its own), then links it; curl only writes it. Best of
     // ATTNVIZ_BENCH_ROUNDS (5) each, alternating; ATTNVIZ_BENCH_MB sets the size.
     const int mb = std::getenv("ATTNVIZ_BENCH_MB") ? std::atoi(std::getenv("ATTNVIZ_BENCH_MB")) : 300;
-    HubServer server({"--big-mb", std::to_string(mb)});
+    // ATTNVIZ_BENCH_RATE_MB paces the server as a network link of that many MB/s (0: as fast as
+    // loopback goes, where the download and the server share the machine's cores).
+    const char* rate = std::getenv("ATTNVIZ_BENCH_RATE_MB");
+    HubServer server({"--big-mb", std::to_string(mb), "--rate-mb", rate ? rate : "0"});
     HubTempDir work;
     const std::string url = server.endpoint() + "/bench/big/resolve/main/model.safetensors";
     double ours = 1e9, curl = 1e9;
@@ -381,7 +384,7 @@ TEST_CASE("hub download: a 300 MB file against curl from the same server", "[.][
         ours = std::min(ours, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     const double bytes = double(mb) * (1 << 20);
-    std::printf("{\"benchmark\": \"hub download vs curl\", \"mb\": %d, \"attnviz_mb_per_s\": %.1f, "
-                "\"curl_mb_per_s\": %.1f, \"ratio\": %.3f, \"cores\": %u}\n",
-                mb, bytes / ours / 1e6, bytes / curl / 1e6, curl / ours, std::thread::hardware_concurrency());
+    std::printf("{\"benchmark\": \"hub download vs curl\", \"mb\": %d, \"server_rate_mb_per_s\": %s, "
+                "\"attnviz_mb_per_s\": %.1f, \"curl_mb_per_s\": %.1f, \"ratio\": %.3f, \"cores\": %u}\n",
+                mb, rate ? rate : "0", bytes / ours / 1e6, bytes / curl / 1e6, curl / ours, std::thread::hardware_concurrency());
 }
