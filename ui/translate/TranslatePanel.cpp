@@ -32,6 +32,9 @@
 #include "ui/analysis/InterventionPanel.hpp"
 #include "ui/heatmap/MapChoice.hpp"
 #include "ui/heatmap/ModelView.hpp"
+#include "ui/heatmap/PositionBiasView.hpp"
+#include "core/config/t5_config.hpp"
+#include "core/model/t5_model.hpp"
 #include "ui/translate/StepInspector.hpp"
 #include "ui/translate/Translator.hpp"
 
@@ -81,6 +84,21 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
     }
     m_mergeBox->setVisible(m_model && m_model->level() == TokenLevel::subword);
     fillLanguages();
+    {
+        // T5: each head's relative position bias (-max_distance..max_distance) and the task prefixes.
+        std::vector<PositionBiasCurve> curves;
+        m_taskPrefix->clear();
+        m_taskPrefix->addItem(tr("Task…"));
+        if (m_model && m_model->config().is_pretrained() && m_model->config().pretrained) {
+            const PretrainedConfig& pc = m_model->config().pretrained->model;
+            if (pc.t5) curves = position_bias_curves(*m_model->network(), std::min<int64_t>(pc.t5->relative_max_distance, 512));
+            for (const auto& [task, prefix] : task_prefixes(pc)) m_taskPrefix->addItem(qs(task), qs(prefix));
+        }
+        m_taskPrefix->setVisible(m_taskPrefix->count() > 1);
+        m_biasView->setCurves(curves);
+        m_modelBiasView->setCurves(std::move(curves));
+        refreshPositionBias();
+    }
     if (!m_model) {
         m_modelLabel->setText(tr("No model yet: press Train, or open a checkpoint (Ctrl+O)."));
         return;

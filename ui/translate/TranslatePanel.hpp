@@ -41,6 +41,7 @@ class MapSelector;
 class ModelView;
 class InterventionPanel;
 class StepInspector;
+class PositionBiasView;
 class Translator;
 
 class TranslatePanel : public QWidget {
@@ -172,6 +173,9 @@ private:
     /// head or layer mean); none for the RNN's one map and for the self-attention kinds.
     std::optional<AttentionMapId> attributionMap(const AttentionRecord& record) const;
     void refreshModelView();
+    /// T5's position-bias curves beside the chosen map (side pane) and under the model view, for its
+    /// self-attention kinds; hidden for every other model and for cross-attention.
+    void refreshPositionBias();
     void showChosenMap();
 
     QSplitter* m_splitter;
@@ -221,6 +225,9 @@ private:
     QToolBar* m_tools;
     HeatmapWidget* m_heatmap;
     StepInspector* m_inspector;
+    PositionBiasView* m_biasView = nullptr;       ///< beside the chosen head's map (ui/heatmap/PositionBiasView.hpp)
+    PositionBiasView* m_modelBiasView = nullptr;  ///< under the model view's grid
+    QComboBox* m_taskPrefix = nullptr;            ///< a T5 model's task prefixes (config.json's task_specific_params)
     AttributionView* m_attribution;
     InterventionPanel* m_intervention;
 };

@@ -25,6 +25,7 @@
 #include "ui/heatmap/MapSelector.hpp"
 #include "ui/analysis/InterventionPanel.hpp"
 #include "ui/translate/StepInspector.hpp"
+#include "ui/heatmap/PositionBiasView.hpp"
 #include "ui/translate/TranslatePanel.hpp"
 #include "ui/translate/Translator.hpp"
 
@@ -79,6 +80,9 @@ TranslatePanel::TranslatePanel(QWidget* parent) : QWidget(parent) {
                                      inspectorScroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2);
     m_sideSplitter->addWidget(inspectorScroll);
     m_sideSplitter->addWidget(m_intervention);
+    m_biasView = new PositionBiasView(this);  // T5's position bias beside the head's map
+    m_biasView->setVisible(false);
+    m_sideSplitter->addWidget(m_biasView);
     m_sideSplitter->setStretchFactor(0, 3);
     m_sideSplitter->setStretchFactor(1, 2);
     m_splitter = new QSplitter(Qt::Horizontal, this);
@@ -136,7 +140,28 @@ QLayout* TranslatePanel::createInputRow() {
     for (QWidget* w : std::initializer_list<QWidget*>{m_srcLang, m_tgtLang, m_srcLangLabel, m_tgtLangLabel})
         w->setVisible(false);  // shown for a multilingual pretrained model
 
+    m_taskPrefix = new QComboBox(this);
+    m_taskPrefix->setObjectName(QStringLiteral("taskPrefix"));
+    m_taskPrefix->setToolTip(tr("T5 reads its task from the text: choose one of the model's task prefixes to put it "
+                                "before the sentence (config.json's task_specific_params)"));
+    m_taskPrefix->setVisible(false);  // shown for a model whose config names task prefixes
+    connect(m_taskPrefix, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+        if (index <= 0) return;
+        QString text = m_input->text();
+        for (int i = 1; i < m_taskPrefix->count(); ++i) {  // one prefix at a time: another chosen replaces it
+            const QString other = m_taskPrefix->itemData(i).toString();
+            if (!other.isEmpty() && text.startsWith(other)) {
+                text = text.mid(other.size());
+                break;
+            }
+        }
+        m_input->setText(m_taskPrefix->itemData(index).toString() + text);
+        m_input->setFocus();
+        m_taskPrefix->setCurrentIndex(0);
+    });
+
     auto* row = new QHBoxLayout();
+    row->addWidget(m_taskPrefix);
     row->addWidget(m_input, 1);
     row->addWidget(examples);
     row->addWidget(m_srcLangLabel);

@@ -17,6 +17,7 @@
 #include "ui/heatmap/HeatmapWidget.hpp"
 #include "ui/heatmap/MapSelector.hpp"
 #include "ui/heatmap/ModelView.hpp"
+#include "ui/heatmap/PositionBiasView.hpp"
 #include "ui/translate/TranslatePanel.hpp"
 
 namespace attnviz::ui {
@@ -63,6 +64,11 @@ QWidget* TranslatePanel::createModelViewPane() {
     layout->addWidget(m_maskLabel);
     layout->addWidget(status);
     layout->addWidget(scroll, 1);
+    m_modelBiasView = new PositionBiasView(this);  // T5's position bias of the chosen head, under the grid
+    m_modelBiasView->setObjectName(QStringLiteral("modelPositionBiasView"));
+    m_modelBiasView->setFixedHeight(m_modelBiasView->sizeHint().height());
+    m_modelBiasView->setVisible(false);
+    layout->addWidget(m_modelBiasView);
     status->hide();
 
     connect(m_mapSelector, &MapSelector::choiceChanged, this, &TranslatePanel::showChosenMap);
@@ -128,11 +134,23 @@ void TranslatePanel::refreshModelView() {
                                     .arg(record.layer_count(c.kind))
                                     .arg(record.head_count(c.kind)));
     m_modelView->setSelected(c);
+    refreshPositionBias();
+}
+
+void TranslatePanel::refreshPositionBias() {
+    const MapChoice c = m_mapSelector->choice();
+    const bool self = c.kind == AttentionKind::encoder_self || c.kind == AttentionKind::decoder_self;
+    for (PositionBiasView* view : {m_biasView, m_modelBiasView}) {
+        if (!view) continue;
+        view->setChoice(c.kind, c.head >= 0 ? c.head : -1);
+        view->setVisible(self && view->hasCurves());
+    }
 }
 
 void TranslatePanel::showChosenMap() {
     if (m_translation && !m_translation->empty()) showHypothesis(selectedHypothesis());
     if (m_forced) showForced(m_forced);
+    refreshPositionBias();
     Q_EMIT mapChoiceChanged();
 }
 

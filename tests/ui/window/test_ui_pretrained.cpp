@@ -30,6 +30,8 @@
 #include "ui/compare/ComparePanel.hpp"
 #include "ui/heatmap/MapSelector.hpp"
 #include "ui/heatmap/ModelView.hpp"
+#include "ui/heatmap/PositionBiasView.hpp"
+#include "core/model/t5_model.hpp"
 
 #include "catch_torch.hpp"  // not <catch2/catch.hpp>: a unity batch (see there)
 
@@ -351,4 +353,67 @@ TEST_CASE("model view: an opus-mt-sized model's 144 maps, GUI timer lateness", "
                 ticks.quantile(0.5), ticks.quantile(0.99), ticks.worst(), longest.wallMs, longest.cpuMs,
                 qPrintable(longestWhat), QThread::idealThreadCount());
     CHECK(ticks.quantile(0.99) < 16.0);
+}
+
+TEST_CASE("pretrained: a T5 model shows each head's position bias beside its map and lists its task prefixes",
+          "[ui][pretrained][hf][t5]") {
+    if (!hfFoldersPresent()) return;
+    if (!QFileInfo::exists(kHfFolders + QStringLiteral("/t5/config.json"))) {
+        WARN("no T5 fixture (tools/hf_fixtures_t5.py); skipping");
+        return;
+    }
+    Fixture f;
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/t5")));
+    const TranslationModelPtr model = f.controller().latestModel();
+    REQUIRE(model);
+    TranslatePanel* panel = f.w().translatePanel();
+    // The task prefixes: one item per task after the placeholder; choosing one puts it before the text.
+    auto* tasks = panel->findChild<QComboBox*>(QStringLiteral("taskPrefix"));
+    REQUIRE(tasks != nullptr);
+    CHECK(tasks->isVisibleTo(panel));
+    REQUIRE(tasks->count() == 3);
+    panel->lineEdit()->setText(QStringLiteral("I am a small frog."));
+    const int de = tasks->findText(QStringLiteral("translation_en_to_de"));
+    REQUIRE(de > 0);
+    Q_EMIT tasks->activated(de);
+    CHECK(panel->lineEdit()->text() == QStringLiteral("translate English to German: I am a small frog."));
+    Q_EMIT tasks->activated(tasks->findText(QStringLiteral("summarization")));
+    CHECK(panel->lineEdit()->text() == QStringLiteral("summarize: I am a small frog."));  // replaced, not stacked
+
+    // Greedy: transformers' own output; then the bias of the chosen self-attention head beside its map.
+    panel->setBeamWidth(1);
+    const std::string text = "translate English to German: I am a small frog.";
+    f.translate(QString::fromStdString(text));
+    auto t = panel->translation();
+    REQUIRE(t);
+    REQUIRE_FALSE(t->empty());
+    CHECK(t->best().text == hfSample("t5", text)["greedy_text"].get<std::string>());
+    auto* side = panel->findChild<PositionBiasView*>(QStringLiteral("positionBiasView"));
+    auto* under = panel->findChild<PositionBiasView*>(QStringLiteral("modelPositionBiasView"));
+    REQUIRE(side != nullptr);
+    REQUIRE(under != nullptr);
+    const auto curves = position_bias_curves(*model->network(), model->config().pretrained->model.t5->relative_max_distance);
+    for (const auto kind : {AttentionKind::encoder_self, AttentionKind::decoder_self}) {
+        panel->mapSelector()->setChoice(MapChoice{kind, 1, 2});
+        QApplication::processEvents();
+        CHECK(side->isVisibleTo(panel));
+        CHECK(side->kind() == kind);
+        CHECK(side->head() == 2);
+        const auto want = std::find_if(curves.begin(), curves.end(),
+                                       [&](const PositionBiasCurve& c) { return c.kind == kind && c.head == 2; });
+        REQUIRE(want != curves.end());
+        CHECK(side->chosenCurve() == want->bias);
+        CHECK(under->chosenCurve() == want->bias);
+    }
+    panel->mapSelector()->setChoice(MapChoice{AttentionKind::cross, 1, 0});
+    QApplication::processEvents();
+    CHECK_FALSE(side->isVisibleTo(panel));  // cross-attention has no position bias
+
+    // Another family: neither the bias nor the prefixes.
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/marian")));
+    QApplication::processEvents();
+    CHECK_FALSE(tasks->isVisibleTo(panel));
+    panel->mapSelector()->setChoice(MapChoice{AttentionKind::encoder_self, 0, 0});
+    QApplication::processEvents();
+    CHECK_FALSE(side->isVisibleTo(panel));
 }
