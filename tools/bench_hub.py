@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Download speed and cache listing of attnviz's hub client, run by hand; prints JSON.
 
-    tools/bench_hub.py [--cli build/release/app/attnviz-cli] [--mb 300] [--rounds 3] [--work DIR]
+    tools/bench_hub.py [--cli build/release/app/attnviz-cli] [--mb 300] [--rounds 3] [--rate-mb R] [--work DIR]
 
 1. A model of one MB-sized LFS file (--mb, default 300) from the local hub server
    (tests/hub/hub_server.py --big-mb, on 127.0.0.1): `attnviz-cli download` (which computes the
@@ -53,12 +53,13 @@ def main():
     ap.add_argument("--cli", default=os.path.join(ROOT, "build/release/app/attnviz-cli"))
     ap.add_argument("--mb", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rate-mb", type=float, default=0, help="pace the server as a link of this many MB/s (0: loopback)")
     ap.add_argument("--work", default="/tmp/attnviz-bench-hub")
     args = ap.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests/hub/hub_server.py"), "--big-mb", str(args.mb),
-                               "--lifetime", "1800"], stdout=subprocess.PIPE, text=True)
+                               "--rate-mb", str(args.rate_mb), "--lifetime", "1800"], stdout=subprocess.PIPE, text=True)
     try:
         endpoint = "http://127.0.0.1:" + server.stdout.readline().strip()
         url = endpoint + "/bench/big/resolve/main/model.safetensors"
@@ -82,6 +83,7 @@ def main():
             "benchmark": "hub download and cache listing",
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
             "file_mb": args.mb,
+            "server_rate_mb_per_s": args.rate_mb,
             "rounds": args.rounds,
             "attnviz_download_s": [round(t, 3) for t in ours],
             "curl_s": [round(t, 3) for t in curl],
