@@ -236,7 +236,7 @@ std::vector<std::string> model_files(const std::vector<std::string>& repo_files,
     };
     const auto take_shards = [&](const std::string& ext) {
         for (const auto& s : shards)
-            if (ends_with(s, ext) && s.find('/') == std::string::npos) take(s);
+            if (ends_with(s, ext) && is_commit_name(s)) take(s);
     };
     if (have.count("model.safetensors.index.json")) {
         take("model.safetensors.index.json");
@@ -254,7 +254,7 @@ std::vector<std::string> model_files(const std::vector<std::string>& repo_files,
                              "target_vocab.json"})
         take(name);
     for (const auto& f : have)  // std::set: sorted (source.spm, target.spm)
-        if (ends_with(f, ".spm") && f.find('/') == std::string::npos) take(f);
+        if (ends_with(f, ".spm") && is_commit_name(f)) take(f);  // one plain name: never a path
     take("generation_config.json");
     take("config.json");  // last: a snapshot with a config.json is complete
     if (skipped)
