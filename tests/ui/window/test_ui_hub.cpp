@@ -174,7 +174,10 @@ TEST_CASE("hub ui: a screenshot of the download dialog in the middle of a downlo
     // writes hub-listed.png (the files listed) and hub-progress.png (the screen during the download).
     if (!pythonPresent()) return;
     const QString dir = QString::fromLocal8Bit(qgetenv("ATTNVIZ_SCREENSHOT_DIR"));
-    REQUIRE_FALSE(dir.isEmpty());
+    if (dir.isEmpty()) {
+        WARN("ATTNVIZ_SCREENSHOT_DIR is not set: no screenshot taken");
+        return;
+    }
     HubServer server({"--big-mb", "400"});
     QTemporaryDir cache;
     ScopedEnv endpoint("HF_ENDPOINT", server.endpoint().c_str()), hubCache("HF_HUB_CACHE", cache.path().toUtf8().constData());
