@@ -3,7 +3,7 @@
 
     export_roundtrip.py ATTNVIZ_CLI FIXTURES_DIR WORK_DIR
 
-1. attnviz-cli export-model --format hf writes the Marian, M2M100, BART and mBART-50 fixtures back: every
+1. attnviz-cli export-model --format hf writes the Marian, M2M100, BART, mBART-50, T5 and Flan-T5 fixtures back: every
    tensor of the written model.safetensors equals the original's, bit for bit, and
    transformers' from_pretrained() + generate() gives the texts attnviz-cli translate gives.
 2. A fine-tuned model round-trips: attnviz-cli train --init-from the Marian fixture on
@@ -78,7 +78,9 @@ def main():
                                       ("--target-lang", "fr")),
              # BART (its generation config: <s> forced first, beams, no_repeat_ngram_size) and mBART-50.
              ("bart", {}, {}, ()),
-             ("mbart50", {"forced_bos_token_id": None}, {"src_lang": "en_XX"}, ("--target-lang", "fr_XX"))]
+             ("mbart50", {"forced_bos_token_id": None}, {"src_lang": "en_XX"}, ("--target-lang", "fr_XX")),
+             # T5 (tied, rescaled) and Flan-T5-style (gated-GELU, its own lm_head): tools/hf_fixtures_t5.py.
+             ("t5", {}, {}, ()), ("flan_t5", {}, {}, ())]
     for name, gen, tok_kwargs, flags in cases:
         out = os.path.join(work, name + "_export")
         run(cli, "export-model", "--model", os.path.join(fixtures, name), "--format", "hf", "--out", out)
@@ -124,6 +126,25 @@ def main():
         if want != got:
             sys.exit(f"fine-tuned BART: transformers translates {got}, attnviz {want}")
         print(f"fine-tuned BART: exported after one epoch, {len(got)} translations equal: {json.dumps(got, ensure_ascii=False)}")
+    # And for Flan-T5: every weight trains (its relative position biases and RMSNorms too) and goes back as
+    # transformers names it, lm_head its own.
+    if os.path.isdir(os.path.join(fixtures, "flan_t5")):
+        t5_ckpt = os.path.join(work, "tuned_flan_t5.ckpt")
+        run(cli, "train", "--init-from", os.path.join(fixtures, "flan_t5"), "--data", data, "--epochs", "1",
+            "--lr", "0.003", "--eval-sample", "4", "--save", t5_ckpt, "-q")
+        t5_out = os.path.join(work, "tuned_flan_t5_export")
+        run(cli, "export-model", "--model", t5_ckpt, "--format", "hf", "--out", t5_out)
+        before = load_file(os.path.join(fixtures, "flan_t5", "model.safetensors"))
+        after = load_file(os.path.join(t5_out, "model.safetensors"))
+        for k in ("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "decoder.final_layer_norm.weight",
+                  "lm_head.weight"):
+            if torch.equal(before[k], after[k]):
+                sys.exit(f"fine-tuned Flan-T5: {k} did not change")
+        want = attnviz_texts(cli, t5_ckpt)
+        got = transformers_texts(t5_out, {}, {})
+        if want != got:
+            sys.exit(f"fine-tuned Flan-T5: transformers translates {got}, attnviz {want}")
+        print(f"fine-tuned Flan-T5: exported after one epoch, {len(got)} translations equal: {json.dumps(got, ensure_ascii=False)}")
 
     # 3. Validation decodes within Marian's position table: references of 37 pieces (twelve
     # "le", three pieces each in the fixture's vocabulary, and </s>) let validation decode up
