@@ -128,6 +128,7 @@ void MainWindow::updateActions() {
     m_saveAsAct->setEnabled(m_saveAct->isEnabled());
     m_openCheckpointAct->setEnabled(idle);
     m_openModelFolderAct->setEnabled(idle);
+    m_openHubAct->setEnabled(idle);  // it opens the model it downloads: not while training
     m_openCorpusAct->setEnabled(idle);
     m_exportHeatmapAct->setEnabled(!currentHeatmap()->heatmapData().empty());
 }
