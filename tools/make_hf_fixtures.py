@@ -373,7 +373,8 @@ def make_mbart50(out, lines):
     """mBART-50 (pre-norm, final LayerNorms, learned positions, layernorm_embedding, scale_embedding) with
     MBart50Tokenizer built from a SentencePiece model trained here (fairseq ids, the 52 language codes
     en_XX ... after the pieces, <mask> last) and saved by transformers 5: tokenizer.json and
-    tokenizer_config.json only, reopened from the saved folder."""
+    tokenizer_config.json only, reopened from the saved folder; OUT/mbart50_spm the same with
+    sentencepiece.bpe.model instead of tokenizer.json."""
     from transformers import MBart50Tokenizer, MBartConfig, MBartForConditionalGeneration
     work = os.path.join(out, "_mbart50_spm")
     os.makedirs(work, exist_ok=True)
@@ -402,6 +403,13 @@ def make_mbart50(out, lines):
                                                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                                                bos_token_id=tok.bos_token_id, forced_eos_token_id=tok.eos_token_id)
     model.save_pretrained(folder)
+    # The same model as older folders hold it: sentencepiece.bpe.model (fairseq's ids) instead of tokenizer.json.
+    spm_folder = os.path.join(out, "mbart50_spm")
+    if os.path.exists(spm_folder):
+        shutil.rmtree(spm_folder)
+    shutil.copytree(folder, spm_folder)
+    os.remove(os.path.join(spm_folder, "tokenizer.json"))
+    shutil.copy(model_file, os.path.join(spm_folder, "sentencepiece.bpe.model"))
     model.config._attn_implementation = "eager"
     variants = {"beam": {}, "beam_lp": {"num_beams": 4, "length_penalty": 1.5, "num_return_sequences": 2}}
     samples = [s for s in SAMPLES if ">>" not in s] + ["fr_XX Bonjour", "日本語 ☃ zzz"]

@@ -112,8 +112,7 @@ std::shared_ptr<const PretrainedTokenizer> read_tokenizer(const fs::path& dir, c
         f.vocab_json = need("vocab.json");
         f.merges_txt = need("merges.txt");
     } else if (f.kind == PretrainedTokenizerKind::mbart50) {
-        if (!optional) throw FileError(what + " has no tokenizer.json (the mbart50 tokenizer is read from it, as transformers 5 saves it)");
-        f.source_spm = read_if_there(dir / "sentencepiece.bpe.model", what + ": sentencepiece.bpe.model");
+        f.source_spm = need("sentencepiece.bpe.model");  // fairseq's ids, the language codes after the pieces
     } else {
         f.source_spm = need("sentencepiece.bpe.model");
         if (f.kind == PretrainedTokenizerKind::m2m100) f.vocab_json = need("vocab.json");

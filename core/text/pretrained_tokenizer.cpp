@@ -33,6 +33,12 @@ const std::vector<std::string> k_m2m100_languages = {
     "sk", "sl", "so", "sq", "sr", "ss", "su", "sv", "sw", "ta", "th", "tl", "tn", "tr", "uk", "ur", "uz", "vi", "wo",
     "xh", "yi", "yo", "zh", "zu"};
 const std::vector<std::string> k_wmt21_languages = {"en", "ha", "is", "ja", "cs", "ru", "zh", "de"};
+/// MBart50Tokenizer's FAIRSEQ_LANGUAGE_CODES, in id order after the SentencePiece pieces.
+const std::vector<std::string> k_mbart50_languages = {
+    "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN", "hi_IN", "it_IT", "ja_XX", "kk_KZ",
+    "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP", "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN", "af_ZA",
+    "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID", "ka_GE", "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL",
+    "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH", "tl_XX", "uk_UA", "ur_PK", "xh_ZA", "gl_ES", "sl_SI"};
 
 /// The most tokens a vocabulary file may hold (NLLB: 256,206).
 constexpr size_t k_max_vocab = size_t{1} << 20;
@@ -329,8 +335,6 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
                                                 config_value(config, "add_prefix_space", false), what));
         return t;
     }
-    if (files.kind == PretrainedTokenizerKind::mbart50)
-        throw FileError(what + " has no tokenizer.json (attnviz reads an mBART-50 tokenizer from it, as transformers 5 saves it)");
     t->m_src_spm = load_spm(files.source_spm, what + ": " + (files.kind == PretrainedTokenizerKind::marian ? "source.spm" : "sentencepiece.bpe.model"));
     if (files.kind == PretrainedTokenizerKind::marian) {
         t->m_tgt_spm = load_spm(files.target_spm.empty() ? files.source_spm : files.target_spm, what + ": target.spm");
@@ -393,9 +397,25 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
                 t->m_language_tokens[token] = token;
                 t->m_special[token] = 1;
             }
+        const bool mbart50 = files.kind == PretrainedTokenizerKind::mbart50;
+        if (mbart50) {
+            // MBart50Tokenizer (tokenization_mbart50.py): the 52 language codes follow the pieces, then <mask>.
+            const int64_t first = pieces + 1;
+            for (size_t k = 0; k < k_mbart50_languages.size(); ++k) {
+                const std::string& code = k_mbart50_languages[k];
+                if (!t->m_src_ids.count(code)) put(code, first + static_cast<int64_t>(k));
+                t->m_languages.push_back(code);
+                t->m_language_tokens[code] = code;
+                t->m_special[code] = 1;
+                t->m_added[code] = code;
+            }
+            if (!t->m_src_ids.count("<mask>")) put("<mask>", first + static_cast<int64_t>(k_mbart50_languages.size()));
+            t->m_special["<mask>"] = 1;
+            t->m_added["<mask>"] = "<mask>";
+        }
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
-        t->m_default_src_lang = config_value(config, "src_lang", std::string("eng_Latn"));
+        t->m_default_src_lang = config_value(config, "src_lang", std::string(mbart50 ? "en_XX" : "eng_Latn"));
         if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
     }
     return t;

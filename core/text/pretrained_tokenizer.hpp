@@ -50,7 +50,7 @@ enum class PretrainedTokenizerKind {
     bart,    ///< BartTokenizer (transformers 5: RobertaTokenizer): byte-level BPE, tokenizer.json or vocab.json +
              ///< merges.txt; the source starts with <s> (its post-processor's), no languages
     mbart50, ///< MBart50Tokenizer: SentencePiece with fairseq's ids, the 52 language codes en_XX ... after the
-             ///< pieces; read from tokenizer.json (what transformers 5 saves)
+             ///< pieces, then <mask>; tokenizer.json (what transformers 5 saves) or sentencepiece.bpe.model
     t5       ///< T5Tokenizer: Unigram (spiece.model's pieces, pad 0, </s> 1, <unk> 2) with <extra_id_N> sentinels
              ///< last; read from tokenizer.json (what transformers 5 saves); no languages (a task prefix is text)
 };
