@@ -171,7 +171,8 @@ TEST_CASE("hub ui: Save checkpoint with a pretrained folder open asks for a file
 TEST_CASE("hub ui: a screenshot of the download dialog in the middle of a download", "[.][hub_screenshot]") {
     // By hand, under Xvfb: ATTNVIZ_SCREENSHOT_DIR=/tmp/shots xvfb-run -s "-screen 0 1280x820x24"
     //   env QT_QPA_PLATFORM=xcb build/release/tests/attnviz_tests_ui "[hub_screenshot]"
-    // writes hub-listed.png (the files listed) and hub-progress.png (the screen during the download).
+    // writes hub-listed.png (the files listed), hub-progress.png (the screen during the download) and
+    // hub-models.png (File → Models…).
     if (!pythonPresent()) return;
     const QString dir = QString::fromLocal8Bit(qgetenv("ATTNVIZ_SCREENSHOT_DIR"));
     if (dir.isEmpty()) {
@@ -197,4 +198,15 @@ TEST_CASE("hub ui: a screenshot of the download dialog in the middle of a downlo
     QGuiApplication::primaryScreen()->grabWindow(0).save(dir + QStringLiteral("/hub-progress.png"));
     dialog->cancel();
     REQUIRE(waitUntil([&] { return !dialog->isBusy(); }, 60000));
+    // File → Models… with a model beside the interrupted one: hub-models.png.
+    attnviz::hub::DownloadOptions o;
+    o.repo_id = "tiny/model";
+    attnviz::hub::download_model(o);
+    dialog->close();
+    f.w().modelsAction()->trigger();
+    auto* models = waitForChild<ModelsDialog>(f.w());
+    REQUIRE(models);
+    models->selectRevision(QStringLiteral("tiny/model"), QStringLiteral("main"));
+    QTest::qWait(300);
+    models->grab().save(dir + QStringLiteral("/hub-models.png"));
 }
