@@ -96,7 +96,7 @@ TEST_CASE("tokenizer.json: Unigram takes the best-scoring path, fuses unknown ch
     CHECK_THROWS_AS(make({{"type", "Unigram"}, {"vocab", json::array({json::array({"a", -1.0})})}})->encode("z"), Error);
 }
 
-TEST_CASE("tokenizer.json: BPE merges by rank, in both the \"a b\" and the [a, b] forms", "[tokenizer_json]") {
+TEST_CASE("tokenizer.json: BPE merges by rank, in both the \"a b\" and the list forms", "[tokenizer_json]") {
     const json vocab{{"<unk>", 0}, {"a", 1}, {"b", 2}, {"c", 3}, {"ab", 4}, {"bc", 5}, {"abc", 6}};
     for (const json& merges : {json::array({"b c", "a b", "a bc"}), json::array({json::array({"b", "c"}), json::array({"a", "b"}),
                                                                                  json::array({"a", "bc"})})}) {
