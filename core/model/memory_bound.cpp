@@ -98,8 +98,9 @@ void check_network_fits(const EncoderDecoder& network, const std::string& what, 
     if (need <= bound) return;
     const ModelConfig& c = network.config();
     std::string sizes;
-    if (const auto* p = dynamic_cast<const PretrainedImpl*>(&network)) {
-        sizes = p->hf().describe() + ", " + std::to_string(p->hf().max_positions) + " positions";
+    if (c.is_pretrained() && c.pretrained) {  // every pretrained family (T5 has no position limit to name)
+        const PretrainedConfig& hf = c.pretrained->model;
+        sizes = hf.describe() + (hf.t5 ? std::string() : ", " + std::to_string(hf.max_positions) + " positions");
     } else {
         sizes = std::to_string(c.num_layers) + (c.is_transformer() ? " blocks of " + std::to_string(c.num_heads) + " heads" : " layers") +
                 ", width " + std::to_string(c.hidden_size);

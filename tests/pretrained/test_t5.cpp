@@ -254,3 +254,29 @@ TEST_CASE("attnviz-cli position-bias and prefixes print T5's curves and task pre
         CHECK(none.empty());
     }
 }
+
+TEST_CASE("an mt5 config.json opens as mT5: never rescaled, written back as mt5", "[pretrained][t5]") {
+    if (!have_t5_fixtures()) return;
+    // The Flan-T5-style fixture (its own lm_head, no rescaling) is an mT5 in all but its model_type.
+    attnviz::testing::ScratchDir scratch("mt5");
+    const std::string dir = scratch / "mt5";
+    std::filesystem::copy(t5_fixtures + "/flan_t5", dir, std::filesystem::copy_options::recursive);
+    json c = t5_read(dir + "/config.json");
+    c["model_type"] = "mt5";
+    c["tie_word_embeddings"] = true;  // mT5 never rescales, whatever this says
+    c.erase("scale_decoder_outputs");
+    t5_write(dir + "/config.json", c.dump());
+    const auto mt5 = load_model(dir);
+    const auto flan = load_model(t5_fixtures + "/flan_t5");
+    CHECK(mt5->config().pretrained->model.describe().rfind("mT5", 0) == 0);
+    CHECK_FALSE(mt5->config().pretrained->model.t5->scale_decoder_outputs);
+    DecodeOptions d = flan->decode_defaults();
+    const std::string text = "I am a small frog.";
+    CHECK(mt5->translate({text}, d).at(0).best().ids == flan->translate({text}, d).at(0).best().ids);
+    const std::string out = scratch / "mt5-exported";
+    save_model_folder(*mt5, out);
+    const json written = t5_read(out + "/config.json");
+    CHECK(written["model_type"] == "mt5");
+    CHECK(written["architectures"][0] == "MT5ForConditionalGeneration");
+    CHECK(written["tie_word_embeddings"] == false);  // the weights hold their own lm_head
+}
