@@ -396,9 +396,10 @@ AttributionWork count_attribution_work(const TranslationModel& model, const std:
     if (wants(options, AttributionMethod::occlusion)) add(AttributionMethod::occlusion, "occlusion", occluded);
     w.total = bytes_times(total, w.repeats);
     w.most = w.total;
-    if (wants(options, AttributionMethod::integrated_gradients) && options.ig_steps == 0 && w.total < w.bound)
-        w.most = bytes_plus(w.total, std::min(w.bound - w.total,
-                                              bytes_times(bytes_times(options.ig_max_steps - 1, integrated), w.repeats)));
+    if (wants(options, AttributionMethod::integrated_gradients) && options.ig_steps == 0 && w.total < w.bound) {
+        const int64_t first_round = std::min(options.ig_start_steps, options.ig_max_steps) - 1;  // beside the one counted
+        w.most = bytes_plus(w.total, std::min(w.bound - w.total, bytes_times(bytes_times(first_round, integrated), w.repeats)));
+    }
     return w;
 }
 

@@ -115,8 +115,8 @@ struct AttributionWork {
     /// command leaves (automatic integrated gradients spends it on more points). Over every
     /// sentence these add up to at most `bound` / `repeats`.
     int64_t sentence_bound(size_t i) const;
-    /// The most it may take: total, and what automatic integrated gradients may spend on more
-    /// points (up to the bound).
+    /// What it takes at least once automatic integrated gradients has made its first round
+    /// (ig_start_steps points; up to the bound): what progress is shown by.
     int64_t most = 0;
     /// Whether the command is long enough to show progress: the most it may take passes a tenth
     /// of the bound (about 2-4 s at the default bound; docs/robustness.md).
