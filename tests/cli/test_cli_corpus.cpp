@@ -47,7 +47,7 @@ TEST_CASE("cli: a Tatoeba-Challenge file is detected and announced, --columns ch
                             "--hidden", "8", "--device", "cpu", "--json"});
     INFO("stderr: " << r.err);
     REQUIRE(r.code == 0);
-    CHECK(r.err.find("attnviz-cli: eng-fra.txt: Tatoeba-Challenge file") != std::string::npos);
+    CHECK(r.err.find("attnviz-cli: 'eng-fra.txt': Tatoeba-Challenge file") != std::string::npos);
     CHECK(r.err.find("source = column 3 (eng)") != std::string::npos);
     json j = json::parse(r.out);
     CHECK(j.at("corpus_layout") == "challenge");
