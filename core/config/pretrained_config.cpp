@@ -4,7 +4,6 @@
 #include "core/config/config.hpp"
 #include "core/config/config_fields.hpp"
 #include "core/config/registry.hpp"
-#include "core/config/t5_config.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -24,6 +24,7 @@
 //
 // Plain data, no LibTorch: the torch-free base library parses it (files are untrusted:
 // every field is checked, with messages naming the file and the field).
+#include <utility>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -173,5 +174,18 @@ struct PretrainedSpec {
     GenerationConfig generation;
     int64_t decoder_start_row = 0;  ///< attnviz id of the row the decoder's first input reads
 };
+
+// The T5 family's config.json (defined in core/config/t5_config.cpp, whose T5Options they fill).
+/// Whether config.json's model_type is the T5 family's ("t5", "mt5").
+bool is_t5_model_type(const std::string& model_type);
+/// PretrainedConfig::from_json for the T5 family (the model_type already known to be t5 or mt5).
+PretrainedConfig t5_config_from_json(const nlohmann::json& j, const std::string& what);
+/// PretrainedConfig::to_json for the T5 family: `raw` with every field written over it.
+nlohmann::json t5_config_to_json(const PretrainedConfig& c);
+/// PretrainedConfig::describe for the T5 family: "T5, d 512, 6+6 layers, 8 heads of 64, ffn 2048 relu, vocabulary 32128".
+std::string t5_describe(const PretrainedConfig& c);
+/// The task prefixes of a model's config (T5's task_specific_params); empty for other families.
+std::vector<std::pair<std::string, std::string>> task_prefixes(const PretrainedConfig& c);
+
 
 }  // namespace attnviz

@@ -5,7 +5,6 @@
 #include "core/config/pretrained_config.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
-#include "core/persist/t5_parameter_names.hpp"
 
 namespace attnviz {
 

@@ -87,4 +87,8 @@ uint64_t parameter_bytes(const std::vector<ParameterName>& params);
 bool has_d2l_shape(const ModelConfig& config);
 
 
+/// Every parameter of a T5 network in its construction order (ConfigError when `config` is not
+/// T5's); defined in core/persist/t5_parameter_names.cpp, parameter_names() calls it for T5.
+std::vector<ParameterName> t5_parameter_names(const ModelConfig& config);
+
 }  // namespace attnviz

@@ -1,5 +1,5 @@
-// The T5 family's parameter table (core/persist/t5_parameter_names.hpp).
-#include "core/persist/t5_parameter_names.hpp"
+// The T5 family's parameter table (declared in core/persist/parameter_names.hpp).
+#include "core/persist/parameter_names.hpp"
 
 #include "core/config/pretrained_config.hpp"
 #include "core/config/t5_config.hpp"
