@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -77,6 +78,21 @@ PretrainedTokenizerKind tokenizer_kind(const fs::path& dir, const PretrainedConf
     if (c.family == PretrainedFamily::marian) return PretrainedTokenizerKind::marian;
     if (c.family == PretrainedFamily::bart) return PretrainedTokenizerKind::bart;
     if (c.family == PretrainedFamily::mbart) return PretrainedTokenizerKind::mbart50;
+    // M2M100 or NLLB (both model_type m2m_100) without a tokenizer_class: tokenizer.json's added
+    // tokens tell (M2M100's codes "__en__", NLLB's "eng_Latn"), else the files (M2M100 has vocab.json).
+    if (is_file(dir / "tokenizer.json")) {
+        const std::string tj_what = what + ": tokenizer.json";
+        const json tj = parse_json_bounded(read_text(dir / "tokenizer.json", tj_what), tj_what);
+        size_t m2m100 = 0, nllb = 0;
+        if (tj.is_object() && tj.contains("added_tokens") && tj["added_tokens"].is_array())
+            for (const auto& a : tj["added_tokens"]) {
+                if (!a.is_object() || !a.contains("content") || !a["content"].is_string()) continue;
+                const std::string& s = a["content"].get_ref<const std::string&>();
+                if (s.size() > 4 && s.size() <= 12 && s.rfind("__", 0) == 0 && s.compare(s.size() - 2, 2, "__") == 0) ++m2m100;
+                else if (s.size() == 8 && s[3] == '_' && std::isupper(static_cast<unsigned char>(s[4]))) ++nllb;
+            }
+        if (m2m100 > 0 || nllb > 0) return m2m100 >= nllb ? PretrainedTokenizerKind::m2m100 : PretrainedTokenizerKind::nllb;
+    }
     return is_file(dir / "vocab.json") ? PretrainedTokenizerKind::m2m100 : PretrainedTokenizerKind::nllb;
 }
 

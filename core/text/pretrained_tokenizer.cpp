@@ -261,11 +261,38 @@ void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json
             t.m_language_tokens[code] = files.kind == PretrainedTokenizerKind::m2m100 ? "__" + code + "__" : code;
             t.m_special[t.m_language_tokens[code]] = 1;
         }
-        const std::string fallback = files.kind == PretrainedTokenizerKind::m2m100    ? "en"
+        // The post-processor's template says where the source's language code goes: transformers 5
+        // saves "[src_lang] A </s>", whose code is the default source language when tokenizer_config.json
+        // names none (a folder may have tokenizer.json alone). A code after the text (NLLB's
+        // legacy_behaviour "A </s> [src_lang]", mBART-cc25's "A </s> en_XX") is refused: attnviz puts it first.
+        auto code_of = [&](const std::string& token) {
+            for (const auto& [code, tok] : t.m_language_tokens)
+                if (tok == token) return code;
+            return std::string();
+        };
+        const auto [before, after] = tj.single_template();
+        for (const auto& token : after)
+            if (!code_of(token).empty())
+                throw FileError(what + ": post_processor: the template puts the language code " + quote(token) +
+                                " after the text (NLLB's legacy_behaviour); attnviz reads the layout transformers 5 saves, "
+                                "the code first (\"" + token + " $A </s>\"): NllbTokenizer.from_pretrained(folder, "
+                                "legacy_behaviour=False).save_pretrained(folder) writes it");
+        std::string template_lang;
+        for (const auto& token : before)
+            if (const std::string code = code_of(token); !code.empty()) template_lang = code;
+        const std::string fallback = !template_lang.empty()                            ? template_lang
+                                     : files.kind == PretrainedTokenizerKind::m2m100    ? "en"
                                      : files.kind == PretrainedTokenizerKind::mbart50 ? "en_XX"
                                                                                       : "eng_Latn";
-        t.m_default_src_lang = config.contains("src_lang") && config["src_lang"].is_string() ? config["src_lang"].get<std::string>() : fallback;
-        if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t.m_default_tgt_lang = config["tgt_lang"];
+        // A src_lang or tgt_lang of the wrong type is one line naming the file and the key, as on the
+        // SentencePiece path (null: not named, as transformers saves an unset one).
+        read_json_fields(files.what + ": tokenizer_config.json", [&] {
+            t.m_default_src_lang = config.contains("src_lang") && !config["src_lang"].is_null()
+                                       ? config["src_lang"].get<std::string>()
+                                       : fallback;
+            if (config.contains("tgt_lang") && !config["tgt_lang"].is_null())
+                t.m_default_tgt_lang = config["tgt_lang"].get<std::string>();
+        });
     }
     t.m_tgt_ids = t.m_src_ids;
     t.m_tgt_tokens = t.m_src_tokens;
@@ -296,6 +323,9 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         return read_json_fields(config_what, [&] { return j.value(key, fallback); });
     };
     t->m_clean_up_spaces = config_value(config, "clean_up_tokenization_spaces", false);
+    if (files.kind == PretrainedTokenizerKind::nllb && config_value(config, "legacy_behaviour", false))
+        throw FileError(config_what + ": legacy_behaviour is true (NLLB's old layout, the language code after the "
+                                      "text); attnviz reads the layout transformers 5 saves, the code first: set it to false");
     for (const auto& s : {t->m_eos, t->m_unk, t->m_pad}) t->m_special[s] = 1;
     if (files.kind != PretrainedTokenizerKind::marian) {
         t->m_special[named("bos_token", "<s>")] = 1;
@@ -374,7 +404,8 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
         t->m_default_src_lang = config_value(config, "src_lang", std::string("en"));
-        if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
+        if (config.contains("tgt_lang") && !config["tgt_lang"].is_null())
+            t->m_default_tgt_lang = config_value(config, "tgt_lang", std::string());
     } else {
         // NLLB: fairseq's ids over SentencePiece's: <s> 0, <pad> 1, </s> 2, <unk> 3, a piece its id + 1.
         t->m_spm_offset = 1;
@@ -416,7 +447,8 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
         t->m_default_src_lang = config_value(config, "src_lang", std::string(mbart50 ? "en_XX" : "eng_Latn"));
-        if (config.contains("tgt_lang") && config["tgt_lang"].is_string()) t->m_default_tgt_lang = config["tgt_lang"];
+        if (config.contains("tgt_lang") && !config["tgt_lang"].is_null())
+            t->m_default_tgt_lang = config_value(config, "tgt_lang", std::string());
     }
     return t;
 }
@@ -541,9 +573,18 @@ std::string PretrainedTokenizer::language_token(const std::string& language, boo
     const auto it = m_language_tokens.find(language);
     if (it != m_language_tokens.end() && (target || kind() != PretrainedTokenizerKind::marian)) return it->second;
     const auto& list = target ? target_languages() : source_languages();
-    if (list.empty())
+    if (list.empty()) {
+        // Why there is nothing to choose, by kind: Marian translates one pair (or only its targets
+        // are chosen), BART reads and writes one language, T5 reads its task from the text.
+        const std::string why = kind() == PretrainedTokenizerKind::bart
+                                    ? "a BART model reads and writes one language"
+                                : kind() == PretrainedTokenizerKind::t5
+                                    ? "a T5 model reads its task from the text: type a prefix such as "
+                                      "'translate English to German: '"
+                                    : "it translates one language pair";
         throw ConfigError(std::string("this model has no ") + (target ? "target" : "source") +
-                          " languages to choose from (it translates one language pair)");
+                          " languages to choose from (" + why + ")");
+    }
     std::string names;
     for (size_t i = 0; i < list.size() && i < 40; ++i) names += (i ? ", " : "") + list[i];
     if (list.size() > 40) names += ", ... (" + std::to_string(list.size()) + " in all)";

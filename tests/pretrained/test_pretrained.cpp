@@ -672,3 +672,49 @@ TEST_CASE("a broken BART or mBART folder is refused in one line naming the file"
         CHECK_THROWS_WITH(model->translate({text}, model->decode_defaults()), Catch::Contains("max_position_embeddings"));
     }
 }
+
+TEST_CASE("an M2M100 or NLLB folder with tokenizer.json alone: the language codes' layout comes from tokenizer.json",
+          "[pretrained][tokenizer_json][languages]") {
+    if (!have_fixtures()) return;
+    // No tokenizer_config.json (no tokenizer_class, no src_lang): M2M100's "__en__" or NLLB's "eng_Latn"
+    // from tokenizer.json's added tokens, the default source language from its template's first token.
+    const struct {
+        const char* fixture;
+        PretrainedTokenizerKind kind;
+        const char* src_lang;
+        const char* target;
+    } cases[] = {{"nllb", PretrainedTokenizerKind::nllb, "eng_Latn", "fra_Latn"},
+                 {"m2m100_json", PretrainedTokenizerKind::m2m100, "en", "__fr__"}};
+    for (const auto& c : cases) {
+        INFO(c.fixture);
+        const auto dir = copy_fixture(c.fixture, std::string(c.fixture) + "-no-config");
+        std::filesystem::remove(dir + "/tokenizer_config.json");
+        const auto model = load_model(dir);
+        const auto* pt = model->tokenizer().pretrained().get();
+        REQUIRE(pt->tokenizer_json() != nullptr);
+        CHECK(pt->kind() == c.kind);
+        CHECK(pt->default_source_language() == c.src_lang);
+        CHECK(model->source_languages() == load_model(k_fixtures + "/" + c.fixture)->source_languages());
+        CHECK(pt->language_token(c.kind == PretrainedTokenizerKind::m2m100 ? "fr" : "fra_Latn", true) == c.target);
+        // The source reads as transformers' input_ids: [source code] tokens </s>.
+        for (const auto& e : reference()[c.fixture]) {
+            INFO("sentence " << e["text"].dump());
+            CHECK(source_ids(*model, e["text"], pt->default_source_language()) == ints(e["input_ids"]));
+        }
+    }
+    SECTION("a template with the code after the text (NLLB's legacy_behaviour) is refused in one line") {
+        const auto dir = copy_fixture("nllb", "nllb-legacy");
+        json t = read_json_file(dir + "/tokenizer.json");
+        json& single = t["post_processor"]["single"];
+        std::rotate(single.begin(), single.begin() + 1, single.end());  // A </s> eng_Latn
+        write_text(dir + "/tokenizer.json", t.dump());
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("tokenizer.json: post_processor: the template puts the language code "
+                                                           "'eng_Latn' after the text") &&
+                                               Catch::Contains("legacy_behaviour=False"));
+        const auto flagged = copy_fixture("nllb", "nllb-legacy-config");
+        json c = read_json_file(flagged + "/tokenizer_config.json");
+        c["legacy_behaviour"] = true;
+        write_text(flagged + "/tokenizer_config.json", c.dump());
+        CHECK_THROWS_WITH(load_model(flagged), Catch::Contains("tokenizer_config.json: legacy_behaviour is true"));
+    }
+}

@@ -253,6 +253,24 @@ TEST_CASE("cli: tokenizer_config.json values of the wrong type are one line nami
         CHECK(r.err.find(c.expected) != std::string::npos);
         CHECK(r.err.find("json.exception") == std::string::npos);
     }
+    SECTION("and the same for a tokenizer read from tokenizer.json (issue 47)") {
+        for (const char* fixture : {"nllb", "mbart50", "m2m100_json"})
+            for (const char* key : {"src_lang", "tgt_lang"}) {
+                INFO(fixture << " " << key);
+                const std::string model = copy_folder(dir, fixture, std::string(fixture) + "-" + key);
+                std::string text = read_file(model + "/tokenizer_config.json");
+                const std::string quoted = "\"" + std::string(key) + "\"";
+                const size_t at = text.find(quoted);
+                REQUIRE(at != std::string::npos);
+                const size_t colon = text.find(':', at), end = text.find_first_of(",}", colon);
+                text.replace(colon + 1, end - colon - 1, " 5");
+                write_file(model + "/tokenizer_config.json", text);
+                const Result r = cli(dir, {"translate", "--model", model, "hello"});
+                CHECK(r.code == 1);
+                require_one_error_line(r, "tokenizer_config.json: ");
+                CHECK(r.err.find(quoted + " is a number, expected a string") != std::string::npos);
+            }
+    }
     SECTION("and a file that does not parse names the line and column") {
         const std::string model = copy_folder(dir, "m2m100", "comma");
         std::string text = read_file(model + "/tokenizer_config.json");
@@ -262,4 +280,27 @@ TEST_CASE("cli: tokenizer_config.json values of the wrong type are one line nami
         require_one_error_line(r, "tokenizer_config.json: not valid JSON at line ");
         CHECK(r.err.find("trailing comma") != std::string::npos);
     }
+}
+
+TEST_CASE("cli: --source-lang or --target-lang for a model without languages is one line saying why there is no choice",
+          "[cli][pretrained][languages]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const struct {
+        const char* fixture;
+        const char* why;
+    } cases[] = {{"bart", "(a BART model reads and writes one language)"},
+                 {"bart_files", "(a BART model reads and writes one language)"},
+                 {"t5", "(a T5 model reads its task from the text: type a prefix such as 'translate English to German: ')"},
+                 {"marian", "(it translates one language pair)"}};
+    for (const auto& c : cases)
+        for (const char* side : {"source", "target"}) {
+            // The Marian fixture is multilingual (>>fra<<, >>deu<<): only its source is one language.
+            if (std::string(c.fixture) == "marian" && std::string(side) == "target") continue;
+            INFO(c.fixture << " --" << side << "-lang");
+            const Result r = cli(dir, {"translate", "--model", k_fixtures + "/" + c.fixture,
+                                       std::string("--") + side + "-lang", "fr", "hello"});
+            CHECK(r.code == 2);
+            require_one_error_line(r, std::string("this model has no ") + side + " languages to choose from " + c.why);
+        }
 }
