@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "core/io/error.hpp"
+#include "core/model/attention_blocks.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/model/small_linear.hpp"
 #include "core/text/vocab.hpp"
 
@@ -18,39 +20,10 @@ namespace {
 /// A linear layer's x W^T + b: a decoder step's few rows on both threads (few_rows_linear,
 /// small_linear.hpp), anything else (training, an encoder's sentence) through ATen.
 torch::Tensor project(const torch::nn::Linear& layer, const torch::Tensor& x) {
-    return few_rows_linear(x, layer->weight, layer->bias);
+    return precision_linear(x, layer->weight, layer->bias);  // int8 / bf16 weights too (--precision)
 }
 
 constexpr float k_neg_inf = -std::numeric_limits<float>::infinity();
-
-template <typename T, typename Base>
-T& as_pretrained(Base& x, const char* what) {
-    auto* p = dynamic_cast<T*>(&x);
-    if (!p) throw std::logic_error(std::string("pretrained decoder step: ") + what + " of another model family");
-    return *p;
-}
-
-/// [B, 1, 1, S]: 0 where mask is true, -inf elsewhere.
-torch::Tensor key_bias(const torch::Tensor& mask) {
-    return torch::zeros(mask.sizes(), torch::TensorOptions().dtype(torch::kFloat).device(mask.device()))
-        .masked_fill(mask.logical_not(), k_neg_inf)
-        .unsqueeze(1)
-        .unsqueeze(1);
-}
-
-/// [h] with 0 for the heads of (kind, layer) that `off` switches off, or undefined when none is.
-torch::Tensor head_keep(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer, int64_t heads,
-                        const torch::Device& device) {
-    if (!intervention) return {};
-    torch::Tensor keep;
-    for (const auto& off : intervention->heads_off) {
-        if (off.kind != kind || off.layer != layer || off.head >= heads) continue;
-        if (!keep.defined()) keep = torch::ones({heads});
-        if (off.head < 0) keep.zero_();
-        else keep[off.head] = 0;
-    }
-    return keep.defined() ? keep.to(device) : keep;
-}
 
 /// What one attention computed for every head.
 struct Heads {
@@ -59,38 +32,14 @@ struct Heads {
     torch::Tensor scores;   ///< [B, h, Tq, Tk] q·k·scaling before the mask, -inf at masked keys, when kept
 };
 
-/// transformers' eager attention: softmax(q·kᵀ·scaling + mask) v, then out_proj. bias: additive
-/// [.., Tq or 1, Tk] (-inf where masked); weights (optional): [B, 1, 1, Tk] replacing every head's
-/// softmax; keep_heads (optional): [h] multiplying each head's output.
+/// transformers' eager attention (attend_heads, with the layer's scaling), then out_proj.
 Heads attend(PretrainedAttentionImpl& a, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
              const torch::Tensor& bias, double dropout, bool training, bool keep,
              const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},
              bool zero_empty_rows = false) {
-    auto scores = torch::matmul(q, k.transpose(2, 3)) * a.scaling;  // [B, h, Tq, Tk]
-    auto masked = bias.defined() ? scores + bias : scores;
-    auto w = weights_given.defined() ? weights_given.expand_as(masked).contiguous() : torch::softmax(masked, -1);
-    if (zero_empty_rows && !weights_given.defined()) w = torch::nan_to_num(w, 0.0);  // every key erased: none
-    auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
-    auto o = torch::matmul(wd, v);  // [B, h, Tq, dh]
-    if (keep_heads.defined()) o = o * keep_heads.to(o.scalar_type()).view({1, -1, 1, 1});
-    Heads out;
-    out.out = project(a.out_proj, o.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
-    if (keep) {
-        out.weights = w;
-        out.scores = masked;
-    }
-    return out;
-}
-
-torch::Tensor activate(Activation a, const torch::Tensor& x) {
-    switch (a) {
-    case Activation::relu: return torch::relu(x);
-    case Activation::gelu: return torch::gelu(x);
-    case Activation::gelu_tanh: return torch::gelu(x, "tanh");
-    case Activation::silu: return torch::silu(x);
-    case Activation::tanh: return torch::tanh(x);
-    }
-    return x;
+    auto heads = attend_heads(q, k, v, a.scaling, bias, dropout, training, keep, weights_given, keep_heads,
+                              zero_empty_rows);
+    return {project(a.out_proj, heads.merged), std::move(heads.weights), std::move(heads.scores)};
 }
 
 torch::nn::LayerNorm layer_norm(const PretrainedConfig& c) {
@@ -260,6 +209,7 @@ namespace {
 /// autograd would copy across into it, 122 MB a step for opus-mt (fine-tuning ran 22% slower).
 /// The pad row gets no gradient, as embedding's padding_idx gives it none.
 torch::Tensor lookup_rows(const torch::Tensor& weight, const torch::Tensor& ids, int64_t pad) {
+    if (auto rows = converted_rows(weight, ids); rows.defined()) return rows;  // int8 / bf16 (--precision)
     if (weight.dim() != 2 || weight.stride(0) != 1 || weight.stride(1) != weight.size(0))
         return torch::embedding(weight, ids, pad);  // row-major (a view of a file's pages)
     const auto flat = ids.reshape(-1);
@@ -342,7 +292,8 @@ torch::Tensor PretrainedImpl::feed_forward(torch::nn::Linear& fc1, torch::nn::Li
 
 torch::Tensor PretrainedImpl::output_logits(const torch::Tensor& hidden) const {
     // A beam's few rows at batch 1: read the 122 MB matrix once, not packed anew per token (small_linear.hpp).
-    auto logits = small_rows_linear(hidden, lm_head) + final_logits_bias.view({-1});
+    auto logits = (lm_head.scalar_type() == torch::kFloat ? small_rows_linear(hidden, lm_head) : precision_linear(hidden, lm_head)) +
+                  final_logits_bias.view({-1});
     // <bos> is attnviz's, not the model's: never an output, out of every softmax.
     return logits.index_fill(-1, torch::tensor({Vocab::bos_id}, torch::TensorOptions().dtype(torch::kLong).device(logits.device())),
                              k_neg_inf);
@@ -487,16 +438,7 @@ torch::Tensor PretrainedImpl::forward(const torch::Tensor& src, const torch::Ten
         const auto enc = encode_embedded(embed_source(src), src_len, src, /*keep=*/false);
         return output_logits(decode_embedded(embed_target(tgt_in), tgt_in, enc));
     }
-    auto enc = encode(src, src_len, /*keep_maps=*/false);
-    auto cache = start(*enc);
-    std::vector<torch::Tensor> logits;
-    torch::Tensor prev;
-    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
-        const bool own = t > 0 && torch::rand({1}).item<double>() >= teacher_forcing;
-        logits.push_back(step(own ? prev : tgt_in.select(1, t), *cache, *enc).logits);
-        prev = logits.back().argmax(-1);
-    }
-    return torch::stack(logits, 1);
+    return sampled_forward(*this, src, src_len, tgt_in, teacher_forcing);
 }
 
 TokenLogits PretrainedImpl::real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len,
@@ -520,7 +462,7 @@ torch::Tensor PretrainedImpl::loss(const torch::Tensor& src, const torch::Tensor
 // --- decoder, one step at a time -------------------------------------------------------
 
 std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source) {
-    const auto& enc = as_pretrained<const PretrainedEncoding>(source, "an encoding");
+    const auto& enc = family_part<const PretrainedEncoding>(source, "pretrained", "an encoding");
     auto cache = std::make_unique<PretrainedCache>();
     for (auto& layer : decoder_layers) {
         auto& a = *layer->encoder_attn;
@@ -542,8 +484,8 @@ void PretrainedCache::select(const torch::Tensor& rows) {
 
 StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache_in, const EncodedSource& source,
                                 const AttentionIntervention* intervention) {
-    auto& cache = as_pretrained<PretrainedCache>(cache_in, "a decoder cache");
-    const auto& enc = as_pretrained<const PretrainedEncoding>(source, "an encoding");
+    auto& cache = family_part<PretrainedCache>(cache_in, "pretrained", "a decoder cache");
+    const auto& enc = family_part<const PretrainedEncoding>(source, "pretrained", "an encoding");
     const auto& c = hf();
     const int64_t L = c.decoder_layers, H = c.decoder_heads;
     const auto ids = tokens.unsqueeze(1);  // [B, 1]
@@ -555,7 +497,7 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         positions = position_ids(rows, cache.positions_seen);
         cache.positions_seen = cache.positions_seen + rows.ne(Vocab::pad_id).squeeze(1).to(torch::kLong);
     }
-    auto y = embed_with_positions(torch::embedding(decoder_embed, input_rows(ids), Vocab::pad_id), positions, /*decoder=*/true);
+    auto y = embed_with_positions(lookup_rows(decoder_embed, input_rows(ids), Vocab::pad_id), positions, /*decoder=*/true);
     torch::Tensor cross_weights;  // [B, 1, 1, S]
     if (intervention && intervention->cross_weights.defined())
         cross_weights = intervention->cross_weights.to(y.device(), torch::kFloat).unsqueeze(1).unsqueeze(1);
@@ -577,7 +519,7 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         self[i] = attend(sa, sa.split_heads(project(sa.q_proj, h)), cache.self_k[i], cache.self_v[i], {}, 0.0, false,
                          true, {},
                          gate_row(head_gates(), AttentionKind::decoder_self, l,
-                                  head_keep(intervention, AttentionKind::decoder_self, l, H, y.device()), y.device()));
+                                  heads_switched_off(intervention, AttentionKind::decoder_self, l, H), y.device()));
         y = residual + self[i].out;
         if (!c.normalize_before) y = layer->self_attn_layer_norm->forward(y);
         residual = y;
@@ -585,7 +527,7 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         cross[i] = attend(ca, ca.split_heads(project(ca.q_proj, h)), cache.cross_k[i], cache.cross_v[i], cross_bias, 0.0,
                           false, true, cross_weights,
                           gate_row(head_gates(), AttentionKind::cross, l,
-                                   head_keep(intervention, AttentionKind::cross, l, H, y.device()), y.device()),
+                                   heads_switched_off(intervention, AttentionKind::cross, l, H), y.device()),
                           erasing);
         y = residual + cross[i].out;
         if (!c.normalize_before) y = layer->encoder_attn_layer_norm->forward(y);

@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "core/io/error.hpp"
+#include "core/model/attention_blocks.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/model/small_linear.hpp"
 #include "core/text/vocab.hpp"
 
@@ -18,52 +20,12 @@ namespace {
 constexpr float k_t5_neg_inf = -std::numeric_limits<float>::infinity();
 
 /// x W^T without bias: a decoder step's few rows on both threads (few_rows_linear), the rest through ATen.
-torch::Tensor t5_project(const torch::Tensor& weight, const torch::Tensor& x) { return few_rows_linear(x, weight); }
+torch::Tensor t5_project(const torch::Tensor& weight, const torch::Tensor& x) { return precision_linear(x, weight); }
 
 /// T5LayerNorm: no mean, no bias; the variance in float32.
 torch::Tensor t5_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
     const auto variance = x.to(torch::kFloat).pow(2).mean(-1, /*keepdim=*/true);
     return weight * (x * torch::rsqrt(variance + eps));
-}
-
-torch::Tensor t5_activate(Activation a, const torch::Tensor& x) {
-    switch (a) {
-    case Activation::relu: return torch::relu(x);
-    case Activation::gelu: return torch::gelu(x);
-    case Activation::gelu_tanh: return torch::gelu(x, "tanh");
-    case Activation::silu: return torch::silu(x);
-    case Activation::tanh: return torch::tanh(x);
-    }
-    return x;
-}
-
-template <typename T, typename Base>
-T& as_t5(Base& x, const char* what) {
-    auto* p = dynamic_cast<T*>(&x);
-    if (!p) throw std::logic_error(std::string("T5 decoder step: ") + what + " of another model family");
-    return *p;
-}
-
-/// [B, 1, 1, S]: 0 where mask is true, -inf elsewhere.
-torch::Tensor t5_key_bias(const torch::Tensor& mask) {
-    return torch::zeros(mask.sizes(), torch::TensorOptions().dtype(torch::kFloat).device(mask.device()))
-        .masked_fill(mask.logical_not(), k_t5_neg_inf)
-        .unsqueeze(1)
-        .unsqueeze(1);
-}
-
-/// [h] with 0 for the heads of (kind, layer) an intervention switches off; undefined when none is.
-torch::Tensor t5_heads_off(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer, int64_t heads,
-                           const torch::Device& device) {
-    if (!intervention) return {};
-    torch::Tensor keep;
-    for (const auto& off : intervention->heads_off) {
-        if (off.kind != kind || off.layer != layer || off.head >= heads) continue;
-        if (!keep.defined()) keep = torch::ones({heads});
-        if (off.head < 0) keep.zero_();
-        else keep[off.head] = 0;
-    }
-    return keep.defined() ? keep.to(device) : keep;
 }
 
 struct T5Heads {
@@ -79,20 +41,9 @@ T5Heads t5_attend(const torch::Tensor& o_weight, const torch::Tensor& q, const t
                   const torch::Tensor& bias, double dropout, bool training, bool keep,
                   const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},
                   bool zero_empty_rows = false) {
-    auto scores = torch::matmul(q, k.transpose(2, 3));
-    if (bias.defined()) scores = scores + bias;
-    auto w = weights_given.defined() ? weights_given.expand_as(scores).contiguous() : torch::softmax(scores, -1);
-    if (zero_empty_rows && !weights_given.defined()) w = torch::nan_to_num(w, 0.0);
-    auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
-    auto o = torch::matmul(wd, v);  // [B, h, Tq, dkv]
-    if (keep_heads.defined()) o = o * keep_heads.to(o.scalar_type()).view({1, -1, 1, 1});
-    T5Heads out;
-    out.out = t5_project(o_weight, o.transpose(1, 2).reshape({q.size(0), q.size(2), -1}));
-    if (keep) {
-        out.weights = w;
-        out.scores = scores;
-    }
-    return out;
+    auto heads = attend_heads(q, k, v, /*scaling=*/1.0, bias, dropout, training, keep, weights_given, keep_heads,
+                              zero_empty_rows);
+    return {t5_project(o_weight, heads.merged), std::move(heads.weights), std::move(heads.scores)};
 }
 
 /// [B, T, h dkv] -> [B, h, T, dkv]
@@ -103,6 +54,7 @@ torch::Tensor t5_split(const torch::Tensor& x, int64_t heads) {
 /// The column-major vocabulary matrix's rows as an embedding lookup (the pretrained family's layout:
 /// its rows read as columns of the contiguous [d, V], the gradient in the parameter's own layout).
 torch::Tensor t5_lookup(const torch::Tensor& weight, const torch::Tensor& ids) {
+    if (auto rows = converted_rows(weight, ids); rows.defined()) return rows;  // int8 / bf16 (--precision)
     if (weight.dim() != 2 || weight.stride(0) != 1 || weight.stride(1) != weight.size(0))
         return torch::embedding(weight, ids);
     const auto flat = ids.reshape(-1);
@@ -238,8 +190,8 @@ torch::Tensor T5Impl::embed_target(const torch::Tensor& tgt) { return t5_lookup(
 
 torch::Tensor T5Impl::feed_forward(const T5BlockWeights& b, const torch::Tensor& x) const {
     const auto& c = hf();
-    torch::Tensor hidden = t5().gated ? t5_activate(c.activation, t5_project(b.wi_0, x)) * t5_project(b.wi_1, x)
-                                      : t5_activate(c.activation, t5_project(b.wi, x));
+    torch::Tensor hidden = t5().gated ? activate(c.activation, t5_project(b.wi_0, x)) * t5_project(b.wi_1, x)
+                                      : activate(c.activation, t5_project(b.wi, x));
     if (dropout_p() > 0) hidden = torch::dropout(hidden, dropout_p(), true);
     return t5_project(b.wo, hidden);
 }
@@ -263,7 +215,7 @@ torch::Tensor T5Impl::position_bias_curve(AttentionKind kind, int64_t span) cons
 
 torch::Tensor T5Impl::output_logits(const torch::Tensor& hidden) const {
     auto h = t5().scale_decoder_outputs ? hidden * std::pow(static_cast<double>(hf().d_model), -0.5) : hidden;
-    auto logits = small_rows_linear(h, lm_head);
+    auto logits = lm_head.scalar_type() == torch::kFloat ? small_rows_linear(h, lm_head) : precision_linear(h, lm_head);
     return logits.index_fill(-1, torch::tensor({Vocab::bos_id}, torch::TensorOptions().dtype(torch::kLong).device(logits.device())),
                              k_t5_neg_inf);
 }
@@ -277,7 +229,7 @@ PretrainedEncoding T5Impl::encode_embedded(const torch::Tensor& emb, const torch
     enc.src_len = src_len;
     enc.mask = torch::arange(S, src_len.options().device(emb.device())).unsqueeze(0) <
                src_len.to(emb.device()).unsqueeze(1);
-    enc.bias = t5_key_bias(enc.mask);
+    enc.bias = key_bias(enc.mask);
     const auto bias = position_bias(false, S, S, 0).to(emb.device()) + enc.bias;  // [B, h, S, S]
     auto x = dropout_p() > 0 ? torch::dropout(emb, dropout_p(), true) : emb;
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
@@ -352,16 +304,7 @@ torch::Tensor T5Impl::forward_embedded(const torch::Tensor& src_emb, const torch
 torch::Tensor T5Impl::forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
                               double teacher_forcing) {
     if (teacher_forcing >= 1.0) return forward_embedded(embed_source(src), src_len, embed_target(tgt_in));
-    auto enc = encode(src, src_len, /*keep_maps=*/false);
-    auto cache = start(*enc);
-    std::vector<torch::Tensor> logits;
-    torch::Tensor prev;
-    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
-        const bool own = t > 0 && torch::rand({1}).item<double>() >= teacher_forcing;
-        logits.push_back(step(own ? prev : tgt_in.select(1, t), *cache, *enc).logits);
-        prev = logits.back().argmax(-1);
-    }
-    return torch::stack(logits, 1);
+    return sampled_forward(*this, src, src_len, tgt_in, teacher_forcing);
 }
 
 TokenLogits T5Impl::real_token_logits(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
@@ -384,7 +327,7 @@ torch::Tensor T5Impl::loss(const torch::Tensor& src, const torch::Tensor& src_le
 // --- decoder, one step at a time -------------------------------------------------------
 
 std::unique_ptr<DecoderCache> T5Impl::start(const EncodedSource& source) {
-    const auto& enc = as_t5<const PretrainedEncoding>(source, "an encoding");
+    const auto& enc = family_part<const PretrainedEncoding>(source, "T5", "an encoding");
     const int64_t H = hf().decoder_heads;
     auto cache = std::make_unique<PretrainedCache>();
     for (const auto& b : decoder_blocks) {
@@ -400,8 +343,8 @@ std::unique_ptr<DecoderCache> T5Impl::start(const EncodedSource& source) {
 
 StepOutput T5Impl::step(const torch::Tensor& tokens, DecoderCache& cache_in, const EncodedSource& source,
                         const AttentionIntervention* intervention) {
-    auto& cache = as_t5<PretrainedCache>(cache_in, "a decoder cache");
-    const auto& enc = as_t5<const PretrainedEncoding>(source, "an encoding");
+    auto& cache = family_part<PretrainedCache>(cache_in, "T5", "a decoder cache");
+    const auto& enc = family_part<const PretrainedEncoding>(source, "T5", "an encoding");
     const auto& c = hf();
     const int64_t L = c.decoder_layers, H = c.decoder_heads;
     auto y = t5_lookup(shared, input_rows(tokens.unsqueeze(1)));  // [B, 1, d]
@@ -411,7 +354,7 @@ StepOutput T5Impl::step(const torch::Tensor& tokens, DecoderCache& cache_in, con
         cross_weights = intervention->cross_weights.to(y.device(), torch::kFloat).unsqueeze(1).unsqueeze(1);
     torch::Tensor cross_bias = enc.bias;
     const bool erasing = intervention && intervention->cross_erased.defined();
-    if (erasing) cross_bias = enc.bias + t5_key_bias(intervention->cross_erased.to(y.device(), torch::kBool).logical_not());
+    if (erasing) cross_bias = enc.bias + key_bias(intervention->cross_erased.to(y.device(), torch::kBool).logical_not());
     std::vector<T5Heads> self(static_cast<size_t>(L)), cross(static_cast<size_t>(L));
     torch::Tensor context;
     for (int64_t l = 0; l < L; ++l) {
@@ -424,13 +367,13 @@ StepOutput T5Impl::step(const torch::Tensor& tokens, DecoderCache& cache_in, con
         self[i] = t5_attend(b.self.o, t5_split(t5_project(b.self.q, h), H), cache.self_k[i], cache.self_v[i], self_bias,
                             0.0, false, true, {},
                             gate_row(head_gates(), AttentionKind::decoder_self, l,
-                                     t5_heads_off(intervention, AttentionKind::decoder_self, l, H, y.device()), y.device()));
+                                     heads_switched_off(intervention, AttentionKind::decoder_self, l, H), y.device()));
         y = y + self[i].out;
         h = t5_rms_norm(y, b.cross_norm, c.layer_norm_eps);
         cross[i] = t5_attend(b.cross.o, t5_split(t5_project(b.cross.q, h), H), cache.cross_k[i], cache.cross_v[i],
                              cross_bias, 0.0, false, true, cross_weights,
                              gate_row(head_gates(), AttentionKind::cross, l,
-                                      t5_heads_off(intervention, AttentionKind::cross, l, H, y.device()), y.device()),
+                                      heads_switched_off(intervention, AttentionKind::cross, l, H), y.device()),
                              erasing);
         y = y + cross[i].out;
         y = y + feed_forward(b, t5_rms_norm(y, b.ff_norm, c.layer_norm_eps));

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "core/io/error.hpp"
+#include "core/model/attention_blocks.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/model/model_support.hpp"
 #include "core/text/vocab.hpp"
 
@@ -25,38 +27,10 @@ uint64_t enc_site(int64_t layer) { return 16 + 8 * static_cast<uint64_t>(layer);
 uint64_t dec_site(int64_t layer) { return 4096 + 8 * static_cast<uint64_t>(layer); }
 constexpr uint64_t k_enc_embedding = 1, k_dec_embedding = 2;
 
-/// [B, 1, 1, S]: 0 where mask is true, -inf elsewhere.
-torch::Tensor key_bias(const torch::Tensor& mask) {
-    return torch::zeros(mask.sizes(), torch::TensorOptions().dtype(torch::kFloat).device(mask.device()))
-        .masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity())
-        .unsqueeze(1)
-        .unsqueeze(1);
-}
-
 /// [T, T]: -inf above the diagonal (a position attends to itself and those before it).
 torch::Tensor causal_bias(int64_t T, const torch::Device& device) {
     return torch::full({T, T}, -std::numeric_limits<float>::infinity(), torch::TensorOptions().device(device))
         .triu(1);
-}
-
-template <typename T, typename Base>
-T& as_transformer(Base& x, const char* what) {
-    auto* p = dynamic_cast<T*>(&x);
-    if (!p) throw std::logic_error(std::string("Transformer decoder step: ") + what + " of another model family");
-    return *p;
-}
-
-/// [h] with 0 for the heads of (kind, layer) that `off` switches off, or undefined when none is.
-torch::Tensor head_keep(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer, int64_t heads) {
-    if (!intervention) return {};
-    torch::Tensor keep;
-    for (const auto& off : intervention->heads_off) {
-        if (off.kind != kind || off.layer != layer || off.head >= heads) continue;
-        if (!keep.defined()) keep = torch::ones({heads});
-        if (off.head < 0) keep.zero_();
-        else keep[off.head] = 0;
-    }
-    return keep;
 }
 
 }  // namespace
@@ -267,23 +241,14 @@ torch::Tensor TransformerImpl::forward_embedded(const torch::Tensor& src_emb, co
                                                 const torch::Tensor& tgt_emb) {
     const Dropout dropout = dropout_for(nullptr);
     const auto enc = encode_embedded(src_emb, src_len, dropout, /*keep=*/false);
-    return decoder->dense->forward(decode_embedded(tgt_emb, enc, dropout));
+    return layer_forward(decoder->dense, decode_embedded(tgt_emb, enc, dropout));
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len,
                                        const torch::Tensor& tgt_in, double teacher_forcing) {
     if (teacher_forcing >= 1.0) return forward_embedded(embed_source(src), src_len, embed_target(tgt_in));
     // Scheduled sampling: one step at a time, as decoding runs (no map is shown).
-    auto enc = encode(src, src_len, /*keep_maps=*/false);
-    auto cache = start(*enc);
-    std::vector<torch::Tensor> logits;
-    torch::Tensor prev;
-    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
-        const bool own = t > 0 && torch::rand({1}).item<double>() >= teacher_forcing;
-        logits.push_back(step(own ? prev : tgt_in.select(1, t), *cache, *enc).logits);
-        prev = logits.back().argmax(-1);
-    }
-    return torch::stack(logits, 1);
+    return sampled_forward(*this, src, src_len, tgt_in, teacher_forcing);
 }
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
@@ -325,15 +290,15 @@ TokenLogits TransformerImpl::token_logits(const torch::Tensor& src, const torch:
     const auto targets = layout.packed() ? flat.index_select(0, layout.index) : flat;
     // The output layer over the real target tokens only.
     const auto keep = targets.ne(Vocab::pad_id);
-    if (keep.all().item<bool>()) return {decoder->dense->forward(rows_all), targets};
+    if (keep.all().item<bool>()) return {layer_forward(decoder->dense, rows_all), targets};
     const auto rows = keep.nonzero().squeeze(1);
-    return {decoder->dense->forward(rows_all.index_select(0, rows)), targets.index_select(0, rows)};
+    return {layer_forward(decoder->dense, rows_all.index_select(0, rows)), targets.index_select(0, rows)};
 }
 
 // --- decoder, one step at a time ------------------------------------------------
 
 std::unique_ptr<DecoderCache> TransformerImpl::start(const EncodedSource& source) {
-    const auto& enc = as_transformer<const TransformerEncoding>(source, "an encoding");
+    const auto& enc = family_part<const TransformerEncoding>(source, "Transformer", "an encoding");
     auto cache = std::make_unique<TransformerCache>();
     for (auto& blk : decoder->blocks) {
         const auto [k, v] = blk->attention2->project_kv(enc.output);
@@ -353,8 +318,8 @@ void TransformerCache::select(const torch::Tensor& rows) {
 
 StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cache_in, const EncodedSource& source,
                                  const AttentionIntervention* intervention) {
-    auto& cache = as_transformer<TransformerCache>(cache_in, "a decoder cache");
-    const auto& enc = as_transformer<const TransformerEncoding>(source, "an encoding");
+    auto& cache = family_part<TransformerCache>(cache_in, "Transformer", "a decoder cache");
+    const auto& enc = family_part<const TransformerEncoding>(source, "Transformer", "an encoding");
     const Dropout dropout = dropout_for(nullptr);
     const int64_t H = m_config.num_heads, L = m_config.num_layers;
     // d2l's predict_step adds the encoding of X[:, :1], position 0, to every token.
@@ -379,7 +344,7 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
         so.which = site;
         so.keep = true;
         so.head_keep = gate_row(head_gates(), AttentionKind::decoder_self, l,
-                                head_keep(intervention, AttentionKind::decoder_self, l, H), x.device());
+                                heads_switched_off(intervention, AttentionKind::decoder_self, l, H), x.device());
         self[i] = attend(q, cache.self_k[i], cache.self_v[i], so);
         auto x1 = blk->addnorm1->forward(x, blk->attention1->output(self[i].out), dropout, site + 1);
         AttendOptions co;
@@ -389,7 +354,7 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
         co.which = site + 2;
         co.keep = true;
         co.weights = cross_weights;
-        co.head_keep = gate_row(head_gates(), AttentionKind::cross, l, head_keep(intervention, AttentionKind::cross, l, H),
+        co.head_keep = gate_row(head_gates(), AttentionKind::cross, l, heads_switched_off(intervention, AttentionKind::cross, l, H),
                                 x.device());
         cross[i] = attend(blk->attention2->project_q(x1), cache.cross_k[i], cache.cross_v[i], co);
         const auto read = blk->attention2->output(cross[i].out);  // [B, 1, d]
@@ -399,7 +364,7 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
     }
     ++cache.steps;
     StepOutput out;
-    out.logits = decoder->dense->forward(x.squeeze(1));  // [B, V]
+    out.logits = layer_forward(decoder->dense, x.squeeze(1));  // [B, V]
     out.context = context;
     // The primary map first, then every head: weights [B, h, 1, K] -> [B, K] each.
     out.maps.push_back(StepMap{AttentionMapId{AttentionKind::cross, static_cast<int>(L - 1), -1},

@@ -1,0 +1,73 @@
+// Blocks the attention families share (core/model/attention_blocks.hpp).
+#include "core/model/attention_blocks.hpp"
+
+#include <limits>
+
+namespace attnviz {
+
+torch::Tensor key_bias(const torch::Tensor& mask) {
+    return torch::zeros(mask.sizes(), torch::TensorOptions().dtype(torch::kFloat).device(mask.device()))
+        .masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity())
+        .unsqueeze(1)
+        .unsqueeze(1);
+}
+
+torch::Tensor heads_switched_off(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer,
+                                 int64_t heads) {
+    if (!intervention) return {};
+    torch::Tensor keep;
+    for (const auto& off : intervention->heads_off) {
+        if (off.kind != kind || off.layer != layer || off.head >= heads) continue;
+        if (!keep.defined()) keep = torch::ones({heads});
+        if (off.head < 0) keep.zero_();
+        else keep[off.head] = 0;
+    }
+    return keep;
+}
+
+torch::Tensor activate(Activation a, const torch::Tensor& x) {
+    switch (a) {
+    case Activation::relu: return torch::relu(x);
+    case Activation::gelu: return torch::gelu(x);
+    case Activation::gelu_tanh: return torch::gelu(x, "tanh");
+    case Activation::silu: return torch::silu(x);
+    case Activation::tanh: return torch::tanh(x);
+    }
+    return x;
+}
+
+AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scaling,
+                           const torch::Tensor& bias, double dropout, bool training, bool keep,
+                           const torch::Tensor& weights_given, const torch::Tensor& keep_heads, bool zero_empty_rows) {
+    auto scores = torch::matmul(q, k.transpose(2, 3));  // [B, h, Tq, Tk]
+    if (scaling != 1.0) scores = scores * scaling;
+    if (bias.defined()) scores = scores + bias;
+    auto w = weights_given.defined() ? weights_given.expand_as(scores).contiguous() : torch::softmax(scores, -1);
+    if (zero_empty_rows && !weights_given.defined()) w = torch::nan_to_num(w, 0.0);  // every key erased: none
+    auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
+    auto o = torch::matmul(wd, v);  // [B, h, Tq, dh]
+    if (keep_heads.defined()) o = o * keep_heads.to(o.scalar_type()).view({1, -1, 1, 1});
+    AttendedHeads out;
+    out.merged = o.transpose(1, 2).reshape({q.size(0), q.size(2), -1});
+    if (keep) {
+        out.weights = w;
+        out.scores = scores;
+    }
+    return out;
+}
+
+torch::Tensor sampled_forward(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
+                              const torch::Tensor& tgt_in, double teacher_forcing) {
+    auto enc = model.encode(src, src_len, /*keep_maps=*/false);
+    auto cache = model.start(*enc);
+    std::vector<torch::Tensor> logits;
+    torch::Tensor prev;
+    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
+        const bool own = t > 0 && torch::rand({1}).item<double>() >= teacher_forcing;
+        logits.push_back(model.step(own ? prev : tgt_in.select(1, t), *cache, *enc).logits);
+        prev = logits.back().argmax(-1);
+    }
+    return torch::stack(logits, 1);
+}
+
+}  // namespace attnviz

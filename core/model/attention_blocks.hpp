@@ -1,0 +1,62 @@
+#pragma once
+// Blocks the attention families share (the d2l Transformer, the pretrained family and T5),
+// each written once: the additive key mask, the heads an intervention switches off, eager
+// multi-head attention before its output projection, the feed-forward activations, scheduled
+// sampling one step at a time, and the checked downcast of the seam's encodings and caches.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "core/config/config.hpp"
+#include "core/config/pretrained_config.hpp"
+#include "core/model/encoder_decoder.hpp"
+
+namespace attnviz {
+
+/// The family's own type behind one of the seam's base classes (an encoding, a cache): a
+/// logic_error naming the family and the part when another family's object reached it.
+template <typename T, typename Base>
+T& family_part(Base& x, const char* family, const char* what) {
+    auto* p = dynamic_cast<T*>(&x);
+    if (!p) throw std::logic_error(std::string(family) + " decoder step: " + what + " of another model family");
+    return *p;
+}
+
+/// [B, 1, 1, S] float: 0 where mask [B, S] is true, -inf elsewhere (added to scores over keys).
+torch::Tensor key_bias(const torch::Tensor& mask);
+
+/// [heads] float on the CPU with 0 for the heads of (kind, layer) the intervention switches off
+/// (head -1: all of them) and 1 for the others; undefined when it switches none off.
+torch::Tensor heads_switched_off(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer,
+                                 int64_t heads);
+
+/// The feed-forward activation of a config (relu, gelu, gelu_tanh, silu, tanh).
+torch::Tensor activate(Activation a, const torch::Tensor& x);
+
+/// What eager attention computed for every head, before the output projection.
+struct AttendedHeads {
+    torch::Tensor merged;   ///< [B, Tq, h dh]: the heads' outputs side by side
+    torch::Tensor weights;  ///< [B, h, Tq, Tk] when kept
+    torch::Tensor scores;   ///< [B, h, Tq, Tk] q·kᵀ·scaling + bias (-inf at masked keys), when kept
+};
+
+/// transformers' eager attention over q, k, v [B, h, T, dh]: softmax(q·kᵀ·scaling + bias) v.
+/// scaling 1 multiplies nothing (T5 scales no score). bias (optional): additive, broadcast
+/// over [B, h, Tq, Tk]; weights_given (optional): [B, 1, 1, Tk] replacing every head's softmax;
+/// keep_heads (optional): [h] multiplying each head's output; zero_empty_rows: a row whose
+/// every key is masked attends to nothing (its NaN weights become 0). Dropout on the weights
+/// when training.
+AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scaling,
+                           const torch::Tensor& bias, double dropout, bool training, bool keep,
+                           const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},
+                           bool zero_empty_rows = false);
+
+/// Scheduled sampling: the logits [B, T, V] of tgt_in [B, T] decoded one step at a time, each
+/// step after the first fed the model's own previous argmax with probability 1 - teacher_forcing
+/// (one draw of the global generator a step), as decoding runs.
+torch::Tensor sampled_forward(EncoderDecoder& model, const torch::Tensor& src, const torch::Tensor& src_len,
+                              const torch::Tensor& tgt_in, double teacher_forcing);
+
+}  // namespace attnviz
