@@ -107,6 +107,20 @@ def make_t5(out, lines, train_to_copy, references, name="t5", gated=False, seed=
     model.generation_config = GenerationConfig(num_beams=3, max_length=16, decoder_start_token_id=0, eos_token_id=1,
                                                pad_token_id=0)
     model.save_pretrained(folder)
+    extra = {}
+    if not gated:
+        # The same model as a transformers 4 folder holds it: spiece.model instead of tokenizer.json, and the
+        # ids transformers 5's T5Tokenizer gives when it builds its tokenizer from that file.
+        spm_folder = os.path.join(out, name + "_spm")
+        if os.path.exists(spm_folder):
+            shutil.rmtree(spm_folder)
+        shutil.copytree(folder, spm_folder)
+        os.remove(os.path.join(spm_folder, "tokenizer.json"))
+        shutil.copy(os.path.join(out, "_" + name + "_spm", "spiece.model"), spm_folder)
+        from_spm = T5Tokenizer.from_pretrained(spm_folder)
+        extra["spm_reference"] = [{"text": t, "input_ids": from_spm(t).input_ids,
+                                   "decoded": from_spm.decode(from_spm(t).input_ids, skip_special_tokens=True)}
+                                  for t in T5_SAMPLES]
     # Eager attention: output_attentions (the T5 stacks keep their own copies of the config, so setting
     # _attn_implementation afterwards would leave the decoder on sdpa, which returns no maps).
     reloaded = T5ForConditionalGeneration.from_pretrained(folder, attn_implementation="eager")
@@ -115,8 +129,9 @@ def make_t5(out, lines, train_to_copy, references, name="t5", gated=False, seed=
     variants = {"beam": {}, "beam_lp": {"num_beams": 4, "length_penalty": 0.6, "num_return_sequences": 2},
                 "beam_never": {"num_beams": 2, "early_stopping": "never", "no_repeat_ngram_size": 2}}
     ref = references(reloaded, tok, T5_SAMPLES, variants)
-    return ref, {"position_bias": _position_bias(reloaded),
-                 "task_prefixes": {k: v["prefix"] for k, v in cfg.task_specific_params.items()}}
+    extra.update({"position_bias": _position_bias(reloaded),
+                  "task_prefixes": {k: v["prefix"] for k, v in cfg.task_specific_params.items()}})
+    return ref, extra
 
 
 def clean(out):

@@ -20,10 +20,13 @@ Writes, each a Hugging Face model folder as save_pretrained() writes it:
   OUT/t5, OUT/flan_t5  T5ForConditionalGeneration: T5 (ReLU, tied embeddings rescaled) and Flan-T5-style
                     (gated-GELU, its own lm_head), T5Tokenizer as tokenizer.json alone (tools/hf_fixtures_t5.py;
                     reference.json's t5_extra / flan_t5_extra: compute_bias curves and task prefixes)
+  OUT/t5_spm        the t5 model with spiece.model instead of tokenizer.json (as transformers 4 saved it);
+                    reference.json's t5_extra.spm_reference: T5Tokenizer's ids when transformers 5 reads that folder
 and OUT/reference.json: per model, per sample sentence, the tokenizer's ids and decoded text,
 greedy and beam outputs of generate(), and the logits and every attention map of a
 teacher-forced pass (encoder_attentions, decoder_attentions, cross_attentions, eager
-attention) over the greedy output.
+attention) over the greedy output; reference.json's training: tokenizer(source, text_target=target)'s
+input_ids and labels and the decoder input the model makes of them, for M2M100, NLLB and mBART-50.
 
 The SentencePiece models are trained on tests/data's sentences and a few of this file's
 own, so nothing outside the repository is read. A model with transformers' random
@@ -416,6 +419,36 @@ def make_mbart50(out, lines):
     return references(model, tok, samples, variants, src_lang="en_XX", tgt_lang="fr_XX")
 
 
+TRAINING_PAIRS = [("Hello, Tom.", "Bonjour, Tom."), ("I am a small frog.", "Je suis une petite grenouille."),
+                  ("Where is the bus stop?", "Où est l'arrêt de bus ?")]
+
+
+def training_references(out):
+    """What a multilingual model is fine-tuned on, as transformers gives it: per model, per pair,
+    tokenizer(source, text_target=target)'s input_ids and labels, and the decoder's input the model
+    makes of the labels (its shift_tokens_right: decoder_start_token_id first for M2M100 / NLLB; for
+    mBART the labels' last token, </s>, wrapped to the front)."""
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right as m2m_shift
+    from transformers.models.mbart.modeling_mbart import shift_tokens_right as mbart_shift
+    ref = {}
+    for name, src, tgt in (("m2m100", "en", "fr"), ("nllb", "eng_Latn", "fra_Latn"), ("mbart50", "en_XX", "fr_XX")):
+        folder = os.path.join(out, name)
+        tok = AutoTokenizer.from_pretrained(folder, src_lang=src, tgt_lang=tgt)
+        cfg = AutoConfig.from_pretrained(folder)
+        entries = []
+        for source, target in TRAINING_PAIRS:
+            enc = tok(source, text_target=target)
+            labels = torch.tensor([enc["labels"]])
+            dec_in = (mbart_shift(labels, cfg.pad_token_id) if cfg.model_type == "mbart"
+                      else m2m_shift(labels, cfg.pad_token_id, cfg.decoder_start_token_id))
+            entries.append({"source": source, "target": target, "src_lang": src, "tgt_lang": tgt,
+                            "input_ids": enc["input_ids"], "labels": enc["labels"],
+                            "decoder_input_ids": dec_in[0].tolist()})
+        ref[name] = entries
+    return ref
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -444,6 +477,7 @@ def main():
     hf_fixtures_t5.clean(out)
     ref["bart"] = make_bart(out, lines)
     ref["mbart50"] = make_mbart50(out, lines)
+    ref["training"] = training_references(out)
     with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:
         json.dump(ref, f, ensure_ascii=False)
     with open(stamp_file, "w") as f:

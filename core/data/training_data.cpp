@@ -5,6 +5,7 @@
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 
 namespace attnviz {
 
@@ -104,6 +105,32 @@ TrainingData prepare_data(const Corpus& corpus_in, const TrainConfig& config, To
     d.src_vocab = side(&SentencePair::src);
     d.tgt_vocab = side(&SentencePair::tgt);
     return d;
+}
+
+void add_language_codes(std::vector<SentencePair>& pairs, const Tokenizer& tokenizer, const std::string& source_lang,
+                        const std::string& target_lang) {
+    const auto& pt = tokenizer.pretrained();
+    if (!pt) return;
+    const PretrainedTokenizerKind kind = pt->kind();
+    if (kind != PretrainedTokenizerKind::m2m100 && kind != PretrainedTokenizerKind::nllb &&
+        kind != PretrainedTokenizerKind::mbart50)
+        return;
+    const std::string src = !source_lang.empty() ? source_lang : pt->default_source_language();
+    const std::string tgt = !target_lang.empty() ? target_lang : pt->default_target_language();
+    if (tgt.empty()) {
+        const auto langs = pt->target_languages();
+        throw ConfigError("fine-tuning this model needs its target language, which its tokenizer_config.json does not name "
+                          "(\"tgt_lang\"; the model has " + std::to_string(langs.size()) + ", e.g. " +
+                          (langs.empty() ? std::string("fr") : langs.front()) + ")");
+    }
+    // attnviz's names of the codes (the model's tokens but for a few: core/text/tokenizer.hpp).
+    const std::string src_code = tokenizer.pretrained_name(pt->language_token(src, false), false);
+    const std::string tgt_code = tokenizer.pretrained_name(pt->language_token(tgt, true), true);
+    for (auto& p : pairs) {
+        if (p.src.empty() || p.src.front() != src_code) p.src.insert(p.src.begin(), src_code);
+        if (p.tgt.empty() || p.tgt.front() != tgt_code) p.tgt.insert(p.tgt.begin(), tgt_code);
+        p.alignment.reset();  // positions moved by one: a word alignment no longer holds
+    }
 }
 
 }  // namespace attnviz

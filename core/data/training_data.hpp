@@ -33,4 +33,15 @@ struct TrainingData {
 /// then counts pieces. Throws ConfigError (e.g. a vocabulary size the text cannot have).
 TrainingData prepare_data(const Corpus& corpus, const TrainConfig& config, TokenizerPtr tokenizer = nullptr);
 
+/// Pairs to teacher-force a multilingual pretrained model on (M2M100, NLLB, mBART-50), as transformers'
+/// tokenizer(source, text_target=target) gives them: the source language's code before each source
+/// (input_ids [src] tokens </s>) and the target language's before each target (labels [tgt] tokens
+/// </s>; the decoder reads decoder_start_token_id, then the labels shifted: </s> [tgt] tokens). The
+/// languages: those given, else the tokenizer's (tokenizer_config.json's src_lang and tgt_lang);
+/// ConfigError naming the languages there are for one the model lacks, or when no target language is
+/// named anywhere. Any other model's pairs are left as they are. A pair already starting with the code
+/// keeps one.
+void add_language_codes(std::vector<SentencePair>& pairs, const Tokenizer& tokenizer, const std::string& source_lang = "",
+                        const std::string& target_lang = "");
+
 }  // namespace attnviz

@@ -115,10 +115,9 @@ std::shared_ptr<const PretrainedTokenizer> read_tokenizer(const fs::path& dir, c
         return read_text(dir / name, what + ": " + name);
     };
     if (f.kind == PretrainedTokenizerKind::t5) {
-        if (!optional)
-            throw FileError(what + " has no tokenizer.json (attnviz reads T5's tokenizer from it, as transformers 5 saves it: "
-                                   "T5Tokenizer.from_pretrained(folder).save_pretrained(folder) writes one)");
-        f.source_spm = read_if_there(dir / "spiece.model", what + ": spiece.model");  // kept for export
+        // tokenizer.json, else spiece.model (a folder saved before transformers 5): the tokenizer.json
+        // transformers 5 builds from it. With tokenizer.json, spiece.model is kept for export.
+        f.source_spm = need("spiece.model");
     } else if (f.kind == PretrainedTokenizerKind::marian) {
         f.source_spm = need("source.spm");
         f.target_spm = need("target.spm");

@@ -172,6 +172,52 @@ std::string bart_tokenizer_json(const std::string& vocab_text, const std::string
     return j.dump();
 }
 
+/// T5Tokenizer's tokenizer.json for a folder with spiece.model alone (a T5 saved before transformers 5),
+/// as transformers 5 builds it (tokenization_t5.py): a Unigram model over the pieces and their scores
+/// (unknown: id 2), then the sentinels <extra_id_{N-1}> ... <extra_id_0> (so <extra_id_i> is id
+/// pieces + N - 1 - i), SentencePiece's rule table as the normalizer, whitespace split then Metaspace
+/// (always prepended), "$A </s>", and <pad>, </s>, <unk> and the sentinels as special added tokens.
+std::string t5_tokenizer_json(const std::string& spm_bytes, int64_t extra_ids, const std::string& what) {
+    const PretrainedSentencePiecePieces spm = pretrained_sentencepiece_pieces(spm_bytes, what);
+    if (extra_ids < 0 || extra_ids > 100000)
+        throw FileError(what + ": tokenizer_config.json's extra_ids is " + std::to_string(extra_ids) + ", expected 0..100000");
+    json vocab = json::array();
+    std::map<std::string, int64_t> ids;
+    for (const auto& [piece, score] : spm.pieces) {
+        ids.emplace(piece, static_cast<int64_t>(vocab.size()));
+        vocab.push_back(json::array({piece, score}));
+    }
+    json added = json::array();
+    auto add = [&](const std::string& token, int64_t id) {
+        added.push_back({{"id", id}, {"content", token}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                         {"normalized", false}, {"special", true}});
+    };
+    for (const char* t : {"<pad>", "</s>", "<unk>"}) {
+        const auto it = ids.find(t);
+        if (it == ids.end()) throw FileError(what + " has no piece " + quote(t) + " (T5's pad, end and unknown pieces are 0, 1, 2)");
+        add(t, it->second);
+    }
+    for (int64_t i = extra_ids - 1; i >= 0; --i) {
+        const std::string sentinel = "<extra_id_" + std::to_string(i) + ">";
+        add(sentinel, static_cast<int64_t>(vocab.size()));
+        vocab.push_back(json::array({sentinel, 0.0}));
+    }
+    const json metaspace = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "always"}, {"split", true}};
+    const json eos = {{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}};
+    const json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+    json j = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added},
+              {"normalizer", spm.charsmap.empty() ? json(nullptr)
+                                                  : json{{"type", "Precompiled"}, {"precompiled_charsmap", base64_encode(spm.charsmap)}}},
+              {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", json::array({{{"type", "WhitespaceSplit"}}, metaspace})}}},
+              {"post_processor", {{"type", "TemplateProcessing"}, {"single", json::array({a, eos})},
+                                  {"pair", json::array({a, eos, b, eos})},
+                                  {"special_tokens", {{"</s>", {{"id", "</s>"}, {"ids", json::array({ids.at("</s>")})},
+                                                                {"tokens", json::array({"</s>"})}}}}}}},
+              {"decoder", metaspace},
+              {"model", {{"type", "Unigram"}, {"unk_id", ids.at("<unk>")}, {"vocab", vocab}, {"byte_fallback", false}}}};
+    return j.dump();
+}
+
 /// mBART-50's language codes: "en_XX", "fr_XX", "zh_CN" (two lower-case letters, "_", two upper-case).
 bool is_mbart50_code(const std::string& s) {
     auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
@@ -207,7 +253,9 @@ PretrainedTokenizer::~PretrainedTokenizer() = default;
 void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json& config, const json& special_map,
                                               const std::string& text) {
     const PretrainedTokenizerFiles& files = t.m_files;
-    const std::string what = files.what + (files.tokenizer_json.empty() ? ": vocab.json and merges.txt" : ": tokenizer.json");
+    const std::string what = files.what + (!files.tokenizer_json.empty()                ? ": tokenizer.json"
+                                           : files.kind == PretrainedTokenizerKind::t5 ? ": spiece.model"
+                                                                                       : ": vocab.json and merges.txt");
     const int64_t rows = files.model_vocab_size;
     t.m_json = TokenizerJson::parse(text, what);
     const TokenizerJson& tj = *t.m_json;
@@ -355,6 +403,15 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
 
     if (!files.tokenizer_json.empty()) {
         load_tokenizer_json(*t, config, special_map, files.tokenizer_json);
+        return t;
+    }
+    if (files.kind == PretrainedTokenizerKind::t5) {
+        // spiece.model alone (saved before transformers 5): the tokenizer.json transformers 5 builds from it.
+        if (files.source_spm.empty())
+            throw FileError(what + " has no tokenizer.json, nor spiece.model (the T5 tokenizer needs one of them)");
+        load_tokenizer_json(*t, config, special_map,
+                            t5_tokenizer_json(files.source_spm, config_value(config, "extra_ids", int64_t{100}),
+                                              what + ": spiece.model"));
         return t;
     }
     if (files.kind == PretrainedTokenizerKind::bart) {

@@ -489,4 +489,16 @@ std::string check_pretrained_sentencepiece_model(std::string_view bytes, const s
     return serialize_parts(parts);
 }
 
+PretrainedSentencePiecePieces pretrained_sentencepiece_pieces(std::string_view bytes, const std::string& what) {
+    const Rules rules = Rules::pretrained(what);
+    if (bytes.empty()) rules.refuse("the file is empty, not a SentencePiece model");
+    const Parts parts = read_model(bytes, rules);
+    check_pretrained_parts(parts, rules);
+    PretrainedSentencePiecePieces out;
+    out.pieces.reserve(parts.pieces.size());
+    for (const auto& p : parts.pieces) out.pieces.emplace_back(p.piece, p.score);
+    out.charsmap = parts.normalizer.charsmap;
+    return out;
+}
+
 }  // namespace attnviz

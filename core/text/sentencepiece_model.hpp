@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.hpp"
@@ -102,5 +103,15 @@ std::string serialize_sentencepiece_model(const SentencePieceSpec& spec);
 /// lies past the strings, has no NUL or is not UTF-8, a loop, more than 32 matches at one
 /// position, a table over max_sentencepiece_charsmap_bytes).
 std::string check_pretrained_sentencepiece_model(std::string_view bytes, const std::string& what);
+
+/// A pretrained model's SentencePiece model as transformers' converters read it to build a
+/// tokenizer.json (T5's spiece.model in a folder without tokenizer.json): every piece with its
+/// score, in id order, and the normalizer's rule table (precompiled_charsmap; empty when it has
+/// none). The same checks and FileError as check_pretrained_sentencepiece_model.
+struct PretrainedSentencePiecePieces {
+    std::vector<std::pair<std::string, float>> pieces;
+    std::string charsmap;
+};
+PretrainedSentencePiecePieces pretrained_sentencepiece_pieces(std::string_view bytes, const std::string& what);
 
 }  // namespace attnviz

@@ -59,6 +59,9 @@ Trainer::Trainer(const Checkpoint& c, TrainingData data, TrainConfig train_confi
     m_data.tgt_vocab = c.model->tgt_vocab();
     m_data.level = c.model->level();
     m_data.tokenizer = c.model->tokenizer_ptr();  // and its subword model: pass it to prepare_data too
+    // A multilingual pretrained model learns from its language codes as transformers' tokenizer puts
+    // them: [src] source </s> in, [tgt] target </s> out (core/data/training_data.hpp).
+    add_language_codes(m_data.train, *m_data.tokenizer);
     init_model();
     const Network& saved = c.model->network();
     // copy_ would broadcast a tensor of another shape (a scalar, [3H, 1]) without a word.
@@ -281,9 +284,18 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     if (pairs.empty()) return r;
     const bool was_training = m_model->is_training();
     m_model->eval();
+    // A multilingual pretrained model is teacher-forced on the pairs with their language codes, as it
+    // trains; decoding (below) puts the source's code itself and forces the target's first, so the
+    // references start with it as the outputs do.
+    std::vector<SentencePair> coded;
+    if (m_model_config.is_pretrained() && m_data.tokenizer) {
+        coded = pairs;
+        add_language_codes(coded, *m_data.tokenizer);
+    }
+    const std::vector<SentencePair>& forced = coded.empty() ? pairs : coded;
     {
         // Teacher-forced, in file order, in chunks within the step memory bound, as training runs.
-        const ValidationSums sums = validation_sums(*m_model, pairs, m_data.src_vocab, m_data.tgt_vocab,
+        const ValidationSums sums = validation_sums(*m_model, forced, m_data.src_vocab, m_data.tgt_vocab,
                                                     m_train_config.batch_size, m_train_config.fixed_steps, m_device,
                                                     m_step_memory_bound);
         r.val_loss = sums.tokens > 0 ? sums.loss / sums.tokens : std::nan("");
@@ -301,7 +313,7 @@ EpochReport Trainer::evaluate(const std::vector<SentencePair>& pairs, size_t max
     std::vector<std::vector<std::string>> sources, refs, hyps;
     for (size_t i = 0; i < n; ++i) {
         sources.push_back(pairs[i].src);
-        refs.push_back(pairs[i].tgt);
+        refs.push_back(forced[i].tgt);
     }
     DecodeOptions dopts;
     dopts.max_length = 0;

@@ -10,17 +10,21 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/subword_merge.hpp"
 #include "core/config/pretrained_config.hpp"
+#include "core/data/data.hpp"
+#include "core/data/training_data.hpp"
 #include "core/io/error.hpp"
 #include "core/io/safetensors.hpp"
 #include "core/decode/translation_model.hpp"
 #include "core/persist/hf_folder.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/text/pretrained_tokenizer.hpp"
+#include "core/train/train.hpp"
 
 using namespace attnviz;
 using json = nlohmann::json;
@@ -716,5 +720,126 @@ TEST_CASE("an M2M100 or NLLB folder with tokenizer.json alone: the language code
         c["legacy_behaviour"] = true;
         write_text(flagged + "/tokenizer_config.json", c.dump());
         CHECK_THROWS_WITH(load_model(flagged), Catch::Contains("tokenizer_config.json: legacy_behaviour is true"));
+    }
+}
+
+TEST_CASE("fine-tuning M2M100, NLLB and mBART-50 teacher-forces transformers' labels: the language codes first",
+          "[pretrained][train][languages]") {
+    if (!have_fixtures()) return;
+    if (!reference().contains("training")) {
+        WARN("the fixtures predate reference.json's training entries (tools/make_hf_fixtures.py); skipping");
+        return;
+    }
+    for (const auto& [name, entries] : reference()["training"].items()) {
+        INFO(name);
+        const auto model = load_model(k_fixtures + "/" + name);
+        const Tokenizer& tok = model->tokenizer();
+        const std::string src_lang = entries.at(0)["src_lang"], tgt_lang = entries.at(0)["tgt_lang"];
+        std::vector<SentencePair> pairs;
+        for (const auto& e : entries) pairs.push_back({tok.encode(e["source"], false), tok.encode_target(e["target"], false)});
+        // The languages named, and the tokenizer's own (tokenizer_config.json's src_lang and tgt_lang): the same.
+        std::vector<SentencePair> named = pairs, defaults = pairs;
+        add_language_codes(named, tok, src_lang, tgt_lang);
+        add_language_codes(defaults, tok);
+        std::vector<size_t> rows(pairs.size());
+        std::iota(rows.begin(), rows.end(), size_t{0});
+        const Batch b = make_batch(named, rows, model->src_vocab(), model->tgt_vocab());
+        const Batch d = make_batch(defaults, rows, model->src_vocab(), model->tgt_vocab());
+        CHECK(torch::equal(b.src, d.src));
+        CHECK(torch::equal(b.tgt_in, d.tgt_in));
+        CHECK(torch::equal(b.tgt_out, d.tgt_out));
+        const IdMap src_map(*model, false), tgt_map(*model, true);
+        auto row = [](const torch::Tensor& t, int64_t r, int64_t from, int64_t n) {
+            std::vector<int64_t> ids;
+            for (int64_t k = from; k < n; ++k) ids.push_back(t[r][k].item<int64_t>());
+            return ids;
+        };
+        for (size_t r = 0; r < entries.size(); ++r) {
+            const auto& e = entries[r];
+            INFO("pair " << e["source"].dump());
+            const auto i = static_cast<int64_t>(r);
+            const int64_t S = b.src_len[i].item<int64_t>(), T = b.tgt_len[i].item<int64_t>();
+            CHECK(src_map.model_ids(row(b.src, i, 0, S)) == ints(e["input_ids"]));
+            CHECK(tgt_map.model_ids(row(b.tgt_out, i, 0, T)) == ints(e["labels"]));
+            // The decoder's input: the start token (attnviz's <bos>, read as decoder_start_token_id's row),
+            // then the labels shifted: </s> [tgt] target for transformers.
+            const auto dec_in = ints(e["decoder_input_ids"]);
+            CHECK(b.tgt_in[i][0].item<int64_t>() == Vocab::bos_id);
+            CHECK(model->config().pretrained->model.decoder_start_token_id == dec_in.front());
+            CHECK(tgt_map.model_ids(row(b.tgt_in, i, 1, T)) == std::vector<int64_t>(dec_in.begin() + 1, dec_in.end()));
+        }
+        // The trainer fine-tunes on such pairs (train --init-from and the app's Train: a Trainer from the model).
+        Corpus corpus;
+        corpus.name = "pairs";
+        corpus.level = model->level();
+        corpus.model_pieces = true;
+        for (int k = 0; k < 4; ++k) corpus.pairs.insert(corpus.pairs.end(), pairs.begin(), pairs.end());
+        TrainConfig tc;
+        tc.device = "cpu";
+        tc.val_fraction = 0.25;
+        Checkpoint c;
+        c.model = model;
+        const Trainer trainer(c, prepare_data(corpus, tc, model->tokenizer_ptr()), tc);
+        REQUIRE_FALSE(trainer.data().train.empty());
+        for (const auto& p : trainer.data().train) {
+            CHECK(p.src.front() == named.front().src.front());
+            CHECK(p.tgt.front() == named.front().tgt.front());
+            CHECK(std::count(p.tgt.begin(), p.tgt.end(), p.tgt.front()) == 1);
+        }
+    }
+    SECTION("a model whose tokenizer names no target language asks for one") {
+        const auto dir = copy_fixture("nllb", "nllb-no-tgt");
+        json c = read_json_file(dir + "/tokenizer_config.json");
+        c.erase("tgt_lang");
+        write_text(dir + "/tokenizer_config.json", c.dump());
+        const auto model = load_model(dir);
+        std::vector<SentencePair> pairs{{{"a"}, {"b"}}};
+        CHECK_THROWS_WITH(add_language_codes(pairs, model->tokenizer()),
+                          Catch::Contains("fine-tuning this model needs its target language") && Catch::Contains("tgt_lang"));
+        add_language_codes(pairs, model->tokenizer(), "", "fra_Latn");
+        CHECK(pairs[0].tgt == std::vector<std::string>{"fra_Latn", "b"});
+        CHECK(pairs[0].src == std::vector<std::string>{"eng_Latn", "a"});
+    }
+}
+
+TEST_CASE("a T5 folder with spiece.model and no tokenizer.json opens with transformers 5's ids", "[pretrained][t5][tokenizer]") {
+    if (!have_fixtures()) return;
+    if (!std::filesystem::exists(k_fixtures + "/t5_spm")) {
+        WARN("the fixtures predate t5_spm (tools/hf_fixtures_t5.py); skipping");
+        return;
+    }
+    REQUIRE_FALSE(std::filesystem::exists(k_fixtures + "/t5_spm/tokenizer.json"));
+    const auto model = load_model(k_fixtures + "/t5_spm");
+    const auto from_json = load_model(k_fixtures + "/t5");
+    const auto* pt = model->tokenizer().pretrained().get();
+    CHECK(pt->kind() == PretrainedTokenizerKind::t5);
+    // The same vocabulary as the tokenizer.json transformers 5 saved: the sentinels last, <extra_id_0> at the end.
+    CHECK(pt->id_tokens() == from_json->tokenizer().pretrained()->id_tokens());
+    const auto& tokens = pt->id_tokens();
+    const auto last = std::find_if(tokens.rbegin(), tokens.rend(), [](const std::string& t) { return !t.empty(); });
+    CHECK(*last == "<extra_id_0>");
+    CHECK(pt->is_special("<extra_id_3>"));
+    for (const auto& e : reference()["t5_extra"]["spm_reference"]) {
+        const std::string text = e["text"];
+        INFO("sentence " << json(text).dump());
+        CHECK(source_ids(*model, text, "") == ints(e["input_ids"]));  // </s> appended
+        std::vector<std::string> toks;
+        IdMap map(*model, false);
+        for (auto id : ints(e["input_ids"])) toks.push_back(model->src_vocab().token(map.to_attnviz.at(id)));
+        CHECK(model->tokenizer().decode(toks) == e["decoded"].get<std::string>());
+    }
+    // It translates as the tokenizer.json folder does, and is written back with spiece.model.
+    DecodeOptions o = model->decode_defaults();
+    o.beam_size = o.num_hypotheses = 1;
+    CHECK(model->translate({"Hello, Tom."}, o).at(0).best().ids == from_json->translate({"Hello, Tom."}, o).at(0).best().ids);
+    attnviz::testing::ScratchDir scratch("t5-spm-export");
+    const std::string out = scratch / "exported";
+    save_model_folder(*model, out);
+    CHECK(std::filesystem::exists(out + "/spiece.model"));
+    CHECK(load_model(out)->tokenizer().pretrained()->id_tokens() == tokens);
+    SECTION("without spiece.model either, one line names both files") {
+        const auto dir = copy_fixture("t5_spm", "t5-no-tokenizer");
+        std::filesystem::remove(dir + "/spiece.model");
+        CHECK_THROWS_WITH(load_model(dir), Catch::Contains("has no spiece.model") && Catch::Contains("tokenizer.json"));
     }
 }

@@ -186,10 +186,10 @@ TEST_CASE("a T5 config.json field attnviz cannot use is refused in one line nami
     // A width the weights do not have: the tensor and both shapes named.
     CHECK_THROWS_WITH(load_model(edit("wider", [](json& c) { c["d_kv"] = 16; })),
                       Catch::Contains("encoder.block.0.layer.0.SelfAttention.q.weight") && Catch::Contains("has shape"));
-    // No tokenizer.json: what to do named.
+    // No tokenizer.json and no spiece.model (which would do: test_pretrained.cpp's t5_spm): both named.
     const std::string bare = edit("no-tokenizer", [](json&) {});
     std::filesystem::remove(bare + "/tokenizer.json");
-    CHECK_THROWS_WITH(load_model(bare), Catch::Contains("no tokenizer.json"));
+    CHECK_THROWS_WITH(load_model(bare), Catch::Contains("has no spiece.model") && Catch::Contains("or tokenizer.json"));
 }
 
 TEST_CASE("T5's buckets are transformers' at every distance, both directions", "[t5]") {
