@@ -8,6 +8,7 @@
 #include "core/decode/greedy.hpp"
 #include "core/io/error.hpp"
 #include "core/model/families.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/text/pretrained_tokenizer.hpp"
 
 namespace attnviz {
@@ -212,6 +213,7 @@ std::vector<Translation> TranslationModel::force_tokens(const std::vector<std::v
 }
 
 Network TranslationModel::clone_network(const torch::Device& device) const {
+    check_trainable_precision(*m_network, "training or fine-tuning");  // int8 / bf16 weights stay as they are
     Network copy = attnviz::clone_network(*m_network, device);
     copy->train();
     return copy;

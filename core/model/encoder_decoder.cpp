@@ -19,7 +19,8 @@ void copy_weights(EncoderDecoder& dst, const EncoderDecoder& src) {
 int64_t count_parameters(const torch::nn::Module& module) {
     int64_t n = 0;
     for (const auto& p : module.parameters())
-        if (p.requires_grad()) n += p.numel();
+        // A weight converted for inference (--precision int8 / bf16) was trainable and counts as it did.
+        if (p.requires_grad() || p.scalar_type() == torch::kChar || p.scalar_type() == torch::kBFloat16) n += p.numel();
     return n;
 }
 

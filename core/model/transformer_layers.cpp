@@ -6,9 +6,26 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/model/inference_precision.hpp"
+
 namespace F = torch::nn::functional;
 
 namespace attnviz {
+
+namespace {
+/// x W^T (+ b): ATen's linear for float32 weights, as d2l computes it; precision_linear for weights
+/// converted to int8 or bf16 (--precision, core/model/inference_precision.hpp).
+torch::Tensor linear_of(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {}) {
+    return w.scalar_type() == torch::kFloat ? F::linear(x, w, b) : precision_linear(x, w, b);
+}
+/// x times the matrices stacked ([..., n out]): one product in float32, one per matrix when converted.
+torch::Tensor stacked_linear(const torch::Tensor& x, const std::vector<torch::Tensor>& ws) {
+    if (ws.front().scalar_type() == torch::kFloat) return F::linear(x, torch::cat(ws));
+    std::vector<torch::Tensor> outs;
+    for (const auto& w : ws) outs.push_back(precision_linear(x, w));
+    return torch::cat(outs, -1);
+}
+}  // namespace
 
 torch::Tensor positional_encoding(int64_t positions, int64_t width) {
     // As d2l's PositionalEncoding, in float: X = i / 10000^(2j / d).
@@ -153,47 +170,47 @@ std::vector<torch::Tensor> MultiHeadAttentionImpl::split_stacked(const torch::Te
 
 std::array<torch::Tensor, 3> MultiHeadAttentionImpl::project_qkv(const torch::Tensor& x, const TokenLayout& layout) const {
     // One product with the three matrices stacked: [B, T, 3d].
-    const auto qkv = split_stacked(layout.grid(F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight}))), 3);
+    const auto qkv = split_stacked(layout.grid(stacked_linear(x, {W_q->weight, W_k->weight, W_v->weight})), 3);
     return {qkv[0], qkv[1], qkv[2]};
 }
 
 std::array<torch::Tensor, 2> MultiHeadAttentionImpl::project_kv(const torch::Tensor& x, const TokenLayout& layout) const {
-    const auto kv = split_stacked(layout.grid(F::linear(x, torch::cat({W_k->weight, W_v->weight}))), 2);
+    const auto kv = split_stacked(layout.grid(stacked_linear(x, {W_k->weight, W_v->weight})), 2);
     return {kv[0], kv[1]};
 }
 
 torch::Tensor MultiHeadAttentionImpl::project_q(const torch::Tensor& x, const TokenLayout& layout) const {
-    return split_stacked(layout.grid(F::linear(x, W_q->weight)), 1)[0];
+    return split_stacked(layout.grid(linear_of(x, W_q->weight)), 1)[0];
 }
 
 torch::Tensor MultiHeadAttentionImpl::output(const torch::Tensor& heads_out, const TokenLayout& layout) const {
-    return F::linear(layout.pack(merge(heads_out)), W_o->weight);
+    return linear_of(layout.pack(merge(heads_out)), W_o->weight);
 }
 
 torch::Tensor MultiHeadAttentionImpl::short_self(const torch::Tensor& x, ShortAttentionOptions where) const {
     const int64_t d = W_q->weight.size(0);
     // float: under bf16 autocast the product comes back in bfloat16; the kernel sums in float.
     const auto qkv =
-        F::linear(x, torch::cat({W_q->weight, W_k->weight, W_v->weight})).reshape({-1, 3 * d}).to(torch::kFloat);
+        stacked_linear(x, {W_q->weight, W_k->weight, W_v->weight}).reshape({-1, 3 * d}).to(torch::kFloat);
     where.heads = m_heads;
     where.width = d;
     where.q_column = 0;
     where.k_column = d;
     where.v_column = 2 * d;
-    return F::linear(short_attention(qkv, qkv, where), W_o->weight).view(x.sizes());
+    return linear_of(short_attention(qkv, qkv, where), W_o->weight).view(x.sizes());
 }
 
 torch::Tensor MultiHeadAttentionImpl::short_cross(const torch::Tensor& x, const torch::Tensor& memory,
                                                   ShortAttentionOptions where) const {
     const int64_t d = W_q->weight.size(0);
-    const auto q = F::linear(x, W_q->weight).reshape({-1, d}).to(torch::kFloat);
-    const auto kv = F::linear(memory, torch::cat({W_k->weight, W_v->weight})).reshape({-1, 2 * d}).to(torch::kFloat);
+    const auto q = linear_of(x, W_q->weight).reshape({-1, d}).to(torch::kFloat);
+    const auto kv = stacked_linear(memory, {W_k->weight, W_v->weight}).reshape({-1, 2 * d}).to(torch::kFloat);
     where.heads = m_heads;
     where.width = d;
     where.q_column = 0;
     where.k_column = 0;
     where.v_column = d;
-    return F::linear(short_attention(q, kv, where), W_o->weight).view(x.sizes());
+    return linear_of(short_attention(q, kv, where), W_o->weight).view(x.sizes());
 }
 
 // --- AddNorm, feed-forward, blocks ----------------------------------------------
@@ -213,7 +230,7 @@ PositionWiseFFNImpl::PositionWiseFFNImpl(int64_t width, int64_t ffn) {
 }
 
 torch::Tensor PositionWiseFFNImpl::forward(const torch::Tensor& x) {
-    return dense2->forward(torch::relu(dense1->forward(x)));
+    return linear_of(torch::relu(linear_of(x, dense1->weight, dense1->bias)), dense2->weight, dense2->bias);
 }
 
 EncoderBlockImpl::EncoderBlockImpl(int64_t width, int64_t ffn_size, int64_t heads) {

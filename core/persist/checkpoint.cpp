@@ -14,6 +14,7 @@
 #include "core/io/checksum.hpp"
 #include "core/io/error.hpp"
 #include "core/model/families.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/analysis/export.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/json_bounded.hpp"
@@ -252,6 +253,7 @@ std::string readable_model_formats() {
 void save_checkpoint(const Checkpoint& c, const std::string& path) {
     if (!c.model) throw ConfigError("there is no model to save");
     const TranslationModel& m = *c.model;
+    check_trainable_precision(*m.network(), "saving a checkpoint");  // never int8 placeholders in a file
     const auto names = parameter_names(m.config());
     json attnviz = meta_to_json(m);
     attnviz["optimizer"] = optimizer_to_json(c.optimizer_state, names);

@@ -9,6 +9,7 @@
 #include "core/persist/checkpoint_meta.hpp"
 #include "core/io/error.hpp"
 #include "core/model/families.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/analysis/export.hpp"
 #include "core/io/json_bounded.hpp"
 #include "core/persist/parameter_names.hpp"
@@ -271,6 +272,7 @@ TranslationModelPtr parse_d2l(std::string bytes, const std::string& name) {
 }
 
 std::string export_d2l(const TranslationModel& model, const std::string& path) {
+    check_trainable_precision(*model.network(), "export");
     const ModelConfig& c = model.config();
     safetensors::TensorWriter writer;
     auto params = model.network()->named_parameters();

@@ -1,0 +1,254 @@
+// int8 and bf16 inference weights (core/model/inference_precision.hpp).
+#include "core/model/inference_precision.hpp"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/io/error.hpp"
+#include "core/model/encoder_decoder.hpp"
+#include "core/model/small_linear.hpp"
+
+namespace attnviz {
+
+namespace {
+
+/// What stands for an int8 weight: fbgemm's packed matrix, and for a vocabulary matrix read as an
+/// embedding its int8 rows and their scales.
+struct Int8Weight {
+    explicit Int8Weight(c10::weak_intrusive_ptr<c10::StorageImpl> p) : placeholder(std::move(p)) {}
+    c10::weak_intrusive_ptr<c10::StorageImpl> placeholder;  ///< the parameter's one-byte storage
+    c10::IValue packed;                                     ///< quantized::linear_prepack's result
+    torch::Tensor rows;                                     ///< [V, d] int8 (lookups only)
+    torch::Tensor row_scale;                                ///< [V] float (lookups only)
+    int64_t out = 0, in = 0;
+};
+
+/// Int8 weights by their placeholder's storage: a network that shares the weights
+/// (share_network: set_data of the same storage) finds them too. Entries whose placeholder died
+/// are dropped at the next conversion.
+struct Registry {
+    std::shared_mutex mutex;
+    std::unordered_map<const c10::StorageImpl*, std::shared_ptr<const Int8Weight>> weights;
+};
+
+Registry& registry() {
+    static Registry* r = new Registry();  // never destroyed: weights may outlive static destruction
+    return *r;
+}
+
+std::shared_ptr<const Int8Weight> find_int8(const torch::Tensor& weight) {
+    if (!weight.defined() || weight.scalar_type() != torch::kChar || !weight.has_storage()) return nullptr;
+    const auto* key = weight.storage().unsafeGetStorageImpl();
+    auto& r = registry();
+    std::shared_lock<std::shared_mutex> lock(r.mutex);
+    const auto it = r.weights.find(key);
+    if (it == r.weights.end() || it->second->placeholder.expired()) return nullptr;
+    return it->second;
+}
+
+c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
+
+/// quantized::linear_dynamic, looked up once.
+const c10::OperatorHandle& linear_dynamic() {
+    static const c10::OperatorHandle handle = op("quantized::linear_dynamic");
+    return handle;
+}
+
+/// Whether fbgemm's u8 x s8 products may use the full u8 range: with VNNI (vpdpbusd) the sums are
+/// 32-bit; without it (AVX2's vpmaddubsw) pairs saturate at 16 bits, so activations keep 7 bits
+/// (PyTorch's reduce_range for fbgemm).
+bool full_range() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    return vnni;
+#else
+    return false;
+#endif
+}
+
+/// Symmetric per-row int8 of a float matrix [out, in]: (int8 values, float scales [out]).
+std::pair<torch::Tensor, torch::Tensor> quantize_rows(const torch::Tensor& w) {
+    auto scale = (w.abs().amax(1) / 127.0).clamp_min(1e-12);
+    auto q = torch::round(w / scale.unsqueeze(1)).clamp(-127, 127).to(torch::kChar);
+    return {q, scale.to(torch::kFloat)};
+}
+
+/// The int8 weight's float values (for products that need a gradient, e.g. attribution).
+torch::Tensor dequantized(const Int8Weight& e) {
+    torch::jit::Stack stack{e.packed};
+    op("quantized::linear_unpack").callBoxed(&stack);
+    return stack.at(0).toTuple()->elements().at(0).toTensor().dequantize();
+}
+
+/// Names of 2-D weights that stay float: position tables, T5's relative position bias, d2l's embeddings.
+bool stays_float(const std::string& name) {
+    return name.find("embed_positions") != std::string::npos || name.find("relative_attention_bias") != std::string::npos ||
+           name.find("embedding.") != std::string::npos;
+}
+
+/// Vocabulary matrices also read as embeddings (they keep an int8 row table).
+bool read_as_rows(const std::string& name) {
+    return name.find("shared") != std::string::npos || name.find("embed_tokens") != std::string::npos;
+}
+
+void convert_int8(torch::Tensor& param, bool rows) {
+    const auto w = param.detach().to(torch::kFloat).contiguous();
+    // The float data goes: a one-byte placeholder of the same shape stands for it.
+    auto placeholder = torch::zeros({1}, torch::kChar).expand({w.size(0), w.size(1)});
+    auto e = std::make_shared<Int8Weight>(placeholder.storage().getWeakStorageImpl());
+    e->out = w.size(0);
+    e->in = w.size(1);
+    {
+        auto [q, scale] = quantize_rows(w);
+        auto qw = at::_make_per_channel_quantized_tensor(q, scale.to(torch::kDouble),
+                                                         torch::zeros({e->out}, torch::kLong), 0);
+        torch::jit::Stack stack{qw, c10::IValue()};
+        op("quantized::linear_prepack").callBoxed(&stack);
+        e->packed = stack.at(0);
+        if (rows) {
+            e->rows = q;
+            e->row_scale = scale;
+        }
+    }
+    param.requires_grad_(false);
+    param.set_data(placeholder);
+    auto& r = registry();
+    std::unique_lock<std::shared_mutex> lock(r.mutex);
+    r.weights[placeholder.storage().unsafeGetStorageImpl()] = std::move(e);
+}
+
+void drop_dead_entries() {
+    auto& r = registry();
+    std::unique_lock<std::shared_mutex> lock(r.mutex);
+    for (auto it = r.weights.begin(); it != r.weights.end();)
+        it = it->second->placeholder.expired() ? r.weights.erase(it) : std::next(it);
+}
+
+}  // namespace
+
+std::string precision_name(InferencePrecision p) {
+    switch (p) {
+    case InferencePrecision::fp32: return "fp32";
+    case InferencePrecision::bf16: return "bf16";
+    case InferencePrecision::int8: return "int8";
+    }
+    return "fp32";
+}
+
+InferencePrecision parse_inference_precision(const std::string& name) {
+    if (name == "fp32" || name == "float32") return InferencePrecision::fp32;
+    if (name == "bf16" || name == "bfloat16") return InferencePrecision::bf16;
+    if (name == "int8") return InferencePrecision::int8;
+    throw ConfigError("expected fp32, bf16 or int8 as the precision, got '" + name + "'");
+}
+
+InferencePrecision inference_precision(const torch::nn::Module& network) {
+    for (const auto& p : network.parameters()) {
+        if (p.scalar_type() == torch::kBFloat16) return InferencePrecision::bf16;
+        if (p.scalar_type() == torch::kChar && find_int8(p)) return InferencePrecision::int8;
+    }
+    return InferencePrecision::fp32;
+}
+
+void check_trainable_precision(const torch::nn::Module& network, const std::string& what) {
+    const auto p = inference_precision(network);
+    if (p == InferencePrecision::fp32) return;
+    throw ConfigError(what + " needs the model's float32 weights, but this copy was converted to " + precision_name(p) +
+                      " for inference (--precision " + precision_name(p) +
+                      "): open the model again without --precision (or with --precision fp32)");
+}
+
+void set_inference_precision(torch::nn::Module& network, InferencePrecision p) {
+    const auto now = inference_precision(network);
+    if (now == p) return;
+    if (now != InferencePrecision::fp32)
+        throw ConfigError("the model was converted to " + precision_name(now) + " already; open it again for " +
+                          precision_name(p));
+    if (const auto* net = dynamic_cast<const EncoderDecoder*>(&network); net && net->config().arch == ModelArch::rnn)
+        throw ConfigError(precision_name(p) +
+                          " inference is not available for the RNN encoder-decoder (its fused GRU kernels read float32 "
+                          "weights): use fp32, or a Transformer or pretrained model");
+    for (const auto& param : network.parameters())
+        if (!param.device().is_cpu())
+            throw ConfigError(precision_name(p) + " inference runs on the CPU only for now (the model is on " +
+                              param.device().str() + "): use --device cpu");
+    drop_dead_entries();
+    torch::NoGradGuard no_grad;
+    for (auto& item : network.named_parameters()) {
+        auto& param = item.value();
+        const auto& name = item.key();
+        if (param.dim() != 2 || name.size() < 6 || name.compare(name.size() - 6, 6, "weight") != 0 || stays_float(name))
+            continue;
+        if (param.scalar_type() != torch::kFloat) continue;
+        if (p == InferencePrecision::int8) {
+            convert_int8(param, read_as_rows(name));
+        } else {
+            // The same layout (a column-major vocabulary matrix stays column-major), half the bytes.
+            auto bf = torch::empty_strided(param.sizes(), param.strides(), param.options().dtype(torch::kBFloat16));
+            bf.copy_(param.detach());
+            param.requires_grad_(false);
+            param.set_data(bf);
+        }
+    }
+}
+
+bool is_int8_weight(const torch::Tensor& weight) { return find_int8(weight) != nullptr; }
+
+torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+    const auto type = weight.scalar_type();
+    if (type == torch::kFloat) return few_rows_linear(x, weight, bias);
+    if (type == torch::kBFloat16) {
+        auto y = at::linear(x.to(torch::kBFloat16), weight).to(torch::kFloat);
+        return bias.defined() ? y + bias : y;
+    }
+    const auto e = find_int8(weight);
+    if (!e) throw std::logic_error("precision_linear: a weight of type " + std::string(c10::toString(type)) +
+                                   " that set_inference_precision did not convert");
+    torch::Tensor y;
+    if (torch::GradMode::is_enabled() && x.requires_grad()) {
+        y = at::linear(x, dequantized(*e));  // a gradient to the input (attribution): float products
+    } else {
+        // Per-row activations through fbgemm's per-tensor quantization: each row divided by its
+        // largest |value| first (every row then spans [-1, 1], so one scale fits them all, as a
+        // scale per row would), the product's rows multiplied back. Without it a row of small
+        // values beside one of large ones lost most of its bits (the Marian fixture's maps moved
+        // by up to 0.03-0.06; with it, see tests/pretrained/test_precision_pretrained.cpp).
+        auto shape = x.sizes().vec();
+        shape.back() = e->out;
+        const auto rows = x.reshape({-1, e->in}).to(torch::kFloat);
+        const auto row_max = rows.abs().amax(1, true).clamp_min(1e-30);
+        torch::jit::Stack stack{(rows / row_max).contiguous(), e->packed, !full_range()};
+        linear_dynamic().callBoxed(&stack);
+        y = stack.at(0).toTensor().mul_(row_max).view(shape);
+    }
+    return bias.defined() ? y + bias : y;
+}
+
+torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+    return precision_linear(x, layer->weight, layer->bias);
+}
+
+torch::Tensor layer_forward(const torch::nn::Linear& layer, const torch::Tensor& x) {
+    return layer->weight.scalar_type() == torch::kFloat ? layer.ptr()->forward(x) : precision_linear(layer, x);
+}
+
+torch::Tensor converted_rows(const torch::Tensor& table, const torch::Tensor& ids) {
+    const auto type = table.scalar_type();
+    if (type == torch::kFloat) return {};
+    auto shape = ids.sizes().vec();
+    shape.push_back(table.size(1));
+    const auto flat = ids.reshape(-1).to(torch::kLong);
+    if (type == torch::kBFloat16) return table.index_select(0, flat).to(torch::kFloat).view(shape);
+    const auto e = find_int8(table);
+    if (!e || !e->rows.defined())
+        throw std::logic_error("converted_rows: an int8 matrix without its row table");
+    return (e->rows.index_select(0, flat).to(torch::kFloat) * e->row_scale.index_select(0, flat).unsqueeze(1)).view(shape);
+}
+
+}  // namespace attnviz

@@ -1,0 +1,74 @@
+#pragma once
+// Inference precision of a loaded network: int8 or bf16 weights for decoding, evaluation, maps
+// and attribution, chosen once after loading (the CLI's --precision). Training and fine-tuning
+// stay float32: a converted network refuses them (check_trainable_precision).
+//
+// int8 (CTranslate2's int8_float32 split): every projection's weight [out, in] is quantized per
+// output channel (symmetric, scale = max |w| / 127) and packed once for LibTorch's fbgemm
+// (quantized::linear_prepack); a product quantizes its activations at run time (fbgemm: per
+// tensor, u8 with a zero point) and returns float. Softmax, layer norms, attention scores,
+// positions and biases stay float. A vocabulary matrix that is also read as an embedding keeps an
+// int8 row table with one scale per row beside the packed matrix. The float32 weight is freed:
+// the parameter keeps its shape but its data becomes a one-byte int8 placeholder (stride 0), so
+// anything that reads it without this file's functions fails (ATen refuses int8 in a float op)
+// instead of computing with stale numbers.
+//
+// bf16: every such weight is stored in bfloat16 (no float copy); products run in ATen's
+// bf16 matmul (oneDNN: AVX512-BF16/AMX where the CPU has them, a slower exact-rounding path
+// elsewhere) and come back as float; norms, softmax and attention scores stay float.
+//
+// Why fbgemm and not kernels of our own: measured on this project's 2-core Sapphire Rapids VM
+// (tools/bench_pretrained.py, docs/benchmarks.md), fbgemm's VNNI/AVX-512 kernels ran the
+// opus-mt-sized 512x512 .. 59,514x512 products 1.5-4.7x faster than float32 for 1 to 128 rows,
+// and it picks its kernels at run time (AVX2 fallback), so the same binary runs on any x86-64.
+//
+// What is converted, per family:
+//   - pretrained (Marian, M2M100/NLLB, BART/mBART) and T5: every attention and feed-forward
+//     projection, the shared / embed_tokens vocabulary matrices (lookups and the tied output
+//     projection), lm_head; not the position tables, layer norms, biases, final_logits_bias, T5's
+//     relative position bias;
+//   - d2l's Transformer: W_q, W_k, W_v, W_o, the feed-forward layers and the output layer (dense);
+//     its two embedding tables stay float (small);
+//   - the RNN encoder-decoder: refused (its fused GRU kernels read float weights).
+#include <string>
+
+#include <torch/torch.h>
+
+namespace attnviz {
+
+enum class InferencePrecision { fp32, bf16, int8 };
+
+/// "fp32", "bf16", "int8".
+std::string precision_name(InferencePrecision p);
+/// The precision a name gives ("fp32", "float32", "bf16", "bfloat16", "int8"); ConfigError listing them otherwise.
+InferencePrecision parse_inference_precision(const std::string& name);
+
+/// Converts a network's weights to `p` in place, once, on the CPU (ConfigError for another device,
+/// for the RNN, or for a network already converted to another precision; fp32 on a float network
+/// changes nothing). Not thread-safe with work in flight on the network: call it right after loading.
+void set_inference_precision(torch::nn::Module& network, InferencePrecision p);
+
+/// The precision a network's weights are in (fp32 when none was converted).
+InferencePrecision inference_precision(const torch::nn::Module& network);
+
+/// ConfigError saying what to do when the network was converted by set_inference_precision (training,
+/// fine-tuning, export and saving need float32 weights). `what`: the refused action ("fine-tuning").
+void check_trainable_precision(const torch::nn::Module& network, const std::string& what);
+
+/// x [..., in] W^T + bias for a weight [out, in] in any of the precisions (float32: few_rows_linear,
+/// small_linear.hpp); float result.
+torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+/// A Linear layer's forward in its precision.
+torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tensor& x);
+/// layer->forward(x) exactly (ATen) for a float32 layer, precision_linear for a converted one.
+torch::Tensor layer_forward(const torch::nn::Linear& layer, const torch::Tensor& x);
+
+/// Whether weight was converted to int8 (an fbgemm packed matrix stands for it).
+bool is_int8_weight(const torch::Tensor& weight);
+
+/// Rows ids [...] of a vocabulary matrix [V, d] converted by set_inference_precision: [..., d] float
+/// (int8: the row table times each row's scale; bf16: widened). Undefined when the matrix is float
+/// (the caller reads it as before).
+torch::Tensor converted_rows(const torch::Tensor& table, const torch::Tensor& ids);
+
+}  // namespace attnviz
