@@ -73,6 +73,7 @@ struct AttributeOptions {
     uint64_t erasure_seed = 1;  ///< --erasure-seed: the random order's seed
     DecodeFlags decode;
     MaskHeadsFlag mask;  ///< --mask-heads
+    PrecisionFlag precision;  ///< --precision
 };
 
 /// --contrast STEP:TOKEN -> step -> token.
@@ -97,6 +98,7 @@ std::map<int64_t, std::string> parse_contrast(const std::vector<std::string>& gi
 
 int run_attribute(AttributeOptions& o) {
     TranslationModelPtr loaded = load_model_on(o.model, o.decode.device);
+    o.precision.apply(*loaded);
     o.mask.apply(*loaded);
     DecodeOptions d = o.decode.options(*loaded);
     d.num_hypotheses = 1;
@@ -137,6 +139,7 @@ int run_attribute(AttributeOptions& o) {
     for (size_t i = 0; i < results.size(); ++i) {
         nlohmann::json j = to_json(results[i]);
         j["sentence"] = i;
+        j["precision"] = precision_of(*model);  // the weights the maps and attributions came from
         if (i < erasures.size()) j["erasure"] = erasures[i].to_json();
         all.push_back(std::move(j));
     }
@@ -167,6 +170,7 @@ struct AgreementOptions {
     CorpusFlags corpus;
     DecodeFlags decode;
     MaskHeadsFlag mask;  ///< --mask-heads
+    PrecisionFlag precision;  ///< --precision
 };
 
 int run_agreement(AgreementOptions& o) {
@@ -174,6 +178,7 @@ int run_agreement(AgreementOptions& o) {
     c.attribution.methods = parse_methods(o.methods, c.attribution.methods);
     c.attribution.ig_steps = o.ig_steps;
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    o.precision.apply(*model);
     o.mask.apply(*model);
     c.decode = o.decode.options(*model);
     c.decode.num_hypotheses = 1;
@@ -191,6 +196,7 @@ int run_agreement(AgreementOptions& o) {
     j["corpus"] = corpus.name;
     j["split"] = o.split;
     j["model"] = o.model;
+    j["precision"] = precision_of(*model);
     if (!o.out.empty()) write_file_atomic(o.out, j.dump(1) + "\n");
     if (o.json) {
         j.erase("sentences");  // per sentence: --out
@@ -349,6 +355,7 @@ Command add_attribute_command(CLI::App& parent) {
         ->type_name("INT")->default_str("1");
     o->decode.add_to(*app, false);
     o->mask.add_to(*app);
+    o->precision.add_to(*app);
     return {app, [o] { return run_attribute(*o); }};
 }
 
@@ -385,6 +392,7 @@ Command add_agreement_command(CLI::App& parent) {
         ->type_name("FILE.json")->group("output");
     o->decode.add_to(*app, false);
     o->mask.add_to(*app);
+    o->precision.add_to(*app);
     return {app, [o] { return run_agreement(*o); }};
 }
 

@@ -24,6 +24,7 @@ struct BenchDecodeOptions {
     size_t sentences = 200;
     int64_t beam = 4, topk = 5, repeat = 5, max_length = 30, batch = 64;
     MaskHeadsFlag mask;        ///< --mask-heads: decoding timed with those heads off
+    PrecisionFlag precision;   ///< --precision: decoding timed with int8 / bf16 weights
     int64_t fixed_length = 0;  ///< > 0: every output exactly this long (no <eos> before), so untrained models time alike
     std::vector<std::string> only;  ///< --runs: the runs timed (empty: all five)
 };
@@ -37,6 +38,7 @@ struct Run {
 
 int run_bench_decode(BenchDecodeOptions& o) {
     TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
+    o.precision.apply(*model);
     o.mask.apply(*model);
     // A pretrained model reads the sentences as they are, with its own tokenizer.
     const bool pretrained = model->tokenizer().pretrained() != nullptr;
@@ -125,7 +127,8 @@ int run_bench_decode(BenchDecodeOptions& o) {
     report.update({{"runs", out},
                    {"sentences", sources.size()},
                    {"corpus", corpus.name},
-                   {"parameters", model->parameter_count()}});
+                   {"parameters", model->parameter_count()},
+                   {"precision", precision_of(*model)}});
     std::cout << report.dump() << std::endl;
     return exit_ok;
 }
@@ -163,6 +166,7 @@ Command add_bench_decode_command(CLI::App& parent) {
     app->add_option("--runs", o->only, "time only these runs (comma-separated names as the JSON gives them, e.g. greedy,beam4)")
         ->type_name("LIST")->delimiter(',');
     o->mask.add_to(*app);
+    o->precision.add_to(*app);
     return {app, [o] { return run_bench_decode(*o); }};
 }
 

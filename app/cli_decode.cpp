@@ -9,6 +9,7 @@
 #include "core/io/message.hpp"
 #include "core/model/memory_bound.hpp"
 #include "core/model/device.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/text/text.hpp"
 #include "core/text/unicode.hpp"
@@ -103,6 +104,28 @@ void MaskHeadsFlag::apply(const TranslationModel& model) const {
     } catch (const ConfigError& e) {
         throw UsageError(std::string("--mask-heads: ") + e.what());
     }
+}
+
+void PrecisionFlag::add_to(CLI::App& app) {
+    app.add_option("--precision", name,
+                   "the weights inference runs with: fp32 (default), bf16 (bfloat16 weights and products), int8 "
+                   "(weights per output channel, activations per product; softmax, norms and maps in float). "
+                   "Not for the RNN; CPU only")
+        ->type_name("fp32|bf16|int8")
+        ->check(CLI::IsMember({"fp32", "bf16", "int8"}))
+        ->default_str("fp32");
+}
+
+void PrecisionFlag::apply(const TranslationModel& model) const {
+    try {
+        set_inference_precision(*model.network(), parse_inference_precision(name));
+    } catch (const ConfigError& e) {
+        throw UsageError(std::string("--precision: ") + e.what());
+    }
+}
+
+std::string precision_of(const TranslationModel& model) {
+    return precision_name(inference_precision(*model.network()));
 }
 
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {

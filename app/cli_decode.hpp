@@ -58,6 +58,20 @@ struct MaskHeadsFlag {
     void apply(const TranslationModel& model) const;
 };
 
+/// --precision fp32 | bf16 | int8: the weights inference runs with (core/model/inference_precision.hpp):
+/// translate, eval, heads, attribute, bench-decode.
+struct PrecisionFlag {
+    std::string name = "fp32";
+
+    void add_to(CLI::App& app);
+    /// The loaded model's network converted, for the rest of the run (the CLI owns the model: nothing
+    /// else uses it); UsageError naming the flag when the model cannot be converted (the RNN, a GPU).
+    void apply(const TranslationModel& model) const;
+};
+
+/// The precision a loaded model's weights are in: "fp32", "bf16", "int8" (the JSON outputs' "precision").
+std::string precision_of(const TranslationModel& model);
+
 /// Loads a checkpoint's model onto the requested device.
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device);
 

@@ -22,6 +22,7 @@ struct EvalOptions {
     DecodeFlags decode;
     InterventionFlags intervene;
     MaskHeadsFlag mask;  ///< --mask-heads
+    PrecisionFlag precision;  ///< --precision
     bool json = false;
     GoldAlignmentFlags gold;  ///< --alignments, --alignments-one-based
     AlignmentHeadFlags heads;  ///< --alignment-layer, --alignment-heads
@@ -51,6 +52,7 @@ DecodeScores decode_scores(const TranslationModel& model, const std::vector<Sent
 int run_eval(EvalOptions& o) {
     const Intervention intervention = o.intervene.at_every_step();
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    o.precision.apply(*model);
     o.mask.apply(*model);  // every figure below with those heads off
     DecodeOptions d = o.decode.options(*model);
     d.num_hypotheses = 1;
@@ -93,6 +95,7 @@ int run_eval(EvalOptions& o) {
     j["bleu_precisions"] = scores.bleu.precisions;
     j["brevity_penalty"] = scores.bleu.brevity_penalty;
     j["beam"] = d.beam_size;
+    j["precision"] = precision_of(*model);
     if (o.mask.given()) j["mask_heads"] = o.mask.text;
     if (intervention.active()) {
         j["intervention"] = intervention.to_json();
@@ -161,6 +164,7 @@ Command add_eval_command(CLI::App& parent) {
     o->decode.add_to(*app, false);
     o->intervene.add_to(*app, "uniform | permute | zero=POS | weights=W,... | head-off=L:H");
     o->mask.add_to(*app);
+    o->precision.add_to(*app);
     app->add_flag("--json", o->json, "print the metrics as one JSON object")->group("output");
     o->gold.add_to(*app);
     o->heads.add_to(*app);

@@ -22,6 +22,7 @@ struct HeadsOptions {
     std::string model, split = "val", device = "cpu", out, csv;
     CorpusFlags corpus;
     MaskHeadsFlag mask;        ///< --mask-heads: measured with those heads off
+    PrecisionFlag precision;   ///< --precision
     size_t sentences = 1000;   ///< the split's first N pairs
     int64_t batch = 64;        ///< pairs per batch (one backward pass each)
     bool json = false;
@@ -56,6 +57,7 @@ std::string table(const HeadReport& r) {
 int run_heads(HeadsOptions& o) {
     if (!o.csv.empty() && !o.prune_curve) throw UsageError("--csv writes the pruning curve: add --prune-curve");
     TranslationModelPtr model = load_model_on(o.model, o.device);
+    o.precision.apply(*model);
     o.mask.apply(*model);  // measured with those heads off
     if (model->network()->head_groups().empty())
         throw UsageError("the model has no attention heads (an RNN without attention): nothing to measure");
@@ -78,6 +80,7 @@ int run_heads(HeadsOptions& o) {
     j["sentences"] = report.sentences;
     j["tokens"] = report.tokens;
     j["loss"] = number(report.loss);
+    j["precision"] = precision_of(*model);
     j["importance_normalisation"] =
         "per kind and layer: the raw importances E|dL/dxi| divided by their L2 norm over the layer's heads "
         "(Michel et al. 2019)";
@@ -138,6 +141,7 @@ Command add_heads_command(CLI::App& parent) {
         ->default_str("64")->check(positive_int());
     app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");
     o->mask.add_to(*app);
+    o->precision.add_to(*app);
     app->add_flag("--prune-curve", o->prune_curve,
                   "mask 0, 10, ..., 90% of the heads (all kinds, each kind) by importance, confidence, at random")
         ->group("pruning");

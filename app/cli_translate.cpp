@@ -43,6 +43,7 @@ struct TranslateOptions {
     bool exclude_sinks = false;     ///< --exclude-sinks: files without <eos> and punctuation, rows renormalised
     InterventionFlags intervene;    ///< --intervene, --intervene-seed
     MaskHeadsFlag mask;             ///< --mask-heads
+    PrecisionFlag precision;        ///< --precision
     int64_t intervene_at = -1;      ///< --intervene-at: only this step, then the what-if report
     std::string html_out;           ///< --html-out: the shareable web page
     int64_t ig_steps = 0;           ///< --ig-steps: integrated gradients on the web page (0: automatic)
@@ -75,6 +76,7 @@ std::string attention_file(const std::vector<Translation>& ts, const std::string
     if (format == "json") {
         nlohmann::json all = nlohmann::json::array();
         nlohmann::json model = m.config().to_json(), decoding = d.to_json();
+        decoding["precision"] = precision_of(m);  // the weights the maps came from
         for (size_t i = 0; i < ts.size(); ++i) {
             if (ts[i].empty()) {  // keep one entry per sentence so indices line up
                 all.push_back({{"sentence", i}, {"hypothesis", 0}, {"input", ts[i].input}, {"source", nlohmann::json::array()},
@@ -186,6 +188,7 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
 int run_translate(TranslateOptions& o) {
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
     TranslationModelPtr model = load_model_on(o.model, o.decode.device);
+    o.precision.apply(*model);
     o.mask.apply(*model);
     DecodeOptions d = o.decode.options(*model);
     if (o.merge_subwords && model->level() != TokenLevel::subword)
@@ -332,6 +335,7 @@ Command add_translate_command(CLI::App& parent) {
         ->group("output");
     o->intervene.add_to(*app, "uniform | permute | zero=POS | weights=W1,W2,... | head-off=L:H");
     o->mask.add_to(*app);
+    o->precision.add_to(*app);
     app->add_option("--intervene-at", o->intervene_at,
                     "change only this output step (0-based) of the model's own translation and decode on\n"
                     "greedily; prints 'NEW ||| ORIGINAL ||| DELTA_LOG_P' (the original token's log-probability\n"
