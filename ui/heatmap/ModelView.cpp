@@ -7,6 +7,7 @@
 #include <QPainter>
 #include <QToolTip>
 #include <algorithm>
+#include <cmath>
 
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapExport.hpp"
@@ -16,6 +17,7 @@ namespace {
 constexpr int kMinThumb = 48, kMaxThumb = 180;  // a thumbnail's box (its longer side), by the width there is
 constexpr int kGap = 12;      // between panels
 constexpr int kMargin = 8;
+constexpr int kBiasStrip = 9;  // the height of a thumbnail's position-bias strip (T5)
 const QColor kMaskRed(0xb0, 0x00, 0x20);
 const QColor kImportanceGreen(0x2e, 0x7d, 0x32);
 bool sameHead(const AttentionMapId& id, const MapChoice& c) {
@@ -133,6 +135,59 @@ void ModelView::setHeadStats(std::vector<HeadStats> stats) {
     update();
 }
 
+void ModelView::setPositionBias(std::vector<PositionBiasCurve> curves) {
+    m_bias = std::move(curves);
+    updateGeometry();
+    update();
+}
+
+std::vector<float> ModelView::biasOf(const MapChoice& c) const {
+    if (c.kind == AttentionKind::cross || c.head == MapChoice::kRollout) return {};
+    std::vector<float> sum;
+    int n = 0;
+    for (const PositionBiasCurve& curve : m_bias) {
+        if (curve.kind != c.kind || (c.head >= 0 && curve.head != c.head) || curve.bias.empty()) continue;
+        if (sum.empty()) sum.assign(curve.bias.size(), 0.0f);
+        if (curve.bias.size() != sum.size()) continue;
+        for (size_t d = 0; d < sum.size(); ++d) sum[d] += curve.bias[d];
+        ++n;
+    }
+    if (n == 0) return {};
+    for (float& v : sum) v /= float(n);
+    // The decoder's bias is causal: a query never sees a later key, so only distances -span..0 are drawn.
+    if (c.kind == AttentionKind::decoder_self) sum.resize(sum.size() / 2 + 1);
+    return sum;
+}
+
+std::vector<float> ModelView::panelBias(int i) const { return biasOf(m_panels.at(size_t(i)).choice); }
+
+float ModelView::biasScale() const {
+    float scale = 0.0f;
+    for (const PositionBiasCurve& curve : m_bias)
+        if (curve.kind == m_kind)
+            for (float v : curve.bias) scale = std::max(scale, std::abs(v));
+    return scale;
+}
+
+int ModelView::biasStripHeight() const {
+    if (m_kind == AttentionKind::cross) return 0;
+    const bool any = std::any_of(m_bias.begin(), m_bias.end(), [this](const PositionBiasCurve& c) { return c.kind == m_kind; });
+    return any ? kBiasStrip + 3 : 0;
+}
+
+QRect ModelView::contentBiasStrip(const Panel& p) const {
+    if (biasStripHeight() == 0 || biasOf(p.choice).empty()) return QRect();
+    // As wide as the thumbnail's picture (centred in its box), just under the box.
+    const QRect r = contentPanelRect(p);
+    const int width = p.image.isNull() ? m_thumb : std::min(m_thumb, p.image.width());
+    return QRect(r.left() + (m_thumb - width) / 2, r.top() + QFontMetrics(font()).height() + 4 + m_thumb + 3, width, kBiasStrip);
+}
+
+QRect ModelView::biasStripRect(int i) const {
+    const QRect strip = contentBiasStrip(m_panels.at(size_t(i)));
+    return strip.isNull() ? strip : strip.translated(offset());
+}
+
 void ModelView::setMaskedHeads(std::vector<AttentionMapId> masked) {
     m_masked = std::move(masked);
     update();
@@ -219,13 +274,14 @@ QSize ModelView::contentSize() const {
     const int title = m_title.isEmpty() ? 0 : fm.height() + kGap;
     const int width = 2 * kMargin + cols * m_thumb + (cols - 1) * kGap;
     return QSize(std::max(width, fm.horizontalAdvance(m_title) + 2 * kMargin),
-                 2 * kMargin + title + rows * (m_thumb + fm.height() + 4 + statsLineHeight()) + (rows - 1) * kGap);
+                 2 * kMargin + title + rows * (m_thumb + fm.height() + 4 + biasStripHeight() + statsLineHeight()) +
+                     (rows - 1) * kGap);
 }
 
 QRect ModelView::contentPanelRect(const Panel& p) const {
     const QFontMetrics fm(font());
     const int title = m_title.isEmpty() ? 0 : fm.height() + kGap;
-    const int h = m_thumb + fm.height() + 4 + statsLineHeight();
+    const int h = m_thumb + fm.height() + 4 + biasStripHeight() + statsLineHeight();
     return QRect(kMargin + p.column * (m_thumb + kGap), kMargin + title + p.row * (h + kGap), m_thumb, h);
 }
 
@@ -304,10 +360,37 @@ void ModelView::paintContent(QPainter& p) const {
                 p.drawText(picture, Qt::AlignCenter, tr("masked"));
             }
         }
+        if (const QRect strip = contentBiasStrip(panel); !strip.isNull()) {
+            // T5's position bias by distance: one column of pixels per step of distance, red where the
+            // head raises a score, blue where it lowers it (one scale for the kind's heads), a tick at 0.
+            // Inside a one-pixel border; a pixel column covering several distances shows their mean.
+            const std::vector<float> bias = biasOf(panel.choice);
+            const float scale = std::max(biasScale(), 1e-6f);
+            const int n = int(bias.size());
+            const QRect inner = strip.adjusted(1, 1, -1, -1);
+            const int w = std::max(1, inner.width());
+            for (int x = 0; x < w; ++x) {
+                const int from = std::min(n - 1, x * n / w), to = std::max(from + 1, std::min(n, (x + 1) * n / w));
+                float sum = 0.0f;
+                for (int d = from; d < to; ++d) sum += bias[size_t(d)];
+                const float v = std::clamp(sum / float(to - from) / scale, -1.0f, 1.0f);
+                const int fade = int(std::lround(255 * (1.0f - std::abs(v))));
+                p.setPen(v >= 0 ? QColor(255, fade, fade) : QColor(fade, fade, 255));
+                p.drawLine(inner.left() + x, inner.top(), inner.left() + x, inner.bottom());
+            }
+            const int span = panel.choice.kind == AttentionKind::decoder_self ? n - 1 : n / 2;  // distance 0's index
+            const int zero = inner.left() + (2 * span + 1) * w / (2 * n);
+            p.setPen(QPen(palette().color(QPalette::Text), 1));
+            p.drawLine(zero, strip.bottom() - 2, zero, strip.bottom());
+            p.setPen(QPen(palette().color(QPalette::Mid), 1));
+            p.setBrush(Qt::NoBrush);
+            p.drawRect(strip.adjusted(0, 0, -1, -1));
+        }
         if (stats) {  // the statistics line under the thumbnail
             const QString line = tr("I %1 · C %2").arg(stats->importance, 0, 'f', 2).arg(stats->confidence, 0, 'f', 2);
             p.setPen(palette().color(QPalette::Text));
-            p.drawText(QRect(r.left(), box.bottom() + 3, r.width(), fm.height()), Qt::AlignHCenter | Qt::AlignVCenter,
+            p.drawText(QRect(r.left(), box.bottom() + 3 + biasStripHeight(), r.width(), fm.height()),
+                       Qt::AlignHCenter | Qt::AlignVCenter,
                        fm.elidedText(line, Qt::ElideRight, r.width()));
         }
         if (chosen) {
@@ -372,6 +455,17 @@ QString ModelView::panelToolTip(int i) const {
             for (const auto& r : roles) words << qs(r).toHtmlEscaped();
             text += tr("<br>roles: %1").arg(words.join(QStringLiteral(", ")));
         }
+    }
+    if (const std::vector<float> bias = biasOf(c); bias.size() >= 3) {
+        // The strip in words: what the head adds at distances -1, 0, +1 and where it adds most.
+        const int span = c.kind == AttentionKind::decoder_self ? int(bias.size()) - 1 : int(bias.size()) / 2;
+        auto at = [&](int d) { return bias[size_t(span + d)]; };
+        const auto most = std::max_element(bias.begin(), bias.end());
+        text += tr("<br>position bias (added before the softmax): %1 at distance −1, %2 at 0")
+                    .arg(double(at(-1)), 0, 'f', 2)
+                    .arg(double(at(0)), 0, 'f', 2);
+        if (c.kind != AttentionKind::decoder_self) text += tr(", %1 at +1").arg(double(at(1)), 0, 'f', 2);
+        text += tr("; most, %1, at distance %2").arg(double(*most), 0, 'f', 2).arg(int(most - bias.begin()) - span);
     }
     if (isMasked(c)) text += tr("<br><span style='color:#b00020'>masked: the translation runs without this head</span>");
     text += c.head >= 0 ? tr("<br>Click to open it large; click the box in its corner (or right-click) to %1 it.")

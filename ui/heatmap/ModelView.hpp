@@ -10,13 +10,18 @@
 // says so with setMaskedHeads(), which draws it dimmed and crossed). With head statistics
 // (setHeadStats: importance and confidence, issue 39) each head carries a line of them, a border
 // as heavy as its importance, its roles in the tooltip, and a layer's heads can be sorted by
-// importance. The picture exports as one PNG or SVG.
+// importance. A T5 model's self-attention thumbnails each carry a strip under them: what the head
+// adds to a score before the softmax by the key's distance from the query (its relative position
+// bias, core/model/t5_model.hpp; red raises a score, blue lowers it, white adds nothing, on one scale
+// for the kind's heads; a tick at distance 0; the decoder's causal half only), the mean of the
+// layer's heads under the mean. The picture exports as one PNG or SVG.
 #include <QImage>
 #include <QWidget>
 #include <memory>
 #include <vector>
 
 #include "core/analysis/heads.hpp"
+#include "core/model/t5_model.hpp"
 #include "ui/common/ColorMap.hpp"
 #include "ui/heatmap/MapChoice.hpp"
 
@@ -42,6 +47,14 @@ public:
     /// The heads the shown translation ran without: drawn dimmed and crossed, their box checked.
     void setMaskedHeads(std::vector<AttentionMapId> masked);
     const std::vector<AttentionMapId>& maskedHeads() const { return m_masked; }
+    /// The model's relative position bias curves (T5: position_bias_curves of every self-attention
+    /// head; empty for every other family): each head's strip under its thumbnail.
+    void setPositionBias(std::vector<PositionBiasCurve> curves);
+    /// The values panel i's strip draws, distances -span.. (the decoder's up to 0): its head's curve,
+    /// the heads' mean for a layer's mean; empty for the rollout, cross-attention and other families.
+    std::vector<float> panelBias(int i) const;
+    /// The strip's rectangle of panel i in widget coordinates (empty when it has none).
+    QRect biasStripRect(int i) const;
     /// Each layer's heads in decreasing importance (the mean and the rollout stay last); heads
     /// without statistics keep their order.
     void setSortByImportance(bool on);
@@ -104,6 +117,12 @@ private:
     bool isMasked(const MapChoice& choice) const;
     /// The line under the thumbnails (statistics shown) or 0.
     int statsLineHeight() const;
+    /// The position-bias strip's height under the thumbnails (T5's self-attention) or 0.
+    int biasStripHeight() const;
+    std::vector<float> biasOf(const MapChoice& choice) const;
+    QRect contentBiasStrip(const Panel& p) const;
+    /// The largest |bias| of the shown kind's strips (their common colour scale).
+    float biasScale() const;
     QRect contentMaskBox(const Panel& p) const;
     void renderThumbnails();
     int columns() const;
@@ -123,6 +142,7 @@ private:
     int m_renders = 0;
     std::vector<HeadStats> m_stats;
     std::vector<AttentionMapId> m_masked;
+    std::vector<PositionBiasCurve> m_bias;
     bool m_sortByImportance = false;
     int m_thumb = 112;  ///< a thumbnail's box (its longer side)
 };

@@ -96,6 +96,7 @@ void TranslatePanel::setModel(TranslationModelPtr model) {
         }
         m_taskPrefix->setVisible(m_taskPrefix->count() > 1);
         m_biasView->setCurves(curves);
+        m_modelView->setPositionBias(curves);  // each self-attention thumbnail's strip
         m_modelBiasView->setCurves(std::move(curves));
         refreshPositionBias();
     }

@@ -14,6 +14,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QMimeData>
+#include <QPainter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -416,4 +417,97 @@ TEST_CASE("pretrained: a T5 model shows each head's position bias beside its map
     panel->mapSelector()->setChoice(MapChoice{AttentionKind::encoder_self, 0, 0});
     QApplication::processEvents();
     CHECK_FALSE(side->isVisibleTo(panel));
+}
+
+TEST_CASE("pretrained: each self-attention thumbnail of a T5 model view carries its head's position-bias strip",
+          "[ui][pretrained][hf][t5]") {
+    if (!hfFoldersPresent()) return;
+    if (!QFileInfo::exists(kHfFolders + QStringLiteral("/t5/config.json"))) {
+        WARN("no T5 fixture (tools/hf_fixtures_t5.py); skipping");
+        return;
+    }
+    Fixture f;
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/t5")));
+    const TranslationModelPtr model = f.controller().latestModel();
+    REQUIRE(model);
+    TranslatePanel* panel = f.w().translatePanel();
+    panel->setBeamWidth(1);
+    f.translate(QStringLiteral("translate English to German: I am a small frog."));
+    panel->viewTabs()->setCurrentIndex(panel->viewTabs()->count() - 1);  // "Model view", as a user sees it
+    ModelView* view = panel->modelView();
+    const int64_t span = std::min<int64_t>(model->config().pretrained->model.t5->relative_max_distance, 512);
+    const auto curves = position_bias_curves(*model->network(), span);
+    for (const auto kind : {AttentionKind::encoder_self, AttentionKind::decoder_self}) {
+        INFO(to_string(kind));
+        panel->mapSelector()->setChoice(MapChoice{kind, 0, 0});
+        QApplication::processEvents();
+        REQUIRE(view->kind() == kind);
+        REQUIRE(view->panelCount() > 0);
+        // The whole picture as the export draws it (the scroll area shows part of it in the test's small
+        // window); the widget draws it centred, so a rectangle of the widget moves left by that margin.
+        QImage shot(view->contentSize(), QImage::Format_RGB32);
+        shot.fill(Qt::white);
+        {
+            QPainter painter(&shot);
+            view->paintContent(painter);
+        }
+        const QPoint centred(std::max(0, (view->width() - view->contentSize().width()) / 2), 0);
+        int strips = 0;
+        for (int i = 0; i < view->panelCount(); ++i) {
+            const MapChoice c = view->panelChoice(i);
+            const std::vector<float> bias = view->panelBias(i);
+            if (c.head == MapChoice::kRollout) {  // the rollout mixes layers: no one bias
+                CHECK(bias.empty());
+                CHECK(view->biasStripRect(i).isNull());
+                continue;
+            }
+            // The head's curve, or the mean of the kind's heads under a layer's mean; the decoder's causal half.
+            std::vector<float> want;
+            int n = 0;
+            for (const auto& curve : curves)
+                if (curve.kind == kind && (c.head < 0 || curve.head == c.head)) {
+                    if (want.empty()) want.assign(curve.bias.size(), 0.0f);
+                    for (size_t d = 0; d < want.size(); ++d) want[d] += curve.bias[d];
+                    ++n;
+                }
+            REQUIRE(n > 0);
+            for (float& v : want) v /= float(n);
+            if (kind == AttentionKind::decoder_self) want.resize(size_t(span) + 1);
+            REQUIRE(bias.size() == want.size());
+            for (size_t d = 0; d < want.size(); ++d) CHECK(bias[d] == Approx(want[d]).margin(1e-5));
+            const QRect strip = view->biasStripRect(i).translated(-centred);
+            REQUIRE_FALSE(strip.isNull());
+            CHECK(view->panelRect(i).contains(view->biasStripRect(i)));
+            ++strips;
+            // Painted: red where the head adds most, blue where it takes most away (both signs in these curves).
+            const auto column = [&](size_t d) {  // the middle pixel column of distance index d, inside the border
+                const int w = strip.width() - 2, m = int(bias.size());
+                REQUIRE(m <= w);  // a column per distance or more (the fixture's spans are short)
+                return strip.left() + 1 + (2 * int(d) + 1) * w / (2 * m);
+            };
+            const size_t top = size_t(std::max_element(bias.begin(), bias.end()) - bias.begin());
+            const size_t low = size_t(std::min_element(bias.begin(), bias.end()) - bias.begin());
+            const QColor hot = shot.pixelColor(column(top), strip.center().y());
+            CHECK(hot.red() > hot.blue());
+            if (bias[low] < 0) {
+                const QColor cold = shot.pixelColor(column(low), strip.center().y());
+                CHECK(cold.blue() > cold.red());
+            }
+            CHECK(view->panelToolTip(i).contains(QStringLiteral("position bias")));
+        }
+        CHECK(strips == view->panelCount() - 1);
+        const QByteArray dir = qgetenv("ATTNVIZ_SCREENSHOT_DIR");
+        if (!dir.isEmpty()) {
+            QDir().mkpath(QString::fromLocal8Bit(dir));
+            shot.save(QString::fromLocal8Bit(dir) + QStringLiteral("/modelview-t5-%1.png").arg(qs(to_string(kind))));
+        }
+    }
+    // Cross-attention has no position bias: no strips, and the thumbnails take their old height.
+    panel->mapSelector()->setChoice(MapChoice{AttentionKind::cross, 0, 0});
+    QApplication::processEvents();
+    REQUIRE(view->kind() == AttentionKind::cross);
+    for (int i = 0; i < view->panelCount(); ++i) {
+        CHECK(view->panelBias(i).empty());
+        CHECK(view->biasStripRect(i).isNull());
+    }
 }
