@@ -460,7 +460,9 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         }
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
-        t->m_default_src_lang = config_value(config, "src_lang", std::string("en"));
+        // src_lang null (an unset one, as transformers saves it): M2M100Tokenizer's default, "en".
+        t->m_default_src_lang = (config.contains("src_lang") && config["src_lang"].is_null() ? std::string("en")
+                                                                                        : config_value(config, "src_lang", std::string("en")));
         if (config.contains("tgt_lang") && !config["tgt_lang"].is_null())
             t->m_default_tgt_lang = config_value(config, "tgt_lang", std::string());
     } else {
@@ -503,7 +505,8 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         }
         t->m_tgt_ids = t->m_src_ids;
         t->m_tgt_tokens = t->m_src_tokens;
-        t->m_default_src_lang = config_value(config, "src_lang", std::string(mbart50 ? "en_XX" : "eng_Latn"));
+        t->m_default_src_lang = (config.contains("src_lang") && config["src_lang"].is_null() ? std::string(mbart50 ? "en_XX" : "eng_Latn")
+                                                                                        : config_value(config, "src_lang", std::string(mbart50 ? "en_XX" : "eng_Latn")));
         if (config.contains("tgt_lang") && !config["tgt_lang"].is_null())
             t->m_default_tgt_lang = config_value(config, "tgt_lang", std::string());
     }

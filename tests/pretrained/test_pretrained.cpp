@@ -843,3 +843,23 @@ TEST_CASE("a T5 folder with spiece.model and no tokenizer.json opens with transf
         CHECK_THROWS_WITH(load_model(dir), Catch::Contains("has no spiece.model") && Catch::Contains("tokenizer.json"));
     }
 }
+
+TEST_CASE("src_lang and tgt_lang null in tokenizer_config.json read as unset, as transformers reads None",
+          "[pretrained][languages]") {
+    if (!have_fixtures()) return;
+    const struct {
+        const char* fixture;
+        const char* src_lang;  // the default: M2M100Tokenizer's "en", NLLB's template code
+    } cases[] = {{"m2m100", "en"}, {"m2m100_json", "en"}, {"nllb", "eng_Latn"}, {"mbart50_spm", "en_XX"}, {"mbart50", "en_XX"}};
+    for (const auto& c : cases) {
+        INFO(c.fixture);
+        const auto dir = copy_fixture(c.fixture, std::string(c.fixture) + "-null-langs");
+        json t = read_json_file(dir + "/tokenizer_config.json");
+        t["src_lang"] = nullptr;
+        t["tgt_lang"] = nullptr;
+        write_text(dir + "/tokenizer_config.json", t.dump());
+        const auto model = load_model(dir);
+        CHECK(model->tokenizer().pretrained()->default_source_language() == c.src_lang);
+        CHECK(model->tokenizer().pretrained()->default_target_language().empty());
+    }
+}
