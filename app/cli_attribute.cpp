@@ -123,12 +123,18 @@ int run_attribute(AttributeOptions& o) {
     a.on_method = [&](AttributionMethod m) {
         if (count > 0) std::cerr << "attnviz-cli: sentence " << current + 1 << " of " << count << ": " << cli_name(m) << std::endl;
     };
+    PassProgress within;
+    a.on_pass = [&](AttributionMethod m, int64_t points, double done) {
+        if (count > 0)
+            within("attnviz-cli: sentence " + std::to_string(current + 1) + " of " + std::to_string(count), m, points, done);
+    };
     const auto on_sentence = [&](size_t i, size_t n) {
         current = i;
         count = n;
     };
     const auto results = attribute_sentences(*model, sentences, a, d, o.erasure ? &translations : nullptr, on_sentence);
     a.on_method = nullptr;
+    a.on_pass = nullptr;
     if (o.erasure) check_erasure_fits(*model, translations, e);  // before any sentence is erased
     std::vector<SentenceErasure> erasures;
     // The gradient orders read the attributions just made (no second gradient pass), unless a

@@ -315,4 +315,14 @@ std::string extension_of(const std::string& path) {
     return e;
 }
 
+
+void PassProgress::operator()(const std::string& prefix, AttributionMethod method, int64_t points, double done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_last < std::chrono::seconds(5)) return;
+    m_last = now;
+    std::cerr << prefix << ": " << cli_name(method)
+              << (points > 0 ? " at " + std::to_string(points) + " points" : std::string()) << ": "
+              << static_cast<int>(done * 100.0) << "% done" << std::endl;
+}
+
 }  // namespace attnviz::cli

@@ -17,6 +17,7 @@
 #include "app/cli_corpus.hpp"    // the corpus flags (CorpusFlags)
 #include "app/cli_settings.hpp"  // the hyperparameter flags (SettingFlags, find_setting)
 #include "app/cli_signals.hpp"   // Ctrl+C and SIGTERM (interrupted(), SignalScope)
+#include "core/analysis/attribution_result.hpp"
 #include "core/data/data.hpp"
 #include "core/model/rnn_model.hpp"
 #include "core/session/session.hpp"
@@ -140,6 +141,18 @@ private:
     std::chrono::steady_clock::time_point m_next;
     bool m_pending = false;
     int m_saves_before = 0;
+};
+
+/// Progress within one attribution method (AttributionOptions::on_pass) on stderr: a line
+/// "PREFIX: METHOD[ at N points]: P% done" at most every few seconds, so that a method running
+/// for most of the work bound is seen moving while a short one prints nothing.
+class PassProgress {
+public:
+    /// prefix: what the line starts with, e.g. "attnviz-cli: sentence 2 of 4".
+    void operator()(const std::string& prefix, AttributionMethod method, int64_t points, double done);
+
+private:
+    std::chrono::steady_clock::time_point m_last = std::chrono::steady_clock::now();
 };
 
 /// Throws FileError naming the flag when a file cannot be written at path: it is a

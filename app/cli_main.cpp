@@ -18,6 +18,7 @@
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
+#include "core/model/work_cost.hpp"
 
 namespace {
 
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
                      " CPU cores this process may use: using " + std::to_string(cores));
             at::set_num_threads(std::min(cli->threads, cores));
         }
+        attnviz::set_work_threads(at::get_num_threads());  // the default work bound is a time (work_cost.hpp)
         if (const Command* c = cli->parsed()) {
             check_file_flags(*c->app);  // every path, before any work
             return c->run();

@@ -173,6 +173,13 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
             std::cerr << "attnviz-cli: --html-out: sentence " << attributing + 1 << " of " << ts.size() << ": "
                       << cli_name(m) << std::endl;
     };
+    PassProgress within;
+    a.on_pass = [&](AttributionMethod m, int64_t points, double done) {
+        if (progress)
+            within("attnviz-cli: --html-out: sentence " + std::to_string(attributing + 1) + " of " +
+                       std::to_string(ts.size()),
+                   m, points, done);
+    };
     std::vector<SentenceAttribution> sentences;
     std::vector<AttentionRecord> maps;  // every head, for the page's head view
     for (size_t i = 0; i < ts.size(); ++i) {

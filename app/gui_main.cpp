@@ -14,6 +14,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/model/work_cost.hpp"
 #include "ui/window/MainWindow.hpp"
 #include "ui/training/TrainingController.hpp"
 #ifdef ATTNVIZ_APP_TOOLS
@@ -35,6 +36,7 @@ int main(int argc, char* argv[]) {
         const unsigned cores = std::thread::hardware_concurrency();
         at::set_num_threads(static_cast<int>(cores > 1 ? cores - 1 : 1));
     }
+    attnviz::set_work_threads(at::get_num_threads());  // the default work bound is a time (work_cost.hpp)
 #ifdef ATTNVIZ_APP_TOOLS
     attnviz::ui::TimedApplication app(argc, argv);  // a QApplication that a soak run can time
 #else

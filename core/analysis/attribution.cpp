@@ -145,7 +145,7 @@ struct StepGradients {
 StepGradients accumulate_gradients(EncoderDecoder& net, const Sentence& s, const torch::Tensor& src_emb,
                                    const torch::Tensor& tgt_emb, const std::vector<int64_t>& steps,
                                    const std::vector<double>& scale, const std::vector<double>& weight,
-                                   const PassPlan& plan, bool norms) {
+                                   const PassPlan& plan, bool norms, const std::function<void(double)>& on_pass = {}) {
     const auto dev = src_emb.device();
     const auto opts = src_emb.options();
     StepGradients out;
@@ -184,6 +184,7 @@ StepGradients accumulate_gradients(EncoderDecoder& net, const Sentence& s, const
             out.norm_tgt.narrow(1, 0, width).index_add_(0, index, g[1].norm(2, -1) * w);
         }
         start = end;
+        if (on_pass) on_pass(static_cast<double>(end) / static_cast<double>(steps.size()));
         // Between passes the heap's free pages go back: each pass frees blocks of its own
         // sizes, and the holes they left (kept resident) added half a pass to the peak of
         // the next (tests/core/test_memory_bound.cpp). Milliseconds beside a pass.
@@ -202,7 +203,7 @@ std::vector<float> row_of(const torch::Tensor& m, int64_t t, int64_t n) {
 /// once per prefix token replaced by <unk>, all in one teacher-forced batch. -> per step, the
 /// value drops [T][S] and [T][T] (prefix positions <= t; the others 0).
 void occlusion(EncoderDecoder& net, const Sentence& s, bool target, int64_t max_rows, torch::Tensor& source_drop,
-               torch::Tensor& target_drop) {
+               torch::Tensor& target_drop, const std::function<void(double)>& on_pass) {
     // max_rows: what the caller's plan lets one pass of T-wide rows without gradients run.
     torch::NoGradGuard no_grad;
     const int64_t rows = 1 + s.S + (target ? s.T : 0);
@@ -216,6 +217,7 @@ void occlusion(EncoderDecoder& net, const Sentence& s, bool target, int64_t max_
         const int64_t n = std::min(max_rows, rows - start);
         const auto logits = net.forward(src.narrow(0, start, n), s.src_len.expand({n}), tgt.narrow(0, start, n));
         values.push_back(all_step_values(logits, s));
+        if (on_pass) on_pass(static_cast<double>(start + n) / static_cast<double>(rows));
     }
     const auto v = torch::cat(values).to(torch::kCPU, torch::kDouble);
     source_drop = (v[0].unsqueeze(0) - v.narrow(0, 1, s.S)).t().contiguous();  // [T, S]
@@ -534,11 +536,16 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     auto starting = [&](AttributionMethod m) {
         if (options.on_method) options.on_method(m);
     };
+    const auto passes = [&](AttributionMethod m, int64_t points) -> std::function<void(double)> {
+        if (!options.on_pass) return {};
+        return [&options, m, points](double done) { options.on_pass(m, points, done); };
+    };
     if (wants(options, AttributionMethod::saliency) || wants(options, AttributionMethod::grad_input)) {
         starting(wants(options, AttributionMethod::saliency) ? AttributionMethod::saliency : AttributionMethod::grad_input);
         const std::vector<double> ones(static_cast<size_t>(s.T), 1.0);
         const bool saliency = wants(options, AttributionMethod::saliency);
-        const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, every_step, ones, ones, plan, saliency);
+        const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, every_step, ones, ones, plan, saliency,
+                                                     passes(saliency ? AttributionMethod::saliency : AttributionMethod::grad_input, 0));
         if (saliency) set_scores(AttributionMethod::saliency, g.norm_src, g.norm_tgt);
         if (wants(options, AttributionMethod::grad_input)) set_scores(AttributionMethod::grad_input, g.dot_src, g.dot_tgt);
     }
@@ -580,7 +587,8 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
                     weight.push_back(weights[k]);
                 }
             left -= bytes_times(n, work.gradient_rows(pending));
-            const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, plan, false);
+            const StepGradients g = accumulate_gradients(net, s, src_emb, tgt_emb, steps, scale, weight, plan, false,
+                                                         passes(AttributionMethod::integrated_gradients, n));
             const auto index = torch::tensor(pending, torch::kLong).to(dev);
             a_src.index_copy_(0, index, g.dot_src.index_select(0, index));
             a_tgt.index_copy_(0, index, g.dot_tgt.index_select(0, index));
@@ -618,7 +626,7 @@ SentenceAttribution attribute(const TranslationModel& model, const Translation& 
     if (wants(options, AttributionMethod::occlusion)) {
         starting(AttributionMethod::occlusion);
         torch::Tensor src_drop, tgt_drop;
-        occlusion(net, s, options.target, occlusion_rows, src_drop, tgt_drop);
+        occlusion(net, s, options.target, occlusion_rows, src_drop, tgt_drop, passes(AttributionMethod::occlusion, 0));
         set_scores(AttributionMethod::occlusion, src_drop, tgt_drop);
     }
     return out;

@@ -65,6 +65,12 @@ struct AttributionOptions {
     /// Called as each method's work starts (the gradient methods once for saliency and
     /// grad-input): a command's progress on stderr. May be empty.
     std::function<void(AttributionMethod)> on_method;
+    /// Called after each pass of a method's rows (core/analysis/attribution.cpp runs a method's
+    /// rows in passes within the memory bound): the method, integrated gradients' points per step
+    /// in this round (0 for the others; automatic rounds double them) and the share of the
+    /// method's rows (of this round) done, in (0, 1]. A command's progress within a method,
+    /// which can take most of the work bound. May be empty.
+    std::function<void(AttributionMethod, int64_t points, double done)> on_pass;
     /// Throws ConfigError naming the first field out of range.
     void validate() const;
 };

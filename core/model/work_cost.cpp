@@ -1,6 +1,7 @@
 // The process's work bound and work counts as text.
 #include "core/model/work_cost.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -13,6 +14,7 @@ namespace attnviz {
 namespace {
 
 std::atomic<int64_t> g_work_bound{0};  ///< set_work_bound()'s value; 0: none
+std::atomic<int> g_work_threads{k_work_bound_threads};  ///< set_work_threads()'s value
 
 int64_t environment_work_bound() {
     static const int64_t value = [] {
@@ -47,8 +49,12 @@ int64_t work_bound() {
     const int64_t set = g_work_bound.load();
     if (set > 0) return set;
     const int64_t env = environment_work_bound();
-    return env > 0 ? env : default_work_bound;
+    if (env > 0) return env;
+    const int threads = std::clamp(g_work_threads.load(), 1, k_work_bound_threads);
+    return default_work_bound / k_work_bound_threads * threads;
 }
+
+void set_work_threads(int threads) { g_work_threads.store(threads > 0 ? threads : k_work_bound_threads); }
 
 void set_work_bound(int64_t operations) { g_work_bound.store(operations > 0 ? operations : 0); }
 

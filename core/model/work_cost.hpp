@@ -30,14 +30,22 @@ constexpr int64_t k_elementwise_ops = 20;
 constexpr int64_t k_attention_element_ops = 8 * k_elementwise_ops;
 
 /// The most work one command's attribution may take by default (all its sentences together,
-/// issue 46; AttributionWork, core/analysis/attribution.hpp): 5 x 10^11 operations, about 20-45 s
-/// on two cores (see above; docs/robustness.md has the figures).
+/// issue 46; AttributionWork, core/analysis/attribution.hpp) on two threads: 5 x 10^11 operations,
+/// about 20-45 s on two cores (see above; docs/robustness.md has the figures).
 constexpr int64_t default_work_bound = 500'000'000'000;
+/// The threads default_work_bound is measured on. On fewer the default shrinks with them, so that
+/// the bound stays the same time: one thread (`--threads 1`; the app on a 2-core machine leaves
+/// one core to its window) gets half the operations. More threads get no more: a tiny model's
+/// passes are too small to use them.
+constexpr int k_work_bound_threads = 2;
 
 /// The bound in force for this process: set_work_bound()'s value, else the environment variable
 /// ATTNVIZ_WORK_BOUND (operations: "5e11", "500G", "2T"; at least 10^6) when valid, else
-/// default_work_bound.
+/// default_work_bound for the threads set_work_threads() gave (k_work_bound_threads until then).
 int64_t work_bound();
+/// The intra-op threads the process computes on (the CLI's --threads, the app's choice), for the
+/// default bound; set it where the threads are set, before work starts.
+void set_work_threads(int threads);
 /// Sets the process's work bound (0: back to the environment's or the default). Set it before
 /// work starts.
 void set_work_bound(int64_t operations);

@@ -4,6 +4,7 @@
 // attributes a difference; and over a corpus, the agreement table.
 #include "catch_torch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -512,4 +513,44 @@ TEST_CASE("corpus agreement: one row per sentence and the table of pairs", "[att
     // Stopping early keeps what was done.
     const CorpusAgreement first = corpus_agreement(*f.model, sources, o, [](size_t, size_t) { return false; });
     CHECK(first.sentences.size() == 1);
+}
+
+TEST_CASE("attribution reports each method's passes as it goes, ending each round at all done", "[attribution]") {
+    // Issue 46, item 11: a method may run for most of the work bound (a tiny RNN's 1,000-step page:
+    // one round of integrated gradients for 30 s); the command shows it moving pass by pass.
+    Tiny f;
+    const Translation t = f.translate("b d f");
+    AttributionOptions o;
+    o.ig_steps = 8;
+    o.max_rows = 1;  // a pass a row: several passes a method
+    struct Pass {
+        AttributionMethod method;
+        int64_t points;
+        double done;
+    };
+    std::vector<Pass> passes;
+    o.on_pass = [&](AttributionMethod m, int64_t points, double done) { passes.push_back({m, points, done}); };
+    attribute(*f.model, t, o);
+    for (AttributionMethod m : {AttributionMethod::saliency, AttributionMethod::integrated_gradients,
+                                AttributionMethod::occlusion}) {
+        std::vector<double> done;
+        for (const Pass& p : passes)
+            if (p.method == m) {
+                done.push_back(p.done);
+                CHECK(p.points == (m == AttributionMethod::integrated_gradients ? 8 : 0));
+            }
+        INFO(cli_name(m));
+        // A row a pass: saliency a row per output step, integrated gradients 8, occlusion one
+        // per source token beside the sentence as it is (and per target token).
+        const auto T = t.best().ids.size(), S = t.src_tokens.size();
+        if (m == AttributionMethod::saliency) CHECK(done.size() == T);
+        if (m == AttributionMethod::integrated_gradients) CHECK(done.size() == 8 * T);
+        if (m == AttributionMethod::occlusion) CHECK(done.size() >= 1 + S);
+        REQUIRE(!done.empty());
+        CHECK(std::is_sorted(done.begin(), done.end()));
+        CHECK(done.front() > 0);
+        CHECK(done.back() == 1.0);
+    }
+    // grad-input shares saliency's passes (one gradient pass gives both): no passes of its own.
+    CHECK(std::none_of(passes.begin(), passes.end(), [](const Pass& p) { return p.method == AttributionMethod::grad_input; }));
 }

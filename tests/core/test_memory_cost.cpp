@@ -10,6 +10,7 @@
 #include "catch_torch.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <malloc.h>
 
 #include <functional>
@@ -313,4 +314,15 @@ TEST_CASE("work counts are read and written for people", "[memory][work]") {
     CHECK(work_bound() == 12'345'678);
     set_work_bound(0);
     CHECK(work_bound() > 12'345'678);
+    if (!std::getenv("ATTNVIZ_WORK_BOUND")) {
+        // The default is a time: one thread gets half of two threads' operations, more get no more.
+        set_work_threads(1);
+        CHECK(work_bound() == default_work_bound / 2);
+        set_work_threads(8);
+        CHECK(work_bound() == default_work_bound);
+        set_work_threads(2);
+        CHECK(work_bound() == default_work_bound);
+        set_work_threads(0);
+        CHECK(work_bound() == default_work_bound);
+    }
 }
