@@ -3,6 +3,7 @@
 // delete-cache do. Nothing else in attnviz-cli downloads: --model ORG/NAME only reads the cache.
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -90,8 +91,13 @@ int run_download(const DownloadFlags& f) {
                 std::cerr << "  " << escape_controls(file.name) << "  " << bytes_text(file.size)
                           << (file.cached ? "  (cached)" : "") << "\n";
         }
+        const auto t0 = std::chrono::steady_clock::now();
         const std::string snapshot = hub::download(o, plan, progress);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (line_open) std::cerr << "\n";
+        if (!f.quiet && plan.missing_bytes > 0 && took > 0)  // the transfer's own rate, checks and links included
+            std::cerr << "fetched " << bytes_text(plan.missing_bytes) << " in " << fixed(took, 2) << " s ("
+                      << bytes_text(int64_t(double(plan.missing_bytes) / took)) << "/s)\n";
         std::cout << escape_controls(snapshot) << "\n";
         return exit_ok;
     } catch (const Cancelled&) {
