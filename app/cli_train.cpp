@@ -24,6 +24,7 @@ struct TrainOptions {
     CorpusFlags corpus;
     SettingFlags settings;
     std::string save, resume, init_from;
+    std::string source_lang, target_lang;  ///< a multilingual pretrained model's pair to fine-tune on
     std::string memory_log;  ///< hidden --memory-log FILE: memory figures every 10 s (soak tests)
     bool json = false, quiet = false;
 };
@@ -163,6 +164,16 @@ int run_train(TrainOptions& o) {
                 ckpt->model->tokenizer_ptr(), TrainConfig{}, TrainHistory{}, ckpt->model->corpus_name());
             ckpt = fresh;
         }
+        if (!o.source_lang.empty() || !o.target_lang.empty()) {
+            // The model's tokenizer with this pair as its own languages (tokenizer_config.json's src_lang
+            // and tgt_lang): the pairs are fine-tuned with their codes, and the saved model keeps them.
+            auto with = std::make_shared<Checkpoint>(*ckpt);
+            with->model = std::make_shared<const TranslationModel>(
+                ckpt->model->network(), ckpt->model->src_vocab_ptr(), ckpt->model->tgt_vocab_ptr(),
+                ckpt->model->tokenizer().with_default_languages(o.source_lang, o.target_lang), ckpt->model->trained_with(),
+                ckpt->model->history(), ckpt->model->corpus_name());
+            ckpt = with;
+        }
         m = ckpt->model->config();
         t = ckpt->model->trained_with();
         if (m.is_pretrained() && !o.settings.given("lr")) t.lr = 5e-5;  // fine-tuning, not training from scratch
@@ -171,6 +182,9 @@ int run_train(TrainOptions& o) {
         if (!fixed_flags.empty())
             throw UsageError(fixed_flags.front() + " cannot change when resuming (the model's shape is in the checkpoint)");
     }
+    if (!ckpt && (!o.source_lang.empty() || !o.target_lang.empty()))
+        throw UsageError("--source-lang and --target-lang choose the languages of a multilingual pretrained model to "
+                         "fine-tune (with --init-from or --resume)");
     o.settings.apply(m, t);
     if (!o.settings.given("seed") && !ckpt) m.seed = t.seed;
     t.validate();
@@ -285,6 +299,15 @@ Command add_train_command(CLI::App& parent) {
                     "start from this model's weights with a fresh optimiser and history: a Hugging Face model folder "
                     "or hub id (fine-tuning: learning rate 5e-5 and batch 16 unless given), a checkpoint or a d2l file")
         ->type_name("MODEL")
+        ->group("output");
+    app->add_option("--source-lang", o->source_lang,
+                    "a multilingual pretrained model's source language to fine-tune on (M2M100 en, NLLB eng_Latn, mBART-50 "
+                    "en_XX; default: its tokenizer_config.json's src_lang); saved with the model")
+        ->type_name("LANG")
+        ->group("output");
+    app->add_option("--target-lang", o->target_lang,
+                    "its target language (fr, fra_Latn, fr_XX; default: tokenizer_config.json's tgt_lang); saved with the model")
+        ->type_name("LANG")
         ->group("output");
     app->add_flag("--json", o->json, "print the final metrics as one JSON object on stdout")->group("output");
     app->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->group("output");

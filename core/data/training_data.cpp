@@ -120,7 +120,7 @@ void add_language_codes(std::vector<SentencePair>& pairs, const Tokenizer& token
     if (tgt.empty()) {
         const auto langs = pt->target_languages();
         throw ConfigError("fine-tuning this model needs its target language, which its tokenizer_config.json does not name "
-                          "(\"tgt_lang\"; the model has " + std::to_string(langs.size()) + ", e.g. " +
+                          "(\"tgt_lang\"): give --target-lang (the model has " + std::to_string(langs.size()) + ", e.g. " +
                           (langs.empty() ? std::string("fr") : langs.front()) + ")");
     }
     // attnviz's names of the codes (the model's tokens but for a few: core/text/tokenizer.hpp).

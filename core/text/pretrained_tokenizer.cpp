@@ -652,6 +652,26 @@ std::string PretrainedTokenizer::language_token(const std::string& language, boo
                       "; it has: " + names);
 }
 
+std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::with_default_languages(const std::string& source,
+                                                                                   const std::string& target) const {
+    // The codes as the tokenizer_config.json of each kind names them: M2M100 "fr" (its token
+    // "__fr__"), NLLB "fra_Latn", mBART-50 "fr_XX"; checked first (a language the model lacks).
+    if (kind() == PretrainedTokenizerKind::marian && (!source.empty() || !target.empty())) {
+        if (!source.empty()) language_token(source, false);  // no source languages: says so
+        throw ConfigError("a Marian model's target language is a token at the start of each source (>>fra<<), not a "
+                          "language to set: put it before the corpus's sources");
+    }
+    if (!source.empty()) language_token(source, false);
+    if (!target.empty()) language_token(target, true);
+    PretrainedTokenizerFiles files = m_files;
+    json config = files.tokenizer_config.empty() ? json::object()
+                                                 : parse_json_bounded(files.tokenizer_config, files.what + ": tokenizer_config.json");
+    if (!source.empty()) config["src_lang"] = source;
+    if (!target.empty()) config["tgt_lang"] = target;
+    files.tokenizer_config = config.dump(2);
+    return load(files);
+}
+
 PretrainedVocabLayout PretrainedTokenizer::vocab_layout(bool target, int64_t rows, int64_t pad_id, int64_t eos_id,
                                                        int64_t unk_id) const {
     const auto& tokens = id_tokens(target);

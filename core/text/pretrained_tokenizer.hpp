@@ -138,6 +138,13 @@ public:
     /// The target language tokenizer_config.json names, or "".
     const std::string& default_target_language() const { return m_default_tgt_lang; }
 
+    /// The same tokenizer with other default languages (fine-tuning for a language pair: train
+    /// --source-lang / --target-lang): tokenizer_config.json's src_lang and tgt_lang set (kept in
+    /// files(), so a checkpoint and an export carry them); "" leaves one as it is. ConfigError naming
+    /// the languages there are for one the model lacks (or that it has none to choose from).
+    std::shared_ptr<const PretrainedTokenizer> with_default_languages(const std::string& source,
+                                                                      const std::string& target) const;
+
     /// attnviz's vocabulary of one side over `rows` model rows, with the model's pad, eos and unk ids.
     /// A byte-level BPE piece ("Ġthe", "Ã©") is named by the text it stands for, a space written
     /// "▁" as SentencePiece's pieces show it ("▁the", "é"); a piece holding part of a character by

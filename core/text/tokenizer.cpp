@@ -151,6 +151,11 @@ std::shared_ptr<const Tokenizer> Tokenizer::for_pretrained(std::shared_ptr<const
     return t;
 }
 
+std::shared_ptr<const Tokenizer> Tokenizer::with_default_languages(const std::string& source, const std::string& target) const {
+    if (!m_pretrained) throw ConfigError("this model has no languages to choose from (it is not a pretrained model's)");
+    return for_pretrained(m_pretrained->with_default_languages(source, target), m_rows);
+}
+
 PretrainedVocabLayout Tokenizer::pretrained_layout(bool target) const {
     if (!m_pretrained) throw ConfigError("tokenizer: not a pretrained model's");
     return m_pretrained->vocab_layout(target, target ? m_rows.target_rows : m_rows.source_rows, m_rows.pad_id,

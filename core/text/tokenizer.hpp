@@ -70,6 +70,9 @@ public:
     };
     static std::shared_ptr<const Tokenizer> for_pretrained(std::shared_ptr<const PretrainedTokenizer> tokenizer,
                                                            const PretrainedRows& rows);
+    /// This pretrained tokenizer with other default languages (PretrainedTokenizer::with_default_languages),
+    /// the same rows and names; ConfigError for attnviz's own tokenizers.
+    std::shared_ptr<const Tokenizer> with_default_languages(const std::string& source, const std::string& target) const;
     /// The vocabulary layout of one side (core/text/pretrained_tokenizer.hpp); ConfigError for
     /// attnviz's own tokenizers.
     PretrainedVocabLayout pretrained_layout(bool target) const;

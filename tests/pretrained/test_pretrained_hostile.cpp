@@ -304,3 +304,52 @@ TEST_CASE("cli: --source-lang or --target-lang for a model without languages is 
             require_one_error_line(r, std::string("this model has no ") + side + " languages to choose from " + c.why);
         }
 }
+
+TEST_CASE("cli: train --init-from a multilingual model fine-tunes on --source-lang/--target-lang and keeps them",
+          "[cli][pretrained][languages][train]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    // tokenizer_config.json naming no target language (tgt_lang null), as a hub model may have it.
+    const std::string model = copy_folder(dir, "nllb", "nllb-no-tgt");
+    std::string config = read_file(model + "/tokenizer_config.json");
+    const std::string tgt = "\"tgt_lang\": \"fra_Latn\"";
+    const size_t at = config.find(tgt);
+    REQUIRE(at != std::string::npos);
+    config.replace(at, tgt.size(), "\"tgt_lang\": null");
+    write_file(model + "/tokenizer_config.json", config);
+    write_file(dir / "pairs.tsv", "Hello, Tom.\tBonjour, Tom.\nI am a small frog.\tJe suis une petite grenouille.\n"
+                                  "The cat sleeps.\tLe chat dort.\nGood morning.\tBonjour.\n");
+    const std::vector<std::string> train{"train", "--init-from", model, "--data", dir / "pairs.tsv", "--epochs", "1",
+                                         "--device", "cpu", "-q"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = train;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return cli(dir, args);
+    };
+    const Result missing = with({});
+    CHECK(missing.code == 2);
+    require_one_error_line(missing, "fine-tuning this model needs its target language");
+    CHECK(missing.err.find("--target-lang") != std::string::npos);
+
+    const Result ok = with({"--source-lang", "eng_Latn", "--target-lang", "fra_Latn", "--save", dir / "tuned.ckpt"});
+    INFO(ok.err);
+    REQUIRE(ok.code == 0);
+    // Saved with the pair: it translates into French untold, and its export names the pair for transformers.
+    CHECK(cli(dir, {"translate", "--model", dir / "tuned.ckpt", "--beam", "1", "Hello, Tom."}).code == 0);
+    REQUIRE(cli(dir, {"export-model", "--model", dir / "tuned.ckpt", "--out", dir / "exported"}).code == 0);
+    const std::string exported = read_file(dir / "exported/tokenizer_config.json");
+    CHECK(exported.find(tgt) != std::string::npos);
+    CHECK(exported.find("\"src_lang\": \"eng_Latn\"") != std::string::npos);
+
+    // A language the model lacks, a model without languages, a model trained from scratch: one line, exit 2.
+    const Result unknown = with({"--target-lang", "xx_Yyyy"});
+    CHECK(unknown.code == 2);
+    require_one_error_line(unknown, "the model has no target language 'xx_Yyyy'");
+    const Result bart = cli(dir, {"train", "--init-from", k_fixtures + "/bart", "--data", dir / "pairs.tsv", "--epochs", "1",
+                                  "--device", "cpu", "-q", "--target-lang", "fr"});
+    CHECK(bart.code == 2);
+    require_one_error_line(bart, "(a BART model reads and writes one language)");
+    const Result scratch = cli(dir, {"train", "--task", "reverse", "--epochs", "1", "--device", "cpu", "-q", "--target-lang", "fr"});
+    CHECK(scratch.code == 2);
+    require_one_error_line(scratch, "--source-lang and --target-lang choose the languages of a multilingual pretrained model");
+}
