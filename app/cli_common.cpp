@@ -315,7 +315,6 @@ std::string extension_of(const std::string& path) {
     return e;
 }
 
-
 void PassProgress::operator()(const std::string& prefix, AttributionMethod method, int64_t points, double done) {
     const auto now = std::chrono::steady_clock::now();
     if (now - m_last < std::chrono::seconds(5)) return;
