@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/sinks.hpp"
+#include "core/data/training_data.hpp"
 #include "core/io/error.hpp"
 #include "core/model/memory_bound.hpp"
 #include "core/text/vocab.hpp"
@@ -287,7 +288,11 @@ HeadReport head_stats(const TranslationModel& model, const std::vector<SentenceP
     if (options.importance) {
         HeadStatsOptions o = options;
         if (options.progress) o.progress = [&](size_t done, size_t) { return options.progress(done, total); };
-        importance = head_importance(network, pairs, model.src_vocab(), model.tgt_vocab(), o, model.device(),
+        // A multilingual pretrained model's loss as it trains: the pairs with their language codes
+        // (core/data/training_data.hpp; the forced pass below puts them itself).
+        std::vector<SentencePair> coded = pairs;
+        add_language_codes(coded, model.tokenizer());
+        importance = head_importance(network, coded, model.src_vocab(), model.tgt_vocab(), o, model.device(),
                                      network.head_gates());
         report.tokens = importance.tokens;
         if (importance.tokens > 0) report.loss = importance.loss_sum / static_cast<double>(importance.tokens);

@@ -12,6 +12,7 @@
 
 #include "core/analysis/metrics.hpp"
 #include "core/config/pretrained_config.hpp"
+#include "core/data/training_data.hpp"
 #include "core/model/memory_bound.hpp"
 #include "core/text/vocab.hpp"
 
@@ -95,10 +96,15 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
     const auto groups = network.head_groups();
     if (groups.empty() || pairs.empty()) return points;
     const HeadGates base = network.head_gates();
+    // A multilingual pretrained model's pairs as it trains on them (core/data/training_data.hpp): the
+    // loss teacher-forces them with their language codes, and the references start with the target's
+    // code as the outputs do (decoding puts the codes itself: the sources stay as they are).
+    std::vector<SentencePair> coded = pairs;
+    add_language_codes(coded, model.tokenizer());
     std::vector<std::vector<std::string>> sources, refs;
-    for (const auto& p : pairs) {
-        sources.push_back(p.src);
-        refs.push_back(p.tgt);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        sources.push_back(pairs[i].src);
+        refs.push_back(coded[i].tgt);
     }
     DecodeOptions d = model.decode_defaults();
     d.beam_size = 1;
@@ -114,7 +120,7 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
         d.max_length = std::min<int64_t>(d.max_length, table);
     d.memory_bound = options.memory_bound;
     const int64_t bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
-    check_pairs_fit(pairs, evaluation_cost(network), options.fixed_steps, network.config().source_steps, "evaluation",
+    check_pairs_fit(coded, evaluation_cost(network), options.fixed_steps, network.config().source_steps, "evaluation",
                     "pair", bound);
 
     std::map<std::string, std::pair<double, double>> measured;  // masked set -> loss, BLEU
@@ -123,7 +129,7 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
         const auto found = measured.find(key);
         if (found != measured.end()) return found->second;
         ScopedHeadGates gates(network, prune_masked_gates(groups, base, off));
-        const double loss = prune_forced_loss(network, pairs, model.src_vocab(), model.tgt_vocab(), d.batch_size,
+        const double loss = prune_forced_loss(network, coded, model.src_vocab(), model.tgt_vocab(), d.batch_size,
                                         options.fixed_steps, model.device(), bound);
         double bleu = std::nan("");
         if (options.bleu) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/heads.hpp"
 #include "core/analysis/subword_merge.hpp"
 #include "core/config/pretrained_config.hpp"
 #include "core/data/data.hpp"
@@ -861,5 +862,29 @@ TEST_CASE("src_lang and tgt_lang null in tokenizer_config.json read as unset, as
         const auto model = load_model(dir);
         CHECK(model->tokenizer().pretrained()->default_source_language() == c.src_lang);
         CHECK(model->tokenizer().pretrained()->default_target_language().empty());
+    }
+}
+
+TEST_CASE("heads' importance loss of a multilingual model teacher-forces the pairs with their language codes",
+          "[pretrained][languages][heads]") {
+    if (!have_fixtures()) return;
+    if (!reference().contains("training")) return;
+    for (const char* name : {"nllb", "mbart50"}) {
+        INFO(name);
+        const auto model = load_model(k_fixtures + "/" + name);
+        std::vector<SentencePair> pairs;
+        for (const auto& e : reference()["training"][name])
+            pairs.push_back({model->tokenizer().encode(e["source"], false), model->tokenizer().encode_target(e["target"], false)});
+        HeadStatsOptions o;
+        o.maps = false;
+        o.batch_size = 8;
+        const HeadReport report = head_stats(*model, pairs, o);
+        std::vector<SentencePair> coded = pairs;
+        add_language_codes(coded, model->tokenizer());
+        const HeadImportance want = head_importance(*model->network(), coded, model->src_vocab(), model->tgt_vocab(), o,
+                                                    model->device());
+        REQUIRE(want.tokens > 0);
+        CHECK(report.tokens == want.tokens);
+        CHECK(report.loss == Approx(want.loss_sum / double(want.tokens)).epsilon(1e-6));
     }
 }
