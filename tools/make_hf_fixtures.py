@@ -425,10 +425,10 @@ TRAINING_PAIRS = [("Hello, Tom.", "Bonjour, Tom."), ("I am a small frog.", "Je s
 
 def training_references(out):
     """What a multilingual model is fine-tuned on, as transformers gives it: per model, per pair,
-    tokenizer(source, text_target=target)'s input_ids and labels, and the decoder's input the model
-    makes of the labels (its shift_tokens_right: decoder_start_token_id first for M2M100 / NLLB; for
+    tokenizer(source, text_target=target)'s input_ids and labels, the model's loss on them, and the
+    decoder's input the model makes of the labels (its shift_tokens_right: decoder_start_token_id first for M2M100 / NLLB; for
     mBART the labels' last token, </s>, wrapped to the front)."""
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
     from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right as m2m_shift
     from transformers.models.mbart.modeling_mbart import shift_tokens_right as mbart_shift
     ref = {}
@@ -436,15 +436,18 @@ def training_references(out):
         folder = os.path.join(out, name)
         tok = AutoTokenizer.from_pretrained(folder, src_lang=src, tgt_lang=tgt)
         cfg = AutoConfig.from_pretrained(folder)
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
         entries = []
         for source, target in TRAINING_PAIRS:
             enc = tok(source, text_target=target)
             labels = torch.tensor([enc["labels"]])
             dec_in = (mbart_shift(labels, cfg.pad_token_id) if cfg.model_type == "mbart"
                       else m2m_shift(labels, cfg.pad_token_id, cfg.decoder_start_token_id))
+            with torch.no_grad():  # the mean token loss of the labels, as fine-tuning computes it
+                loss = model(input_ids=torch.tensor([enc["input_ids"]]), labels=labels).loss.item()
             entries.append({"source": source, "target": target, "src_lang": src, "tgt_lang": tgt,
                             "input_ids": enc["input_ids"], "labels": enc["labels"],
-                            "decoder_input_ids": dec_in[0].tolist()})
+                            "decoder_input_ids": dec_in[0].tolist(), "loss": loss})
         ref[name] = entries
     return ref
 

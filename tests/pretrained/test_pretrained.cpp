@@ -768,6 +768,13 @@ TEST_CASE("fine-tuning M2M100, NLLB and mBART-50 teacher-forces transformers' la
             CHECK(b.tgt_in[i][0].item<int64_t>() == Vocab::bos_id);
             CHECK(model->config().pretrained->model.decoder_start_token_id == dec_in.front());
             CHECK(tgt_map.model_ids(row(b.tgt_in, i, 1, T)) == std::vector<int64_t>(dec_in.begin() + 1, dec_in.end()));
+            // The loss fine-tuning minimises: transformers' model(input_ids, labels=labels).loss.
+            torch::NoGradGuard no_grad;
+            model->network()->eval();
+            const Batch one = make_batch(named, {r}, model->src_vocab(), model->tgt_vocab());
+            const TokenLogits t = model->network()->real_token_logits(one.src, one.src_len, one.tgt_in, one.tgt_out);
+            CHECK(torch::nn::functional::cross_entropy(t.logits, t.targets).item<double>() ==
+                  Approx(e["loss"].get<double>()).epsilon(1e-4));
         }
         // The trainer fine-tunes on such pairs (train --init-from and the app's Train: a Trainer from the model).
         Corpus corpus;
