@@ -132,7 +132,8 @@ void link_atomic(const fs::path& target, const fs::path& pointer) {
 
 std::string human_bytes(int64_t n) {
     char buf[32];
-    if (n >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GB", double(n) / 1e9);
+    if (n >= int64_t(1000000000000)) std::snprintf(buf, sizeof buf, "%.1f TB", double(n) / 1e12);
+    else if (n >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GB", double(n) / 1e9);
     else if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.1f MB", double(n) / 1e6);
     else std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(n));
     return buf;
@@ -414,12 +415,15 @@ std::string download(const DownloadOptions& options, const DownloadPlan& plan, c
     const fs::path snapshot = repo / "snapshots" / plan.commit;
     if (plan.from_cache) return snapshot.string();
     const fs::path blobs = repo / "blobs", locks = fs::path(plan.cache_dir) / ".locks" / repo_folder_name(plan.repo_id);
-    for (const fs::path& d : {blobs, snapshot, locks}) {
+    const auto make = [](const fs::path& d) {
         std::error_code ec;
         fs::create_directories(d, ec);
         if (ec) throw FileError("cannot create " + quote(d.string(), quote_path_max) + ": " + ec.message());
-    }
-    if (options.check_space) check_room(plan, blobs);
+    };
+    make(blobs);
+    make(locks);
+    if (options.check_space) check_room(plan, blobs);  // before the snapshot folder: no empty revision left
+    make(snapshot);
     detail::Session s(options, progress, plan.endpoint, hub_token(options));
     s.progress.file_count = int(plan.files.size());
     s.progress.total = plan.missing_bytes;

@@ -28,6 +28,7 @@ Built-in models (synthetic bytes: the download tests need files, not networks):
   faults/flaky   every path answers 500 twice, then as tiny/model
   faults/down    always 500
   faults/renamed redirects (relative, 307) to tiny/model, as the hub does for a renamed repository
+  faults/huge    tiny/model, but the API and the headers say model.safetensors is 2^50 bytes (1 PiB)
   bench/big      with --big-mb N: model.safetensors of N MB (LFS), for the speed benchmark
 Every other id answers 404 (X-Error-Code: RepoNotFound).
 """
@@ -68,6 +69,11 @@ class File:
             self.sha256 = h.hexdigest()
             self.oid = hashlib.sha1(self.sha256.encode()).hexdigest()  # stands in for the git oid
         self.lfs = name.endswith(LFS_EXT)
+
+
+def claimed_size(repo, f):
+    """The size the API and the headers give a file: its own, or faults/huge's 1 PiB weights."""
+    return 1 << 50 if repo.fault == "huge" and f.name == "model.safetensors" else f.size
 
 
 class Repo:
@@ -116,7 +122,7 @@ def make_repos(args):
                               File("tokenizer.json", b'{"version": "1.0"}')]))
     add(Repo("tiny/bin-only", [File("config.json", b'{"model_type": "marian"}'),
                                File("pytorch_model.bin", shard()), File("spiece.model", b"x" * 100)]))
-    for fault in ("drop", "badsha", "private", "gated", "flaky", "down"):
+    for fault in ("drop", "badsha", "private", "gated", "flaky", "down", "huge"):
         add(Repo("faults/" + fault, synthetic_files(1), fault))
     add(Repo("faults/renamed", [], "renamed"))
     for spec in args.serve:
@@ -229,9 +235,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             body = []
             for f in sorted(repo.files.values(), key=lambda f: f.name):
-                e = {"type": "file", "path": f.name, "size": f.size, "oid": f.oid}
+                size = claimed_size(repo, f)
+                e = {"type": "file", "path": f.name, "size": size, "oid": f.oid}
                 if f.lfs:
-                    e["lfs"] = {"oid": f.sha256, "size": f.size, "pointerSize": 134}
+                    e["lfs"] = {"oid": f.sha256, "size": size, "pointerSize": 134}
                 body.append(e)
         self.answer(200, json.dumps(body).encode())
 
@@ -251,7 +258,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers["ETag"] = '"%s"' % f.oid
             return self.send_file(f, headers)
         sha = f.sha256 if repo.fault != "badsha" else hashlib.sha256(b"another file").hexdigest()
-        headers.update({"X-Linked-Etag": '"%s"' % sha, "X-Linked-Size": str(f.size), "ETag": '"%s"' % f.oid,
+        headers.update({"X-Linked-Etag": '"%s"' % sha, "X-Linked-Size": str(claimed_size(repo, f)), "ETag": '"%s"' % f.oid,
                         "Location": "http://127.0.0.1:%d/_cdn/%s/%s/%s" % (self.server.cdn_port, rid,
                                                                           repo.commit, urllib.parse.quote(name))})
         self.answer(302, b"", headers)

@@ -359,6 +359,31 @@ TEST_CASE("hub download: a full disk (a file-size limit) leaves nothing that loo
     CHECK(snapshot_files(download(o, plan_download(o))) == k_tiny_files);
 }
 
+TEST_CASE("hub download: a model larger than the disk's free space is refused before any byte", "[hub]") {
+    // faults/huge: the API and the headers say its weights are 1 PiB, more than any disk has free.
+    HubServer server;
+    HubTempDir cache;
+    const auto o = options_for(server, cache, "faults/huge");
+    const DownloadPlan plan = plan_download(o);
+    std::string message;
+    try {
+        download(o, plan);
+    } catch (const FileError& e) {
+        message = e.what();
+    }
+    INFO(message);
+    CHECK(message.find("not enough space for 'faults/huge'") != std::string::npos);
+    CHECK(message.find("it needs 1125.9 TB") != std::string::npos);  // 2^50 bytes
+    CHECK(message.find("HF_HUB_CACHE") != std::string::npos);
+    // Nothing fetched: no GET of any file, no blob, no incomplete file, no snapshot.
+    CHECK(server.requests("/_cdn/", "GET") == 0);
+    CHECK(server.requests("/resolve/", "GET") == 0);
+    const fs::path repo = cache.path / "models--faults--huge";
+    if (fs::exists(repo / "blobs"))
+        for (const auto& e : fs::directory_iterator(repo / "blobs")) FAIL_CHECK("left in blobs/: " << e.path());
+    CHECK_FALSE(fs::exists(repo / "snapshots" / plan.commit));
+}
+
 TEST_CASE("hub download: a 300 MB file against curl from the same server", "[.][hub_bench]") {
     // Run by hand: attnviz_tests_hub "[hub_bench]". The download computes and checks the file's
     // sha256 while it arrives (on a thread of its own), then links it; curl only writes it. Best of
