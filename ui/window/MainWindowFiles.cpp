@@ -18,6 +18,7 @@
 #include <QTimer>
 #include <algorithm>
 
+#include "core/persist/model_file.hpp"
 #include "core/persist/checkpoint.hpp"
 #include "core/persist/checkpoint_legacy.hpp"
 #include "core/config/pretrained_config.hpp"
@@ -173,6 +174,18 @@ bool MainWindow::openFile(const QString& path) {
 }
 
 bool MainWindow::saveCheckpointTo(const QString& path) {
+    // A model opened from its folder (or a hub snapshot) reads that folder's files: a checkpoint
+    // written over one of them, or into the folder, would break the model others open from it
+    // (the CLI refuses the same, check_file_flags).
+    const QString opened = m_controller->checkpointPath();
+    if (!opened.isEmpty() && QFileInfo(opened).isDir() &&
+        model_sources(opened.toStdString()).holds(resolve_existing_prefix(path.toStdString()))) {
+        showError(tr("Saving failed"),
+                  tr("%1 is inside the model folder %2 this model was opened from: a checkpoint there could "
+                     "replace the folder's own files. Choose a place outside the folder.")
+                      .arg(QDir::toNativeSeparators(path), QDir::toNativeSeparators(opened)));
+        return false;
+    }
     return m_controller->save(path);  // onSaved() reports the outcome
 }
 

@@ -511,3 +511,36 @@ TEST_CASE("pretrained: each self-attention thumbnail of a T5 model view carries 
         CHECK(view->biasStripRect(i).isNull());
     }
 }
+
+TEST_CASE("pretrained: Save refuses a checkpoint inside the model folder it was opened from, and keeps the folder",
+          "[ui][pretrained][hf]") {
+    // Issue 48: the CLI refused an output among a model folder's files; the app wrote there.
+    if (!hfFoldersPresent()) return;
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("marian"));
+    REQUIRE(QDir().mkpath(folder));
+    for (const QString& name : QDir(kHfFolders + QStringLiteral("/marian")).entryList(QDir::Files))
+        REQUIRE(QFile::copy(kHfFolders + QStringLiteral("/marian/") + name, folder + QLatin1Char('/') + name));
+    QFile config(folder + QStringLiteral("/config.json"));
+    REQUIRE(config.open(QIODevice::ReadOnly));
+    const QByteArray before = config.readAll();
+    config.close();
+    Fixture f;
+    REQUIRE(f.w().openFile(folder));
+    for (const QString& inside : {folder + QStringLiteral("/config.json"), folder + QStringLiteral("/mine.attnviz"),
+                                  folder + QStringLiteral("/./model.safetensors")}) {
+        INFO(inside.toStdString());
+        CHECK_FALSE(f.w().saveCheckpointTo(inside));
+        CHECK(f.w().lastError().contains(QStringLiteral("inside the model folder")));
+    }
+    REQUIRE(config.open(QIODevice::ReadOnly));
+    CHECK(config.readAll() == before);
+    CHECK_FALSE(QFileInfo::exists(folder + QStringLiteral("/mine.attnviz")));
+    // Beside the folder is fine, and the window goes on.
+    const QString beside = dir.filePath(QStringLiteral("marian.attnviz"));
+    QSignalSpy saved(&f.controller(), &TrainingController::saveFinished);
+    REQUIRE(f.w().saveCheckpointTo(beside));
+    REQUIRE(waitUntil([&] { return saved.count() > 0; }, 20000));
+    CHECK(saved.at(0).at(0).toBool());
+    CHECK(QFileInfo::exists(beside));
+}
