@@ -193,7 +193,7 @@ int run_agreement(AgreementOptions& o) {
     c.erasure_options.seed = o.erasure_seed;
     c.erasure_options.memory_bound = c.attribution.memory_bound;
     if (!o.out.empty()) check_writable("--out", o.out);
-    const Corpus corpus = o.corpus.load();
+    const Corpus corpus = load_corpus_for(o.corpus, *model);
     std::vector<std::vector<std::string>> sources;
     for (const auto& p : evaluation_pairs(*model, corpus, o.split)) sources.push_back(p.src);
     SignalScope signals(SignalMode::graceful);  // Ctrl+C: stop after the current sentence, report what was done

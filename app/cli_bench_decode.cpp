@@ -40,9 +40,8 @@ int run_bench_decode(BenchDecodeOptions& o) {
     TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
     o.precision.apply(*model);
     o.mask.apply(*model);
-    // A pretrained model reads the sentences as they are, with its own tokenizer.
     const bool pretrained = model->tokenizer().pretrained() != nullptr;
-    Corpus corpus = o.corpus.load(false, pretrained ? model->tokenizer_ptr() : nullptr);
+    Corpus corpus = load_corpus_for(o.corpus, *model, false);
     if (corpus.level != model->level())
         throw UsageError("the model works on " + level_noun(model->level()) +
                          " but the corpus is tokenised differently (see --level)");

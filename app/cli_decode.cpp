@@ -145,6 +145,11 @@ std::vector<std::string> read_sentences(const std::vector<std::string>& given) {
     return sentences;
 }
 
+Corpus load_corpus_for(const CorpusFlags& flags, const TranslationModel& model, bool verbose) {
+    const bool pretrained = model.tokenizer().pretrained() != nullptr;
+    return flags.load(verbose, pretrained ? model.tokenizer_ptr() : nullptr);
+}
+
 std::vector<SentencePair> evaluation_pairs(const TranslationModel& model, const Corpus& corpus,
                                            const std::string& split) {
     // A pretrained model cuts any corpus with its own tokenizer, as fine-tuning does (prepare_data).

@@ -79,6 +79,11 @@ TranslationModelPtr load_model_on(const std::string& path, const std::string& de
 /// the sentence or line that is not UTF-8.
 std::vector<std::string> read_sentences(const std::vector<std::string>& given);
 
+/// The corpus of --task / --data for `model`: a pretrained model reads the sentences as they are,
+/// with its own tokenizer (word level would lowercase them and split their punctuation first, which
+/// the model never sees: an NLLB pair's loss 6.50 instead of transformers' 5.02); others at --level.
+Corpus load_corpus_for(const CorpusFlags& flags, const TranslationModel& model, bool verbose = true);
+
 /// The pairs eval scores: --split val re-splits the corpus as training did (the checkpoint's
 /// seed and settings); all: every pair (subword: cut by the model's own SentencePiece model).
 /// UsageError when the corpus' level is not the model's; ConfigError when there are none.

@@ -59,7 +59,7 @@ int run_eval(EvalOptions& o) {
     if (intervention.active() && d.beam_size > 1)
         throw UsageError("--intervene decodes greedily: leave out --beam");
     const HeadSelection heads = o.heads.selection(*model);
-    Corpus corpus = o.corpus.load();
+    Corpus corpus = load_corpus_for(o.corpus, *model);
     o.gold.attach(corpus, o.corpus);  // before the split, so each pair keeps its line
     // The held-out pairs are re-derived exactly as training split them.
     const std::vector<SentencePair> pairs = evaluation_pairs(*model, corpus, o.split);
@@ -69,9 +69,14 @@ int run_eval(EvalOptions& o) {
     // within the memory bound; a pair too long for it is refused first, naming its line.
     const torch::Device dev = model->device();
     Network network = model->network();  // teacher-forced loss: read-only use of the weights
-    check_pairs_fit(pairs, evaluation_cost(*network), model->trained_with().fixed_steps, model->config().source_steps,
+    // A multilingual pretrained model (M2M100, NLLB, mBART-50) is teacher-forced with its language
+    // codes, as transformers' labels and training have them (core/data/training_data.hpp); the
+    // decoding below puts them itself. Any other model's pairs stay as they are.
+    std::vector<SentencePair> forced = pairs;
+    if (model->config().is_pretrained()) add_language_codes(forced, model->tokenizer(), d.source_lang, d.target_lang);
+    check_pairs_fit(forced, evaluation_cost(*network), model->trained_with().fixed_steps, model->config().source_steps,
                     corpus.name, "pair");
-    const ValidationSums sums = validation_sums(*network, pairs, model->src_vocab(), model->tgt_vocab(), d.batch_size,
+    const ValidationSums sums = validation_sums(*network, forced, model->src_vocab(), model->tgt_vocab(), d.batch_size,
                                                 model->trained_with().fixed_steps, dev);
     const double loss_sum = sums.loss, tf_correct = sums.correct;
     const int64_t tokens = static_cast<int64_t>(sums.tokens);

@@ -61,7 +61,7 @@ int run_heads(HeadsOptions& o) {
     o.mask.apply(*model);  // measured with those heads off
     if (model->network()->head_groups().empty())
         throw UsageError("the model has no attention heads (an RNN without attention): nothing to measure");
-    Corpus corpus = o.corpus.load();
+    Corpus corpus = load_corpus_for(o.corpus, *model);
     std::vector<SentencePair> pairs = evaluation_pairs(*model, corpus, o.split);
     if (pairs.size() > o.sentences) pairs.resize(o.sentences);
 
