@@ -486,6 +486,7 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
                                 const AttentionIntervention* intervention) {
     auto& cache = family_part<PretrainedCache>(cache_in, "pretrained", "a decoder cache");
     const auto& enc = family_part<const PretrainedEncoding>(source, "pretrained", "an encoding");
+    const FewRowsStepThreads threads(tokens.size(0));  // a batch-1 step's small operations on one thread
     const auto& c = hf();
     const int64_t L = c.decoder_layers, H = c.decoder_heads;
     const auto ids = tokens.unsqueeze(1);  // [B, 1]

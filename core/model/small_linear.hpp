@@ -45,4 +45,24 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 /// Whether few_rows_linear computes (x as [rows, in], weight) itself (for the tests).
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
 
+/// For a decoder step of `rows` <= k_small_linear_rows rows, while it lives on this thread:
+/// ATen's and MKL's own operations run on this thread alone (OpenMP's and MKL's per-thread
+/// counts set to 1), and the few-row kernels share the weights' reading among the threads
+/// ATen had (their own helpers, which sleep between products). Why: a step's other operations
+/// are too small for two threads (a few microseconds each), and each OpenMP region's workers
+/// spin and wait at its barrier: on a busy 2-core machine a descheduled worker stalled every
+/// region (Flan-T5-base-sized greedy decoding: 5 s a sentence at 2 threads against 1.6 s at 1).
+/// Nothing changes for more rows, inside a parallel region, or at one thread.
+class FewRowsStepThreads {
+public:
+    explicit FewRowsStepThreads(int64_t rows);
+    ~FewRowsStepThreads();
+    FewRowsStepThreads(const FewRowsStepThreads&) = delete;
+    FewRowsStepThreads& operator=(const FewRowsStepThreads&) = delete;
+
+private:
+    int m_threads = 0;  ///< ATen's threads before, 0 when nothing was changed
+    int m_mkl = 0;      ///< MKL's per-thread count before
+};
+
 }  // namespace attnviz

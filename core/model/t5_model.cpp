@@ -345,6 +345,7 @@ StepOutput T5Impl::step(const torch::Tensor& tokens, DecoderCache& cache_in, con
                         const AttentionIntervention* intervention) {
     auto& cache = family_part<PretrainedCache>(cache_in, "T5", "a decoder cache");
     const auto& enc = family_part<const PretrainedEncoding>(source, "T5", "an encoding");
+    const FewRowsStepThreads threads(tokens.size(0));  // a batch-1 step's small operations on one thread
     const auto& c = hf();
     const int64_t L = c.decoder_layers, H = c.decoder_heads;
     auto y = t5_lookup(shared, input_rows(tokens.unsqueeze(1)));  // [B, 1, d]

@@ -126,3 +126,31 @@ TEST_CASE("few_rows_linear leaves to ATen a strided weight, a gradient, doubles,
     const auto many = torch::randn({20, 32});
     CHECK(torch::allclose(few_rows_linear(many, w), torch::nn::functional::linear(many, w), 1e-5, 1e-4));
 }
+
+TEST_CASE("FewRowsStepThreads: a few-row step's ATen work on one thread, the kernels on all, the same values",
+          "[decode]") {
+    ThreadCount two(2);
+    torch::manual_seed(12);
+    const auto w = torch::randn({700, 300});
+    const auto x = torch::randn({4, 300});
+    torch::Tensor serial;
+    {
+        ThreadCount one(1);
+        serial = few_rows_linear(x, w);
+    }
+    {
+        const attnviz::FewRowsStepThreads step(x.size(0));
+        CHECK(at::get_num_threads() == 1);
+        CHECK(torch::equal(few_rows_linear(x, w), serial));
+        {
+            const attnviz::FewRowsStepThreads nested(1);  // changes nothing more
+            CHECK(torch::equal(few_rows_linear(x.narrow(0, 1, 1), w), serial.narrow(0, 1, 1)));
+        }
+        CHECK(at::get_num_threads() == 1);
+    }
+    CHECK(at::get_num_threads() == 2);
+    {
+        const attnviz::FewRowsStepThreads many(attnviz::k_small_linear_rows + 1);  // a batch: ATen's threads
+        CHECK(at::get_num_threads() == 2);
+    }
+}
