@@ -29,6 +29,7 @@
 
 #include "core/decode/beam_tree.hpp"
 #include "core/io/process_memory.hpp"
+#include "core/model/small_linear.hpp"
 
 namespace attnviz {
 
@@ -95,6 +96,10 @@ public:
         // Step by step the cache grows and is reordered: the heap's free pages go back when the
         // resident memory passes what the chunk was planned to take (core/io/process_memory.hpp).
         ResidentLimit resident(m_planned_bytes);
+        // A few rows (batch 1, 4 beams): the search's own operations on this thread too, as the
+        // steps' (core/model/small_linear.hpp): its log-softmax, sums and selections over
+        // [rows, vocabulary] otherwise each ran an OpenMP region.
+        const FewRowsStepThreads threads(m_B * m_K);
         for (int64_t step = 0; step < max_steps; ++step) {
             if (!advance(step)) break;
             resident.check();

@@ -6,6 +6,7 @@
 
 #include "core/decode/intervene.hpp"
 #include "core/io/process_memory.hpp"
+#include "core/model/small_linear.hpp"
 
 namespace attnviz {
 
@@ -38,6 +39,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         // The heap's free pages go back when the resident memory passes what the chunk was
         // planned to take: the cache's blocks grow at every step (core/io/process_memory.hpp).
         ResidentLimit resident(batch.planned_bytes);
+        const FewRowsStepThreads threads(B);  // a few rows: the search's operations on this thread, as the steps'
         for (int64_t step = 0; step < max_steps; ++step) {
             if (step > 0) resident.check();
             const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens, *cache) : nullptr;

@@ -469,6 +469,7 @@ std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source)
         cache->cross_k.push_back(a.split_heads(project(a.k_proj, enc.output)));
         cache->cross_v.push_back(a.split_heads(project(a.v_proj, enc.output)));
     }
+    cache->cross_rows = enc.map_rows;
     cache->self_k.resize(decoder_layers.size());
     cache->self_v.resize(decoder_layers.size());
     cache->positions_seen = torch::zeros({enc.output.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(enc.output.device()));
@@ -476,9 +477,17 @@ std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source)
 }
 
 void PretrainedCache::select(const torch::Tensor& rows) {
-    for (auto* list : {&self_k, &self_v, &cross_k, &cross_v})
+    bool cross_same = false;
+    if (cross_rows.defined()) {
+        auto next = cross_rows.index_select(0, rows.to(torch::kCPU, torch::kLong));
+        cross_same = torch::equal(next, cross_rows);
+        cross_rows = std::move(next);
+    }
+    for (auto* list : {&self_k, &self_v, &cross_k, &cross_v}) {
+        if (cross_same && (list == &cross_k || list == &cross_v)) continue;
         for (auto& t : *list)
             if (t.defined()) t = t.index_select(0, rows);
+    }
     positions_seen = positions_seen.index_select(0, rows);
 }
 

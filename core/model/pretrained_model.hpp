@@ -101,6 +101,11 @@ struct PretrainedCache : DecoderCache {
     torch::Tensor positions_seen;                 ///< [B] long: non-pad tokens fed so far (M2M100's positions)
     std::vector<torch::Tensor> self_k, self_v;    ///< per layer [B, h, steps, dh]
     std::vector<torch::Tensor> cross_k, cross_v;  ///< per layer [B, h, S, dh]
+    /// [B] long, CPU: the encoding's map_rows, the source sentence whose keys row b's cross_k and
+    /// cross_v hold (undefined: not known). select() leaves them alone when no row changes sentence:
+    /// beam search's reordering within a sentence copied all of them every step (a 1,024-token
+    /// BART-base-sized source with 4 beams: 151 MB a step), to the same values.
+    torch::Tensor cross_rows;
     void select(const torch::Tensor& rows) override;
     std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<PretrainedCache>(*this); }
 };

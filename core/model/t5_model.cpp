@@ -334,6 +334,7 @@ std::unique_ptr<DecoderCache> T5Impl::start(const EncodedSource& source) {
         cache->cross_k.push_back(t5_split(t5_project(b.cross.k, enc.output), H));
         cache->cross_v.push_back(t5_split(t5_project(b.cross.v, enc.output), H));
     }
+    cache->cross_rows = enc.map_rows;
     cache->self_k.resize(decoder_blocks.size());
     cache->self_v.resize(decoder_blocks.size());
     cache->positions_seen =
