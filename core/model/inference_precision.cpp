@@ -201,9 +201,11 @@ void set_inference_precision(torch::nn::Module& network, InferencePrecision p) {
 
 bool is_int8_weight(const torch::Tensor& weight) { return find_int8(weight) != nullptr; }
 
+bool is_converted(torch::ScalarType type) { return type == torch::kChar || type == torch::kBFloat16; }
+
 torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
     const auto type = weight.scalar_type();
-    if (type == torch::kFloat) return few_rows_linear(x, weight, bias);
+    if (!is_converted(type)) return few_rows_linear(x, weight, bias);  // float, double (tests), half
     if (type == torch::kBFloat16) {
         auto y = at::linear(x.to(torch::kBFloat16), weight).to(torch::kFloat);
         return bias.defined() ? y + bias : y;
@@ -236,12 +238,12 @@ torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tens
 }
 
 torch::Tensor layer_forward(const torch::nn::Linear& layer, const torch::Tensor& x) {
-    return layer->weight.scalar_type() == torch::kFloat ? layer.ptr()->forward(x) : precision_linear(layer, x);
+    return is_converted(layer->weight.scalar_type()) ? precision_linear(layer, x) : layer.ptr()->forward(x);
 }
 
 torch::Tensor converted_rows(const torch::Tensor& table, const torch::Tensor& ids) {
     const auto type = table.scalar_type();
-    if (type == torch::kFloat) return {};
+    if (!is_converted(type)) return {};
     auto shape = ids.sizes().vec();
     shape.push_back(table.size(1));
     const auto flat = ids.reshape(-1).to(torch::kLong);

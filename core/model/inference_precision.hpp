@@ -63,6 +63,9 @@ torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tens
 /// layer->forward(x) exactly (ATen) for a float32 layer, precision_linear for a converted one.
 torch::Tensor layer_forward(const torch::nn::Linear& layer, const torch::Tensor& x);
 
+/// Whether weights of this type are set_inference_precision's (int8, bf16): float32 and float64
+/// weights (the tests' double models) run as before.
+bool is_converted(torch::ScalarType type);
 /// Whether weight was converted to int8 (an fbgemm packed matrix stands for it).
 bool is_int8_weight(const torch::Tensor& weight);
 

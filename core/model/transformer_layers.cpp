@@ -13,14 +13,14 @@ namespace F = torch::nn::functional;
 namespace attnviz {
 
 namespace {
-/// x W^T (+ b): ATen's linear for float32 weights, as d2l computes it; precision_linear for weights
+/// x W^T (+ b): ATen's linear for float32 (and the tests' float64) weights, as d2l computes it; precision_linear for weights
 /// converted to int8 or bf16 (--precision, core/model/inference_precision.hpp).
 torch::Tensor linear_of(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {}) {
-    return w.scalar_type() == torch::kFloat ? F::linear(x, w, b) : precision_linear(x, w, b);
+    return is_converted(w.scalar_type()) ? precision_linear(x, w, b) : F::linear(x, w, b);
 }
 /// x times the matrices stacked ([..., n out]): one product in float32, one per matrix when converted.
 torch::Tensor stacked_linear(const torch::Tensor& x, const std::vector<torch::Tensor>& ws) {
-    if (ws.front().scalar_type() == torch::kFloat) return F::linear(x, torch::cat(ws));
+    if (!is_converted(ws.front().scalar_type())) return F::linear(x, torch::cat(ws));
     std::vector<torch::Tensor> outs;
     for (const auto& w : ws) outs.push_back(precision_linear(x, w));
     return torch::cat(outs, -1);
