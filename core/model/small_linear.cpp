@@ -3,18 +3,13 @@
 
 #include <ATen/Parallel.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
-
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-/// MKL's per-thread thread count, where LibTorch carries MKL (weak: absent elsewhere).
-extern "C" int MKL_Set_Num_Threads_Local(int) __attribute__((weak));  // the C interface (the lower-case name takes a pointer)
+/// MKL's per-thread thread count, where LibTorch carries MKL (weak: absent elsewhere; the C
+/// interface: the lower-case name takes a pointer).
+extern "C" int MKL_Set_Num_Threads_Local(int) __attribute__((weak));
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ATTNVIZ_SMALL_LINEAR_AVX2 1
@@ -24,9 +19,6 @@ extern "C" int MKL_Set_Num_Threads_Local(int) __attribute__((weak));  // the C i
 namespace attnviz {
 
 namespace {
-
-/// The threads the few-row kernels share on this thread while a FewRowsStepThreads lives; 0: ATen's.
-thread_local int t_kernel_threads = 0;
 
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
 
@@ -155,102 +147,8 @@ StripFn dot_kernel(int64_t rows) {
     }
 }
 
-/// Helper threads for the few-row kernels, which wait asleep between products (a futex, not a
-/// spin). Why not OpenMP: a decoder step runs ~100 of these products, 20-100 us each, and
-/// libgomp's workers spin between regions while its barriers wait for every thread: on a busy
-/// 2-core machine (load 4) a descheduled worker stalled each region, and greedy Flan-T5-base-sized
-/// decoding took 6.5 s a sentence at 2 threads against 1.6 s at 1 (perf: 45% libgomp). Here
-/// the caller and the helpers claim runs of output features from one counter, and the caller
-/// waits only for runs a helper has claimed: a helper the scheduler has not run yet costs
-/// nothing. Each run is computed by the same kernel over the same features whoever claims it, so
-/// the results do not depend on the threads.
-class KernelPool {
-public:
-    /// kernel over runs [0, runs) of `chunk` features of N, with up to `threads` threads in all.
-    void run(StripFn kernel, const float* x, const float* w, float* out, int64_t K, int64_t N, int64_t chunk,
-             int64_t runs, int threads) {
-        std::unique_lock<std::mutex> busy(m_busy, std::try_to_lock);  // another caller: on this thread alone
-        if (!busy.owns_lock() || threads < 2 || runs < 2) {
-            kernel(x, w, out, K, N, 0, N);
-            return;
-        }
-        {
-            std::lock_guard<std::mutex> lock(m_mutex);
-            while (static_cast<int>(m_helpers.size()) < threads - 1) {
-                const int index = static_cast<int>(m_helpers.size());
-                m_helpers.emplace_back([this, index, seen = m_generation] { helper(index, seen); });
-                m_helpers.back().detach();
-            }
-            m_job = Job{kernel, x, w, out, K, N, chunk, runs, threads - 1};
-            m_generation = (m_generation + 1) & 0xffffffffu;
-            m_done.store(0, std::memory_order_relaxed);
-            m_next.store(m_generation << 32, std::memory_order_release);
-        }
-        m_wake.notify_all();
-        const uint64_t gen = m_generation;
-        while (claim_and_run(m_job, gen)) {
-        }
-        while (m_done.load(std::memory_order_acquire) < runs) std::this_thread::yield();  // claimed runs in flight
-    }
-
-private:
-    struct Job {
-        StripFn kernel = nullptr;
-        const float* x = nullptr;
-        const float* w = nullptr;
-        float* out = nullptr;
-        int64_t K = 0, N = 0, chunk = 0, runs = 0;
-        int helpers = 0;
-    };
-
-    /// Claims the next run of generation `gen` (the counter's high half) and computes it; false
-    /// when none is left or a later product has begun.
-    bool claim_and_run(const Job& job, uint64_t gen) {
-        uint64_t v = m_next.load(std::memory_order_acquire);
-        for (;;) {
-            if ((v >> 32) != gen || static_cast<int64_t>(v & 0xffffffffu) >= job.runs) return false;
-            if (m_next.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) break;
-        }
-        const int64_t r = static_cast<int64_t>(v & 0xffffffffu);
-        job.kernel(job.x, job.w, job.out, job.K, job.N, r * job.chunk, std::min(job.N, (r + 1) * job.chunk));
-        m_done.fetch_add(1, std::memory_order_acq_rel);
-        return true;
-    }
-
-    [[noreturn]] void helper(int index, uint64_t seen) {
-        for (;;) {
-            Job job;
-            uint64_t gen = 0;
-            {
-                std::unique_lock<std::mutex> lock(m_mutex);
-                m_wake.wait(lock, [&] { return m_generation != seen; });
-                seen = gen = m_generation;
-                job = m_job;
-            }
-            if (index < job.helpers)
-                while (claim_and_run(job, gen)) {
-                }
-        }
-    }
-
-    std::mutex m_busy;   ///< held by the product running
-    std::mutex m_mutex;  ///< m_job, m_generation, m_helpers
-    std::condition_variable m_wake;
-    std::vector<std::thread> m_helpers;
-    Job m_job;
-    uint64_t m_generation = 0;        ///< the product's number, 32 bits
-    std::atomic<uint64_t> m_next{0};  ///< generation << 32 | the next run
-    std::atomic<int64_t> m_done{0};   ///< runs of this generation finished
-};
-
-KernelPool& kernel_pool() {
-    static auto* pool = new KernelPool;  // never destroyed: its helpers sleep through the exit
-    return *pool;
-}
-
 /// out [R, N] = x [R, K] against weight's data, R = x's rows, by `kernel` over runs of `chunk`
-/// output features (columns or weight rows) shared among at::get_num_threads() threads
-/// (KernelPool); on this thread alone inside a parallel region.
+/// output features (columns or weight rows) shared among the threads.
 torch::Tensor run_kernel(StripFn kernel, const torch::Tensor& x, const torch::Tensor& weight, int64_t chunk) {
     const int64_t R = x.size(0), K = x.size(1), N = weight.size(0);
     const auto xc = x.contiguous();
@@ -258,8 +156,9 @@ torch::Tensor run_kernel(StripFn kernel, const torch::Tensor& x, const torch::Te
     const float* xp = xc.data_ptr<float>();
     const float* wp = weight.data_ptr<float>();
     float* op = out.data_ptr<float>();
-    const int threads = at::in_parallel_region() ? 1 : t_kernel_threads > 0 ? t_kernel_threads : at::get_num_threads();
-    kernel_pool().run(kernel, xp, wp, op, K, N, chunk, (N + chunk - 1) / chunk, threads);
+    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
+        kernel(xp, wp, op, K, N, begin * chunk, std::min(N, end * chunk));
+    });
     return out;
 }
 
@@ -286,9 +185,8 @@ bool plain_few_rows(const torch::Tensor& x, const torch::Tensor& weight, int64_t
 
 FewRowsStepThreads::FewRowsStepThreads(int64_t rows) {
     const int threads = at::get_num_threads();
-    if (rows > k_small_linear_rows || threads < 2 || at::in_parallel_region() || t_kernel_threads > 0) return;
+    if (rows > k_small_linear_rows || threads < 2 || at::in_parallel_region()) return;
     m_threads = threads;
-    t_kernel_threads = threads;
 #ifdef _OPENMP
     omp_set_num_threads(1);
 #endif
@@ -297,7 +195,6 @@ FewRowsStepThreads::FewRowsStepThreads(int64_t rows) {
 
 FewRowsStepThreads::~FewRowsStepThreads() {
     if (m_threads == 0) return;
-    t_kernel_threads = 0;
 #ifdef _OPENMP
     omp_set_num_threads(m_threads);
 #endif

@@ -45,14 +45,18 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 /// Whether few_rows_linear computes (x as [rows, in], weight) itself (for the tests).
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
 
-/// For a decoder step of `rows` <= k_small_linear_rows rows, while it lives on this thread:
-/// ATen's and MKL's own operations run on this thread alone (OpenMP's and MKL's per-thread
-/// counts set to 1), and the few-row kernels share the weights' reading among the threads
-/// ATen had (their own helpers, which sleep between products). Why: a step's other operations
-/// are too small for two threads (a few microseconds each), and each OpenMP region's workers
-/// spin and wait at its barrier: on a busy 2-core machine a descheduled worker stalled every
-/// region (Flan-T5-base-sized greedy decoding: 5 s a sentence at 2 threads against 1.6 s at 1).
-/// Nothing changes for more rows, inside a parallel region, or at one thread.
+/// For a decoder step or search of `rows` <= k_small_linear_rows rows, while it lives on this
+/// thread: everything, the few-row kernels included, runs on this thread alone (OpenMP's and
+/// MKL's per-thread counts set to 1; restored after). Why: at batch 1 a step is ~110 products
+/// of 0.5-6 MB and many small operations, each an OpenMP region of a few to 100 us whose workers
+/// spin between regions and whose barrier waits for every thread: on the shared 2-core machines
+/// (load 2-4) a descheduled worker stalled region after region (Flan-T5-base-sized greedy
+/// decoding: 6.5 s a sentence at 2 threads, 1.6 s at 1; 45% of the time in libgomp), and a pool
+/// of our own that shared the products without OpenMP was still slower than one thread (1.7-2.1
+/// s against 1.0 s) whenever another process held a core. transformers' own decoder steps run
+/// as one thread too (MKL's matrix-vector product takes one below its size threshold). Nothing
+/// changes for more rows, inside a parallel region, or at one thread; the encoder keeps every
+/// thread.
 class FewRowsStepThreads {
 public:
     explicit FewRowsStepThreads(int64_t rows);
@@ -61,7 +65,7 @@ public:
     FewRowsStepThreads& operator=(const FewRowsStepThreads&) = delete;
 
 private:
-    int m_threads = 0;  ///< ATen's threads before, 0 when nothing was changed
+    int m_threads = 0;  ///< OpenMP's threads before, 0 when nothing was changed
     int m_mkl = 0;      ///< MKL's per-thread count before
 };
 
