@@ -1,6 +1,9 @@
 // int8 and bf16 inference weights (core/model/inference_precision.hpp).
 #include "core/model/inference_precision.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
@@ -65,7 +68,13 @@ const c10::OperatorHandle& linear_dynamic() {
 /// (PyTorch's reduce_range for fbgemm).
 bool full_range() {
 #if defined(__x86_64__) || defined(__i386__)
-    static const bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    // AVX-VNNI by CPUID (leaf 7, subleaf 1, EAX bit 4): clang 14 (the fuzz build) does not know
+    // the name "avxvnni" in __builtin_cpu_supports.
+    static const bool vnni = [] {
+        if (__builtin_cpu_supports("avx512vnni")) return true;
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+    }();
     return vnni;
 #else
     return false;
