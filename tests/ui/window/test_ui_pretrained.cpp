@@ -79,6 +79,14 @@ int hfHeadPanels(const ModelView* view) {
 
 const std::string kHfSentence = "I am a small frog.";
 
+/// Whether the T5 fixture is there (tools/hf_fixtures_t5.py); a warning when it is not.
+bool t5FolderPresent() {
+    if (!hfFoldersPresent()) return false;
+    if (QFileInfo::exists(kHfFolders + QStringLiteral("/t5/config.json"))) return true;
+    WARN("no T5 fixture (tools/hf_fixtures_t5.py); skipping");
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("pretrained: a Hugging Face folder opens, translates as the core does and shows every layer and head",
@@ -358,11 +366,7 @@ TEST_CASE("model view: an opus-mt-sized model's 144 maps, GUI timer lateness", "
 
 TEST_CASE("pretrained: a T5 model shows each head's position bias beside its map and lists its task prefixes",
           "[ui][pretrained][hf][t5]") {
-    if (!hfFoldersPresent()) return;
-    if (!QFileInfo::exists(kHfFolders + QStringLiteral("/t5/config.json"))) {
-        WARN("no T5 fixture (tools/hf_fixtures_t5.py); skipping");
-        return;
-    }
+    if (!t5FolderPresent()) return;
     Fixture f;
     REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/t5")));
     const TranslationModelPtr model = f.controller().latestModel();
@@ -421,11 +425,7 @@ TEST_CASE("pretrained: a T5 model shows each head's position bias beside its map
 
 TEST_CASE("pretrained: each self-attention thumbnail of a T5 model view carries its head's position-bias strip",
           "[ui][pretrained][hf][t5]") {
-    if (!hfFoldersPresent()) return;
-    if (!QFileInfo::exists(kHfFolders + QStringLiteral("/t5/config.json"))) {
-        WARN("no T5 fixture (tools/hf_fixtures_t5.py); skipping");
-        return;
-    }
+    if (!t5FolderPresent()) return;
     Fixture f;
     REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/t5")));
     const TranslationModelPtr model = f.controller().latestModel();
