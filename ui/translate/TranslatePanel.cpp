@@ -35,6 +35,7 @@
 #include "ui/heatmap/PositionBiasView.hpp"
 #include "core/config/t5_config.hpp"
 #include "core/model/t5_model.hpp"
+#include "ui/translate/PrecisionCopy.hpp"
 #include "ui/translate/StepInspector.hpp"
 #include "ui/translate/Translator.hpp"
 
@@ -73,7 +74,9 @@ void TranslatePanel::fillLanguages() {
 }
 
 void TranslatePanel::setModel(TranslationModelPtr model) {
+    if (model != m_model) m_precisionCopy.reset();  // a converted copy is of the old weights: freed
     m_model = std::move(model);
+    refreshPrecisionNote();
     if (m_model && !m_maskedHeads.empty()) {
         try {  // the masks carry over to the next snapshot of the same network, not to another network
             HeadGates::mask(m_model->network()->head_groups(), m_maskedHeads);
@@ -204,17 +207,64 @@ void TranslatePanel::translateText(const QString& sentence) {
         Q_EMIT translationFailed(message);
         return;
     }
-    m_translator->request(decodingModel(), sentence, decodeOptions());
+    m_translator->request(decodingSource(), sentence, decodeOptions());
     requestForced(sentence);
 }
 
-TranslationModelPtr TranslatePanel::decodingModel() {
-    if (!m_model || m_maskedHeads.empty()) return m_model;
-    if (m_maskedBase != m_model || !m_maskedModel) {
-        m_maskedModel = m_model->with_heads_masked(m_maskedHeads);
-        m_maskedBase = m_model;
+std::function<TranslationModelPtr()> TranslatePanel::decodingSource() {
+    if (!m_model) return [] { return TranslationModelPtr(); };
+    const InferencePrecision wanted = precision();
+    if (!m_precisionCopy || m_precisionCopy->model() != m_model || m_precisionCopy->wanted() != wanted)
+        m_precisionCopy = std::make_shared<PrecisionCopy>(m_model, wanted);
+    // The copy is made (once) by the first job that runs, on the worker thread.
+    return [copy = m_precisionCopy, masks = m_maskedHeads] { return copy->resolve(masks); };
+}
+
+InferencePrecision TranslatePanel::precision() const {
+    return parse_inference_precision(ss(m_precisionBox->currentData().toString()));
+}
+
+void TranslatePanel::setPrecision(InferencePrecision precision) {
+    m_precisionBox->setCurrentIndex(m_precisionBox->findData(qs(precision_name(precision))));
+}
+
+QString TranslatePanel::precisionSuffix(InferencePrecision p) const {
+    if (p == InferencePrecision::fp32) return {};
+    return tr("   ·   %1 weights").arg(qs(precision_name(p)));
+}
+
+void TranslatePanel::refreshPrecisionNote() {
+    const InferencePrecision wanted = precision();
+    QString tip = tr("<p>The weights translations run with (forced decoding, attribution and what-if too).</p>"
+                     "<p><b>fp32</b>: the model's own float32 weights.<br>"
+                     "<b>int8</b>: weights quantized per output channel; about 3× faster on the CPU, maps within a "
+                     "few hundredths of fp32's.<br>"
+                     "<b>bf16</b>: bfloat16 weights; the CPU's native bf16 instructions where it has them "
+                     "(AVX-512 BF16, AMX), a slower exact path elsewhere.</p>"
+                     "<p>int8 and bf16 translate with a converted copy made when first needed: the model you train "
+                     "and save stays fp32. They run on the CPU only (a model on the GPU translates in fp32) and "
+                     "not for the RNN.</p>");
+    // Why a translation with this model would run in fp32: known at once for the RNN and the GPU,
+    // after the first translation when the conversion itself failed.
+    QString reason;
+    if (m_model && wanted != InferencePrecision::fp32) {
+        if (m_precisionCopy && m_precisionCopy->model() == m_model && m_precisionCopy->wanted() == wanted)
+            reason = qs(m_precisionCopy->fallbackReason());
+        else
+            reason = qs(PrecisionCopy(m_model, wanted).fallbackReason());  // the checks that need no work
     }
-    return m_maskedModel;
+    if (m_model && !m_model->device().is_cpu())
+        tip += tr("<p><i>This model is on %1: it translates in fp32.</i></p>").arg(qs(m_model->device().str()));
+    m_precisionBox->setToolTip(tip);
+    if (reason.isEmpty()) {
+        m_precisionNote->clear();
+        m_precisionNote->setToolTip(QString());
+        m_precisionNote->setVisible(false);
+    } else {
+        m_precisionNote->setText(tr("<span style='color:#b35900'>falls back to fp32</span>"));
+        m_precisionNote->setToolTip(reason.left(1).toUpper() + reason.mid(1));
+        m_precisionNote->setVisible(true);
+    }
 }
 
 void TranslatePanel::setMaskedHeads(std::vector<AttentionMapId> heads) {
@@ -227,9 +277,7 @@ void TranslatePanel::setMaskedHeads(std::vector<AttentionMapId> heads) {
             note = tr("Masks cleared: %1").arg(qs(e.what()).toHtmlEscaped());
         }
     }
-    m_maskedHeads = std::move(heads);
-    m_maskedModel.reset();
-    m_maskedBase.reset();
+    m_maskedHeads = std::move(heads);  // the masked view of the model is made for them on the worker thread
     showMaskedHeads(note);
     if (m_model && !m_input->text().trimmed().isEmpty()) translateInput();
 }
@@ -293,7 +341,7 @@ void TranslatePanel::requestForced(const QString& sentence) {
     DecodeOptions o = decodeOptions();
     o.beam_size = o.num_hypotheses = 1;
     o.top_k = kTopK;
-    m_forcer->requestForced(decodingModel(), sentence, m_reference->text(), forceMode(), o);
+    m_forcer->requestForced(decodingSource(), sentence, m_reference->text(), forceMode(), o);
 }
 
 void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {
@@ -315,7 +363,7 @@ void TranslatePanel::showForced(std::shared_ptr<const Translation> t) {
         HeatmapData data = heatmapFor(
             shown, 0,
             (forceMode() == ForceMode::reference ? tr("Reference: %1") : tr("Prefix, then the model: %1")).arg(qs(h.text)) +
-                levelNote(shown));
+                levelNote(shown) + precisionSuffix(m_forcedPrecision));
         m_forcedHeatmap->setHeatmapData(data);
         m_forcedHeatmap->setSelectedRow(data.highlightRow);
     }
@@ -351,6 +399,14 @@ QString TranslatePanel::forcedSummary() const {
 void TranslatePanel::showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model) {
     m_translation = std::move(t);
     m_translationModel = std::move(model);
+    m_translationPrecision =
+        m_translationModel ? inference_precision(*m_translationModel->network()) : InferencePrecision::fp32;
+    refreshPrecisionNote();
+    const QString fallback = m_precisionNote->toolTip();
+    if (!fallback.isEmpty() && m_translationPrecision != precision() && fallback != m_fallbackSaid) {
+        m_fallbackSaid = fallback;  // said once, not at every translation
+        Q_EMIT statusMessage(fallback);
+    }
     refreshMerged();
     m_hypotheses->blockSignals(true);
     m_hypotheses->clear();
@@ -408,7 +464,8 @@ void TranslatePanel::showHypothesis(int index) {
                                            : levelNote(*m_translation),
                                   attributionMap(h.attention));
     const Translation& shown = m_merged ? *m_merged : *m_translation;
-    HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) + levelNote(shown));
+    HeatmapData data = heatmapFor(shown, size_t(index), qs(m_translation->input) + QStringLiteral("  →  ") + qs(h.text) +
+                                                            levelNote(shown) + precisionSuffix(m_translationPrecision));
     const int row = std::max(0, m_heatmap->selectedRow());
     m_heatmap->setHeatmapData(data);
     m_heatmap->setSelectedRow(std::min(row, data.rows() - 1));

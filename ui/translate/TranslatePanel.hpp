@@ -9,12 +9,17 @@
 // than 1 the search itself is shown as a tree; a node's partial hypothesis
 // gets its own heatmap. A subword model's heatmaps show its pieces, or, with
 // "Merge subwords", words (columns of a word summed, rows averaged; said above the grid).
+// The Precision setting (fp32, int8, bf16; persisted) picks the weights translations run with:
+// int8 and bf16 translate with a converted copy of the model made off the GUI thread
+// (ui/translate/PrecisionCopy.hpp), so the model being trained and saved stays fp32.
 #include <QWidget>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "core/decode/translation.hpp"
 #include "core/decode/translation_model.hpp"
+#include "core/model/inference_precision.hpp"
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
@@ -42,6 +47,7 @@ class ModelView;
 class InterventionPanel;
 class StepInspector;
 class PositionBiasView;
+class PrecisionCopy;
 class Translator;
 
 class TranslatePanel : public QWidget {
@@ -109,8 +115,22 @@ public:
     /// Sets them, marks them in the model view and translates the sentence again. Heads the model
     /// does not have are refused: the masks are cleared and the status line says why.
     void setMaskedHeads(std::vector<AttentionMapId> heads);
-    /// The model translations run with: model(), or its masked view (made once per model and mask).
-    TranslationModelPtr decodingModel();
+    /// The Precision setting (QSettings "translate/precision"; fp32 by default): the weights
+    /// translations, forced decoding, attribution and what-if run with. int8 and bf16 use a copy of
+    /// the model converted on the worker thread when a translation first needs it, kept until the
+    /// model or the setting changes; the RNN and a model on the GPU translate in fp32 instead, and
+    /// the status line says why (statusMessage(), once).
+    InferencePrecision precision() const;
+    /// Sets the setting (remembered across restarts) and translates the shown sentence again.
+    void setPrecision(InferencePrecision precision);
+    QComboBox* precisionBox() const { return m_precisionBox; }
+    /// What ran, beside the setting: a fallback to fp32 and why (its tooltip), or empty.
+    QLabel* precisionNote() const { return m_precisionNote; }
+    /// The precision translation() was computed in (fp32 before any translation).
+    InferencePrecision translationPrecision() const { return m_translationPrecision; }
+    /// The converted copy for the current model and setting (null until a translation asked for
+    /// one, and after the model or the setting changed).
+    std::shared_ptr<const PrecisionCopy> precisionCopy() const { return m_precisionCopy; }
     /// What the CSV/JSON exports write: shownTranslation() with the chosen map as its primary one
     /// (*hypothesis: the hypothesis' index in it).
     std::shared_ptr<const Translation> exportTranslation(size_t* hypothesis) const;
@@ -138,6 +158,8 @@ Q_SIGNALS:
     /// The forced decoding of the reference arrived (forcedTranslation()).
     void forcedReady();
     void translationFailed(const QString& message);
+    /// Something for the window's status line (why the Precision setting fell back to fp32).
+    void statusMessage(const QString& message);
     /// Another attention map was chosen (mapSelector()).
     void mapChoiceChanged();
 
@@ -148,10 +170,18 @@ private:
     void createResultLabels();
     QWidget* createAttentionPane();
     QWidget* createTreePane();
+    QLayout* createModelRow();
     void connectInputs();
     void connectViews();
     void connectTranslators();
 
+    /// The model translations run with, resolved on the worker thread: model() converted to
+    /// precision() (the copy made once per model and setting), with the masked heads off.
+    std::function<TranslationModelPtr()> decodingSource();
+    /// The precision note and the setting's tooltip for the model and the last translation.
+    void refreshPrecisionNote();
+    /// "   ·   int8 weights" for a heatmap title when `p` is not fp32.
+    QString precisionSuffix(InferencePrecision p) const;
     /// Fills the language lists from the model when its languages differ from those shown.
     void fillLanguages();
     void showTranslation(std::shared_ptr<const Translation> t, TranslationModelPtr model);
@@ -189,7 +219,12 @@ private:
     QWidget* m_modelPane;
     QLabel* m_maskLabel;
     std::vector<AttentionMapId> m_maskedHeads;
-    TranslationModelPtr m_maskedModel, m_maskedBase;  ///< decodingModel()'s cache: the view and its model
+    QComboBox* m_precisionBox;
+    QLabel* m_precisionNote;
+    std::shared_ptr<PrecisionCopy> m_precisionCopy;  ///< decodingSource()'s cache (model, precision)
+    InferencePrecision m_translationPrecision = InferencePrecision::fp32;
+    InferencePrecision m_forcedPrecision = InferencePrecision::fp32;
+    QString m_fallbackSaid;  ///< the last fallback the status line was told (said once)
     /// Updates the model view's marks and the line that lists the masked heads.
     /// The masked heads on the model view and in the line above it (`note` instead, e.g. why masks were cleared).
     void showMaskedHeads(const QString& note = QString());

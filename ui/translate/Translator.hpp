@@ -2,8 +2,9 @@
 // Translates off the GUI thread (the ui's one background mechanism,
 // ui/common/Background.hpp). Requests carry a TranslationModel (a published snapshot
 // or an opened checkpoint, never the weights being trained: it is immutable
-// and safe to share); only the newest request's answer is delivered, so
-// typing fast cannot queue up work.
+// and safe to share), or a ModelSource that gives one on the worker thread
+// (a converted copy for int8/bf16 is made there: ui/translate/PrecisionCopy.hpp);
+// only the newest request's answer is delivered, so typing fast cannot queue up work.
 #include <QObject>
 #include <functional>
 #include <memory>
@@ -17,12 +18,20 @@ class LatestOnly;
 class Translator : public QObject {
     Q_OBJECT
 public:
+    /// Gives the model a request runs with, called on the worker thread before it translates
+    /// (it may take long: a conversion); what it throws fails the request.
+    using ModelSource = std::function<TranslationModelPtr()>;
+
     explicit Translator(QObject* parent = nullptr);
 
-    /// Queues a translation; returns its id. Answers arrive as translated()/failed().
+    /// Queues a translation; returns its id. Answers arrive as translated()/failed(); translated()'s
+    /// model is the one the translation ran with.
     quint64 request(TranslationModelPtr model, const QString& sentence, const DecodeOptions& options);
+    quint64 request(ModelSource model, const QString& sentence, const DecodeOptions& options);
     /// Queues forced decoding of `target` for `sentence` (TranslationModel::force); answers as request()'s.
     quint64 requestForced(TranslationModelPtr model, const QString& sentence, const QString& target, ForceMode mode,
+                          const DecodeOptions& options);
+    quint64 requestForced(ModelSource model, const QString& sentence, const QString& target, ForceMode mode,
                           const DecodeOptions& options);
     /// The newest request has not been answered yet.
     bool busy() const;
@@ -33,7 +42,8 @@ Q_SIGNALS:
 
 private:
     using Job = std::function<std::vector<Translation>(const TranslationModel&)>;
-    quint64 run(TranslationModelPtr model, Job job);
+    quint64 run(ModelSource model, Job job);
+    static ModelSource given(TranslationModelPtr model);
     LatestOnly* m_jobs;
 };
 

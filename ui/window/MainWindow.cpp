@@ -108,6 +108,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     });
     connect(m_translate, &TranslatePanel::translationFailed, this,
             [this](const QString& message) { statusBar()->showMessage(message, 8000); });
+    connect(m_translate, &TranslatePanel::statusMessage, this,
+            [this](const QString& message) { statusBar()->showMessage(message, 10000); });
     connect(m_probe, &ProbePanel::sentenceChanged, m_controller, &TrainingController::setProbeSentence);
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
     connect(m_translate, &TranslatePanel::translationReady, this, &MainWindow::updateActions);

@@ -266,6 +266,8 @@ bool MainWindow::exportHeatmapTo(const QString& path, double scale) {
         translation = m_translate->exportTranslation(&source.hypothesis);
         model = m_translate->translationModel();
         source.decodeSettings = m_translate->decodeOptions().to_json();
+        // The weights the maps came from, as the CLI's attention file says it (decode.precision).
+        source.decodeSettings.emplace("precision", precision_name(m_translate->translationPrecision()));
     }
     source.translation = translation.get();
     if (model) source.modelSettings = model->config().to_json();
