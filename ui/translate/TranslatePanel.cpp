@@ -262,7 +262,7 @@ void TranslatePanel::refreshPrecisionNote() {
         m_precisionNote->setVisible(false);
     } else {
         m_precisionNote->setText(tr("<span style='color:#b35900'>falls back to fp32</span>"));
-        m_precisionNote->setToolTip(reason.left(1).toUpper() + reason.mid(1));
+        m_precisionNote->setToolTip(reason);
         m_precisionNote->setVisible(true);
     }
 }
