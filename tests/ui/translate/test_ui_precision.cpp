@@ -11,7 +11,9 @@
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "core/model/inference_precision.hpp"
 #include "ui/heatmap/HeatmapWidget.hpp"
@@ -138,6 +140,14 @@ TEST_CASE("precision: int8 translates a Transformer with a converted copy, the t
     const QString saved = dir.filePath(QStringLiteral("after-int8.attnviz"));
     CHECK(f.w().saveCheckpointTo(saved));
     CHECK(QFileInfo(saved).size() > 0);
+    // The heatmap's JSON says which weights the maps came from, as the CLI's attention file does.
+    const QString json = dir.filePath(QStringLiteral("int8.json"));
+    REQUIRE(f.w().exportHeatmapTo(json, 1.0));
+    {
+        std::ifstream in(json.toStdString());
+        const nlohmann::json j = nlohmann::json::parse(in);
+        CHECK(j.at("decode").at("precision") == "int8");
+    }
     // fp32 again: the model itself, as before the int8 translation.
     translatedAfter(panel, [&] { panel->setPrecision(InferencePrecision::fp32); });
     CHECK(panel->translationModel() == model);
