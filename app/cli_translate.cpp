@@ -71,35 +71,53 @@ std::string attention_format_of(const TranslateOptions& o) {
                      ": cannot tell the format from the extension; use .json or .csv, or --attention-format");
 }
 
-std::string attention_file(const std::vector<Translation>& ts, const std::string& format, const TranslationModel& m,
-                           const DecodeOptions& d) {
-    if (format == "json") {
-        nlohmann::json all = nlohmann::json::array();
-        nlohmann::json model = m.config().to_json(), decoding = d.to_json();
-        decoding["precision"] = precision_of(m);  // the weights the maps came from
-        for (size_t i = 0; i < ts.size(); ++i) {
-            if (ts[i].empty()) {  // keep one entry per sentence so indices line up
-                all.push_back({{"sentence", i}, {"hypothesis", 0}, {"input", ts[i].input}, {"source", nlohmann::json::array()},
-                               {"output", nlohmann::json::array()}, {"weights", nlohmann::json::array()},
-                               {"raw_scores", nlohmann::json::array()}, {"text", ""}});
-                continue;
+/// --attention-out written as it is made (write_file_atomic_streamed): one sentence's and
+/// hypothesis's entry at a time, its maps row by row, so a summarization's maps are never held
+/// twice (as text or as a JSON tree) beside the translations.
+void write_attention_file(const std::string& path, const std::vector<Translation>& ts, const std::string& format,
+                          const TranslationModel& m, const DecodeOptions& d) {
+    write_file_atomic_streamed(path, [&](const AtomicWrite& write) {
+        std::string pending;  // small pieces gathered into writes of ~1 MB
+        auto out = [&](const std::string& piece) {
+            pending += piece;
+            if (pending.size() >= (size_t(1) << 20)) write(pending.data(), pending.size()), pending.clear();
+        };
+        if (format == "json") {
+            const nlohmann::json model = m.config().to_json();
+            nlohmann::json decoding = d.to_json();
+            decoding["precision"] = precision_of(m);  // the weights the maps came from
+            out("[");
+            bool first = true;
+            for (size_t i = 0; i < ts.size(); ++i) {
+                if (ts[i].empty()) {  // keep one entry per sentence so indices line up
+                    nlohmann::json none = {{"sentence", i}, {"hypothesis", 0}, {"input", ts[i].input},
+                                           {"source", nlohmann::json::array()}, {"output", nlohmann::json::array()},
+                                           {"weights", nlohmann::json::array()}, {"raw_scores", nlohmann::json::array()},
+                                           {"text", ""}};
+                    out((first ? "\n" : ",\n") + none.dump());
+                    first = false;
+                    continue;
+                }
+                for (size_t h = 0; h < ts[i].hypotheses.size(); ++h) {
+                    out(first ? "\n" : ",\n");
+                    first = false;
+                    // "hypothesis" (the rank) is write_attention_json's own
+                    write_attention_json(ts[i], h, model, decoding, {{"sentence", i}}, out);
+                }
             }
-            for (size_t h = 0; h < ts[i].hypotheses.size(); ++h) {
-                nlohmann::json j = attention_json(ts[i], h, model, decoding);
-                j["sentence"] = i;  // "hypothesis" (the rank) is attention_json's own
-                all.push_back(std::move(j));
-            }
+            out("\n]\n");
+        } else {
+            bool first = true;
+            for (const auto& t : ts)
+                for (size_t h = 0; h < t.hypotheses.size(); ++h) {
+                    std::string table = attention_csv(t, h);
+                    if (table.empty() || table.back() != '\n') table += "\n";
+                    out((first ? "" : "\n") + table);  // blank line between tables
+                    first = false;
+                }
         }
-        return all.dump(1) + "\n";
-    }
-    std::string out;
-    for (const auto& t : ts)
-        for (size_t h = 0; h < t.hypotheses.size(); ++h) {
-            if (!out.empty()) out += "\n";  // blank line between tables
-            out += attention_csv(t, h);
-            if (out.back() != '\n') out += "\n";
-        }
-    return out;
+        if (!pending.empty()) write(pending.data(), pending.size());
+    });
 }
 
 /// --beam-tree: one tree per sentence in input order, with "sentence" and "input" added
@@ -218,9 +236,11 @@ int run_translate(TranslateOptions& o) {
     d.top_k = o.html_out.empty() ? o.topk : std::max<int64_t>(o.topk, 5);  // the page shows the top 5
     d.beam_tree = !o.beam_tree.empty();
     // The hypotheses keep the maps the outputs show, and the memory bound counts them with the
-    // copies the attention file makes while it is written (core/decode/translation.hpp).
+    // copies the outputs make (core/decode/translation.hpp): the attention file is written as it
+    // is made (write_attention_file: a row of numbers at a time), so only --merge-subwords' and
+    // --exclude-sinks' changed translations are one.
     if (format.empty() && o.html_out.empty()) d.maps = o.alignment.given() ? MapsKept::cross : MapsKept::none;
-    if (!format.empty()) d.kept_copies = (format == "json" ? 8 : 3) + (o.merge_subwords || o.exclude_sinks ? 1 : 0);
+    if (!format.empty()) d.kept_copies = o.merge_subwords || o.exclude_sinks ? 1 : 0;
     const Intervention at_step = what_if_flags(o, d);
     std::vector<Translation> ts;
     if (o.force || o.prefix)
@@ -256,7 +276,7 @@ int run_translate(TranslateOptions& o) {
     }
     const std::vector<Translation>& files = o.merge_subwords || o.exclude_sinks ? shown : ts;
     if (!o.html_out.empty()) write_web_page(o, *model, ts);
-    if (!format.empty()) write_file_atomic(o.attention_out, attention_file(files, format, *model, d));
+    if (!format.empty()) write_attention_file(o.attention_out, files, format, *model, d);
     if (d.beam_tree) write_file_atomic(o.beam_tree, beam_tree_file(ts, *model, d));
     if (o.alignment.given()) o.alignment.write(files);
 

@@ -68,8 +68,11 @@ std::string attention_csv(const Translation& t, size_t hypothesis) {
     return out + ",,\n";
 }
 
-nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
-                              const nlohmann::json& decode_settings) {
+namespace {
+
+/// attention_json without "attention_maps" (every map: the bulk of it).
+nlohmann::json attention_json_head(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
+                                   const nlohmann::json& decode_settings) {
     const Hypothesis& h = pick(t, hypothesis);
     nlohmann::json j{
         {"format", "attnviz-attention"},
@@ -101,15 +104,6 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         }
         j["top_k"] = std::move(steps);
     }
-    // Every map by name: the primary one again, and any other a family records.
-    nlohmann::json maps = nlohmann::json::array();
-    for (const AttentionMap& m : h.attention.maps) {
-        nlohmann::json e = {{"kind", to_string(m.id.kind)}, {"layer", m.id.layer}, {"head", m.id.head},
-                            {"weights", m.weights}};
-        if (!m.scores.empty()) e["raw_scores"] = m.scores;
-        maps.push_back(std::move(e));
-    }
-    j["attention_maps"] = std::move(maps);
     const AttentionMatrix& weights = h.attention.weights();
     if (t.attention_available && !weights.empty() && weights.size() == h.tokens.size()) {
         const AttentionStats stats = attention_stats(weights);
@@ -135,6 +129,60 @@ nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlo
         j["first_divergence"] = h.first_divergence >= 0 ? nlohmann::json(h.first_divergence) : nlohmann::json(nullptr);
     }
     return j;
+}
+
+/// Which map it is, as "attention_maps" names it: kind, layer and head.
+nlohmann::json map_id_json(const AttentionMap& m) {
+    return {{"kind", to_string(m.id.kind)}, {"layer", m.id.layer}, {"head", m.id.head}};
+}
+
+/// A matrix as a JSON array of arrays, one row converted at a time (the numbers as nlohmann
+/// writes them).
+void write_matrix(const AttentionMatrix& rows, const std::function<void(const std::string&)>& out) {
+    out("[");
+    for (size_t r = 0; r < rows.size(); ++r) out((r ? "," : "") + nlohmann::json(rows[r]).dump());
+    out("]");
+}
+
+}  // namespace
+
+nlohmann::json attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
+                              const nlohmann::json& decode_settings) {
+    nlohmann::json j = attention_json_head(t, hypothesis, model_settings, decode_settings);
+    // Every map by name: the primary one again, and any other a family records.
+    nlohmann::json maps = nlohmann::json::array();
+    for (const AttentionMap& m : pick(t, hypothesis).attention.maps) {
+        nlohmann::json e = map_id_json(m);
+        e["weights"] = m.weights;
+        if (!m.scores.empty()) e["raw_scores"] = m.scores;
+        maps.push_back(std::move(e));
+    }
+    j["attention_maps"] = std::move(maps);
+    return j;
+}
+
+void write_attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
+                          const nlohmann::json& decode_settings, const nlohmann::json& extra,
+                          const std::function<void(const std::string&)>& out) {
+    nlohmann::json head = attention_json_head(t, hypothesis, model_settings, decode_settings);
+    for (const auto& [key, value] : extra.items()) head[key] = value;
+    std::string text = head.dump();
+    text.pop_back();  // the closing brace: "attention_maps" follows
+    out(text + ",\"attention_maps\":[");
+    const auto& maps = pick(t, hypothesis).attention.maps;
+    for (size_t i = 0; i < maps.size(); ++i) {
+        const AttentionMap& m = maps[i];
+        std::string opening = map_id_json(m).dump();
+        opening.pop_back();
+        out((i ? "," : "") + opening + ",\"weights\":");
+        write_matrix(m.weights, out);
+        if (!m.scores.empty()) {
+            out(",\"raw_scores\":");
+            write_matrix(m.scores, out);
+        }
+        out("}");
+    }
+    out("]}");
 }
 
 AttentionTable parse_attention_csv(const std::string& csv) {

@@ -2,6 +2,7 @@
 // Attention export: CSV (one row per output token, one column per source token)
 // and JSON (tokens, weights, raw scores, model and decode settings). Files are
 // written with write_file_atomic (core/io/atomic_file.hpp).
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>  // complete type: the default arguments below need it
@@ -37,6 +38,14 @@ std::string attention_csv(const Translation& t, size_t hypothesis = 0);
 nlohmann::json attention_json(const Translation& t, size_t hypothesis = 0,
                               const nlohmann::json& model_settings = {},
                               const nlohmann::json& decode_settings = {});
+
+/// attention_json(t, hypothesis, model_settings, decode_settings) with extra's keys added, written
+/// as text through `out` piece by piece rather than built whole: the maps go one row at a time,
+/// so writing a summarization's maps (hundreds of MB as numbers) needs no copy of them. The same
+/// JSON value as attention_json's (keys in another order); one line, no indentation.
+void write_attention_json(const Translation& t, size_t hypothesis, const nlohmann::json& model_settings,
+                          const nlohmann::json& decode_settings, const nlohmann::json& extra,
+                          const std::function<void(const std::string&)>& out);
 
 /// Parses attention_csv's output back: (source tokens, output tokens, weights) and the
 /// statistics when present (a table without the entropy/max_weight columns and the

@@ -84,7 +84,8 @@ struct DecodeOptions {
     /// as is a request whose kept maps (all sentences', times 1 + kept_copies) cannot.
     int64_t memory_bound = 0;
     /// Copies of the kept maps the caller makes after decoding, counted against the bound with
-    /// them: a JSON file written from them takes about ten times their bytes while it is built.
+    /// them (a merged or sink-free translation is one; translate's attention file, written a row
+    /// at a time, none; a JSON tree of them would take about ten times their bytes).
     int64_t kept_copies = 0;
     nlohmann::json to_json() const;
     /// Throws ConfigError naming the first option out of its range.

@@ -405,25 +405,42 @@ void check_writable_path(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
+    write_file_atomic_streamed(path, [&](const AtomicWrite& write) { write(contents.data(), contents.size()); });
+}
+
+void write_file_atomic_streamed(const std::string& path, const std::function<void(const AtomicWrite&)>& produce) {
     refuse_non_regular_target(path);
     remove_stale_temporaries(path);
     std::string tmp;
     std::unique_ptr<InProgress> registered;
     const int fd = create_temporary(path, tmp, registered);
     if (fd < 0) throw FileError("cannot write " + quote(path, quote_path_max) + ": " + std::strerror(errno));
+    bool failed = false;  // fail() has closed and removed the temporary file
     auto fail = [&](int err, bool close_fd) {
+        failed = true;
         if (close_fd) ::close(fd);
         ::unlink(tmp.c_str());
         throw FileError("cannot write " + quote(path, quote_path_max) + ": " + std::strerror(err));
     };
-    size_t done = 0;
-    while (done < contents.size()) {
-        const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            fail(errno, true);
+    const AtomicWrite write = [&](const char* data, size_t size) {
+        size_t done = 0;
+        while (done < size) {
+            const ssize_t n = ::write(fd, data + done, size - done);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                fail(errno, true);
+            }
+            done += static_cast<size_t>(n);
         }
-        done += static_cast<size_t>(n);
+    };
+    try {
+        produce(write);
+    } catch (...) {
+        if (!failed) {  // the producer's own error: nothing half-written is left
+            ::close(fd);
+            ::unlink(tmp.c_str());
+        }
+        throw;
     }
     if (::fsync(fd) != 0) fail(errno, true);
     if (::close(fd) != 0) fail(errno, false);

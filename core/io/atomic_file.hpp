@@ -35,6 +35,15 @@ namespace attnviz {
 /// anything is written, as the rename would replace it with a regular file.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
+/// Appends `size` bytes to the file write_file_atomic_streamed is writing (FileError on failure).
+using AtomicWrite = std::function<void(const char* data, size_t size)>;
+
+/// write_file_atomic for contents too large to hold as one string (an attention file of
+/// summarization lengths): `produce` hands the contents over piece by piece through the
+/// AtomicWrite it is given, in order. Same guarantees: when produce or a write throws, the
+/// temporary file is removed, the previous file at path is unchanged, and the exception goes on.
+void write_file_atomic_streamed(const std::string& path, const std::function<void(const AtomicWrite&)>& produce);
+
 /// Writes a set of files as the folder `dir`, all or nothing (a model folder: config.json beside
 /// the weights it describes must never come from another write than they do):
 ///   1. the files go to a new folder beside dir, DIR.tmp-<pid>-<random>, each fsync'ed; what dir

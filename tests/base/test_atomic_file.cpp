@@ -71,6 +71,45 @@ TEST_CASE("atomic write: replaces the file and leaves only it", "[atomic]") {
     CHECK(read_all(dir / "relative.txt") == "r");
 }
 
+TEST_CASE("atomic write, streamed: pieces in order; a failing producer or a full disk leaves the previous file",
+          "[atomic][disk]") {
+    Dir dir;
+    const std::string path = dir / "attention.json";
+    write_file_atomic_streamed(path, [](const AtomicWrite& write) {
+        write("[1,", 3);
+        write("2]", 2);
+    });
+    CHECK(read_all(path) == "[1,2]");
+    // The producer's own error: the exception goes on, nothing half-written is left.
+    CHECK_THROWS_WITH(write_file_atomic_streamed(path,
+                                                 [](const AtomicWrite& write) {
+                                                     write("half", 4);
+                                                     throw FileError("the producer failed");
+                                                 }),
+                      "the producer failed");
+    CHECK_THROWS_AS(write_file_atomic_streamed(path,
+                                               [](const AtomicWrite& write) {
+                                                   write("half", 4);
+                                                   throw std::runtime_error("bad");
+                                               }),
+                    std::runtime_error);
+    CHECK(read_all(path) == "[1,2]");
+    CHECK(names_in(dir.path) == std::vector<std::string>{"attention.json"});
+    // A size limit half-way through the pieces.
+    {
+        attnviz::testing::FileSizeLimit limit(64 * 1024);
+        REQUIRE(limit.ok());
+        const std::string piece(16 * 1024, 'x');
+        CHECK_THROWS_WITH(write_file_atomic_streamed(path,
+                                                     [&](const AtomicWrite& write) {
+                                                         for (int i = 0; i < 64; ++i) write(piece.data(), piece.size());
+                                                     }),
+                          Catch::Contains(path) && Catch::Contains("File too large"));
+    }
+    CHECK(read_all(path) == "[1,2]");
+    CHECK(names_in(dir.path) == std::vector<std::string>{"attention.json"});
+}
+
 TEST_CASE("atomic write: a planted symlink at the old temporary name is not followed", "[atomic][security]") {
     Dir dir;
     const std::string path = dir / "model.ckpt", victim = dir / "victim.txt";

@@ -193,6 +193,31 @@ TEST_CASE("attention_json carries every field", "[export][json]") {
     CHECK_THROWS_AS(attention_json(t, 3), Error);
 }
 
+TEST_CASE("write_attention_json streams the same value as attention_json, a map row at a time", "[export][json]") {
+    Translation t = sample();
+    // A second map with no raw scores, so both forms of a map entry are written.
+    AttentionMap extra_map = t.best().attention.maps.at(0);
+    extra_map.id.layer = 1;
+    extra_map.scores.clear();
+    t.hypotheses[0].attention.maps.push_back(extra_map);
+    const nlohmann::json model = {{"hidden", 32}}, decode = {{"beam_size", 1}};
+    std::vector<std::string> pieces;
+    write_attention_json(t, 0, model, decode, {{"sentence", 7}}, [&](const std::string& p) { pieces.push_back(p); });
+    std::string text;
+    for (const auto& p : pieces) text += p;
+    nlohmann::json expected = attention_json(t, 0, model, decode);
+    expected["sentence"] = 7;
+    CHECK(nlohmann::json::parse(text) == expected);
+    // The maps went out a row at a time, not as one piece holding them all.
+    const size_t rows = t.best().attention.maps[0].weights.size();
+    CHECK(pieces.size() >= 3 * rows);
+    size_t largest = 0;
+    for (const auto& p : pieces)
+        if (p.find("\"attention_maps\"") == std::string::npos) largest = std::max(largest, p.size());
+    CHECK(largest < nlohmann::json(t.best().attention.maps[0].weights).dump().size());
+    CHECK_THROWS_AS(write_attention_json(t, 3, model, decode, {}, [](const std::string&) {}), Error);
+}
+
 TEST_CASE("write_file_atomic replaces files and cleans up on failure", "[export][file]") {
     const auto dir = std::filesystem::temp_directory_path() / ("attnviz_export_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
