@@ -111,6 +111,15 @@ std::vector<Translation> decode_in_batches(const SearchModel& model,
 
 namespace {
 
+/// The ATTNVIZ_MEMORY_BOUND value that would let `need` bytes through: whole GiB ("3G"), or MiB
+/// below one GiB.
+std::string bound_setting(int64_t need) {
+    constexpr int64_t mib = int64_t{1} << 20, gib = int64_t{1} << 30;
+    if (need >= gib) return std::to_string(need / gib + (need % gib ? 1 : 0)) + "G";
+    return std::to_string(need / mib + 1) + "M";
+}
+
+
 /// A hypothesis's kept rows of the maps `keep` names, over T steps.
 ShapeCost kept_rows(const MemoryCost& c, MapsKept keep) {
     switch (keep) {
@@ -201,7 +210,8 @@ std::vector<std::vector<size_t>> plan_decode_chunks(const std::vector<size_t>& r
                               " source steps, <eos> included; up to " + steps_text() + "): it would need about " +
                               memory_text(need) + ", more than the " + memory_text(bound) +
                               " decoding may use; split it into shorter sentences" +
-                              (beam > 1 ? ", use a smaller beam" : "") + " or a smaller maximum length");
+                              (beam > 1 ? ", use a smaller beam" : "") + " or a smaller maximum length" +
+                              " (or, with the memory to spare, set ATTNVIZ_MEMORY_BOUND=" + bound_setting(need) + ")");
         widest_alone = std::max(widest_alone, running(1, width[r]));
     }
     // What every sentence keeps once decoded stays while the later chunks run.

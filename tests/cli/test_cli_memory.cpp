@@ -142,6 +142,18 @@ TEST_CASE("cli: translate refuses a sentence that cannot decode within the bound
     require_one_error_line(r, "sentence 2 is too long to decode");
     CHECK(r.err.find("8 MB") != std::string::npos);
     CHECK_FALSE(exists(dir / "a.json"));
+    // The message names the bound that lets the sentence through: with it, it decodes.
+    const std::string key = "ATTNVIZ_MEMORY_BOUND=";
+    const size_t at = r.err.find(key);
+    REQUIRE(at != std::string::npos);
+    const std::string suggested = r.err.substr(at + key.size(), r.err.find(')', at) - at - key.size());
+    INFO("suggested bound: " << suggested);
+    Result raised = bounded(dir, suggested, {"translate", "--model", model, "--max-length", "1000", "--attention-out",
+                                             dir / "a.json"},
+                            input);
+    INFO("stderr: " << raised.err);
+    CHECK(raised.code == 0);
+    CHECK(exists(dir / "a.json"));
     // Without the attention file nothing is kept: the same input fits.
     Result plain = bounded(dir, "64M", {"translate", "--model", model, "--max-length", "20"}, input);
     INFO("stderr: " << plain.err);
