@@ -11,6 +11,7 @@
 #include "core/model/device.hpp"
 #include "core/model/inference_precision.hpp"
 #include "core/persist/model_file.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 #include "core/text/text.hpp"
 #include "core/text/unicode.hpp"
 
@@ -121,6 +122,28 @@ void PrecisionFlag::apply(const TranslationModel& model) const {
         set_inference_precision(*model.network(), parse_inference_precision(name));
     } catch (const ConfigError& e) {
         throw UsageError(std::string("--precision: ") + e.what());
+    }
+}
+
+void check_languages(const TranslationModel& model, const std::string& source, const std::string& target) {
+    const auto& pt = model.tokenizer().pretrained();
+    if (!pt) {
+        if (!source.empty() || !target.empty())
+            throw ConfigError("this model translates one language pair: it has no languages to choose from");
+        return;
+    }
+    // The lines translate gives: BART and T5 have no languages, a Marian model no source languages.
+    if (!source.empty()) pt->language_token(source, false);
+    if (!target.empty()) pt->language_token(target, true);
+    const PretrainedTokenizerKind kind = pt->kind();
+    if (kind != PretrainedTokenizerKind::m2m100 && kind != PretrainedTokenizerKind::nllb &&
+        kind != PretrainedTokenizerKind::mbart50)
+        return;
+    if (target.empty() && pt->default_target_language().empty()) {
+        const auto langs = pt->target_languages();
+        throw ConfigError("this model translates into " + std::to_string(langs.size()) +
+                          " languages and its tokenizer_config.json names none (\"tgt_lang\"): choose one with "
+                          "--target-lang (e.g. " + (langs.empty() ? std::string("fr") : langs.front()) + ")");
     }
 }
 

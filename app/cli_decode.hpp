@@ -72,6 +72,13 @@ struct PrecisionFlag {
 /// The precision a loaded model's weights are in: "fp32", "bf16", "int8" (the JSON outputs' "precision").
 std::string precision_of(const TranslationModel& model);
 
+/// --source-lang / --target-lang checked against `model` before any work, for the commands that score a
+/// corpus's pairs with their language codes (heads, eval; core/data/training_data.hpp's add_language_codes):
+/// a language given to a model without languages, or one it lacks, is refused with the line translate gives;
+/// a multilingual model (M2M100, NLLB, mBART-50) whose tokenizer_config.json names no target language needs
+/// --target-lang (ConfigError in one line naming the flag and one of its languages).
+void check_languages(const TranslationModel& model, const std::string& source, const std::string& target);
+
 /// Loads a checkpoint's model onto the requested device.
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device);
 

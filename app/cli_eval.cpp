@@ -55,6 +55,7 @@ int run_eval(EvalOptions& o) {
     o.precision.apply(*model);
     o.mask.apply(*model);  // every figure below with those heads off
     DecodeOptions d = o.decode.options(*model);
+    check_languages(*model, d.source_lang, d.target_lang);  // before any work; a missing target named by its flag
     d.num_hypotheses = 1;
     if (intervention.active() && d.beam_size > 1)
         throw UsageError("--intervene decodes greedily: leave out --beam");

@@ -13,6 +13,7 @@
 #include "core/analysis/prune_curve.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 
 namespace attnviz::cli {
 
@@ -20,6 +21,7 @@ namespace {
 
 struct HeadsOptions {
     std::string model, split = "val", device = "cpu", out, csv;
+    std::string source_lang, target_lang;  ///< a multilingual pretrained model's pair (its codes on the pairs)
     CorpusFlags corpus;
     MaskHeadsFlag mask;        ///< --mask-heads: measured with those heads off
     PrecisionFlag precision;   ///< --precision
@@ -61,6 +63,10 @@ int run_heads(HeadsOptions& o) {
     o.mask.apply(*model);  // measured with those heads off
     if (model->network()->head_groups().empty())
         throw UsageError("the model has no attention heads (an RNN without attention): nothing to measure");
+    // The pairs are scored with their language codes, as eval's loss and fine-tuning have them.
+    check_languages(*model, o.source_lang, o.target_lang);
+    if (const auto& pt = model->tokenizer().pretrained(); pt && pt->kind() == PretrainedTokenizerKind::marian && !o.target_lang.empty())
+        (void)pt->with_default_languages(o.source_lang, o.target_lang);  // a Marian model's >>fra<< is in the sources: says so
     Corpus corpus = load_corpus_for(o.corpus, *model);
     std::vector<SentencePair> pairs = evaluation_pairs(*model, corpus, o.split);
     if (pairs.size() > o.sentences) pairs.resize(o.sentences);
@@ -68,6 +74,8 @@ int run_heads(HeadsOptions& o) {
     HeadStatsOptions options;
     options.batch_size = o.batch;
     options.fixed_steps = model->trained_with().fixed_steps;
+    options.source_lang = o.source_lang;
+    options.target_lang = o.target_lang;
     // Rare words by the corpus's own counts, its source tokens as the model splits them (a word
     // the vocabulary left out is rarest).
     for (const auto& p : evaluation_pairs(*model, corpus, "all"))
@@ -81,6 +89,8 @@ int run_heads(HeadsOptions& o) {
     j["tokens"] = report.tokens;
     j["loss"] = number(report.loss);
     j["precision"] = precision_of(*model);
+    if (!o.source_lang.empty()) j["source_lang"] = o.source_lang;
+    if (!o.target_lang.empty()) j["target_lang"] = o.target_lang;
     j["importance_normalisation"] =
         "per kind and layer: the raw importances E|dL/dxi| divided by their L2 norm over the layer's heads "
         "(Michel et al. 2019)";
@@ -93,6 +103,8 @@ int run_heads(HeadsOptions& o) {
         p.batch_size = o.batch;
         p.fixed_steps = options.fixed_steps;
         p.random_orders = o.prune_seeds;
+        p.source_lang = o.source_lang;
+        p.target_lang = o.target_lang;
         curve = prune_curve(*model, pairs, report, p);
         j["prune_curve"] = prune_curve_json(curve);
         if (!o.csv.empty()) write_file_atomic(o.csv, prune_curve_csv(curve));
@@ -130,13 +142,24 @@ Command add_heads_command(CLI::App& parent) {
         "positional role (self-attention: the argmax's most frequent relative offset and its share),\n"
         "rare_share (argmax on the sentence's rarest source token), sink_share, AER where gold alignments\n"
         "exist (built-in tasks). --prune-curve masks 0..90% of the heads in order of importance, of\n"
-        "confidence and at random, re-measuring loss and BLEU (greedy).");
+        "confidence and at random, re-measuring loss and BLEU (greedy). A multilingual model (M2M100,\n"
+        "NLLB, mBART-50) is scored with its language codes, as eval and fine-tuning score it:\n"
+        "--source-lang / --target-lang choose them (--target-lang is needed when its\n"
+        "tokenizer_config.json names no tgt_lang).");
     app->add_option("--model", o->model, "checkpoint written by train --save")->type_name("FILE")->required();
     o->corpus.add_to(*app, true);
     app->add_option("--split", o->split, "val | all")->type_name("NAME")->default_str("val")
         ->check(CLI::IsMember({"val", "all"}))->group("data");
     app->add_option("--sentences", o->sentences, "measure the split's first N pairs")->type_name("N")
         ->default_str("1000")->check(positive_int())->group("data");
+    app->add_option("--source-lang", o->source_lang,
+                    "a multilingual pretrained model's source language (M2M100 en, NLLB eng_Latn, mBART-50 en_XX; "
+                    "default: its tokenizer_config.json's src_lang)")
+        ->type_name("LANG")->group("data");
+    app->add_option("--target-lang", o->target_lang,
+                    "its target language (fr, fra_Latn, fr_XX; default: tokenizer_config.json's tgt_lang, needed when "
+                    "it names none)")
+        ->type_name("LANG")->group("data");
     app->add_option("--batch", o->batch, "pairs per batch (one backward pass each)")->type_name("INT")
         ->default_str("64")->check(positive_int());
     app->add_option("--device", o->device, "auto | cpu | cuda | cuda:N")->type_name("NAME")->default_str("cpu");

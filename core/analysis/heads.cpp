@@ -291,7 +291,7 @@ HeadReport head_stats(const TranslationModel& model, const std::vector<SentenceP
         // A multilingual pretrained model's loss as it trains: the pairs with their language codes
         // (core/data/training_data.hpp; the forced pass below puts them itself).
         std::vector<SentencePair> coded = pairs;
-        add_language_codes(coded, model.tokenizer());
+        add_language_codes(coded, model.tokenizer(), options.source_lang, options.target_lang);
         importance = head_importance(network, coded, model.src_vocab(), model.tgt_vocab(), o, model.device(),
                                      network.head_gates());
         report.tokens = importance.tokens;
@@ -303,6 +303,8 @@ HeadReport head_stats(const TranslationModel& model, const std::vector<SentenceP
         d.maps = MapsKept::all;
         d.batch_size = std::max<int64_t>(options.batch_size, 1);
         d.memory_bound = options.memory_bound;
+        d.source_lang = options.source_lang;
+        d.target_lang = options.target_lang;
         // A batch's records at a time: every map of every head, for its sentences only.
         const auto chunk = static_cast<size_t>(d.batch_size);
         for (size_t start = 0; start < pairs.size(); start += chunk) {

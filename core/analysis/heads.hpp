@@ -49,6 +49,9 @@ struct HeadStatsOptions {
     /// id is rarer; a token outside it is the rarest).
     std::unordered_map<std::string, int64_t> source_counts;
     int64_t memory_bound = 0;  ///< the bound both passes ask (0: memory_bound())
+    /// A multilingual pretrained model's (M2M100, NLLB, mBART-50) languages, as DecodeOptions'
+    /// ("": the tokenizer's src_lang / tgt_lang): both passes put their codes (add_language_codes).
+    std::string source_lang, target_lang;
     /// Called after each batch of each pass with the batches done and the total (importance's, then
     /// the forced pass's); an answer of false stops the work: Cancelled is thrown. Empty: none.
     std::function<bool(size_t done, size_t total)> progress;

@@ -100,7 +100,7 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
     // loss teacher-forces them with their language codes, and the references start with the target's
     // code as the outputs do (decoding puts the codes itself: the sources stay as they are).
     std::vector<SentencePair> coded = pairs;
-    add_language_codes(coded, model.tokenizer());
+    add_language_codes(coded, model.tokenizer(), options.source_lang, options.target_lang);
     std::vector<std::vector<std::string>> sources, refs;
     for (size_t i = 0; i < pairs.size(); ++i) {
         sources.push_back(pairs[i].src);
@@ -111,6 +111,8 @@ std::vector<PrunePoint> prune_curve(const TranslationModel& model, const std::ve
     d.num_hypotheses = 1;
     d.maps = MapsKept::none;
     d.batch_size = std::max<int64_t>(options.batch_size, 1);
+    d.source_lang = options.source_lang;
+    d.target_lang = options.target_lang;
     // 0: as evaluation decodes (twice the longest reference + 2), so that the 0% point's BLEU is
     // eval's; within decoding's limit and a Marian model's position table.
     int64_t longest = 0;

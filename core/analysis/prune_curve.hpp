@@ -27,6 +27,8 @@ struct PruneCurveOptions {
     int64_t max_length = 0;         ///< decoding's output limit (0: as evaluation: twice the longest
                                     ///< reference + 2, within a Marian model's positions)
     int64_t memory_bound = 0;       ///< 0: memory_bound()
+    /// A multilingual pretrained model's languages, as HeadStatsOptions' ("": the tokenizer's own).
+    std::string source_lang, target_lang;
     /// Called after each point with the points done and the total; an answer of false stops the
     /// curve there (prune_curve returns the points measured so far). Empty: none.
     std::function<bool(size_t done, size_t total)> progress;

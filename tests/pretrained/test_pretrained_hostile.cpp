@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <string>
@@ -355,6 +356,78 @@ TEST_CASE("cli: train --init-from a multilingual model fine-tunes on --source-la
     const Result scratch = cli(dir, {"train", "--task", "reverse", "--epochs", "1", "--device", "cpu", "-q", "--target-lang", "fr"});
     CHECK(scratch.code == 2);
     require_one_error_line(scratch, "--source-lang and --target-lang choose the languages of a multilingual pretrained model");
+}
+
+TEST_CASE("cli: heads of a multilingual model scores the pairs in --source-lang/--target-lang, as eval does",
+          "[cli][pretrained][languages][heads]") {
+    // heads teacher-forces the corpus with the pairs' language codes (core/data/training_data.hpp); a
+    // folder whose tokenizer_config.json names no target language could not be told one.
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const std::string model = copy_folder(dir, "nllb", "nllb-no-tgt");
+    std::string config = read_file(model + "/tokenizer_config.json");
+    const std::string tgt = "\"tgt_lang\": \"fra_Latn\"";
+    const size_t at = config.find(tgt);
+    REQUIRE(at != std::string::npos);
+    config.replace(at, tgt.size(), "\"tgt_lang\": null");
+    write_file(model + "/tokenizer_config.json", config);
+    write_file(dir / "pairs.tsv", "Hello, Tom.\tBonjour, Tom.\nI am a small frog.\tJe suis une petite grenouille.\n"
+                                  "The cat sleeps.\tLe chat dort.\nGood morning.\tBonjour.\n");
+    const std::vector<std::string> corpus{"--model", model, "--data", dir / "pairs.tsv", "--split", "all"};
+    auto run = [&](const std::string& command, std::vector<std::string> extra) {
+        std::vector<std::string> args{command};
+        args.insert(args.end(), corpus.begin(), corpus.end());
+        args.insert(args.end(), extra.begin(), extra.end());
+        return cli(dir, args);
+    };
+    // No target language: one line naming the flag, before any work.
+    const Result missing = run("heads", {});
+    CHECK(missing.code == 2);
+    require_one_error_line(missing, "choose one with --target-lang");
+    CHECK(missing.err.find("tgt_lang") != std::string::npos);
+
+    auto report = [&](const std::string& target, std::vector<std::string> extra = {}) {
+        std::vector<std::string> args{"--source-lang", "eng_Latn", "--target-lang", target, "--json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const Result r = run("heads", args);
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        return nlohmann::json::parse(r.out);
+    };
+    const nlohmann::json french = report("fra_Latn", {"--prune-curve", "--prune-seeds", "1"});
+    CHECK(french["target_lang"] == "fra_Latn");
+    CHECK_FALSE(french["prune_curve"].empty());
+    // Its loss is eval's teacher-forced loss of the same pairs in the same languages.
+    const Result eval = run("eval", {"--source-lang", "eng_Latn", "--target-lang", "fra_Latn", "--json"});
+    INFO(eval.err);
+    REQUIRE(eval.code == 0);
+    CHECK(french["loss"].get<double>() == Approx(nlohmann::json::parse(eval.out)["val_loss"].get<double>()).epsilon(1e-6));
+    // Another target language is another loss and other importances: the codes reach the pairs.
+    const nlohmann::json german = report("deu_Latn");
+    CHECK(german["loss"].get<double>() != Approx(french["loss"].get<double>()).epsilon(1e-3));
+    REQUIRE(german["heads"].size() == french["heads"].size());
+    bool differ = false;
+    for (size_t i = 0; i < german["heads"].size(); ++i)
+        differ = differ || std::abs(german["heads"][i]["importance"].get<double>() -
+                                    french["heads"][i]["importance"].get<double>()) > 1e-4;
+    CHECK(differ);
+
+    // A model without languages: the line translate gives, exit 2.
+    const Result bart = cli(dir, {"heads", "--model", k_fixtures + "/bart", "--data", dir / "pairs.tsv", "--split", "all",
+                                  "--target-lang", "fr"});
+    CHECK(bart.code == 2);
+    require_one_error_line(bart, "this model has no target languages to choose from (a BART model reads and writes one language)");
+    const Result t5 = cli(dir, {"heads", "--model", k_fixtures + "/t5", "--data", dir / "pairs.tsv", "--split", "all",
+                                "--source-lang", "en"});
+    CHECK(t5.code == 2);
+    require_one_error_line(t5, "this model has no source languages to choose from (a T5 model reads its task");
+    REQUIRE(cli(dir, {"train", "--task", "reverse", "--pairs", "100", "--epochs", "1", "--arch", "transformer", "--hidden",
+                      "16", "--device", "cpu", "-q", "--save", dir / "toy.attnviz"})
+                .code == 0);
+    const Result toy = cli(dir, {"heads", "--model", dir / "toy.attnviz", "--task", "reverse", "--pairs", "100",
+                                 "--target-lang", "fr"});
+    CHECK(toy.code == 2);
+    require_one_error_line(toy, "this model translates one language pair: it has no languages to choose from");
 }
 
 TEST_CASE("cli: eval of a multilingual model scores the pairs as transformers' labels have them, the text as it is",
