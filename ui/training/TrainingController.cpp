@@ -13,6 +13,7 @@
 #include "core/persist/d2l_interop.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/io/error.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 #include "ui/common/Background.hpp"
 #include "ui/common/Format.hpp"
 
@@ -157,13 +158,28 @@ bool TrainingController::start(std::shared_ptr<const Corpus> corpus, const Model
     return true;
 }
 
-bool TrainingController::fineTune(std::shared_ptr<const Corpus> corpus, const TrainConfig& train, QString* error) {
+bool TrainingController::fineTune(std::shared_ptr<const Corpus> corpus, const TrainConfig& train, QString* error,
+                                  const QString& sourceLang, const QString& targetLang) {
     if (!m_initial) {
         if (error) *error = tr("There is no pretrained model to fine-tune: open a Hugging Face model folder first.");
         return false;
     }
     const TranslationModelPtr from = m_initial;
-    const QString label = tr("run %1 · fine-tune %2").arg(m_runs + 1).arg(qs(from->corpus_name()));
+    QString label = tr("run %1 · fine-tune %2").arg(m_runs + 1).arg(qs(from->corpus_name()));
+    // The pair chosen: the model's tokenizer with it as its own languages (tokenizer_config.json's
+    // src_lang and tgt_lang, app/cli_train.cpp's --source-lang / --target-lang): the pairs are tuned
+    // with their codes, and the tuned model translates into that language untold.
+    TokenizerPtr tokenizer = from->tokenizer_ptr();
+    if (!sourceLang.isEmpty() || !targetLang.isEmpty()) {
+        try {
+            tokenizer = from->tokenizer().with_default_languages(ss(sourceLang), ss(targetLang));
+        } catch (const std::exception& e) {
+            if (error) *error = qs(e.what());
+            return false;
+        }
+        const auto* pt = tokenizer->pretrained().get();
+        label += QStringLiteral(" (%1 → %2)").arg(qs(pt->default_source_language()), qs(pt->default_target_language()));
+    }
     TrainConfig t = train;
     // Pairs the model cannot read are left out: the validation decodes up to twice the longest
     // reference plus two (core/train/train.cpp), and a Marian model stops at its position table
@@ -177,7 +193,7 @@ bool TrainingController::fineTune(std::shared_ptr<const Corpus> corpus, const Tr
     // Its weights, vocabularies and tokenizer; a fresh optimiser and history (app/cli_train.cpp's --init-from).
     auto fresh = std::make_shared<Checkpoint>();
     fresh->model = std::make_shared<const TranslationModel>(from->network(), from->src_vocab_ptr(), from->tgt_vocab_ptr(),
-                                                            from->tokenizer_ptr(), TrainConfig{}, TrainHistory{},
+                                                            tokenizer, TrainConfig{}, TrainHistory{},
                                                             from->corpus_name());
     std::shared_ptr<const Checkpoint> start = std::move(fresh);
     if (!launch(label, error, [&] { m_session->start_from(start, std::move(corpus), t); })) return false;

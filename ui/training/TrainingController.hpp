@@ -42,7 +42,10 @@ public:
     /// Fine-tunes the pretrained model opened last (initialModel()) on `corpus`: its weights, vocabularies
     /// and tokenizer with a fresh optimiser and history, as attnviz-cli train --init-from does (the corpus
     /// is cut by the model's tokenizer; the first validation point is the model's own loss).
-    bool fineTune(std::shared_ptr<const Corpus> corpus, const TrainConfig& train, QString* error = nullptr);
+    /// `sourceLang` / `targetLang`: a multilingual model's pair to fine-tune on (--source-lang /
+    /// --target-lang; "": its tokenizer_config.json's), which the tuned model keeps as its own languages.
+    bool fineTune(std::shared_ptr<const Corpus> corpus, const TrainConfig& train, QString* error = nullptr,
+                  const QString& sourceLang = {}, const QString& targetLang = {});
     /// The pretrained model (a Hugging Face folder, or a checkpoint of one) opened last, which Train
     /// fine-tunes; null when the model opened last is none.
     TranslationModelPtr initialModel() const { return m_initial; }

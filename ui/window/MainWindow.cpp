@@ -37,6 +37,7 @@
 #include "ui/training/ProbePanel.hpp"
 #include "ui/training/SettingsPanel.hpp"
 #include "ui/translate/StepInspector.hpp"
+#include "ui/training/FineTuneLanguages.hpp"
 #include "ui/translate/TranslatePanel.hpp"
 
 namespace attnviz::ui {
@@ -161,6 +162,9 @@ QWidget* MainWindow::createSetupDock() {
     auto* inner = new QWidget();
     auto* layout = new QVBoxLayout(inner);
     layout->addWidget(box);
+    // A multilingual pretrained model's pair to fine-tune on: the Translate tab's lists, shown here too.
+    m_tuneLanguages = new FineTuneLanguages(m_translate->sourceLanguageBox(), m_translate->targetLanguageBox());
+    layout->addWidget(m_tuneLanguages);
     layout->addWidget(m_settings);
     layout->addStretch(1);
     auto* scroll = new QScrollArea();

@@ -26,6 +26,7 @@ namespace attnviz::ui {
 
 class AgreementPanel;
 class CorpusPanel;
+class FineTuneLanguages;
 class HeadsPanel;
 class HeatmapWidget;
 class LossChart;
@@ -45,6 +46,8 @@ public:
 
     CorpusPanel* corpusPanel() const { return m_corpus; }
     SettingsPanel* settingsPanel() const { return m_settings; }
+    /// The Setup dock's fine-tune languages (a multilingual pretrained model's pair; the Translate tab's lists).
+    FineTuneLanguages* fineTuneLanguages() const { return m_tuneLanguages; }
     TrainingController* controller() const { return m_controller; }
     LossChart* lossChart() const { return m_chart; }
     TranslatePanel* translatePanel() const { return m_translate; }
@@ -185,6 +188,7 @@ private:
 
     CorpusPanel* m_corpus;
     SettingsPanel* m_settings;
+    FineTuneLanguages* m_tuneLanguages = nullptr;
     TrainingController* m_controller;
     LossChart* m_chart;
     TranslatePanel* m_translate;

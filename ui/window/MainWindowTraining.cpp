@@ -8,6 +8,7 @@
 
 #include "ui/analysis/HeadsPanel.hpp"
 #include "ui/training/CorpusPanel.hpp"
+#include "ui/training/FineTuneLanguages.hpp"
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapWidget.hpp"
 #include "ui/heatmap/ModelView.hpp"
@@ -64,7 +65,19 @@ void MainWindow::startTraining() {
                      "(File → Open model folder…), or choose another architecture."));
         return;
     }
-    if (!(fineTune ? m_controller->fineTune(m_corpus->corpus(), train, &error)
+    // A multilingual model is tuned on the pair chosen (Setup → Fine-tune languages, the Translate tab's
+    // lists), as attnviz-cli train --init-from DIR --source-lang X --target-lang Y; refused without a target.
+    QString sourceLang, targetLang;
+    if (fineTune && FineTuneLanguages::multilingual(m_controller->initialModel().get())) {
+        m_tuneLanguages->setModel(m_controller->initialModel(), true);
+        if (const QString problem = m_tuneLanguages->problem(); !problem.isEmpty()) {
+            showError(tr("Cannot start training"), problem);
+            return;
+        }
+        sourceLang = m_tuneLanguages->sourceLanguage();
+        targetLang = m_tuneLanguages->targetLanguage();
+    }
+    if (!(fineTune ? m_controller->fineTune(m_corpus->corpus(), train, &error, sourceLang, targetLang)
                    : m_controller->start(m_corpus->corpus(), m_settings->modelConfig(), train, &error))) {
         showError(tr("Cannot start training"), error);
         return;
@@ -105,6 +118,7 @@ void MainWindow::onStateChanged(TrainingController::State state) {
     const bool busy = state != S::Idle;
     m_corpus->setEnabled(!busy);
     m_settings->setEnabled(!busy);
+    m_tuneLanguages->setEnabled(!busy);  // the run's pair is fixed (the Translate tab's lists stay free)
     if (state == S::Paused) m_progress->setFormat(m_progress->format() + tr(" — paused"));
     updateActions();
 }
@@ -131,6 +145,8 @@ void MainWindow::updateActions() {
     m_openHubAct->setEnabled(idle);  // it opens the model it downloads: not while training
     m_openCorpusAct->setEnabled(idle);
     m_exportHeatmapAct->setEnabled(!currentHeatmap()->heatmapData().empty());
+    // The pair Train fine-tunes on, shown while the settings say Pretrained and the model has languages.
+    if (m_tuneLanguages) m_tuneLanguages->setModel(m_controller->initialModel(), m_settings->modelConfig().is_pretrained());
 }
 
 void MainWindow::onProgress(const BatchReport& r) {

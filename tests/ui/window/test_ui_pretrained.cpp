@@ -13,6 +13,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QLabel>
 #include <QMimeData>
 #include <QPainter>
 #include <QStatusBar>
@@ -32,7 +33,9 @@
 #include "ui/heatmap/MapSelector.hpp"
 #include "ui/heatmap/ModelView.hpp"
 #include "ui/heatmap/PositionBiasView.hpp"
+#include "ui/training/FineTuneLanguages.hpp"
 #include "core/model/t5_model.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
 
 #include "catch_torch.hpp"  // not <catch2/catch.hpp>: a unity batch (see there)
 
@@ -297,6 +300,98 @@ TEST_CASE("pretrained: Train fine-tunes the opened model on the corpus, starting
     f.translate(QString::fromStdString(kHfSentence));
     REQUIRE(f.w().translatePanel()->translation());
     CHECK(f.w().translatePanel()->translationModel() == tuned);
+}
+
+TEST_CASE("pretrained: Train fine-tunes a multilingual model on the languages chosen, and asks for a target first",
+          "[ui][pretrained][hf][languages]") {
+    if (!hfFoldersPresent()) return;
+    // The NLLB fixture with a tokenizer_config.json naming no target language (tgt_lang null), as a hub
+    // model may have it: Train must be told the pair, as attnviz-cli train --target-lang is.
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("nllb-no-tgt"));
+    REQUIRE(QDir().mkpath(folder));
+    const QDir fixture(kHfFolders + QStringLiteral("/nllb"));
+    for (const QString& name : fixture.entryList(QDir::Files))
+        REQUIRE(QFile::copy(fixture.filePath(name), folder + QLatin1Char('/') + name));
+    {
+        const std::string path = (folder + QStringLiteral("/tokenizer_config.json")).toStdString();
+        std::ifstream in(path);
+        nlohmann::json config = nlohmann::json::parse(in);
+        in.close();
+        REQUIRE(config.contains("tgt_lang"));
+        config["tgt_lang"] = nullptr;
+        std::ofstream(path) << config.dump(2);
+    }
+    Fixture f(/*epochs=*/1, /*maxBatches=*/2);
+    REQUIRE(f.w().openFile(folder));
+    const TranslationModelPtr pretrained = f.controller().latestModel();
+    REQUIRE(pretrained);
+    FineTuneLanguages* languages = f.w().fineTuneLanguages();
+    REQUIRE(languages);
+    TranslatePanel* panel = f.w().translatePanel();
+    // Shown in the Setup dock beside the corpus, the Translate tab's lists: no target yet.
+    CHECK(languages->isVisibleTo(&f.w()));
+    CHECK(languages->targetBox()->count() == panel->targetLanguageBox()->count());
+    CHECK(languages->targetLanguage().isEmpty());
+    CHECK(languages->effectiveSource() == QStringLiteral("eng_Latn"));
+
+    // Train refuses, saying where to choose, and starts nothing.
+    REQUIRE(f.waitCorpus());
+    f.w().trainAction()->trigger();
+    CHECK_FALSE(f.controller().isActive());
+    INFO(f.w().lastError().toStdString());
+    CHECK(f.w().lastError().contains(QStringLiteral("target language")));
+    CHECK(f.w().lastError().contains(QStringLiteral("Fine-tune languages")));
+    CHECK(f.controller().latestModel() == pretrained);
+
+    // Chosen in the Setup dock: the Translate tab's list follows, and the note names the pair.
+    const int german = languages->targetBox()->findData(QStringLiteral("deu_Latn"));
+    REQUIRE(german > 0);
+    languages->targetBox()->setCurrentIndex(german);
+    CHECK(panel->targetLanguageBox()->currentData().toString() == QStringLiteral("deu_Latn"));
+    CHECK(panel->decodeOptions().target_lang == "deu_Latn");
+    CHECK(languages->noteLabel()->text().contains(QStringLiteral("eng_Latn → deu_Latn")));
+    CHECK(languages->problem().isEmpty());
+
+    f.train();
+    const TranslationModelPtr toGerman = f.controller().latestModel();
+    REQUIRE(toGerman);
+    REQUIRE(toGerman != pretrained);
+    // The session's model was tuned on the pair: its tokenizer's languages are it (the trainer puts
+    // their codes on the pairs), its run is named by it, and it writes German's code first untold.
+    REQUIRE(toGerman->tokenizer().pretrained());
+    CHECK(toGerman->tokenizer().pretrained()->default_target_language() == "deu_Latn");
+    CHECK(toGerman->tokenizer().pretrained()->default_source_language() == "eng_Latn");
+    CHECK(f.controller().runLabel().contains(QStringLiteral("eng_Latn → deu_Latn")));
+    DecodeOptions greedy = toGerman->decode_defaults();
+    greedy.beam_size = 1;
+    greedy.max_length = 4;
+    DecodeOptions asked = greedy;
+    asked.target_lang = "deu_Latn";
+    const Translation untold = toGerman->translate({kHfSentence}, greedy).at(0);
+    REQUIRE_FALSE(untold.empty());
+    CHECK(untold.best().tokens.front() == toGerman->translate({kHfSentence}, asked).at(0).best().tokens.front());
+    const TrainHistory german_history = f.controller().history();
+    REQUIRE(german_history.start.has_value());
+
+    // Another target chosen in the Translate tab: the Setup dock follows, and the next fine-tune is on
+    // that pair -- its first validation point (the pretrained model's loss on the coded pairs) differs.
+    const int french = panel->targetLanguageBox()->findData(QStringLiteral("fra_Latn"));
+    REQUIRE(french > 0);
+    panel->targetLanguageBox()->setCurrentIndex(french);
+    CHECK(languages->targetLanguage() == QStringLiteral("fra_Latn"));
+    f.train();
+    const TranslationModelPtr toFrench = f.controller().latestModel();
+    REQUIRE(toFrench);
+    REQUIRE(toFrench != toGerman);
+    CHECK(toFrench->tokenizer().pretrained()->default_target_language() == "fra_Latn");
+    const TrainHistory french_history = f.controller().history();
+    REQUIRE(french_history.start.has_value());
+    CHECK(french_history.start->val_loss != Approx(german_history.start->val_loss).epsilon(1e-4));
+
+    // A Marian model's target is a token in its sources: no fine-tune languages to show.
+    REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/marian")));
+    CHECK_FALSE(languages->isVisibleTo(&f.w()));
 }
 
 // By hand, with an opus-mt-sized Marian folder (tools/bench_pretrained.py WORK builds one as
