@@ -78,10 +78,14 @@ public:
           m_done(static_cast<size_t>(m_B), false), m_hf(o.generation.transformers_search),
           m_planned_bytes(batch.planned_bytes) {
         const int64_t K = m_K, B = m_B;
-        // Each sentence's encoding K times, one per beam.
-        m_enc = m_model.encode(batch.src, batch.src_len, o.maps == MapsKept::all)
-                    ->select(torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
-        m_cache = m_model.start(*m_enc);
+        {
+            // On the threads the last search's steps found faster (core/model/small_linear.hpp).
+            const PreferredThreads threads(B * K);
+            // Each sentence's encoding K times, one per beam.
+            m_enc = m_model.encode(batch.src, batch.src_len, o.maps == MapsKept::all)
+                        ->select(torch::arange(B, torch::kLong).repeat_interleave(K).to(m_device));
+            m_cache = m_model.start(*m_enc);
+        }
         m_tokens = torch::full({B * K}, Vocab::bos_id, torch::kLong).to(m_device);
         // Only the first beam of each sentence is live at the start.
         m_beam_logp.assign(static_cast<size_t>(B * K), k_neg_inf);
@@ -99,8 +103,10 @@ public:
         // A few rows (batch 1, 4 beams): the search's own operations on this thread too, as the
         // steps' (core/model/small_linear.hpp): its log-softmax, sums and selections over
         // [rows, vocabulary] otherwise each ran an OpenMP region.
-        const FewRowsStepThreads threads(m_B * m_K);
+        // More rows (batch 32 at beam 4): the threads that ran the last steps faster.
+        StepThreads threads(m_B * m_K);
         for (int64_t step = 0; step < max_steps; ++step) {
+            threads.next_step();
             if (!advance(step)) break;
             resident.check();
         }

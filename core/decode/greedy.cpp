@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "core/decode/intervene.hpp"
 #include "core/io/process_memory.hpp"
@@ -26,8 +27,10 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
                 given[i] = &(*forced)[rows[i]];
                 max_steps = std::max<int64_t>(max_steps, static_cast<int64_t>(given[i]->size()) + 1);
             }
+        std::optional<PreferredThreads> encoding_threads(std::in_place, B);  // what the last search's steps found faster
         const auto enc = model.encode(batch.src, batch.src_len, options.maps == MapsKept::all);  // source maps when shown
         const auto cache = model.start(*enc);
+        encoding_threads.reset();
         auto tokens = torch::full({B}, Vocab::bos_id, torch::TensorOptions().dtype(torch::kLong).device(device));
         std::vector<Hypothesis> hyps(rows.size());
         std::vector<bool> done(rows.size(), false);
@@ -39,8 +42,11 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         // The heap's free pages go back when the resident memory passes what the chunk was
         // planned to take: the cache's blocks grow at every step (core/io/process_memory.hpp).
         ResidentLimit resident(batch.planned_bytes);
-        const FewRowsStepThreads threads(B);  // a few rows: the search's operations on this thread, as the steps'
+        // A few rows: the search's operations on this thread, as the steps'; more: the threads that
+        // ran the last steps faster (core/model/small_linear.hpp)
+        StepThreads threads(B);
         for (int64_t step = 0; step < max_steps; ++step) {
+            threads.next_step();
             if (step > 0) resident.check();
             const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens, *cache) : nullptr;
             auto out = model.step(tokens, *cache, *enc, changed);

@@ -3,6 +3,10 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -194,6 +198,91 @@ FewRowsStepThreads::FewRowsStepThreads(int64_t rows) {
 }
 
 FewRowsStepThreads::~FewRowsStepThreads() {
+    if (m_threads == 0) return;
+#ifdef _OPENMP
+    omp_set_num_threads(m_threads);
+#endif
+    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(m_mkl);
+}
+
+namespace {
+
+/// What the last search over many rows found faster (StepThreads): 1 for one thread, 0 for all.
+std::atomic<int> g_one_faster{0};
+
+int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+StepThreads::StepThreads(int64_t rows) : m_few(rows) {
+    const int threads = at::get_num_threads();
+    if (rows <= k_small_linear_rows || threads < 2 || at::in_parallel_region()) return;
+    m_full = threads;
+    m_best = g_one_faster.load() ? 1 : m_full;
+    if (MKL_Set_Num_Threads_Local) m_mkl = MKL_Set_Num_Threads_Local(0);  // 0: the global count from here
+}
+
+StepThreads::~StepThreads() {
+    if (m_full < 2) return;
+    use(m_full);
+    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(m_mkl);
+    if (m_timed[0] && m_timed[1]) g_one_faster.store(m_best == 1 ? 1 : 0);
+}
+
+void StepThreads::use(int threads) {
+    if (threads == m_current) return;
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(threads == m_full ? 0 : threads);
+    m_current = threads;
+}
+
+void StepThreads::next_step() {
+    if (m_full < 2) return;
+    const int64_t now = steady_ns();
+    // The step before, unless it was the first (its one-off costs: buffers, the cache's start).
+    if (m_step >= 1) {
+        const int k = m_current == m_full ? 0 : 1;
+        const double seconds = double(now - m_started_ns) * 1e-9;
+        const bool probe = m_current != m_best;
+        m_time[k] = m_timed[k] ? 0.5 * (m_time[k] + seconds) : seconds;
+        m_timed[k] = true;
+        if (m_timed[0] && m_timed[1]) {
+            const int best = m_time[1] < m_time[0] ? 1 : m_full;
+            // A probe that lost again: the next one later (each costs a slower step); a change of
+            // mind: soon again.
+            if (probe) m_interval = best == m_best ? std::min<int64_t>(m_interval * 2, 64) : 4;
+            m_best = best;
+        }
+    }
+    ++m_step;
+    // Step 0 (not timed) and 1 on the choice the last search made, step 2 the other; then the
+    // faster, and the other again every m_interval steps.
+    const int other = m_best == 1 ? m_full : 1;
+    int next = m_best;
+    if (m_step == 2 || (m_step > 2 && m_step >= m_last_probe + m_interval)) {
+        next = other;
+        m_last_probe = m_step;
+    }
+    use(next);
+    m_started_ns = steady_ns();
+}
+
+PreferredThreads::PreferredThreads(int64_t rows) {
+    const int threads = at::get_num_threads();
+    if (rows <= k_small_linear_rows || threads < 2 || at::in_parallel_region() || !g_one_faster.load()) return;
+    m_threads = threads;
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    if (MKL_Set_Num_Threads_Local) m_mkl = MKL_Set_Num_Threads_Local(1);
+}
+
+PreferredThreads::~PreferredThreads() {
     if (m_threads == 0) return;
 #ifdef _OPENMP
     omp_set_num_threads(m_threads);

@@ -69,4 +69,61 @@ private:
     int m_mkl = 0;      ///< MKL's per-thread count before
 };
 
+/// The threads of a search's steps over `rows` rows, chosen step by step while the search runs.
+/// A few rows (<= k_small_linear_rows): one thread throughout, as FewRowsStepThreads. More rows
+/// (batch 32 at beam 4: 128): all the threads or one, whichever ran its recent steps faster. Why:
+/// on a quiet machine a 128-row step runs faster on 2 threads, but while another process holds a
+/// core every OpenMP region of the step waits on the descheduled thread (libgomp spins, then
+/// sleeps): the same steps ran 3-8x slower than on one thread (opus-mt-sized int8, batch 32, load
+/// 3: 300-500 ms a step against 55-100 ms). The load comes and goes within a run, so it is
+/// measured, not guessed: the search starts with what the last one found faster, times one step
+/// of the other early, then runs the faster (an average over its recent steps) and tries the
+/// other again now and then: 4 steps after a change of mind, twice as long after each probe that
+/// lost, up to 64 (on a quiet machine: steps 2, 10, 26, 58 on one thread). The outputs were
+/// the same at 1 and 2 threads (64 sentences, batch 32, greedy and beam 4, fp32 and int8): the
+/// products split their output rows, not their sums, among threads.
+class StepThreads {
+public:
+    explicit StepThreads(int64_t rows);
+    ~StepThreads();
+    StepThreads(const StepThreads&) = delete;
+    StepThreads& operator=(const StepThreads&) = delete;
+
+    /// At the start of each step: times the step before (from the last call) and sets this one's threads.
+    void next_step();
+    /// The threads the current step runs on (0 before the first next_step of an adapting search).
+    int threads() const { return m_current; }
+    /// Whether the threads are chosen step by step (more than k_small_linear_rows rows, 2+ threads).
+    bool adapts() const { return m_full > 1; }
+
+private:
+    void use(int threads);
+
+    FewRowsStepThreads m_few;  ///< a few rows: one thread throughout
+    int m_full = 0;            ///< the threads before (2+ when adapting), restored at the end
+    int m_mkl = 0;             ///< MKL's per-thread count before
+    int m_current = 0;         ///< this step's threads
+    int m_best = 0;            ///< the faster so far (m_full or 1)
+    int64_t m_step = -1;       ///< the current step, from 0
+    int64_t m_interval = 4;    ///< steps between tries of the slower choice
+    int64_t m_last_probe = 2;  ///< the step that last tried it
+    double m_time[2] = {0.0, 0.0};  ///< recent seconds a step on all threads [0] and on one [1]
+    bool m_timed[2] = {false, false};
+    int64_t m_started_ns = 0;  ///< when the current step started (steady clock)
+};
+
+/// For a pass over `rows` rows outside a search's steps (its encoder): one thread when the last
+/// search over many rows (StepThreads) found one faster, all otherwise; restored after.
+class PreferredThreads {
+public:
+    explicit PreferredThreads(int64_t rows);
+    ~PreferredThreads();
+    PreferredThreads(const PreferredThreads&) = delete;
+    PreferredThreads& operator=(const PreferredThreads&) = delete;
+
+private:
+    int m_threads = 0;  ///< the threads before, 0 when nothing was changed
+    int m_mkl = 0;
+};
+
 }  // namespace attnviz

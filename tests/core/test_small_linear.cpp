@@ -3,6 +3,11 @@
 // same whatever rows come with it; and the cases it leaves to ATen.
 #include "catch_torch.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
 #include "core/model/small_linear.hpp"
 #include "test_support.hpp"
 
@@ -153,4 +158,61 @@ TEST_CASE("FewRowsStepThreads: a few-row step's ATen work on one thread, the ker
         const attnviz::FewRowsStepThreads many(attnviz::k_small_linear_rows + 1);  // a batch: ATen's threads
         CHECK(at::get_num_threads() == 2);
     }
+}
+
+namespace {
+
+/// Runs `steps` steps of a search over `rows` rows under StepThreads, each step sleeping
+/// `one_ms` on one thread and `all_ms` on all: returns the threads each step ran on.
+std::vector<int> timed_steps(int64_t rows, int steps, int one_ms, int all_ms) {
+    attnviz::StepThreads threads(rows);
+    std::vector<int> used;
+    for (int s = 0; s < steps; ++s) {
+        threads.next_step();
+        used.push_back(at::get_num_threads());
+        if (threads.adapts()) CHECK(threads.threads() == used.back());
+        std::this_thread::sleep_for(std::chrono::milliseconds(used.back() == 1 ? one_ms : all_ms));
+    }
+    return used;
+}
+
+}  // namespace
+
+TEST_CASE("StepThreads: many rows run on the threads their steps ran faster on, trying the other now and then",
+          "[decode]") {
+    ThreadCount two(2);
+    // Sleeps stand for the steps: the faster choice is clear on any machine.
+    SECTION("all threads faster (a quiet machine): one thread only for the few tries") {
+        const std::vector<int> used = timed_steps(attnviz::k_small_linear_rows + 1, 40, 30, 2);
+        CHECK(std::count(used.begin(), used.end(), 1) <= 4);  // steps 2, 10, 26
+        CHECK(used[0] == 2);
+        CHECK(used[2] == 1);  // the early try
+        CHECK(used.back() == 2);
+        // The next search starts on all threads, its encoder too.
+        attnviz::PreferredThreads encoder(attnviz::k_small_linear_rows + 1);
+        CHECK(at::get_num_threads() == 2);
+    }
+    SECTION("one thread faster (another process holds a core): all threads only for the tries") {
+        const std::vector<int> used = timed_steps(attnviz::k_small_linear_rows + 1, 40, 2, 30);
+        CHECK(std::count(used.begin(), used.end(), 2) <= 6);
+        CHECK(used.back() == 1);
+        CHECK(at::get_num_threads() == 2);  // restored after the search
+        {
+            // What the search learned: the next search's encoder and first steps on one thread.
+            attnviz::PreferredThreads encoder(attnviz::k_small_linear_rows + 1);
+            CHECK(at::get_num_threads() == 1);
+        }
+        CHECK(at::get_num_threads() == 2);
+        const std::vector<int> next = timed_steps(attnviz::k_small_linear_rows + 1, 2, 2, 30);
+        CHECK(next[0] == 1);
+        // A change of mind: the machine is quiet again, all threads are back within a few steps.
+        const std::vector<int> quiet = timed_steps(attnviz::k_small_linear_rows + 1, 12, 30, 2);
+        CHECK(quiet.back() == 2);
+        CHECK(std::count(quiet.begin() + 4, quiet.end(), 1) <= 2);
+    }
+    SECTION("a few rows: one thread throughout, nothing timed") {
+        const std::vector<int> used = timed_steps(attnviz::k_small_linear_rows, 6, 30, 2);
+        CHECK(std::count(used.begin(), used.end(), 1) == 6);
+    }
+    CHECK(at::get_num_threads() == 2);
 }
