@@ -97,8 +97,7 @@ std::map<int64_t, std::string> parse_contrast(const std::vector<std::string>& gi
 }
 
 int run_attribute(AttributeOptions& o) {
-    TranslationModelPtr loaded = load_model_on(o.model, o.decode.device);
-    o.precision.apply(*loaded);
+    TranslationModelPtr loaded = o.precision.load(o.model, o.decode.device);
     o.mask.apply(*loaded);
     DecodeOptions d = o.decode.options(*loaded);
     d.num_hypotheses = 1;
@@ -183,8 +182,7 @@ int run_agreement(AgreementOptions& o) {
     CorpusAgreementOptions c;
     c.attribution.methods = parse_methods(o.methods, c.attribution.methods);
     c.attribution.ig_steps = o.ig_steps;
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
-    o.precision.apply(*model);
+    TranslationModelPtr model = o.precision.load(o.model, o.decode.device);
     o.mask.apply(*model);
     c.decode = o.decode.options(*model);
     c.decode.num_hypotheses = 1;

@@ -37,8 +37,7 @@ struct Run {
 };
 
 int run_bench_decode(BenchDecodeOptions& o) {
-    TranslationModelPtr model = load_model(o.model)->on_device(resolve_device(o.device));
-    o.precision.apply(*model);
+    TranslationModelPtr model = o.precision.load(o.model, o.device);
     o.mask.apply(*model);
     const bool pretrained = model->tokenizer().pretrained() != nullptr;
     Corpus corpus = load_corpus_for(o.corpus, *model, false);

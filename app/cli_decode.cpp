@@ -125,6 +125,14 @@ void PrecisionFlag::apply(const TranslationModel& model) const {
     }
 }
 
+TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::string& device) const {
+    const torch::Device on = resolve_device(device);
+    const InferencePrecision p = parse_inference_precision(name);
+    TranslationModelPtr model = (on.is_cpu() ? load_model(path, p) : load_model(path))->on_device(on);
+    apply(*model);  // checkpoints and d2l files are converted here; the RNN and a GPU refused here
+    return model;
+}
+
 void check_languages(const TranslationModel& model, const std::string& source, const std::string& target) {
     const auto& pt = model.tokenizer().pretrained();
     if (!pt) {

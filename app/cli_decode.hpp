@@ -67,6 +67,10 @@ struct PrecisionFlag {
     /// The loaded model's network converted, for the rest of the run (the CLI owns the model: nothing
     /// else uses it); UsageError naming the flag when the model cannot be converted (the RNN, a GPU).
     void apply(const TranslationModel& model) const;
+    /// The model at `path` on `device` in this precision: a model folder opened for int8 / bf16 on the
+    /// CPU is converted as its weights are read (its float32 weights never all resident, issue 49),
+    /// anything else loaded and then converted (apply).
+    TranslationModelPtr load(const std::string& path, const std::string& device) const;
 };
 
 /// The precision a loaded model's weights are in: "fp32", "bf16", "int8" (the JSON outputs' "precision").

@@ -51,8 +51,7 @@ DecodeScores decode_scores(const TranslationModel& model, const std::vector<Sent
 
 int run_eval(EvalOptions& o) {
     const Intervention intervention = o.intervene.at_every_step();
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
-    o.precision.apply(*model);
+    TranslationModelPtr model = o.precision.load(o.model, o.decode.device);
     o.mask.apply(*model);  // every figure below with those heads off
     DecodeOptions d = o.decode.options(*model);
     check_languages(*model, d.source_lang, d.target_lang);  // before any work; a missing target named by its flag

@@ -58,8 +58,7 @@ std::string table(const HeadReport& r) {
 
 int run_heads(HeadsOptions& o) {
     if (!o.csv.empty() && !o.prune_curve) throw UsageError("--csv writes the pruning curve: add --prune-curve");
-    TranslationModelPtr model = load_model_on(o.model, o.device);
-    o.precision.apply(*model);
+    TranslationModelPtr model = o.precision.load(o.model, o.device);
     o.mask.apply(*model);  // measured with those heads off
     if (model->network()->head_groups().empty())
         throw UsageError("the model has no attention heads (an RNN without attention): nothing to measure");

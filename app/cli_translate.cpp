@@ -212,8 +212,7 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
 
 int run_translate(TranslateOptions& o) {
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
-    TranslationModelPtr model = load_model_on(o.model, o.decode.device);
-    o.precision.apply(*model);
+    TranslationModelPtr model = o.precision.load(o.model, o.decode.device);
     o.mask.apply(*model);
     DecodeOptions d = o.decode.options(*model);
     if (o.merge_subwords && model->level() != TokenLevel::subword)

@@ -9,6 +9,7 @@
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/model/memory_bound.hpp"
 #include "core/model/work_cost.hpp"
 
@@ -240,8 +241,11 @@ Budget budget_for(const EncoderDecoder& net, int64_t S, int64_t T, const Attribu
     Budget b;
     b.bound = options.memory_bound > 0 ? options.memory_bound : memory_bound();
     const auto methods = static_cast<int64_t>(options.methods.size());
+    // An int8 network's gradient passes multiply by float32 copies of its weights, all kept for the
+    // backward pass (gradient_pass_weight_bytes): whatever the rows, beside the tables.
+    const int64_t fixed = bytes_plus(cost.fixed, gradient_pass_weight_bytes(net));
     const int64_t kept = bytes_plus(bytes_times(4 * (methods + 5), bytes_times(T, S + T)),
-                                    bytes_plus(bytes_times(16, bytes_times(T, 1 + S + T)), cost.fixed));
+                                    bytes_plus(bytes_times(16, bytes_times(T, 1 + S + T)), fixed));
     b.need = bytes_plus(kept, std::max(cost.attribution.per_row(S, T), cost.evaluation.per_row(S, T)));
     b.plan.max_rows = options.max_rows;
     // Half of what is left plans the passes: the other half is what the heap holds beside the

@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -20,6 +24,17 @@ namespace attnviz {
 namespace {
 // What data() points at for an empty file: never null, never written (size 0).
 char k_empty[1] = {0};
+
+/// The live mappings' byte ranges, for release_pages: a range is taken out before it is unmapped.
+struct LiveMappings {
+    std::mutex mutex;
+    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+};
+
+LiveMappings& live_mappings() {
+    static LiveMappings* m = new LiveMappings();  // never destroyed: mappings may outlive static destruction
+    return *m;
+}
 }  // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes,
@@ -44,6 +59,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint
         ::close(fd);
         f->m_data = static_cast<char*>(p);
         f->m_mapped = true;
+        auto& live = live_mappings();
+        std::lock_guard<std::mutex> lock(live.mutex);
+        live.ranges.emplace_back(reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + f->m_size);
         return f;
     }
     // A file system that cannot map files (some FUSE ones): read it instead.
@@ -65,7 +83,36 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint
 }
 
 MappedFile::~MappedFile() {
-    if (m_mapped) ::munmap(m_data, m_size);
+    if (!m_mapped) return;
+    auto& live = live_mappings();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    for (auto it = live.ranges.begin(); it != live.ranges.end(); ++it)
+        if (it->first == reinterpret_cast<uintptr_t>(m_data)) {
+            live.ranges.erase(it);
+            break;
+        }
+    ::munmap(m_data, m_size);
+}
+
+void MappedFile::release_pages(const void* p, size_t n) {
+    if (p == nullptr || n == 0) return;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+    if (begin > std::numeric_limits<uintptr_t>::max() - n) return;
+    const uintptr_t end = begin + n;
+    static const uintptr_t page = [] {
+        const long s = ::sysconf(_SC_PAGESIZE);
+        return static_cast<uintptr_t>(s > 0 ? s : 4096);
+    }();
+    const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+    if (last <= first) return;
+    auto& live = live_mappings();
+    // Under the lock: the mapping cannot be unmapped (and its addresses reused) meanwhile.
+    std::lock_guard<std::mutex> lock(live.mutex);
+    for (const auto& [b, e] : live.ranges)
+        if (begin >= b && end <= e) {
+            ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+            return;
+        }
 }
 
 }  // namespace attnviz

@@ -47,6 +47,14 @@ public:
     std::string_view view() const { return {m_data, m_size}; }
     const std::string& path() const { return m_path; }
 
+    /// Drops this process's copies of the mapped pages that lie wholly inside [p, p + n) (madvise
+    /// MADV_DONTNEED): they stop counting as its resident memory, and a later read maps them from
+    /// the file again. A page written since it was mapped loses the write (it reads as the file
+    /// again): call it only on bytes that were never written, once nothing reads them any more
+    /// (a weight converted as it was read). Nothing happens for bytes outside every live mapping
+    /// (a file read into memory, a copy): the call is safe on any pointer.
+    static void release_pages(const void* p, size_t n);
+
 private:
     MappedFile() = default;
     char* m_data = nullptr;

@@ -7,6 +7,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -106,22 +107,49 @@ bool read_as_rows(const std::string& name) {
     return name.find("shared") != std::string::npos || name.find("embed_tokens") != std::string::npos;
 }
 
-void convert_int8(torch::Tensor& param, bool rows) {
-    const auto w = param.detach().to(torch::kFloat).contiguous();
+/// Rows a block of a weight reads at a time: about 1 MB of float32, whatever its width (quantizing a
+/// block makes ~5 temporaries of its size: 4 MB blocks added ~20 MB to the peak of opening a model).
+int64_t block_rows(int64_t in) { return std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, in)); }
+
+/// The block rows(first, count) gave, as float32 [count, in] (ConfigError naming the weight otherwise).
+torch::Tensor float_block(const WeightRows& rows, int64_t first, int64_t count, int64_t in, const std::string& name) {
+    auto w = rows(first, count);
+    if (!w.defined() || w.dim() != 2 || w.size(0) != count || w.size(1) != in)
+        throw ConfigError("converting " + name + ": rows " + std::to_string(first) + ".." + std::to_string(first + count) +
+                          " did not come as a [" + std::to_string(count) + ", " + std::to_string(in) + "] matrix");
+    return w.to(torch::kFloat).contiguous();
+}
+
+/// param [out, in] becomes int8 from `rows`, block by block: the int8 values and their per-row scales
+/// are the whole matrix's quantize_rows (a row's scale is its own maximum: blocks of rows change
+/// nothing), with no float32 copy of the matrix. `keep_rows`: a vocabulary matrix also read as an
+/// embedding (its int8 table kept for lookups).
+void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, const WeightRows& rows) {
+    const int64_t out = param.size(0), in = param.size(1);
+    auto q = torch::empty({out, in}, torch::kChar);
+    auto scale = torch::empty({out}, torch::kFloat);
+    const int64_t step = block_rows(in);
+    for (int64_t r = 0; r < out; r += step) {
+        const int64_t k = std::min(step, out - r);
+        auto [qb, sb] = quantize_rows(float_block(rows, r, k, in, name));
+        q.narrow(0, r, k).copy_(qb);
+        scale.narrow(0, r, k).copy_(sb);
+    }
     // The float data goes: a one-byte placeholder of the same shape stands for it.
-    auto placeholder = torch::zeros({1}, torch::kChar).expand({w.size(0), w.size(1)});
+    auto placeholder = torch::zeros({1}, torch::kChar).expand({out, in});
     auto e = std::make_shared<Int8Weight>(placeholder.storage().getWeakStorageImpl());
-    e->out = w.size(0);
-    e->in = w.size(1);
+    e->out = out;
+    e->in = in;
     {
-        auto [q, scale] = quantize_rows(w);
-        auto qw = at::_make_per_channel_quantized_tensor(q, scale.to(torch::kDouble),
-                                                         torch::zeros({e->out}, torch::kLong), 0);
+        auto qw = at::_make_per_channel_quantized_tensor(q, scale.to(torch::kDouble), torch::zeros({out}, torch::kLong), 0);
+        q = torch::Tensor();  // qw holds a copy: one int8 matrix at a time beside the packed one
         torch::jit::Stack stack{qw, c10::IValue()};
         op("quantized::linear_prepack").callBoxed(&stack);
         e->packed = stack.at(0);
-        if (rows) {
-            e->rows = q;
+        if (keep_rows) {
+            // The lookups' table is qw's own bytes (fbgemm's packed matrix is a copy of its own).
+            void* data = qw.data_ptr();
+            e->rows = torch::from_blob(data, {out, in}, [qw](void*) mutable { qw.reset(); }, torch::kChar);
             e->row_scale = scale;
         }
     }
@@ -130,6 +158,27 @@ void convert_int8(torch::Tensor& param, bool rows) {
     auto& r = registry();
     std::unique_lock<std::shared_mutex> lock(r.mutex);
     r.weights[placeholder.storage().unsafeGetStorageImpl()] = std::move(e);
+}
+
+/// param [out, in] becomes bfloat16 from `rows`, block by block (the same rounding as one conversion
+/// of the whole matrix). Row-major [out, in], half the bytes. Not the column-major layout of the
+/// pretrained family's vocabulary matrix: oneDNN repacked that one on every product (opus-mt-sized
+/// beam 4 at batch 1: 4 s a sentence instead of 0.2 s).
+void store_bf16(torch::Tensor& param, const std::string& name, const WeightRows& rows) {
+    const int64_t out = param.size(0), in = param.size(1);
+    auto bf = torch::empty({out, in}, torch::kBFloat16);
+    const int64_t step = block_rows(in);
+    for (int64_t r = 0; r < out; r += step) {
+        const int64_t k = std::min(step, out - r);
+        bf.narrow(0, r, k).copy_(float_block(rows, r, k, in, name).to(torch::kBFloat16));
+    }
+    param.requires_grad_(false);
+    param.set_data(bf);
+}
+
+/// Whether a parameter's name makes it a weight that is converted (2-D, type aside).
+bool converted_name(const std::string& name) {
+    return name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0 && !stays_float(name);
 }
 
 void drop_dead_entries() {
@@ -192,23 +241,44 @@ void set_inference_precision(torch::nn::Module& network, InferencePrecision p) {
     for (auto& item : network.named_parameters()) {
         auto& param = item.value();
         const auto& name = item.key();
-        if (param.dim() != 2 || name.size() < 6 || name.compare(name.size() - 6, 6, "weight") != 0 || stays_float(name))
-            continue;
-        if (param.scalar_type() != torch::kFloat) continue;
-        if (p == InferencePrecision::int8) {
-            convert_int8(param, read_as_rows(name));
-        } else {
-            // Row-major [out, in], half the bytes. Not the column-major layout of the pretrained family's
-            // vocabulary matrix: oneDNN repacked that one on every product (opus-mt-sized beam 4 at batch 1:
-            // 4 s a sentence instead of 0.2 s).
-            auto bf = param.detach().to(torch::kBFloat16).contiguous();
-            param.requires_grad_(false);
-            param.set_data(bf);
-        }
+        if (!converts_parameter(name, param)) continue;
+        // Read a block of rows at a time (a column-major vocabulary matrix too): no float32 copy of
+        // a whole matrix beside the model.
+        const auto w = param.detach();
+        const WeightRows rows = [&w](int64_t first, int64_t count) { return w.narrow(0, first, count); };
+        if (p == InferencePrecision::int8) store_int8(param, name, read_as_rows(name), rows);
+        else store_bf16(param, name, rows);
     }
 }
 
+bool converts_parameter(const std::string& name, const torch::Tensor& param) {
+    return param.defined() && param.dim() == 2 && param.scalar_type() == torch::kFloat && converted_name(name);
+}
+
+void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows) {
+    if (p == InferencePrecision::fp32 || !converts_parameter(name, param))
+        throw ConfigError("cannot load " + name + " as " + precision_name(p) + ": only float32 weights of two dimensions "
+                          "that set_inference_precision converts are loaded converted");
+    if (!param.device().is_cpu())
+        throw ConfigError(precision_name(p) + " inference runs on the CPU only for now (" + name + " is on " +
+                          param.device().str() + "): use --device cpu");
+    drop_dead_entries();
+    torch::NoGradGuard no_grad;
+    if (p == InferencePrecision::int8) store_int8(param, name, read_as_rows(name), rows);
+    else store_bf16(param, name, rows);
+}
+
 bool is_int8_weight(const torch::Tensor& weight) { return find_int8(weight) != nullptr; }
+
+int64_t gradient_pass_weight_bytes(const torch::nn::Module& network) {
+    int64_t floats = 0, largest = 0;
+    for (const auto& p : network.parameters())
+        if (const auto e = find_int8(p)) {
+            floats += e->out * e->in * 4;
+            largest = std::max(largest, e->out * e->in);
+        }
+    return floats + largest;
+}
 
 bool is_converted(torch::ScalarType type) { return type == torch::kChar || type == torch::kBFloat16; }
 

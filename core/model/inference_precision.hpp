@@ -11,7 +11,9 @@
 // int8 row table with one scale per row beside the packed matrix. The float32 weight is freed:
 // the parameter keeps its shape but its data becomes a one-byte int8 placeholder (stride 0), so
 // anything that reads it without this file's functions fails (ATen refuses int8 in a float op)
-// instead of computing with stale numbers.
+// instead of computing with stale numbers. A model folder opened in int8 or bf16
+// (core/persist/hf_folder.hpp's load_model_folder, the CLI's --precision) is converted as it is read,
+// a block of rows at a time (load_converted): its float32 weights are never resident together.
 //
 // bf16: every such weight is stored in bfloat16 (no float copy); products run in ATen's
 // bf16 matmul (oneDNN: AVX512-BF16/AMX where the CPU has them, a slower exact-rounding path
@@ -30,6 +32,7 @@
 //   - d2l's Transformer: W_q, W_k, W_v, W_o, the feed-forward layers and the output layer (dense);
 //     its two embedding tables stay float (small);
 //   - the RNN encoder-decoder: refused (its fused GRU kernels read float weights).
+#include <functional>
 #include <string>
 
 #include <torch/torch.h>
@@ -47,6 +50,22 @@ InferencePrecision parse_inference_precision(const std::string& name);
 /// for the RNN, or for a network already converted to another precision; fp32 on a float network
 /// changes nothing). Not thread-safe with work in flight on the network: call it right after loading.
 void set_inference_precision(torch::nn::Module& network, InferencePrecision p);
+
+/// Whether set_inference_precision converts the parameter `name` of a network (a float32 2-D
+/// weight that does not stay float, as listed above) to int8 or bf16.
+bool converts_parameter(const std::string& name, const torch::Tensor& param);
+
+/// Rows [first, first + count) of a weight being read, [count, in], any floating type: a view of
+/// the file or a small copy (load_converted reads a weight a block of rows at a time).
+using WeightRows = std::function<torch::Tensor(int64_t first, int64_t count)>;
+
+/// Gives `param` (parameter `name` of a network being loaded, its data allocated and never written;
+/// converts_parameter true) its weight in precision `p` (int8 or bf16) straight from `rows`, a block
+/// of rows at a time: no float32 copy of the whole weight is ever made, and the parameter ends
+/// exactly as set_inference_precision would have made it from the float32 weight (the same int8
+/// values, scales and packed matrix; the same bfloat16 values). The float32 storage `param` had is
+/// freed. ConfigError for fp32 or a weight converts_parameter refuses; the CPU only.
+void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows);
 
 /// The precision a network's weights are in (fp32 when none was converted).
 InferencePrecision inference_precision(const torch::nn::Module& network);
@@ -68,6 +87,13 @@ torch::Tensor layer_forward(const torch::nn::Linear& layer, const torch::Tensor&
 bool is_converted(torch::ScalarType type);
 /// Whether weight was converted to int8 (an fbgemm packed matrix stands for it).
 bool is_int8_weight(const torch::Tensor& weight);
+
+/// Bytes a pass with gradients to its inputs (attribution) holds beside its activations in an int8
+/// network: precision_linear then multiplies by each weight's float32 copy (dequantized from fbgemm's
+/// packed matrix, an int8 copy on the way), and autograd keeps every copy for the backward pass, so
+/// the pass holds the float32 weights (4 bytes a parameter) and the largest weight's int8 unpacking
+/// besides. 0 for a float32 or bf16 network (bf16 products keep their bf16 weights, no copy).
+int64_t gradient_pass_weight_bytes(const torch::nn::Module& network);
 
 /// Rows ids [...] of a vocabulary matrix [V, d] converted by set_inference_precision: [..., d] float
 /// (int8: the row table times each row's scale; bf16: widened). Undefined when the matrix is float

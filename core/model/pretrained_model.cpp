@@ -143,7 +143,11 @@ PretrainedImpl::PretrainedImpl(const ModelConfig& config, bool filled) : m_confi
     // contiguous matrix, which batch-1 decoding does 2.2x faster (an opus-mt-sized model's 122 MB
     // head: 6.3 ms a token instead of 14 on 2 cores); an embedding lookup reads a strided row.
     const auto matrix = [filled](int64_t rows, int64_t cols) {
-        return (filled ? torch::zeros({cols, rows}) : torch::empty({cols, rows})).t();
+        // Column-major by its strides, not a transposed view: a view would keep its base (the float32
+        // matrix) alive through autograd's view record after set_data gives the parameter other data
+        // (int8 / bf16 inference, core/model/inference_precision.hpp).
+        auto m = torch::empty_strided({rows, cols}, {1, rows});
+        return filled ? m.zero_() : m;
     };
     auto model = register_module("model", std::make_shared<torch::nn::Module>());
     model_module = model.get();

@@ -122,7 +122,11 @@ T5Impl::T5Impl(const ModelConfig& config, bool filled) : m_config(config), m_spe
     // The vocabulary matrices column-major, as the pretrained family keeps them (the output
     // projection reads Wᵀ as one contiguous block; core/model/pretrained_model.cpp).
     auto matrix = [filled](int64_t rows, int64_t cols) {
-        return (filled ? torch::zeros({cols, rows}) : torch::empty({cols, rows})).t();
+        // Column-major by its strides, not a transposed view: a view would keep its base (the float32
+        // matrix) alive through autograd's view record after set_data gives the parameter other data
+        // (int8 / bf16 inference, core/model/inference_precision.hpp).
+        auto m = torch::empty_strided({rows, cols}, {1, rows});
+        return filled ? m.zero_() : m;
     };
     auto weight = [&](const std::vector<std::string>& path, std::vector<int64_t> shape, double value = 0.0) {
         return t5_module(*this, path).register_parameter("weight", make(std::move(shape), value));

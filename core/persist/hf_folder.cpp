@@ -17,6 +17,8 @@
 #include "core/io/atomic_file.hpp"
 #include "core/io/error.hpp"
 #include "core/io/file_read.hpp"
+#include "core/io/mapped_file.hpp"
+#include "core/io/process_memory.hpp"
 #include "core/io/json_bounded.hpp"
 #include "core/io/message.hpp"
 #include "core/model/families.hpp"
@@ -167,6 +169,23 @@ bool may_be_missing(const PretrainedConfig& c, const std::string& name) {
     return (c.family == PretrainedFamily::bart || c.family == PretrainedFamily::mbart) && name == "final_logits_bias";
 }
 
+/// The mapped file's pages under a tensor read from it dropped from this process's memory (a copy or
+/// a conversion of it is what the network keeps): MappedFile::release_pages, nothing for a copy.
+void release_file_pages(const torch::Tensor& t) {
+    if (t.defined() && t.has_storage() && t.is_contiguous()) MappedFile::release_pages(t.data_ptr(), t.nbytes());
+}
+
+/// release_file_pages for rows `ids` of a matrix read from the file (the bytes from its lowest row
+/// to its highest: rows between them are read again from the file if they are needed later).
+void release_file_rows(const torch::Tensor& t, const torch::Tensor& ids) {
+    if (!t.defined() || !t.has_storage() || !t.is_contiguous() || t.dim() < 1 || ids.numel() == 0) return;
+    const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+    if (lo < 0 || hi >= t.size(0)) return;
+    const size_t row = static_cast<size_t>(t.stride(0)) * t.element_size();
+    MappedFile::release_pages(static_cast<const char*>(t.data_ptr()) + static_cast<size_t>(lo) * row,
+                              static_cast<size_t>(hi - lo + 1) * row);
+}
+
 /// What the model is called: a hub cache snapshot's ORG/NAME, else the folder's name.
 std::string folder_name(const std::string& dir) {
     fs::path p = fs::path(dir).lexically_normal();
@@ -215,7 +234,7 @@ std::string find_in_hub_cache(const std::string& id) {
                     "` (or in the app: File → Open from the Hugging Face Hub…) and open it again");
 }
 
-TranslationModelPtr load_model_folder(const std::string& dir_in) {
+TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecision precision) {
     const fs::path dir(dir_in);
     const std::string what = "model folder " + quote(dir_in, 300);
     if (!is_model_folder(dir_in)) throw FileError(what + " has no config.json");
@@ -302,6 +321,10 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
     auto named = network->named_parameters();
     std::set<std::string> used;
     torch::NoGradGuard no_grad;
+    if (precision != InferencePrecision::fp32)
+        for (const auto& p : expected)
+            if (auto* dst = named.find(p.module); dst && converts_parameter(p.module, *dst))
+                dst->set_data(torch::empty({1}).expand(dst->sizes()));  // its float32 allocation let go at once
     for (const auto& p : expected) {
         const torch::Tensor* t = find_weight(tensors, p.file, used);
         if (!t && may_be_missing(c, p.file)) continue;
@@ -309,40 +332,69 @@ TranslationModelPtr load_model_folder(const std::string& dir_in) {
         if (!t->is_floating_point())
             throw FileError(what + ": " + quote(p.file) + " holds " + std::string(c10::toString(t->scalar_type())) +
                             " values, expected floating point");
-        torch::Tensor value = t->to(torch::kFloat);
+        torch::Tensor& dst = named[p.module];
+        // int8 / bf16: straight from the file's pages (in their stored type, a block of rows at a time) to
+        // the converted weight, the pages then let go: set_inference_precision's result, without the
+        // float32 weight (issue 49: the float32 model is never resident).
+        const bool convert = precision != InferencePrecision::fp32 && converts_parameter(p.module, dst);
         if (p.rows != VocabRows::none) {
             const auto& layout = p.rows == VocabRows::source ? src_layout : tgt_layout;
             const int64_t dim = p.file == "final_logits_bias" ? 1 : 0;
             const int64_t model_rows = p.rows == VocabRows::source ? c.vocab_size : c.target_vocab_size();
-            if (value.dim() != static_cast<int64_t>(p.shape.size()) || value.size(dim) != model_rows)
-                throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(value.sizes().vec()) + ", but the " +
+            if (t->dim() != static_cast<int64_t>(p.shape.size()) || t->size(dim) != model_rows)
+                throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) + ", but the " +
                                 "vocabulary has " + std::to_string(model_rows) + " rows (config.json's vocab_size)");
             // Straight into the parameter (no temporary copy of a 120 MB embedding).
-            torch::Tensor& dst = named[p.module];
-            auto out_shape = value.sizes().vec();
+            auto out_shape = t->sizes().vec();
             out_shape[static_cast<size_t>(dim)] = static_cast<int64_t>(layout.rows.size());
             if (out_shape != dst.sizes().vec())
                 throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
                                 ", which does not fit " + c.describe() + " (config.json)");
             const auto index = torch::tensor(layout.rows, torch::kLong).clamp_min(0);
+            if (convert && dim == 0) {
+                // A block of rows at a time, in attnviz's row order (<bos> zero as below), each block's
+                // pages of the file let go once read.
+                const WeightRows rows = [&](int64_t first, int64_t count) {
+                    const auto ids = index.narrow(0, first, count);
+                    auto block = t->index_select(0, ids).to(torch::kFloat);
+                    release_file_rows(*t, ids);
+                    if (Vocab::bos_id >= first && Vocab::bos_id < first + count) block.select(0, Vocab::bos_id - first).zero_();
+                    return block;
+                };
+                load_converted(dst, p.module, precision, rows);
+                release_file_pages(*t);
+                release_free_heap();  // the blocks' temporaries, holes between the weights kept
+                continue;
+            }
+            const torch::Tensor value = t->to(torch::kFloat);
             if (dst.is_contiguous()) {
                 torch::index_select_out(dst, value, dim, index);
             } else {
                 // The vocabulary matrices' column-major layout (PretrainedImpl: the output projection
-                // reads them fastest so): block by block, never a temporary copy of the whole matrix.
+                // reads them fastest so): block by block, never a temporary copy of the whole matrix,
+                // each block's pages of the file let go once copied.
                 const int64_t n = index.size(0), block = 4096;
                 for (int64_t r = 0; r < n; r += block) {
                     const int64_t k = std::min(block, n - r);
-                    dst.narrow(dim, r, k).copy_(value.index_select(dim, index.narrow(0, r, k)));
+                    const auto ids = index.narrow(0, r, k);
+                    dst.narrow(dim, r, k).copy_(value.index_select(dim, ids));
+                    if (dim == 0) release_file_rows(value, ids);
                 }
             }
             dst.select(dim, Vocab::bos_id).zero_();  // <bos>: a row the network never reads nor outputs
+            release_file_pages(*t);  // the permuted copy is what the network reads
             continue;
         }
-        torch::Tensor& dst = named[p.module];
-        if (value.sizes() != dst.sizes())
+        if (t->sizes() != dst.sizes())
             throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
                             ", which does not fit " + c.describe() + " (config.json)");
+        if (convert) {
+            load_converted(dst, p.module, precision, [&](int64_t first, int64_t count) { return t->narrow(0, first, count); });
+            release_file_pages(*t);
+            release_free_heap();  // the blocks' temporaries, holes between the weights kept
+            continue;
+        }
+        torch::Tensor value = t->to(torch::kFloat);
         if (value.is_contiguous())
             dst.set_data(value);  // the file's pages (or the converted copy), no second copy
         else

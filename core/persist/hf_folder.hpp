@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/decode/translation_model.hpp"
+#include "core/model/inference_precision.hpp"
 
 namespace attnviz {
 
@@ -38,7 +39,13 @@ std::vector<std::string> hub_cache_dirs();
 /// Reads a model folder. FileError naming the file and what is wrong: a missing or unknown
 /// config field, an unsupported model_type (naming the supported ones), weights missing or of
 /// the wrong shape, a tokenizer that disagrees with the model, a hostile weight file.
-TranslationModelPtr load_model_folder(const std::string& dir);
+///
+/// `precision` int8 or bf16: the weights set_inference_precision converts are converted as they are
+/// read, each from the mapped file a block of rows at a time, and the file's pages of each are then
+/// released, so the float32 model is never resident as a whole (an opus-mt-sized int8 model opens
+/// in about its int8 size, not its float32 size plus its int8 one). The network is then as
+/// set_inference_precision(precision) would have made it after a float32 load (the CPU only).
+TranslationModelPtr load_model_folder(const std::string& dir, InferencePrecision precision = InferencePrecision::fp32);
 
 /// Whether a file of this name in a model folder belongs to the model: its configs, weights of any
 /// format (shards and indexes included) or tokenizer files. Writing a folder replaces all of them.

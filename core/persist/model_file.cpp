@@ -18,7 +18,7 @@ namespace attnviz {
 
 namespace {
 
-Checkpoint open_unchecked(const std::string& path) {
+Checkpoint open_unchecked(const std::string& path, InferencePrecision folder_precision) {
     // What the name is is decided once, here: a folder (a Hugging Face model), a hub id found
     // in the local cache, or a file judged by its first bytes.
     struct stat st {};
@@ -27,26 +27,33 @@ Checkpoint open_unchecked(const std::string& path) {
         if (!is_model_folder(path))
             throw FileError(quote(path, 300) + " is a folder without config.json; attnviz reads a Hugging Face model "
                             "folder (config.json, weights, tokenizer files) or " + readable_model_formats());
-        return Checkpoint{load_model_folder(path), {}};
+        return Checkpoint{load_model_folder(path, folder_precision), {}};
     }
-    if (!exists && looks_like_hub_id(path)) return Checkpoint{load_model_folder(find_in_hub_cache(path)), {}};
+    if (!exists && looks_like_hub_id(path))
+        return Checkpoint{load_model_folder(find_in_hub_cache(path), folder_precision), {}};
     // A safetensors file that is not an attnviz checkpoint can only be a d2l model;
     // everything else is load_checkpoint's to read or refuse.
     if (detect_model_file(path) == ModelFileKind::safetensors) return Checkpoint{import_d2l(path), {}};
     return load_checkpoint(path);
 }
 
-}  // namespace
-
-Checkpoint open_model_file(const std::string& path) {
-    Checkpoint c = open_unchecked(path);
+Checkpoint open_checked(const std::string& path, InferencePrecision folder_precision) {
+    Checkpoint c = open_unchecked(path, folder_precision);
     // A model whose sizes (from its file: blocks, heads, widths, padded steps, a position table)
     // cannot translate one word within the memory bound is refused before any sentence.
     if (c.model) check_network_fits(*c.model->network(), quote(path, 300), c.model->decode_defaults().max_length);
     return c;
 }
 
+}  // namespace
+
+Checkpoint open_model_file(const std::string& path) { return open_checked(path, InferencePrecision::fp32); }
+
 TranslationModelPtr load_model(const std::string& path) { return open_model_file(path).model; }
+
+TranslationModelPtr load_model(const std::string& path, InferencePrecision folder_precision) {
+    return open_checked(path, folder_precision).model;
+}
 
 std::string resolve_existing_prefix(const std::string& path) {
     std::string head = path, tail;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/decode/translation_model.hpp"
+#include "core/model/inference_precision.hpp"
 #include "core/persist/checkpoint.hpp"
 
 namespace attnviz {
@@ -21,6 +22,11 @@ Checkpoint open_model_file(const std::string& path);
 
 /// The model of open_model_file(path), without the optimiser's state.
 TranslationModelPtr load_model(const std::string& path);
+/// load_model(path), a model folder (or a hub id's snapshot) read with its weights converted to
+/// `folder_precision` as they are read (load_model_folder: the float32 model is never resident as a
+/// whole). Other model files (checkpoints, d2l files) load in float32 as with load_model(path):
+/// convert them with set_inference_precision (core/model/inference_precision.hpp).
+TranslationModelPtr load_model(const std::string& path, InferencePrecision folder_precision);
 
 /// What opening `path` reads, so that no output of the same command lands on it: a file's own
 /// path; for a model folder (or a hub id's snapshot in the local cache) every file in it, its

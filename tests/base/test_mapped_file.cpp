@@ -63,6 +63,38 @@ TEST_CASE("a mapped file shows the file's bytes, keeps them while shared, and wr
     CHECK(e->view().empty());
 }
 
+TEST_CASE("a mapped file's pages are released and read again from the file; other bytes are left alone",
+          "[mapped_file][memory]") {
+    ScratchDir dir("release");
+    const std::string path = dir / "w.bin";
+    std::string bytes(32 << 20, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 3);
+    write_all(path, bytes);
+    bytes = {};
+    MappedFilePtr m = MappedFile::open(path, uint64_t{1} << 30);
+    REQUIRE(m->mapped());
+    const double before = resident_mb();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->size(); i += 1024) sum += static_cast<unsigned char>(m->data()[i]);  // every page touched
+    const double touched = resident_mb();
+    MappedFile::release_pages(m->data() + 100, m->size() - 200);  // the pages wholly inside
+    const double released = resident_mb();
+    if (before > 0) {
+        CHECK(touched - before > 24);
+        CHECK(touched - released > 24);
+    }
+    // Read again from the file, the same bytes.
+    uint64_t again = 0;
+    for (size_t i = 0; i < m->size(); i += 1024) again += static_cast<unsigned char>(m->data()[i]);
+    CHECK(again == sum);
+    CHECK(static_cast<unsigned char>(m->data()[12345]) == static_cast<unsigned char>(12345 * 7 + 3));
+    // Bytes outside every mapping (a heap block) are left alone.
+    std::vector<char> heap(1 << 20, 'x');
+    MappedFile::release_pages(heap.data(), heap.size());
+    CHECK(heap[heap.size() / 2] == 'x');
+    MappedFile::release_pages(nullptr, 100);
+}
+
 TEST_CASE("a mapped file is refused as a bounded read is: not regular, too large, missing", "[mapped_file]") {
     ScratchDir dir("map");
     write_all(dir / "big", std::string(100, 'x'));

@@ -193,6 +193,18 @@ TEST_CASE("int8 frees the float32 weights and refuses training and saving", "[pr
             CHECK(item.value().scalar_type() == torch::kBFloat16);
         }
     CHECK_THROWS_WITH(bf16->clone_network(torch::kCPU), Catch::Contains("bf16"));
+    // What a gradient pass (attribution) holds beside its activations: the int8 weights' float32 copies
+    // and the largest one's int8 unpacking; nothing for float32 and bf16 weights.
+    int64_t want = 0, largest = 0;
+    for (const auto& item : t.model->network()->named_parameters())
+        if (converts_parameter(item.key(), item.value())) {
+            want += item.value().numel() * 4;
+            largest = std::max<int64_t>(largest, item.value().numel());
+        }
+    CHECK(want > 0);
+    CHECK(gradient_pass_weight_bytes(*int8->network()) == want + largest);
+    CHECK(gradient_pass_weight_bytes(*bf16->network()) == 0);
+    CHECK(gradient_pass_weight_bytes(*t.model->network()) == 0);
 }
 
 TEST_CASE("the RNN refuses int8 and bf16 with what to use instead", "[precision_inference]") {

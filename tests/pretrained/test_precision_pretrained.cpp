@@ -13,7 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/decode/translation_model.hpp"
+#include "core/io/process_memory.hpp"
+#include "core/model/families.hpp"
 #include "core/model/inference_precision.hpp"
+#include "core/persist/hf_folder.hpp"
 #include "core/persist/model_file.hpp"
 
 using namespace attnviz;
@@ -118,6 +121,127 @@ TEST_CASE("pretrained families in int8 and bf16: outputs as float32's, maps clos
             CHECK(identical >= (marian ? 0.95 : 0.8));
             CHECK(map_diff <= (marian ? 0.03f : 0.08f));
         }
+    }
+}
+
+namespace {
+
+/// Whether two networks' weights are the same: float ones equal, bf16 ones equal, int8 ones the same
+/// products (each weight times the identity through fbgemm: the packed matrices agree) and, for a
+/// vocabulary matrix, the same rows.
+void check_same_weights(const torch::nn::Module& a, const torch::nn::Module& b, const std::string& what) {
+    torch::NoGradGuard no_grad;
+    const auto pb = b.named_parameters();
+    for (const auto& item : a.named_parameters()) {
+        INFO(what << ": " << item.key());
+        const torch::Tensor* other = pb.find(item.key());
+        REQUIRE(other);
+        const auto& x = item.value();
+        REQUIRE(x.scalar_type() == other->scalar_type());
+        REQUIRE(x.sizes() == other->sizes());
+        if (!is_int8_weight(x)) {
+            CHECK(torch::equal(x, *other));
+            continue;
+        }
+        REQUIRE(is_int8_weight(*other));
+        CHECK(other->storage().nbytes() <= 1);
+        const auto eye = torch::eye(x.size(1));
+        CHECK(torch::equal(precision_linear(eye, x), precision_linear(eye, *other)));
+        if (item.key().find("shared") != std::string::npos || item.key().find("embed_tokens") != std::string::npos) {
+            const auto ids = torch::arange(x.size(0));
+            CHECK(torch::equal(converted_rows(x, ids), converted_rows(*other, ids)));
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a model folder opened in int8 or bf16 is converted as it is read: set_inference_precision's weights",
+          "[pretrained][precision_inference]") {
+    if (!precision_fixtures_present()) return;
+    for (const std::string family : {"marian", "bart", "t5"}) {
+        const std::string dir = k_precision_fixtures + "/" + family;
+        const auto sentences = sample_sentences(family, 0);
+        for (const auto p : {InferencePrecision::int8, InferencePrecision::bf16}) {
+            INFO(family << ", " << precision_name(p));
+            const auto after = load_model(dir);
+            set_inference_precision(*after->network(), p);
+            const auto read = load_model(dir, p);
+            CHECK(inference_precision(*read->network()) == p);
+            check_same_weights(*after->network(), *read->network(), family + " " + precision_name(p));
+            DecodeOptions d = after->decode_defaults();
+            d.max_length = 20;
+            const auto want = after->translate(sentences, d), got = read->translate(sentences, d);
+            REQUIRE(got.size() == want.size());
+            for (size_t i = 0; i < got.size(); ++i) {
+                CHECK(got[i].best().tokens == want[i].best().tokens);
+                CHECK(max_map_difference({want[i]}, {got[i]}) == 0.0f);
+            }
+            // The load's precision is what the CLI's flag gives; fp32 is load_model(dir) as before.
+            CHECK(inference_precision(*load_model(dir, InferencePrecision::fp32)->network()) == InferencePrecision::fp32);
+        }
+    }
+}
+
+TEST_CASE("opening a model folder in int8 or bf16 never holds its float32 weights: the peak is the converted model's",
+          "[pretrained][precision_inference][memory]") {
+    if (!precision_fixtures_present()) return;
+    // A Marian of d 512, 4 + 4 layers, ffn 2,048 (the fixture's vocabulary and tokenizer): 29 M
+    // parameters converted, 118 MB in float32, written as a folder.
+    const auto small = load_model(k_precision_fixtures + "/marian");
+    ModelConfig mc = small->config();
+    auto spec = std::make_shared<PretrainedSpec>(*mc.pretrained);
+    spec->model.d_model = 512;
+    spec->model.encoder_layers = spec->model.decoder_layers = 4;
+    spec->model.encoder_heads = spec->model.decoder_heads = 8;
+    spec->model.encoder_ffn = spec->model.decoder_ffn = 2048;
+    mc.pretrained = spec;
+    mc.hidden_size = 512;
+    mc.num_layers = 4;
+    mc.num_heads = 8;
+    mc.ffn_size = 2048;
+    TempDir dir;
+    int64_t float_bytes = 0;
+    {
+        const auto network = build_network(mc);
+        for (const auto& item : network->named_parameters())
+            if (converts_parameter(item.key(), item.value())) float_bytes += item.value().numel() * 4;
+        save_model_folder(TranslationModel(network, small->src_vocab_ptr(), small->tgt_vocab_ptr(), small->tokenizer_ptr()),
+                          dir / "big");
+    }
+    REQUIRE(float_bytes > (int64_t{100} << 20));
+    for (const auto p : {InferencePrecision::int8, InferencePrecision::bf16}) {
+        load_model(k_precision_fixtures + "/marian", p);  // the conversion's code and first allocations, not measured
+        double growth = -1;
+        {
+            release_free_heap();
+            if (!reset_peak_resident()) {
+                WARN("skipped: the peak resident memory cannot be reset here");
+                return;
+            }
+            const double base = resident_mb();
+            const auto model = load_model(dir / "big", p);
+            growth = (peak_resident_mb() - base) * 1024.0 * 1024.0;
+            CHECK(inference_precision(*model->network()) == p);
+        }
+        // The converted weights are a quarter (int8) or a half (bf16) of the float32 ones; a block of rows
+        // (4 MB) is read at a time. Converting after a float32 load held the file's float32 pages and
+        // the converted copy together: 1.25x / 1.5x the float32 bytes.
+        const double bound = (p == InferencePrecision::int8 ? 0.5 : 0.75) * double(float_bytes);
+        double after = -1;  // the same conversion after a float32 load, for the figures (not checked)
+        {
+            release_free_heap();
+            reset_peak_resident();
+            const double base = resident_mb();
+            const auto model = load_model(dir / "big");
+            set_inference_precision(*model->network(), p);
+            after = (peak_resident_mb() - base) * 1024.0 * 1024.0;
+        }
+        std::printf("opening in %s: peak resident memory +%.1f MB (converted after a float32 load: +%.1f MB), float32 "
+                    "weights %.1f MB, bound %.1f MB\n",
+                    precision_name(p).c_str(), growth / 1048576.0, after / 1048576.0, double(float_bytes) / 1048576.0,
+                    bound / 1048576.0);
+        CHECK(growth < bound);
     }
 }
 
