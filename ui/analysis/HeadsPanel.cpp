@@ -28,11 +28,14 @@
 
 #include "core/data/training_data.hpp"
 #include "core/io/error.hpp"
+#include "core/text/pretrained_tokenizer.hpp"
+#include "core/text/text.hpp"
 #include "ui/analysis/HeadsGrid.hpp"
 #include "ui/analysis/PruneChart.hpp"
 #include "ui/common/Background.hpp"
 #include "ui/common/Format.hpp"
 #include "ui/heatmap/HeatmapExport.hpp"
+#include "ui/training/FineTuneLanguages.hpp"
 
 namespace attnviz::ui {
 
@@ -285,6 +288,10 @@ void HeadsPanel::setModel(TranslationModelPtr model) { m_model = std::move(model
 
 void HeadsPanel::setCorpus(std::shared_ptr<const Corpus> corpus) { m_corpus = std::move(corpus); }
 
+void HeadsPanel::setLanguages(std::function<std::pair<QString, QString>()> languages) {
+    m_languages = std::move(languages);
+}
+
 bool HeadsPanel::busy() const { return m_jobs->busy(); }
 
 void HeadsPanel::measure() {
@@ -293,16 +300,33 @@ void HeadsPanel::measure() {
     else if (!m_model->has_attention() || m_model->network()->head_groups().empty())
         problem = tr("This model has no attention heads: there is nothing to measure.");
     else if (!m_corpus || m_corpus->pairs.empty()) problem = tr("There is no corpus: open one or choose a task.");
-    else if (m_corpus->level != m_model->level()) problem = tr("The corpus is tokenised differently from the model.");
+    // A pretrained model cuts the corpus's sentences again with its own tokenizer (prepare_data).
+    else if (m_corpus->level != m_model->level() && !m_model->tokenizer().pretrained())
+        problem = tr("The corpus is tokenised differently from the model.");
     if (!problem.isEmpty()) {
         showError(problem);
         return;
+    }
+    // A multilingual model scores its pairs with language codes, the ones chosen in the Translate
+    // tab (attnviz-cli heads --source-lang/--target-lang); one naming no target needs one chosen.
+    std::string sourceLang, targetLang;
+    if (FineTuneLanguages::multilingual(m_model.get())) {
+        const auto [source, target] = m_languages ? m_languages() : std::pair<QString, QString>();
+        sourceLang = source.toStdString();
+        targetLang = target.toStdString();
+        if (targetLang.empty() && m_model->tokenizer().pretrained()->default_target_language().empty()) {
+            showError(tr("This model translates into %1 languages and its tokenizer_config.json names no target "
+                         "language: choose the corpus's target language in the Translate tab's “to” list first.")
+                          .arg(m_model->target_languages().size()));
+            return;
+        }
     }
     const size_t sentences = size_t(m_sentences->value());
     const bool prune = m_prune->isChecked();
     if (m_run) m_run->stop = true;  // a run in progress is superseded: it stops at its next batch
     m_run = std::make_shared<Run>();
-    std::function<Measurement()> work = [model = m_model, corpus = m_corpus, sentences, prune, run = m_run] {
+    std::function<Measurement()> work = [model = m_model, corpus = m_corpus, sentences, prune, run = m_run, sourceLang,
+                                         targetLang] {
         const auto start = std::chrono::steady_clock::now();
         // Gates of its own: head_stats and prune_curve set them while they run, and the app
         // translates with `model` on other threads meanwhile.
@@ -313,9 +337,16 @@ void HeadsPanel::measure() {
         if (pairs.size() > sentences) pairs.resize(sentences);
         HeadStatsOptions options;
         options.fixed_steps = model->trained_with().fixed_steps;
+        options.source_lang = sourceLang;
+        options.target_lang = targetLang;
         // Rare words by the corpus' own counts, its source tokens as the model splits them (attnviz-cli heads').
         for (const SentencePair& p : corpus->pairs) {
-            if (model->level() == TokenLevel::subword) {
+            if (model->tokenizer().pretrained()) {  // its own pieces of the text
+                const auto pieces = corpus->model_pieces
+                                        ? p.src
+                                        : model->tokenizer().encode(detokenize(p.src, corpus->level), false);
+                for (const auto& token : pieces) ++options.source_counts[token];
+            } else if (model->level() == TokenLevel::subword) {
                 for (const auto& token : model->tokenizer().split_words(p.src)) ++options.source_counts[token];
             } else {
                 for (const auto& token : p.src) ++options.source_counts[token];
@@ -331,6 +362,8 @@ void HeadsPanel::measure() {
         if (prune) {
             PruneCurveOptions p;
             p.fixed_steps = options.fixed_steps;
+            p.source_lang = sourceLang;
+            p.target_lang = targetLang;
             run->done = 0;
             run->pruning = true;
             p.progress = options.progress;

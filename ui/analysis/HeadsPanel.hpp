@@ -7,7 +7,9 @@
 // kind (HeadsGrid: live from training's head snapshots, Michel's Fig. 5) and the pruning curves
 // (PruneChart). Everything exports: CSV and JSON (the CLI's shape), PNG and SVG.
 #include <QWidget>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/analysis/heads.hpp"
@@ -51,6 +53,9 @@ public:
     void setModel(TranslationModelPtr model);
     /// The corpus whose validation pairs are measured (re-split as the model's training did).
     void setCorpus(std::shared_ptr<const Corpus> corpus);
+    /// Where a multilingual model's (M2M100, NLLB, mBART-50) languages come from when Measure runs:
+    /// (source, target) codes, "" for the tokenizer's own (the Translate tab's lists, as Train's).
+    void setLanguages(std::function<std::pair<QString, QString>()> languages);
 
     /// Starts a measurement (a newer one supersedes a run in progress: its result is dropped).
     void measure();
@@ -109,6 +114,7 @@ private:
 
     TranslationModelPtr m_model;
     std::shared_ptr<const Corpus> m_corpus;
+    std::function<std::pair<QString, QString>()> m_languages;  ///< the chosen languages (empty: the tokenizer's)
     HeadReport m_report;
     std::vector<PrunePoint> m_curve;
     QString m_measuredOn;  ///< "toy-french, 200 validation pairs"

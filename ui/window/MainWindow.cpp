@@ -164,6 +164,8 @@ QWidget* MainWindow::createSetupDock() {
     layout->addWidget(box);
     // A multilingual pretrained model's pair to fine-tune on: the Translate tab's lists, shown here too.
     m_tuneLanguages = new FineTuneLanguages(m_translate->sourceLanguageBox(), m_translate->targetLanguageBox());
+    // Heads measures a multilingual model on the pair Train tunes it on: the Translate tab's.
+    m_heads->setLanguages([this] { return std::pair(m_tuneLanguages->sourceLanguage(), m_tuneLanguages->targetLanguage()); });
     layout->addWidget(m_tuneLanguages);
     layout->addWidget(m_settings);
     layout->addStretch(1);

@@ -16,6 +16,7 @@
 #include <QLabel>
 #include <QMimeData>
 #include <QPainter>
+#include <QSignalSpy>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -29,6 +30,7 @@
 
 #include "core/config/pretrained_config.hpp"
 #include "core/decode/translation_model.hpp"
+#include "ui/analysis/HeadsPanel.hpp"
 #include "ui/compare/ComparePanel.hpp"
 #include "ui/heatmap/MapSelector.hpp"
 #include "ui/heatmap/ModelView.hpp"
@@ -392,6 +394,61 @@ TEST_CASE("pretrained: Train fine-tunes a multilingual model on the languages ch
     // A Marian model's target is a token in its sources: no fine-tune languages to show.
     REQUIRE(f.w().openFile(kHfFolders + QStringLiteral("/marian")));
     CHECK_FALSE(languages->isVisibleTo(&f.w()));
+}
+
+TEST_CASE("pretrained: Heads measures a multilingual model on the Translate tab's languages, and asks for a target first",
+          "[ui][pretrained][hf][languages]") {
+    if (!hfFoldersPresent()) return;
+    // The NLLB fixture naming no target language (tgt_lang null): heads scores coded pairs, so it
+    // needs the pair, as attnviz-cli heads --target-lang does.
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("nllb-no-tgt"));
+    REQUIRE(QDir().mkpath(folder));
+    const QDir fixture(kHfFolders + QStringLiteral("/nllb"));
+    for (const QString& name : fixture.entryList(QDir::Files))
+        REQUIRE(QFile::copy(fixture.filePath(name), folder + QLatin1Char('/') + name));
+    {
+        const std::string path = (folder + QStringLiteral("/tokenizer_config.json")).toStdString();
+        std::ifstream in(path);
+        nlohmann::json config = nlohmann::json::parse(in);
+        in.close();
+        config["tgt_lang"] = nullptr;
+        std::ofstream(path) << config.dump(2);
+    }
+    Fixture f(/*epochs=*/1, /*maxBatches=*/2);
+    REQUIRE(f.w().openFile(folder));
+    REQUIRE(f.waitCorpus());
+    HeadsPanel* heads = f.w().headsPanel();
+    heads->sentencesBox()->setValue(4);
+    heads->pruneBox()->setChecked(false);
+    QSignalSpy done(heads, &HeadsPanel::headsMeasured);
+    QSignalSpy failed(heads, &HeadsPanel::measureFailed);
+    // No target chosen: refused at once, saying where to choose; nothing runs.
+    heads->measureButton()->click();
+    REQUIRE(failed.count() == 1);
+    CHECK(failed.front().front().toString().contains(QStringLiteral("“to” list")));
+    CHECK_FALSE(heads->busy());
+
+    // Each target chosen in the Translate tab: measured on that pair, with importances of its own.
+    auto measureTo = [&](const QString& code) {
+        TranslatePanel* panel = f.w().translatePanel();
+        const int index = panel->targetLanguageBox()->findData(code);
+        REQUIRE(index > 0);
+        panel->targetLanguageBox()->setCurrentIndex(index);
+        const int before = done.count();
+        failed.clear();
+        heads->measureButton()->click();
+        REQUIRE(waitUntil([&] { return done.count() > before || failed.count() > 0; }, 300000));  // a state
+        if (failed.count() > 0) FAIL(failed.front().front().toString().toStdString());
+        std::vector<double> importance;
+        for (const HeadStats& h : heads->heads()) importance.push_back(h.importance);
+        REQUIRE_FALSE(importance.empty());
+        return importance;
+    };
+    const std::vector<double> german = measureTo(QStringLiteral("deu_Latn"));
+    const std::vector<double> french = measureTo(QStringLiteral("fra_Latn"));
+    REQUIRE(german.size() == french.size());
+    CHECK(german != french);
 }
 
 // By hand, with an opus-mt-sized Marian folder (tools/bench_pretrained.py WORK builds one as
