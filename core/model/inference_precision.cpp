@@ -93,7 +93,8 @@ std::pair<torch::Tensor, torch::Tensor> quantize_rows(const torch::Tensor& w) {
 torch::Tensor dequantized(const Int8Weight& e) {
     torch::jit::Stack stack{e.packed};
     op("quantized::linear_unpack").callBoxed(&stack);
-    return stack.at(0).toTuple()->elements().at(0).toTensor().dequantize();
+    // linear_unpack returns (weight, bias): a boxed call leaves them on the stack one by one.
+    return stack.at(0).toTensor().dequantize();
 }
 
 /// Names of 2-D weights that stay float: position tables, T5's relative position bias, d2l's embeddings.

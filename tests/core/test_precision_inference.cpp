@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/analysis/attribution.hpp"
 #include "core/data/tasks.hpp"
 #include "core/decode/translation_model.hpp"
 #include "core/io/error.hpp"
@@ -235,5 +236,39 @@ TEST_CASE("a d2l Transformer in int8 and bf16 translates as in float32, its maps
         CHECK(a.identical >= 0.95);
         CHECK(a.maps.within >= 0.98);
         CHECK(a.maps.mean <= 0.005);
+    }
+}
+
+TEST_CASE("int8 and bf16 attribute by gradients as float32 does, within their rounding", "[precision_inference][attribution]") {
+    // A gradient pass multiplies by the int8 weights' float values (linear_unpack, then dequantize):
+    // saliency and integrated gradients ran into an internal error there before.
+    const auto& t = trained_transformer();
+    DecodeOptions greedy;
+    greedy.beam_size = 1;
+    const Translation reference = t.model->translate({t.sentences.front()}, greedy).at(0);
+    REQUIRE_FALSE(reference.empty());
+    AttributionOptions options;
+    options.methods = {AttributionMethod::saliency, AttributionMethod::integrated_gradients};
+    options.ig_steps = 8;
+    const SentenceAttribution fp32 = attribute(*t.model, reference, options);
+    for (const auto p : {InferencePrecision::int8, InferencePrecision::bf16}) {
+        const auto other = converted(*t.model, p);
+        const SentenceAttribution a = attribute(*other, reference, options);
+        REQUIRE(a.steps.size() == fp32.steps.size());
+        double largest = 0;
+        for (size_t s = 0; s < a.steps.size(); ++s)
+            for (const auto method : options.methods) {
+                const AttributionScores* mine = a.steps[s].find(method);
+                const AttributionScores* base = fp32.steps[s].find(method);
+                REQUIRE(mine);
+                REQUIRE(base);
+                REQUIRE(mine->source.size() == base->source.size());
+                // Every source token's value close to float32's (measured: int8 0.14, bf16 0.10 at most).
+                for (size_t i = 0; i < mine->source.size(); ++i)
+                    largest = std::max(largest, double(std::abs(mine->source[i] - base->source[i])));
+            }
+        WARN(precision_name(p) << ": largest source attribution difference from fp32 " << largest);
+        CHECK(std::isfinite(largest));
+        CHECK(largest < 0.5);
     }
 }
