@@ -322,7 +322,9 @@ PretrainedEncoding PretrainedImpl::encode_embedded(const torch::Tensor& emb, con
     auto x = embed_with_positions(emb, positions, /*decoder=*/false);
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
     int64_t layer_index = 0;
+    StepThreads threads(B * S);  // all threads or one, as its layers run faster (core/model/small_linear.hpp)
     for (auto& layer : encoder_layers) {
+        threads.next_step();
         auto& a = *layer->self_attn;
         auto residual = x;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(x) : x;

@@ -207,8 +207,12 @@ FewRowsStepThreads::~FewRowsStepThreads() {
 
 namespace {
 
-/// What the last search over many rows found faster (StepThreads): 1 for one thread, 0 for all.
+/// What StepThreads last found faster, for every search and encoder of the process: 1 for one
+/// thread, 0 for all; the steps between tries of the slower (grows while tries lose), and the
+/// steps since the last try, counted over every search and encoder.
 std::atomic<int> g_one_faster{0};
+std::atomic<int64_t> g_interval{4};
+std::atomic<int64_t> g_since_try{1 << 20};  // the first search tries at once
 
 int64_t steady_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -229,7 +233,6 @@ StepThreads::~StepThreads() {
     if (m_full < 2) return;
     use(m_full);
     if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(m_mkl);
-    if (m_timed[0] && m_timed[1]) g_one_faster.store(m_best == 1 ? 1 : 0);
 }
 
 void StepThreads::use(int threads) {
@@ -248,28 +251,42 @@ void StepThreads::next_step() {
     if (m_step >= 1) {
         const int k = m_current == m_full ? 0 : 1;
         const double seconds = double(now - m_started_ns) * 1e-9;
-        const bool probe = m_current != m_best;
+        const bool tried = m_current != m_best;
         m_time[k] = m_timed[k] ? 0.5 * (m_time[k] + seconds) : seconds;
         m_timed[k] = true;
-        if (m_timed[0] && m_timed[1]) {
+        if (tried) {
+            // The try against this search's own steps of the same shape: a loss makes the next try
+            // wait twice as long (each costs a slower step), a change of mind brings it close.
             const int best = m_time[1] < m_time[0] ? 1 : m_full;
-            // A probe that lost again: the next one later (each costs a slower step); a change of
-            // mind: soon again.
-            if (probe) m_interval = best == m_best ? std::min<int64_t>(m_interval * 2, 64) : 4;
+            g_interval.store(best == m_best ? std::min<int64_t>(g_interval.load() * 2, 32) : 4);
             m_best = best;
+            g_one_faster.store(best == 1 ? 1 : 0);
+        } else if (m_timed[0] && m_timed[1] && m_time[k] > 1.5 * m_time[1 - k]) {
+            // The choice's own steps slowed far past the other's try (the load came or went; a
+            // step's own growth with its position stays well within the margin): switch now.
+            m_best = k == 0 ? 1 : m_full;
+            g_one_faster.store(m_best == 1 ? 1 : 0);
+            g_since_try.store(0);  // the choice just left is not tried again at once
         }
     }
     ++m_step;
-    // Step 0 (not timed) and 1 on the choice the last search made, step 2 the other; then the
-    // faster, and the other again every m_interval steps.
-    const int other = m_best == 1 ? m_full : 1;
+    // Step 0 (not timed) and 1 on the choice last found faster; from step 2, when a try is due,
+    // one step on the other.
     int next = m_best;
-    if (m_step == 2 || (m_step > 2 && m_step >= m_last_probe + m_interval)) {
-        next = other;
-        m_last_probe = m_step;
+    if (m_step >= 2 && g_since_try.load() >= g_interval.load()) {
+        next = m_best == 1 ? m_full : 1;
+        g_since_try.store(0);
+    } else {
+        g_since_try.fetch_add(1);
     }
     use(next);
     m_started_ns = steady_ns();
+}
+
+void forget_step_threads() {
+    g_one_faster.store(0);
+    g_interval.store(4);
+    g_since_try.store(1 << 20);
 }
 
 PreferredThreads::PreferredThreads(int64_t rows) {

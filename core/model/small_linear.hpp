@@ -69,19 +69,20 @@ private:
     int m_mkl = 0;      ///< MKL's per-thread count before
 };
 
-/// The threads of a search's steps over `rows` rows, chosen step by step while the search runs.
-/// A few rows (<= k_small_linear_rows): one thread throughout, as FewRowsStepThreads. More rows
-/// (batch 32 at beam 4: 128): all the threads or one, whichever ran its recent steps faster. Why:
-/// on a quiet machine a 128-row step runs faster on 2 threads, but while another process holds a
-/// core every OpenMP region of the step waits on the descheduled thread (libgomp spins, then
-/// sleeps): the same steps ran 3-8x slower than on one thread (opus-mt-sized int8, batch 32, load
-/// 3: 300-500 ms a step against 55-100 ms). The load comes and goes within a run, so it is
-/// measured, not guessed: the search starts with what the last one found faster, times one step
-/// of the other early, then runs the faster (an average over its recent steps) and tries the
-/// other again now and then: 4 steps after a change of mind, twice as long after each probe that
-/// lost, up to 64 (on a quiet machine: steps 2, 10, 26, 58 on one thread). The outputs were
-/// the same at 1 and 2 threads (64 sentences, batch 32, greedy and beam 4, fp32 and int8): the
-/// products split their output rows, not their sums, among threads.
+/// The threads of a search's steps (or an encoder's layers) over `rows` rows, chosen step by step
+/// while it runs. A few rows (<= k_small_linear_rows): one thread throughout, as
+/// FewRowsStepThreads. More rows (batch 32 at beam 4: 128; an encoder's tokens): all the threads
+/// or one, whichever ran its steps faster. Why: on a quiet machine such a step runs faster on 2
+/// threads, but while another process holds a core every OpenMP region of it waits on the
+/// descheduled thread (libgomp spins, then sleeps): the same steps ran 3-8x slower than on one
+/// thread (opus-mt-sized int8, batch 32, load 3: 300-500 ms a step against 55-100 ms; a
+/// BART-base-sized encoder of 1,024 tokens 2.2 s against 1.3 s). The load comes and goes, so it
+/// is measured, not guessed: a search starts with what the process last found faster, and now
+/// and then (from its step 2) runs one step on the other, compared with its own steps of the
+/// same shape; a try that loses makes the next wait twice as long (up to 32 steps, counted over
+/// every search and encoder), a change of mind brings it back to 4. The outputs were the same at
+/// 1 and 2 threads (64 sentences, batch 32, greedy and beam 4, fp32 and int8): the products split
+/// their output rows, not their sums, among threads.
 class StepThreads {
 public:
     explicit StepThreads(int64_t rows);
@@ -105,12 +106,13 @@ private:
     int m_current = 0;         ///< this step's threads
     int m_best = 0;            ///< the faster so far (m_full or 1)
     int64_t m_step = -1;       ///< the current step, from 0
-    int64_t m_interval = 4;    ///< steps between tries of the slower choice
-    int64_t m_last_probe = 2;  ///< the step that last tried it
     double m_time[2] = {0.0, 0.0};  ///< recent seconds a step on all threads [0] and on one [1]
     bool m_timed[2] = {false, false};
     int64_t m_started_ns = 0;  ///< when the current step started (steady clock)
 };
+
+/// Forgets what StepThreads learned (all threads faster; the next search tries one at once): for tests.
+void forget_step_threads();
 
 /// For a pass over `rows` rows outside a search's steps (its encoder): one thread when the last
 /// search over many rows (StepThreads) found one faster, all otherwise; restored after.

@@ -238,7 +238,9 @@ PretrainedEncoding T5Impl::encode_embedded(const torch::Tensor& emb, const torch
     auto x = dropout_p() > 0 ? torch::dropout(emb, dropout_p(), true) : emb;
     const double attn_p = is_training() ? c.attention_dropout : 0.0;
     int64_t l = 0;
+    StepThreads threads(emb.size(0) * S);  // all threads or one, as its layers run faster (small_linear.hpp)
     for (const auto& b : encoder_blocks) {
+        threads.next_step();
         auto h = t5_rms_norm(x, b.self_norm, c.layer_norm_eps);
         auto att = t5_attend(b.self.o, t5_split(t5_project(b.self.q, h), H), t5_split(t5_project(b.self.k, h), H),
                              t5_split(t5_project(b.self.v, h), H), bias, attn_p, is_training(), keep, {},
