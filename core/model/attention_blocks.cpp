@@ -40,8 +40,15 @@ AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const
                            const torch::Tensor& bias, double dropout, bool training, bool keep,
                            const torch::Tensor& weights_given, const torch::Tensor& keep_heads, bool zero_empty_rows) {
     auto scores = torch::matmul(q, k.transpose(2, 3));  // [B, h, Tq, Tk]
-    if (scaling != 1.0) scores = scores * scaling;
-    if (bias.defined()) scores = scores + bias;
+    // In place: the same values without two more [B, h, Tq, Tk] tensors (50 MB a layer for a
+    // 1,024-token source of 12 heads); the product's backward needs q and k, not its output.
+    if (scaling != 1.0) scores.mul_(scaling);
+    if (bias.defined()) {
+        const bool fits = bias.scalar_type() == scores.scalar_type() &&
+                          at::infer_size(scores.sizes(), bias.sizes()) == scores.sizes().vec();
+        if (fits) scores.add_(bias);
+        else scores = scores + bias;  // a bias of more dimensions or another type widens the scores
+    }
     auto w = weights_given.defined() ? weights_given.expand_as(scores).contiguous() : torch::softmax(scores, -1);
     if (zero_empty_rows && !weights_given.defined()) w = torch::nan_to_num(w, 0.0);  // every key erased: none
     auto wd = dropout > 0 && training ? torch::dropout(w, dropout, true) : w;
