@@ -472,8 +472,11 @@ std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source)
     auto cache = std::make_unique<PretrainedCache>();
     for (auto& layer : decoder_layers) {
         auto& a = *layer->encoder_attn;
-        cache->cross_k.push_back(a.split_heads(project(a.k_proj, enc.output)));
-        cache->cross_v.push_back(a.split_heads(project(a.v_proj, enc.output)));
+        // Contiguous per head: a step's scores multiply by k's transpose, which a head-split view
+        // of several rows (a beam's) could not pass to the batched product without copying all of
+        // it at every step (a 1,024-token source, 4 beams: 75 MB a step, 18% of the time).
+        cache->cross_k.push_back(a.split_heads(project(a.k_proj, enc.output)).contiguous());
+        cache->cross_v.push_back(a.split_heads(project(a.v_proj, enc.output)).contiguous());
     }
     cache->cross_rows = enc.map_rows;
     cache->self_k.resize(decoder_layers.size());

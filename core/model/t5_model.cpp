@@ -337,8 +337,9 @@ std::unique_ptr<DecoderCache> T5Impl::start(const EncodedSource& source) {
     const int64_t H = hf().decoder_heads;
     auto cache = std::make_unique<PretrainedCache>();
     for (const auto& b : decoder_blocks) {
-        cache->cross_k.push_back(t5_split(t5_project(b.cross.k, enc.output), H));
-        cache->cross_v.push_back(t5_split(t5_project(b.cross.v, enc.output), H));
+        // Contiguous per head, as the pretrained family's: no copy of k at every step of a beam.
+        cache->cross_k.push_back(t5_split(t5_project(b.cross.k, enc.output), H).contiguous());
+        cache->cross_v.push_back(t5_split(t5_project(b.cross.v, enc.output), H).contiguous());
     }
     cache->cross_rows = enc.map_rows;
     cache->self_k.resize(decoder_blocks.size());
