@@ -290,21 +290,7 @@ void forget_step_threads() {
 }
 
 PreferredThreads::PreferredThreads(int64_t rows) {
-    const int threads = at::get_num_threads();
-    if (rows <= k_small_linear_rows || threads < 2 || at::in_parallel_region() || !g_one_faster.load()) return;
-    m_threads = threads;
-#ifdef _OPENMP
-    omp_set_num_threads(1);
-#endif
-    if (MKL_Set_Num_Threads_Local) m_mkl = MKL_Set_Num_Threads_Local(1);
-}
-
-PreferredThreads::~PreferredThreads() {
-    if (m_threads == 0) return;
-#ifdef _OPENMP
-    omp_set_num_threads(m_threads);
-#endif
-    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(m_mkl);
+    if (rows > k_small_linear_rows && g_one_faster.load()) m_one.emplace(1);  // one thread, as a few rows' step
 }
 
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {

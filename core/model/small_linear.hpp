@@ -14,6 +14,8 @@
 // The sums run over the input features in order, one fused multiply-add per term, so a
 // row's values do not depend on how many rows are computed with it or on the threads;
 // they differ from MKL's in float rounding only (the tests compare the two).
+#include <optional>
+
 #include <torch/torch.h>
 
 namespace attnviz {
@@ -119,13 +121,9 @@ void forget_step_threads();
 class PreferredThreads {
 public:
     explicit PreferredThreads(int64_t rows);
-    ~PreferredThreads();
-    PreferredThreads(const PreferredThreads&) = delete;
-    PreferredThreads& operator=(const PreferredThreads&) = delete;
 
 private:
-    int m_threads = 0;  ///< the threads before, 0 when nothing was changed
-    int m_mkl = 0;
+    std::optional<FewRowsStepThreads> m_one;  ///< set: one thread until the end of the scope
 };
 
 }  // namespace attnviz

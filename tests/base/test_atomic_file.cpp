@@ -71,7 +71,7 @@ TEST_CASE("atomic write: replaces the file and leaves only it", "[atomic]") {
     CHECK(read_all(dir / "relative.txt") == "r");
 }
 
-TEST_CASE("atomic write, streamed: pieces in order; a failing producer or a full disk leaves the previous file",
+TEST_CASE("atomic write, streamed: pieces in order, and a failing producer or a full disk leaves the previous file",
           "[atomic][disk]") {
     Dir dir;
     const std::string path = dir / "attention.json";

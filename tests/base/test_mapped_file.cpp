@@ -63,7 +63,7 @@ TEST_CASE("a mapped file shows the file's bytes, keeps them while shared, and wr
     CHECK(e->view().empty());
 }
 
-TEST_CASE("a mapped file's pages are released and read again from the file; other bytes are left alone",
+TEST_CASE("a mapped file's pages are released and read again from the file, other bytes left alone",
           "[mapped_file][memory]") {
     ScratchDir dir("release");
     const std::string path = dir / "w.bin";

@@ -309,11 +309,11 @@ TEST_CASE("cli: --source-lang or --target-lang for a model without languages is 
         }
 }
 
-TEST_CASE("cli: train --init-from a multilingual model fine-tunes on --source-lang/--target-lang and keeps them",
-          "[cli][pretrained][languages][train]") {
-    if (!have_fixtures()) return;
-    TempDir dir;
-    // tokenizer_config.json naming no target language (tgt_lang null), as a hub model may have it.
+namespace {
+
+/// The NLLB fixture copied with a tokenizer_config.json naming no target language (tgt_lang null),
+/// as a hub model may have it, and dir/pairs.tsv: four English-French pairs. Returns the folder.
+std::string nllb_without_target(TempDir& dir) {
     const std::string model = copy_folder(dir, "nllb", "nllb-no-tgt");
     std::string config = read_file(model + "/tokenizer_config.json");
     const std::string tgt = "\"tgt_lang\": \"fra_Latn\"";
@@ -323,6 +323,16 @@ TEST_CASE("cli: train --init-from a multilingual model fine-tunes on --source-la
     write_file(model + "/tokenizer_config.json", config);
     write_file(dir / "pairs.tsv", "Hello, Tom.\tBonjour, Tom.\nI am a small frog.\tJe suis une petite grenouille.\n"
                                   "The cat sleeps.\tLe chat dort.\nGood morning.\tBonjour.\n");
+    return model;
+}
+
+}  // namespace
+
+TEST_CASE("cli: train --init-from a multilingual model fine-tunes on --source-lang/--target-lang and keeps them",
+          "[cli][pretrained][languages][train]") {
+    if (!have_fixtures()) return;
+    TempDir dir;
+    const std::string model = nllb_without_target(dir);  // tokenizer_config.json names no target
     const std::vector<std::string> train{"train", "--init-from", model, "--data", dir / "pairs.tsv", "--epochs", "1",
                                          "--device", "cpu", "-q"};
     auto with = [&](std::vector<std::string> extra) {
@@ -342,7 +352,7 @@ TEST_CASE("cli: train --init-from a multilingual model fine-tunes on --source-la
     CHECK(cli(dir, {"translate", "--model", dir / "tuned.ckpt", "--beam", "1", "Hello, Tom."}).code == 0);
     REQUIRE(cli(dir, {"export-model", "--model", dir / "tuned.ckpt", "--out", dir / "exported"}).code == 0);
     const std::string exported = read_file(dir / "exported/tokenizer_config.json");
-    CHECK(exported.find(tgt) != std::string::npos);
+    CHECK(exported.find("\"tgt_lang\": \"fra_Latn\"") != std::string::npos);
     CHECK(exported.find("\"src_lang\": \"eng_Latn\"") != std::string::npos);
 
     // A language the model lacks, a model without languages, a model trained from scratch: one line, exit 2.
@@ -364,15 +374,7 @@ TEST_CASE("cli: heads of a multilingual model scores the pairs in --source-lang/
     // folder whose tokenizer_config.json names no target language could not be told one.
     if (!have_fixtures()) return;
     TempDir dir;
-    const std::string model = copy_folder(dir, "nllb", "nllb-no-tgt");
-    std::string config = read_file(model + "/tokenizer_config.json");
-    const std::string tgt = "\"tgt_lang\": \"fra_Latn\"";
-    const size_t at = config.find(tgt);
-    REQUIRE(at != std::string::npos);
-    config.replace(at, tgt.size(), "\"tgt_lang\": null");
-    write_file(model + "/tokenizer_config.json", config);
-    write_file(dir / "pairs.tsv", "Hello, Tom.\tBonjour, Tom.\nI am a small frog.\tJe suis une petite grenouille.\n"
-                                  "The cat sleeps.\tLe chat dort.\nGood morning.\tBonjour.\n");
+    const std::string model = nllb_without_target(dir);
     const std::vector<std::string> corpus{"--model", model, "--data", dir / "pairs.tsv", "--split", "all"};
     auto run = [&](const std::string& command, std::vector<std::string> extra) {
         std::vector<std::string> args{command};

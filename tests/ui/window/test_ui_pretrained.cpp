@@ -304,26 +304,35 @@ TEST_CASE("pretrained: Train fine-tunes the opened model on the corpus, starting
     CHECK(f.w().translatePanel()->translationModel() == tuned);
 }
 
+namespace {
+
+/// The NLLB fixture copied into dir with a tokenizer_config.json naming no target language
+/// (tgt_lang null), as a hub model may have it. Returns the folder.
+QString nllbWithoutTarget(const QTemporaryDir& dir) {
+    const QString folder = dir.filePath(QStringLiteral("nllb-no-tgt"));
+    REQUIRE(QDir().mkpath(folder));
+    const QDir fixture(kHfFolders + QStringLiteral("/nllb"));
+    for (const QString& name : fixture.entryList(QDir::Files))
+        REQUIRE(QFile::copy(fixture.filePath(name), folder + QLatin1Char('/') + name));
+    const std::string path = (folder + QStringLiteral("/tokenizer_config.json")).toStdString();
+    std::ifstream in(path);
+    nlohmann::json config = nlohmann::json::parse(in);
+    in.close();
+    REQUIRE(config.contains("tgt_lang"));
+    config["tgt_lang"] = nullptr;
+    std::ofstream(path) << config.dump(2);
+    return folder;
+}
+
+}  // namespace
+
 TEST_CASE("pretrained: Train fine-tunes a multilingual model on the languages chosen, and asks for a target first",
           "[ui][pretrained][hf][languages]") {
     if (!hfFoldersPresent()) return;
     // The NLLB fixture with a tokenizer_config.json naming no target language (tgt_lang null), as a hub
     // model may have it: Train must be told the pair, as attnviz-cli train --target-lang is.
     QTemporaryDir dir;
-    const QString folder = dir.filePath(QStringLiteral("nllb-no-tgt"));
-    REQUIRE(QDir().mkpath(folder));
-    const QDir fixture(kHfFolders + QStringLiteral("/nllb"));
-    for (const QString& name : fixture.entryList(QDir::Files))
-        REQUIRE(QFile::copy(fixture.filePath(name), folder + QLatin1Char('/') + name));
-    {
-        const std::string path = (folder + QStringLiteral("/tokenizer_config.json")).toStdString();
-        std::ifstream in(path);
-        nlohmann::json config = nlohmann::json::parse(in);
-        in.close();
-        REQUIRE(config.contains("tgt_lang"));
-        config["tgt_lang"] = nullptr;
-        std::ofstream(path) << config.dump(2);
-    }
+    const QString folder = nllbWithoutTarget(dir);
     Fixture f(/*epochs=*/1, /*maxBatches=*/2);
     REQUIRE(f.w().openFile(folder));
     const TranslationModelPtr pretrained = f.controller().latestModel();
@@ -402,19 +411,7 @@ TEST_CASE("pretrained: Heads measures a multilingual model on the Translate tab'
     // The NLLB fixture naming no target language (tgt_lang null): heads scores coded pairs, so it
     // needs the pair, as attnviz-cli heads --target-lang does.
     QTemporaryDir dir;
-    const QString folder = dir.filePath(QStringLiteral("nllb-no-tgt"));
-    REQUIRE(QDir().mkpath(folder));
-    const QDir fixture(kHfFolders + QStringLiteral("/nllb"));
-    for (const QString& name : fixture.entryList(QDir::Files))
-        REQUIRE(QFile::copy(fixture.filePath(name), folder + QLatin1Char('/') + name));
-    {
-        const std::string path = (folder + QStringLiteral("/tokenizer_config.json")).toStdString();
-        std::ifstream in(path);
-        nlohmann::json config = nlohmann::json::parse(in);
-        in.close();
-        config["tgt_lang"] = nullptr;
-        std::ofstream(path) << config.dump(2);
-    }
+    const QString folder = nllbWithoutTarget(dir);
     Fixture f(/*epochs=*/1, /*maxBatches=*/2);
     REQUIRE(f.w().openFile(folder));
     REQUIRE(f.waitCorpus());
