@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -55,10 +56,19 @@ std::string normalize_etag(std::string e) {
     return e;
 }
 
+/// A size header's bytes: -1 when it is not a number; more digits than 18 (10^18 bytes and up,
+/// more than any disk) read as INT64_MAX, so that the free-space check refuses the file in one
+/// line rather than the size going unknown and the download running until the disk is full.
 int64_t to_int(const std::string& s) {
-    if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) || s.size() > 18)
-        return -1;
+    if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
+    const size_t first = std::min(s.find_first_not_of('0'), s.size());
+    if (s.size() - first > 18) return std::numeric_limits<int64_t>::max();
     return std::stoll(s);
+}
+
+/// a + b for sizes, INT64_MAX where the sum would pass it.
+int64_t size_plus(int64_t a, int64_t b) {
+    return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max() : a + b;
 }
 
 /// Whether the path `p` exists, following links (a snapshot's link to its blob).
@@ -147,7 +157,7 @@ void check_room(const DownloadPlan& plan, const fs::path& blobs) {
         if (f.cached || f.size < 0) continue;
         struct stat st {};
         const int64_t have = ::stat((blobs / (f.etag + ".incomplete")).c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
-        need += std::max<int64_t>(0, f.size - have);
+        need = size_plus(need, std::max<int64_t>(0, f.size - have));
         if (f.size > largest) largest = f.size, largest_name = f.name;
     }
     struct statvfs vfs {};
@@ -403,8 +413,8 @@ DownloadPlan plan_download(const DownloadOptions& options, const DownloadCallbac
         f.size = to_int(h.header("x-linked-size"));
         if (f.size < 0 && h.status == 200) f.size = to_int(h.header("content-length"));
         f.cached = blob_complete(repo / "blobs" / f.etag, f.size);
-        if (f.size > 0) plan.total_bytes += f.size;
-        if (!f.cached && f.size > 0) plan.missing_bytes += f.size;
+        if (f.size > 0) plan.total_bytes = size_plus(plan.total_bytes, f.size);
+        if (!f.cached && f.size > 0) plan.missing_bytes = size_plus(plan.missing_bytes, f.size);
         plan.files.push_back(f);
     }
     return plan;

@@ -29,6 +29,7 @@ Built-in models (synthetic bytes: the download tests need files, not networks):
   faults/down    always 500
   faults/renamed redirects (relative, 307) to tiny/model, as the hub does for a renamed repository
   faults/huge    tiny/model, but the API and the headers say model.safetensors is 2^50 bytes (1 PiB)
+  faults/vast    the same with 10^20 bytes: more digits than a 64-bit size holds
   bench/big      with --big-mb N: model.safetensors of N MB (LFS), for the speed benchmark
 Every other id answers 404 (X-Error-Code: RepoNotFound).
 """
@@ -72,8 +73,11 @@ class File:
 
 
 def claimed_size(repo, f):
-    """The size the API and the headers give a file: its own, or faults/huge's 1 PiB weights."""
-    return 1 << 50 if repo.fault == "huge" and f.name == "model.safetensors" else f.size
+    """The size the API and the headers give a file: its own, or faults/huge's 1 PiB weights
+    (faults/vast's 10^20 bytes)."""
+    if f.name == "model.safetensors" and repo.fault in ("huge", "vast"):
+        return 1 << 50 if repo.fault == "huge" else 10 ** 20
+    return f.size
 
 
 class Repo:
@@ -122,7 +126,7 @@ def make_repos(args):
                               File("tokenizer.json", b'{"version": "1.0"}')]))
     add(Repo("tiny/bin-only", [File("config.json", b'{"model_type": "marian"}'),
                                File("pytorch_model.bin", shard()), File("spiece.model", b"x" * 100)]))
-    for fault in ("drop", "badsha", "private", "gated", "flaky", "down", "huge"):
+    for fault in ("drop", "badsha", "private", "gated", "flaky", "down", "huge", "vast"):
         add(Repo("faults/" + fault, synthetic_files(1), fault))
     add(Repo("faults/renamed", [], "renamed"))
     for spec in args.serve:

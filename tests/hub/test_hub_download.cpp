@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -382,6 +384,31 @@ TEST_CASE("hub download: a model larger than the disk's free space is refused be
     if (fs::exists(repo / "blobs"))
         for (const auto& e : fs::directory_iterator(repo / "blobs")) FAIL_CHECK("left in blobs/: " << e.path());
     CHECK_FALSE(fs::exists(repo / "snapshots" / plan.commit));
+}
+
+TEST_CASE("hub download: a size of more digits than 64 bits hold is refused as too large, not read as unknown",
+          "[hub]") {
+    // faults/vast: X-Linked-Size 100000000000000000000 (10^20). Read as unknown it skipped the
+    // free-space check and the download ran until the disk was full.
+    HubServer server;
+    HubTempDir cache;
+    const auto o = options_for(server, cache, "faults/vast");
+    const DownloadPlan plan = plan_download(o);
+    const auto weights = std::find_if(plan.files.begin(), plan.files.end(),
+                                      [](const PlannedFile& f) { return f.name == "model.safetensors"; });
+    REQUIRE(weights != plan.files.end());
+    CHECK(weights->size == std::numeric_limits<int64_t>::max());
+    CHECK(plan.missing_bytes == std::numeric_limits<int64_t>::max());  // the sum saturates
+    std::string message;
+    try {
+        download(o, plan);
+    } catch (const FileError& e) {
+        message = e.what();
+    }
+    INFO(message);
+    CHECK(message.find("not enough space for 'faults/vast'") != std::string::npos);
+    CHECK(server.requests("/_cdn/", "GET") == 0);
+    CHECK(server.requests("/resolve/", "GET") == 0);
 }
 
 TEST_CASE("hub download: a 300 MB file against curl from the same server", "[.][hub_bench]") {
