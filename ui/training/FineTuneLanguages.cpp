@@ -2,7 +2,7 @@
 #include "ui/training/FineTuneLanguages.hpp"
 
 #include <QComboBox>
-#include <QHBoxLayout>
+#include <QFormLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
@@ -21,6 +21,12 @@ FineTuneLanguages::FineTuneLanguages(QComboBox* source, QComboBox* target, QWidg
     // One list of items, one choice: the Translate tab's lists and these show the same.
     m_source->setModel(source->model());
     m_target->setModel(target->model());
+    // Sized to a code, not to the longest of 200 items: the row must not widen the Setup dock past
+    // its width (everything in it was cut at the right edge).
+    for (QComboBox* box : {m_source, m_target}) {
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(8);
+    }
     m_source->setToolTip(tr("The language of the corpus's sources: its code starts each source, as the model reads "
                             "it. The Translate tab's “From” list is the same choice"));
     m_target->setToolTip(tr("The language of the corpus's targets: the model learns to write its code first. The "
@@ -28,14 +34,13 @@ FineTuneLanguages::FineTuneLanguages(QComboBox* source, QComboBox* target, QWidg
     m_note = new QLabel(this);
     m_note->setObjectName(QStringLiteral("fineTuneLanguagesNote"));
     m_note->setWordWrap(true);
-    auto* row = new QHBoxLayout();
-    row->addWidget(new QLabel(tr("From"), this));
-    row->addWidget(m_source, 1);
-    row->addWidget(new QLabel(tr("to"), this));
-    row->addWidget(m_target, 1);
+    // One list a row, as the dock's other settings: side by side they widened the dock.
+    auto* rows = new QFormLayout();
+    rows->addRow(tr("From"), m_source);
+    rows->addRow(tr("To"), m_target);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    layout->addLayout(row);
+    layout->addLayout(rows);
     layout->addWidget(m_note);
     const auto follow = [this](QComboBox* from, QComboBox* to) {
         connect(from, &QComboBox::currentIndexChanged, this, [this, from, to](int index) {
