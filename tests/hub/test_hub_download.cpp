@@ -67,6 +67,16 @@ const std::vector<std::string> k_tiny_files = {"config.json",   "generation_conf
                                                "source.spm",    "special_tokens_map.json", "target.spm",
                                                "tokenizer_config.json", "vocab.json"};
 
+/// The FileError a download of the plan throws ("" when it throws none).
+std::string download_refusal(const DownloadOptions& o, const DownloadPlan& plan) {
+    try {
+        download(o, plan);
+    } catch (const FileError& e) {
+        return e.what();
+    }
+    return {};
+}
+
 }  // namespace
 
 TEST_CASE("hub download: a model's files into the cache as huggingface_hub lays it out, nothing it does not need", "[hub]") {
@@ -367,12 +377,7 @@ TEST_CASE("hub download: a model larger than the disk's free space is refused be
     HubTempDir cache;
     const auto o = options_for(server, cache, "faults/huge");
     const DownloadPlan plan = plan_download(o);
-    std::string message;
-    try {
-        download(o, plan);
-    } catch (const FileError& e) {
-        message = e.what();
-    }
+    const std::string message = download_refusal(o, plan);
     INFO(message);
     CHECK(message.find("not enough space for 'faults/huge'") != std::string::npos);
     CHECK(message.find("it needs 1125.9 TB") != std::string::npos);  // 2^50 bytes
@@ -399,12 +404,7 @@ TEST_CASE("hub download: a size of more digits than 64 bits hold is refused as t
     REQUIRE(weights != plan.files.end());
     CHECK(weights->size == std::numeric_limits<int64_t>::max());
     CHECK(plan.missing_bytes == std::numeric_limits<int64_t>::max());  // the sum saturates
-    std::string message;
-    try {
-        download(o, plan);
-    } catch (const FileError& e) {
-        message = e.what();
-    }
+    const std::string message = download_refusal(o, plan);
     INFO(message);
     CHECK(message.find("not enough space for 'faults/vast'") != std::string::npos);
     CHECK(server.requests("/_cdn/", "GET") == 0);
