@@ -187,22 +187,31 @@ bool plain_few_rows(const torch::Tensor& x, const torch::Tensor& weight, int64_t
 
 }  // namespace
 
+namespace {
+
+/// OpenMP's thread count for this thread's next regions, and MKL's per-thread count (0: its
+/// global one); returns MKL's per-thread count before (0 without MKL).
+int set_threads(int omp_threads, int mkl_local) {
+#ifdef _OPENMP
+    omp_set_num_threads(omp_threads);
+#else
+    (void)omp_threads;
+#endif
+    return MKL_Set_Num_Threads_Local ? MKL_Set_Num_Threads_Local(mkl_local) : 0;
+}
+
+}  // namespace
+
 FewRowsStepThreads::FewRowsStepThreads(int64_t rows) {
     const int threads = at::get_num_threads();
     if (rows > k_small_linear_rows || threads < 2 || at::in_parallel_region()) return;
     m_threads = threads;
-#ifdef _OPENMP
-    omp_set_num_threads(1);
-#endif
-    if (MKL_Set_Num_Threads_Local) m_mkl = MKL_Set_Num_Threads_Local(1);
+    m_mkl = set_threads(1, 1);
 }
 
 FewRowsStepThreads::~FewRowsStepThreads() {
     if (m_threads == 0) return;
-#ifdef _OPENMP
-    omp_set_num_threads(m_threads);
-#endif
-    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(m_mkl);
+    set_threads(m_threads, m_mkl);
 }
 
 namespace {
@@ -237,10 +246,7 @@ StepThreads::~StepThreads() {
 
 void StepThreads::use(int threads) {
     if (threads == m_current) return;
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#endif
-    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(threads == m_full ? 0 : threads);
+    set_threads(threads, threads == m_full ? 0 : threads);  // MKL's 0: its global count
     m_current = threads;
 }
 
