@@ -25,11 +25,15 @@ Network clone_network(const EncoderDecoder& network, const torch::Device& device
     copy->to(device);
     copy->eval();
     // Masked heads stay masked in the copy (a model moved to another device translates alike).
+    copy->set_head_gates(copied_head_gates(network));
+    return copy;
+}
+
+HeadGates copied_head_gates(const EncoderDecoder& network) {
     HeadGates gates = network.head_gates();
     for (const auto kind : {AttentionKind::encoder_self, AttentionKind::cross, AttentionKind::decoder_self})
         if (gates.of(kind).defined()) gates.of(kind) = gates.of(kind).detach().clone();
-    copy->set_head_gates(std::move(gates));
-    return copy;
+    return gates;
 }
 
 Network share_network(const EncoderDecoder& network) {

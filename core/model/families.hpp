@@ -24,6 +24,9 @@ Network build_network(const ModelConfig& config, NetworkFill fill = NetworkFill:
 /// `device`, in evaluation mode.
 Network clone_network(const EncoderDecoder& network, const torch::Device& device);
 
+/// `network`'s head gates as copies of its own (the heads it masks, for another network to mask alike).
+HeadGates copied_head_gates(const EncoderDecoder& network);
+
 /// A network that shares `network`'s weights and buffers (the same storage: no copy, built
 /// unfilled where the family can), on its device, in evaluation mode, with no head gates: for a
 /// run-wide change of its own (masked heads, HeadGates) while other threads go on translating

@@ -34,10 +34,7 @@ TranslationModelPtr PrecisionCopy::convert() {
         // A network over the model's own tensors (no copy); converting it gives its parameters new
         // data and leaves the model's alone, so the model stays float32 and trainable.
         Network network = share_network(*m_model->network());
-        HeadGates gates = m_model->network()->head_gates();  // masked heads stay masked, as clone_network keeps them
-        for (const auto kind : {AttentionKind::encoder_self, AttentionKind::cross, AttentionKind::decoder_self})
-            if (gates.of(kind).defined()) gates.of(kind) = gates.of(kind).detach().clone();
-        network->set_head_gates(std::move(gates));
+        network->set_head_gates(copied_head_gates(*m_model->network()));  // masked heads stay masked
         set_inference_precision(*network, m_wanted);
         return std::make_shared<const TranslationModel>(network, m_model->src_vocab_ptr(), m_model->tgt_vocab_ptr(),
                                                         m_model->tokenizer_ptr(), m_model->trained_with(),
