@@ -24,9 +24,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/decode/beam.hpp"
 
+#include "core/decode/beam_candidates.hpp"
 #include "core/decode/beam_tree.hpp"
 #include "core/io/process_memory.hpp"
 #include "core/model/small_linear.hpp"
@@ -332,25 +334,34 @@ private:
             for (int64_t r = 0; r < B * K; ++r) histories.push_back(history(m_live[static_cast<size_t>(r)]));
             apply_generation_rules(logp, m_o.generation, step, m_o.max_length - 1, histories);
         }
-        auto prev = torch::from_blob(m_beam_logp.data(), {B * K, 1}, torch::kFloat).to(m_device);
-        auto flat_logp = logp.view({B, K * V});
-        auto total = (logp + prev).view({B, K * V});
-        auto index = std::get<1>(total.topk(std::min<int64_t>(2 * K, K * V), 1));
         // Prefix decoding: a given token is the only candidate of its sentence (the first beam's).
         bool any_given = false;
         for (int64_t b = 0; b < B && !any_given; ++b) any_given = forced_at(b, step) && !m_done[static_cast<size_t>(b)];
-        if (any_given) {
-            auto idx = index.to(torch::kCPU).contiguous();
-            auto ia = idx.accessor<int64_t, 2>();
-            for (int64_t b = 0; b < B; ++b)
-                if (forced_at(b, step)) ia[b][0] = (*given(b))[static_cast<size_t>(step)];
-            index = idx.to(m_device);
-        }
-        auto step_lp = flat_logp.gather(1, index);  // [B, C]
         StepOnHost s;
-        s.total = total.gather(1, index).to(torch::kCPU).contiguous();
-        s.index = index.to(torch::kCPU).contiguous();
-        s.step_lp = step_lp.to(torch::kCPU).contiguous();
+        // The candidates read straight from logp on the CPU (core/decode/beam_candidates.hpp);
+        // torch's topk over the totals where ties leave the order to it, on a GPU, with a prefix.
+        std::optional<BestExtensions> best;
+        if (!any_given) best = best_extensions(logp, m_beam_logp, K);
+        if (best) {
+            s.total = std::move(best->total);
+            s.index = std::move(best->index);
+            s.step_lp = std::move(best->step_lp);
+        } else {
+            auto prev = torch::from_blob(m_beam_logp.data(), {B * K, 1}, torch::kFloat).to(m_device);
+            auto flat_logp = logp.view({B, K * V});
+            auto total = (logp + prev).view({B, K * V});
+            auto index = std::get<1>(total.topk(std::min<int64_t>(2 * K, K * V), 1));
+            if (any_given) {
+                auto idx = index.to(torch::kCPU).contiguous();
+                auto ia = idx.accessor<int64_t, 2>();
+                for (int64_t b = 0; b < B; ++b)
+                    if (forced_at(b, step)) ia[b][0] = (*given(b))[static_cast<size_t>(step)];
+                index = idx.to(m_device);
+            }
+            s.total = total.gather(1, index).to(torch::kCPU).contiguous();
+            s.index = index.to(torch::kCPU).contiguous();
+            s.step_lp = flat_logp.gather(1, index).to(torch::kCPU).contiguous();  // [B, C]
+        }
         s.rank = ranks(s, logp, step);
         s.context_norm = out.context.norm(2, -1).to(torch::kCPU, torch::kFloat).contiguous();
         s.maps = maps_to_host(out.maps, m_o.maps, m_o.beam_tree);
@@ -401,6 +412,12 @@ private:
             }
         }
         if (rows.empty()) return rank_t;
+        if (logp.device().is_cpu() && logp.scalar_type() == torch::kFloat && logp.is_contiguous()) {
+            const float* lp_rows = logp.data_ptr<float>();
+            for (size_t i = 0; i < at.size(); ++i)
+                rank_t.data_ptr<int64_t>()[at[i]] = count_greater(lp_rows + rows[i] * m_V, m_V, row_lp[i]);
+            return rank_t;
+        }
         auto rows_t = torch::tensor(rows, torch::kLong).to(m_device);
         auto lp_t = torch::tensor(row_lp, torch::kFloat).to(m_device).unsqueeze(1);
         auto counted = logp.index_select(0, rows_t).gt(lp_t).sum(1).to(torch::kCPU).contiguous();

@@ -1,0 +1,123 @@
+// A beam step's candidates read straight from the log-probabilities (core/decode/beam_candidates.hpp)
+// against torch's (logp + prev).view(B, K*V).topk(2K): the same totals, tokens and order; dead
+// beams and done sentences; ties, NaN and too few finite totals left to torch; one and two threads.
+#include "catch_torch.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/decode/beam_candidates.hpp"
+#include "test_support.hpp"
+
+using namespace attnviz;
+using attnviz::testing::ThreadCount;
+
+namespace {
+
+constexpr float k_dead = -std::numeric_limits<float>::infinity();
+
+/// torch's way, as the beam search took it before (and still takes it where the order is not decided).
+struct TorchCandidates {
+    torch::Tensor total, index, step_lp;
+};
+
+TorchCandidates torch_candidates(const torch::Tensor& logp, std::vector<float> prev, int64_t K) {
+    const int64_t B = logp.size(0) / K, V = logp.size(1);
+    auto p = torch::from_blob(prev.data(), {B * K, 1}, torch::kFloat).clone();
+    auto total = (logp + p).view({B, K * V});
+    auto index = std::get<1>(total.topk(std::min<int64_t>(2 * K, K * V), 1));
+    return {total.gather(1, index), index, logp.view({B, K * V}).gather(1, index)};
+}
+
+/// Log-probabilities of B*K rows over V tokens, some masked to -inf as the generation rules do.
+torch::Tensor log_probs(int64_t rows, int64_t V) {
+    auto logp = torch::log_softmax(torch::randn({rows, V}) * 3, -1);
+    if (V > 2) logp.index_fill_(1, torch::tensor({int64_t{0}, int64_t{2}}), k_dead);
+    return logp.contiguous();
+}
+
+}  // namespace
+
+TEST_CASE("best_extensions gives topk's candidates over logp + beam log P: totals, tokens and order, "
+          "dead beams and done sentences, one and two threads",
+          "[decode][beam]") {
+    torch::manual_seed(11);
+    for (const int threads : {1, 2}) {
+        ThreadCount guard(threads);
+        for (const auto& [B, K, V] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+                 {1, 4, 59}, {3, 4, 1000}, {32, 4, 5003}, {2, 1, 300}, {4, 6, 130}, {1, 5, 64}}) {
+            auto logp = log_probs(B * K, V);
+            std::vector<float> prev(static_cast<size_t>(B * K));
+            for (auto& p : prev) p = -std::abs(torch::randn({1}).item<float>()) * 10;
+            prev[1 % prev.size()] = k_dead;  // a beam not live (the first step: only beam 0 is)
+            if (B > 2)  // a done sentence: none of its beams live
+                for (int64_t k = 0; k < K; ++k) prev[static_cast<size_t>(K + k)] = k_dead;
+            const auto got = best_extensions(logp, prev, K);
+            REQUIRE(got.has_value());
+            const auto want = torch_candidates(logp, prev, K);
+            REQUIRE(got->total.sizes() == want.total.sizes());
+            for (int64_t b = 0; b < B; ++b) {
+                if (B > 2 && b == 1) {  // not looked at: -inf
+                    CHECK(got->total[b].eq(k_dead).all().item<bool>());
+                    continue;
+                }
+                CHECK(torch::equal(got->index[b], want.index[b]));
+                CHECK(torch::equal(got->total[b], want.total[b]));  // the same float sums, bit for bit
+                CHECK(torch::equal(got->step_lp[b], want.step_lp[b]));
+            }
+        }
+    }
+}
+
+TEST_CASE("best_extensions leaves the order to torch where values tie, a value is NaN or a sentence has "
+          "too few finite totals",
+          "[decode][beam]") {
+    torch::manual_seed(12);
+    const int64_t K = 4, V = 200;
+    std::vector<float> prev{0.f, -1.f, -2.f, -3.f};
+    SECTION("two of the best totals tie (two tokens with one logit)") {
+        auto logits = torch::randn({K, V});
+        logits[0][7] = 20.f, logits[0][9] = 20.f;
+        CHECK_FALSE(best_extensions(torch::log_softmax(logits, -1).contiguous(), prev, K).has_value());
+    }
+    SECTION("ties across beams: the same value in two rows with the same log P") {
+        auto logp = log_probs(K, V);
+        logp[1][5] = 0.f, logp[2][5] = 0.f;
+        std::vector<float> same{k_dead, -1.f, -1.f, k_dead};
+        CHECK_FALSE(best_extensions(logp, same, K).has_value());
+    }
+    SECTION("a tie below the candidates does not matter") {
+        auto logp = log_probs(K, V);
+        logp[3][10] = -80.f, logp[3][11] = -80.f;
+        const auto got = best_extensions(logp, prev, K);
+        REQUIRE(got.has_value());
+        CHECK(torch::equal(got->index, torch_candidates(logp, prev, K).index));
+    }
+    SECTION("NaN in a live row") {
+        auto logp = log_probs(K, V);
+        logp[2][100] = std::numeric_limits<float>::quiet_NaN();
+        CHECK_FALSE(best_extensions(logp, prev, K).has_value());
+    }
+    SECTION("fewer finite totals than candidates + 1") {
+        auto logp = torch::full({K, V}, k_dead);
+        for (int64_t v = 0; v < 5; ++v) logp[0][v] = -static_cast<float>(v) - 1.f;
+        std::vector<float> first{0.f, k_dead, k_dead, k_dead};
+        CHECK_FALSE(best_extensions(logp, first, K).has_value());
+    }
+    SECTION("a vocabulary too small for 2K + 1 totals, a tensor not on the CPU's float layout") {
+        CHECK_FALSE(best_extensions(log_probs(K, 2), prev, K).has_value());
+        CHECK_FALSE(best_extensions(log_probs(K, V).to(torch::kDouble), prev, K).has_value());
+        CHECK_FALSE(best_extensions(log_probs(V, K).t(), prev, K).has_value());
+    }
+}
+
+TEST_CASE("count_greater counts a row's values above a value as torch's gt and sum do", "[decode][beam]") {
+    torch::manual_seed(13);
+    auto row = torch::randn({1031});
+    row[5] = -std::numeric_limits<float>::infinity();
+    for (const float value : {-10.f, -0.5f, 0.f, row[17].item<float>(), 3.f}) {
+        const int64_t want = row.gt(value).sum().item<int64_t>();
+        CHECK(count_greater(row.data_ptr<float>(), row.size(0), value) == want);
+    }
+}
