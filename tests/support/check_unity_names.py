@@ -122,10 +122,25 @@ def callable_alike(a, b):
     return False
 
 
+def without_gnu_attributes(s):
+    """s without its __attribute__((...)) (a function's target("avx2") names nothing)."""
+    while True:
+        at = s.find("__attribute__")
+        if at < 0:
+            return s
+        open_at = s.find("(", at)
+        if open_at < 0:
+            return s
+        close = open_at + 1 + top_level(s[open_at + 1:], ")")
+        if close <= open_at:
+            return s
+        s = (s[:at] + s[close + 1:]).strip()
+
+
 def declaration(stmt, internal):
     """A statement at namespace scope -> (name, kind, detail) or None.
     internal: whether the scope is an unnamed namespace (everything is private there)."""
-    s = " ".join(stmt.split())
+    s = without_gnu_attributes(" ".join(stmt.split()))
     if not s or s.startswith(("using namespace", "namespace", "extern", "friend", "static_assert", "template class")):
         return None
     s = re.sub(r"^template\s*<.*?>\s*(?=[A-Za-z_])", "", s)
