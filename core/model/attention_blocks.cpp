@@ -25,6 +25,17 @@ torch::Tensor heads_switched_off(const AttentionIntervention* intervention, Atte
     return keep;
 }
 
+torch::Tensor finish_logits(torch::Tensor logits, const torch::Tensor& bias, int64_t never, float floor) {
+    const bool in_place = !torch::GradMode::is_enabled() || !logits.requires_grad();
+    if (bias.defined() && bias.numel() > 0 && bias.ne(0).any().item<bool>()) {
+        const auto b = bias.view({-1});
+        // In place only where the sum keeps the logits' type (half logits plus a float bias are float).
+        logits = in_place && logits.scalar_type() == at::result_type(logits, b) ? logits.add_(b) : logits + b;
+    }
+    const auto ids = torch::tensor({never}, torch::TensorOptions().dtype(torch::kLong).device(logits.device()));
+    return in_place ? logits.index_fill_(-1, ids, floor) : logits.index_fill(-1, ids, floor);
+}
+
 torch::Tensor activate(Activation a, const torch::Tensor& x) {
     switch (a) {
     case Activation::relu: return torch::relu(x);

@@ -296,11 +296,9 @@ torch::Tensor PretrainedImpl::feed_forward(torch::nn::Linear& fc1, torch::nn::Li
 
 torch::Tensor PretrainedImpl::output_logits(const torch::Tensor& hidden) const {
     // A beam's few rows at batch 1: read the 122 MB matrix once, not packed anew per token (small_linear.hpp).
-    auto logits = (lm_head.scalar_type() == torch::kFloat ? small_rows_linear(hidden, lm_head) : precision_linear(hidden, lm_head)) +
-                  final_logits_bias.view({-1});
+    auto logits = lm_head.scalar_type() == torch::kFloat ? small_rows_linear(hidden, lm_head) : precision_linear(hidden, lm_head);
     // <bos> is attnviz's, not the model's: never an output, out of every softmax.
-    return logits.index_fill(-1, torch::tensor({Vocab::bos_id}, torch::TensorOptions().dtype(torch::kLong).device(logits.device())),
-                             k_neg_inf);
+    return finish_logits(std::move(logits), final_logits_bias, Vocab::bos_id, k_neg_inf);
 }
 
 // --- encoder ----------------------------------------------------------------------

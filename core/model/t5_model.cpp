@@ -220,8 +220,7 @@ torch::Tensor T5Impl::position_bias_curve(AttentionKind kind, int64_t span) cons
 torch::Tensor T5Impl::output_logits(const torch::Tensor& hidden) const {
     auto h = t5().scale_decoder_outputs ? hidden * std::pow(static_cast<double>(hf().d_model), -0.5) : hidden;
     auto logits = lm_head.scalar_type() == torch::kFloat ? small_rows_linear(h, lm_head) : precision_linear(h, lm_head);
-    return logits.index_fill(-1, torch::tensor({Vocab::bos_id}, torch::TensorOptions().dtype(torch::kLong).device(logits.device())),
-                             k_t5_neg_inf);
+    return finish_logits(std::move(logits), {}, Vocab::bos_id, k_t5_neg_inf);
 }
 
 // --- encoder ----------------------------------------------------------------------

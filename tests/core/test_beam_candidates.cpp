@@ -1,6 +1,7 @@
 // A beam step's candidates read straight from the log-probabilities (core/decode/beam_candidates.hpp)
 // against torch's (logp + prev).view(B, K*V).topk(2K): the same totals, tokens and order; dead
 // beams and done sentences; ties, NaN and too few finite totals left to torch; one and two threads.
+// And the step's logits made final (core/model/attention_blocks.hpp) in place, as out of place.
 #include "catch_torch.hpp"
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/decode/beam_candidates.hpp"
+#include "core/model/attention_blocks.hpp"
 #include "test_support.hpp"
 
 using namespace attnviz;
@@ -120,4 +122,32 @@ TEST_CASE("count_greater counts a row's values above a value as torch's gt and s
         const int64_t want = row.gt(value).sum().item<int64_t>();
         CHECK(count_greater(row.data_ptr<float>(), row.size(0), value) == want);
     }
+}
+
+TEST_CASE("finish_logits adds the bias and closes <bos> in place without a gradient, out of place with one, "
+          "the values of logits + bias then index_fill",
+          "[decode][beam]") {
+    torch::manual_seed(14);
+    const float floor = -std::numeric_limits<float>::infinity();
+    auto logits = torch::randn({6, 50});
+    auto bias = torch::randn({1, 50});
+    const auto want = (logits + bias.view({-1})).index_fill(-1, torch::tensor({int64_t{1}}), floor);
+    {
+        torch::NoGradGuard no_grad;
+        auto copy = logits.clone();
+        const auto got = finish_logits(copy, bias, 1, floor);
+        CHECK(torch::equal(got, want));
+        CHECK(got.data_ptr() == copy.data_ptr());  // no second [rows, V] tensor
+        // An all-zero bias (Marian's final_logits_bias) adds nothing.
+        auto again = logits.clone();
+        CHECK(torch::equal(finish_logits(again, torch::zeros({1, 50}), 1, floor),
+                           logits.index_fill(-1, torch::tensor({int64_t{1}}), floor)));
+        // Half logits and a float bias: float, as logits + bias gives them.
+        CHECK(finish_logits(logits.to(torch::kHalf), bias, 1, floor).scalar_type() == torch::kFloat);
+    }
+    auto leaf = logits.clone().requires_grad_(true);
+    auto got = finish_logits(leaf * 1.0, bias, 1, floor);
+    CHECK(torch::equal(got.detach(), want));
+    got.index({torch::indexing::Slice(), 0}).sum().backward();
+    CHECK(leaf.grad().index({torch::indexing::Slice(), 0}).eq(1).all().item<bool>());
 }
