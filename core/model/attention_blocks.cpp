@@ -25,6 +25,49 @@ torch::Tensor heads_switched_off(const AttentionIntervention* intervention, Atte
     return keep;
 }
 
+namespace {
+bool recording_gradient(const torch::Tensor& a, const torch::Tensor& b) {
+    return torch::GradMode::is_enabled() && ((a.defined() && a.requires_grad()) || (b.defined() && b.requires_grad()));
+}
+}  // namespace
+
+GrowingSteps::GrowingSteps(const GrowingSteps& other) : m_steps(other.m_steps) {
+    if (other.m_buffer.defined()) m_buffer = other.m_buffer.clone();
+}
+
+GrowingSteps& GrowingSteps::operator=(const GrowingSteps& other) {
+    if (this != &other) *this = GrowingSteps(other);
+    return *this;
+}
+
+torch::Tensor GrowingSteps::filled() const { return m_buffer.defined() ? m_buffer.narrow(2, 0, m_steps) : m_buffer; }
+
+torch::Tensor GrowingSteps::append(const torch::Tensor& x) {
+    const int64_t n = x.size(2);
+    if (recording_gradient(x, m_buffer)) {
+        m_buffer = m_steps > 0 ? torch::cat({filled(), x}, 2) : x;
+        m_steps += n;
+        return m_buffer;
+    }
+    const bool fits = m_buffer.defined() && m_steps + n <= m_buffer.size(2) && m_buffer.size(0) == x.size(0) &&
+                      m_buffer.size(1) == x.size(1) && m_buffer.size(3) == x.size(3) &&
+                      m_buffer.scalar_type() == x.scalar_type() && m_buffer.device() == x.device();
+    if (!fits) {
+        const int64_t need = m_steps + n;
+        auto grown = torch::zeros({x.size(0), x.size(1), need + std::max<int64_t>(8, need / 4), x.size(3)}, x.options());
+        if (m_steps > 0) grown.narrow(2, 0, m_steps).copy_(filled());
+        m_buffer = std::move(grown);
+    }
+    m_buffer.narrow(2, m_steps, n).copy_(x);
+    m_steps += n;
+    return filled();
+}
+
+void GrowingSteps::select(const torch::Tensor& rows) {
+    if (!m_buffer.defined()) return;
+    m_buffer = recording_gradient(m_buffer, {}) ? filled().index_select(0, rows) : m_buffer.index_select(0, rows);
+}
+
 torch::Tensor finish_logits(torch::Tensor logits, const torch::Tensor& bias, int64_t never, float floor) {
     const bool in_place = !torch::GradMode::is_enabled() || !logits.requires_grad();
     if (bias.defined() && bias.numel() > 0 && bias.ne(0).any().item<bool>()) {

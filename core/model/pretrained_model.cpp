@@ -490,8 +490,10 @@ void PretrainedCache::select(const torch::Tensor& rows) {
         cross_same = torch::equal(next, cross_rows);
         cross_rows = std::move(next);
     }
-    for (auto* list : {&self_k, &self_v, &cross_k, &cross_v}) {
-        if (cross_same && (list == &cross_k || list == &cross_v)) continue;
+    for (auto* list : {&self_k, &self_v})
+        for (auto& t : *list) t.select(rows);
+    for (auto* list : {&cross_k, &cross_v}) {
+        if (cross_same) continue;
         for (auto& t : *list)
             if (t.defined()) t = t.index_select(0, rows);
     }
@@ -531,9 +533,8 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         auto residual = y;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
         auto k = sa.split_heads(project(sa.k_proj, h)), v = sa.split_heads(project(sa.v_proj, h));
-        cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
-        cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
-        self[i] = attend(sa, sa.split_heads(project(sa.q_proj, h)), cache.self_k[i], cache.self_v[i], {}, 0.0, false,
+        const auto keys = cache.self_k[i].append(k), values = cache.self_v[i].append(v);
+        self[i] = attend(sa, sa.split_heads(project(sa.q_proj, h)), keys, values, {}, 0.0, false,
                          true, {},
                          gate_row(head_gates(), AttentionKind::decoder_self, l,
                                   heads_switched_off(intervention, AttentionKind::decoder_self, l, H), y.device()));

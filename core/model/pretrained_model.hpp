@@ -41,6 +41,7 @@
 
 #include "core/config/config.hpp"
 #include "core/config/pretrained_config.hpp"
+#include "core/model/attention_blocks.hpp"
 #include "core/model/encoder_decoder.hpp"
 
 namespace attnviz {
@@ -99,7 +100,7 @@ struct PretrainedEncoding : EncodedSource {
 struct PretrainedCache : DecoderCache {
     int64_t steps = 0;                            ///< tokens fed so far
     torch::Tensor positions_seen;                 ///< [B] long: non-pad tokens fed so far (M2M100's positions)
-    std::vector<torch::Tensor> self_k, self_v;    ///< per layer [B, h, steps, dh]
+    std::vector<GrowingSteps> self_k, self_v;     ///< per layer [B, h, steps, dh]
     std::vector<torch::Tensor> cross_k, cross_v;  ///< per layer [B, h, S, dh]
     /// [B] long, CPU: the encoding's map_rows, the source sentence whose keys row b's cross_k and
     /// cross_v hold (undefined: not known). select() leaves them alone when no row changes sentence:

@@ -370,9 +370,8 @@ StepOutput T5Impl::step(const torch::Tensor& tokens, DecoderCache& cache_in, con
         const auto& b = decoder_blocks[i];
         auto h = t5_rms_norm(y, b.self_norm, c.layer_norm_eps);
         auto k = t5_split(t5_project(b.self.k, h), H), v = t5_split(t5_project(b.self.v, h), H);
-        cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
-        cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
-        self[i] = t5_attend(b.self.o, t5_split(t5_project(b.self.q, h), H), cache.self_k[i], cache.self_v[i], self_bias,
+        const auto keys = cache.self_k[i].append(k), values = cache.self_v[i].append(v);
+        self[i] = t5_attend(b.self.o, t5_split(t5_project(b.self.q, h), H), keys, values, self_bias,
                             0.0, false, true, {},
                             gate_row(head_gates(), AttentionKind::decoder_self, l,
                                      heads_switched_off(intervention, AttentionKind::decoder_self, l, H), y.device()));

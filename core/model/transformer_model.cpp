@@ -311,7 +311,9 @@ std::unique_ptr<DecoderCache> TransformerImpl::start(const EncodedSource& source
 }
 
 void TransformerCache::select(const torch::Tensor& rows) {
-    for (auto* list : {&self_k, &self_v, &cross_k, &cross_v})
+    for (auto* list : {&self_k, &self_v})
+        for (auto& t : *list) t.select(rows);
+    for (auto* list : {&cross_k, &cross_v})
         for (auto& t : *list)
             if (t.defined()) t = t.index_select(0, rows);
 }
@@ -337,15 +339,14 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
         const auto i = static_cast<size_t>(l);
         const uint64_t site = dec_site(l);
         auto [q, k, v] = blk->attention1->project_qkv(x);  // [B, h, 1, dh]
-        cache.self_k[i] = cache.self_k[i].defined() ? torch::cat({cache.self_k[i], k}, 2) : k;
-        cache.self_v[i] = cache.self_v[i].defined() ? torch::cat({cache.self_v[i], v}, 2) : v;
+        const auto keys = cache.self_k[i].append(k), values = cache.self_v[i].append(v);
         AttendOptions so;
         so.dropout = &dropout;
         so.which = site;
         so.keep = true;
         so.head_keep = gate_row(head_gates(), AttentionKind::decoder_self, l,
                                 heads_switched_off(intervention, AttentionKind::decoder_self, l, H), x.device());
-        self[i] = attend(q, cache.self_k[i], cache.self_v[i], so);
+        self[i] = attend(q, keys, values, so);
         auto x1 = blk->addnorm1->forward(x, blk->attention1->output(self[i].out), dropout, site + 1);
         AttendOptions co;
         co.bias = erase_bias.defined() ? enc.bias + erase_bias : enc.bias;

@@ -25,6 +25,7 @@
 #include <torch/torch.h>
 
 #include "core/config/config.hpp"
+#include "core/model/attention_blocks.hpp"
 #include "core/model/encoder_decoder.hpp"
 #include "core/model/transformer_layers.hpp"
 
@@ -49,7 +50,7 @@ struct TransformerEncoding : EncodedSource {
 /// The decoder's cache: the keys and values of every block, for the steps so far and for the source.
 struct TransformerCache : DecoderCache {
     int64_t steps = 0;                            ///< tokens fed so far: the next token's position
-    std::vector<torch::Tensor> self_k, self_v;    ///< per block [B, h, steps, dh] (self-attention)
+    std::vector<GrowingSteps> self_k, self_v;     ///< per block [B, h, steps, dh] (self-attention)
     std::vector<torch::Tensor> cross_k, cross_v;  ///< per block [B, h, S, dh] (the encoder output projected)
     void select(const torch::Tensor& rows) override;
     std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<TransformerCache>(*this); }

@@ -1,7 +1,8 @@
 // A beam step's candidates read straight from the log-probabilities (core/decode/beam_candidates.hpp)
 // against torch's (logp + prev).view(B, K*V).topk(2K): the same totals, tokens and order; dead
 // beams and done sentences; ties, NaN and too few finite totals left to torch; one and two threads.
-// And the step's logits made final (core/model/attention_blocks.hpp) in place, as out of place.
+// And the step's logits made final (core/model/attention_blocks.hpp) in place, as out of place, and
+// the self-attention cache grown a position a step and reordered without torch::cat.
 #include "catch_torch.hpp"
 
 #include <cmath>
@@ -150,4 +151,41 @@ TEST_CASE("finish_logits adds the bias and closes <bos> in place without a gradi
     CHECK(torch::equal(got.detach(), want));
     got.index({torch::indexing::Slice(), 0}).sum().backward();
     CHECK(leaf.grad().index({torch::indexing::Slice(), 0}).eq(1).all().item<bool>());
+}
+
+TEST_CASE("GrowingSteps holds what torch::cat of the steps holds, reorders as index_select, copies share "
+          "nothing, and a recorded gradient flows through it",
+          "[decode][beam]") {
+    torch::manual_seed(15);
+    const int64_t B = 3, h = 2, dh = 5;
+    GrowingSteps grown;
+    CHECK_FALSE(grown.filled().defined());
+    torch::Tensor cat;
+    for (int64_t step = 0; step < 30; ++step) {  // past the first room of 8 positions and its regrowths
+        const auto x = torch::randn({B, h, step == 0 ? 2 : 1, dh});
+        cat = cat.defined() ? torch::cat({cat, x}, 2) : x;
+        const auto got = grown.append(x);
+        REQUIRE(torch::equal(got, cat));
+        if (step % 7 == 3) {  // a beam's reordering
+            const auto rows = torch::tensor({int64_t{2}, int64_t{0}, int64_t{0}});
+            grown.select(rows);
+            cat = cat.index_select(0, rows);
+            REQUIRE(torch::equal(grown.filled(), cat));
+        }
+    }
+    CHECK(grown.steps() == cat.size(2));
+    GrowingSteps copy = grown;
+    copy.append(torch::ones({B, h, 1, dh}));
+    grown.append(torch::zeros({B, h, 1, dh}));
+    CHECK(torch::equal(grown.filled().narrow(2, 0, cat.size(2)), cat));
+    CHECK(grown.filled().select(2, cat.size(2)).eq(0).all().item<bool>());
+    CHECK(copy.filled().select(2, cat.size(2)).eq(1).all().item<bool>());
+
+    // Scheduled sampling trains through steps: no position written in place under autograd.
+    auto w = torch::randn({B, h, 1, dh}, torch::requires_grad());
+    GrowingSteps trained;
+    torch::Tensor loss = torch::zeros({});
+    for (int step = 0; step < 3; ++step) loss = loss + trained.append(w * (step + 1)).sum();
+    loss.backward();
+    CHECK(torch::allclose(w.grad(), torch::full({B, h, 1, dh}, 1.0 * 3 + 2 * 2 + 3 * 1)));
 }
