@@ -1,7 +1,10 @@
 // Blocks the attention families share (core/model/attention_blocks.hpp).
 #include "core/model/attention_blocks.hpp"
 
+#include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace attnviz {
 
@@ -65,7 +68,36 @@ torch::Tensor GrowingSteps::append(const torch::Tensor& x) {
 
 void GrowingSteps::select(const torch::Tensor& rows) {
     if (!m_buffer.defined()) return;
-    m_buffer = recording_gradient(m_buffer, {}) ? filled().index_select(0, rows) : m_buffer.index_select(0, rows);
+    if (recording_gradient(m_buffer, {})) {
+        m_buffer = filled().index_select(0, rows);
+        return;
+    }
+    if (!m_buffer.device().is_cpu() || !m_buffer.is_contiguous() || !rows.device().is_cpu()) {
+        m_buffer = m_buffer.index_select(0, rows);
+        return;
+    }
+    // On the CPU only the filled positions move, a head's run of them at a time: index_select
+    // over the buffer copied its room too (with 4 filled positions and 8 of room, 3 times the cache).
+    const auto r = rows.to(torch::kLong).contiguous();
+    const int64_t* from = r.data_ptr<int64_t>();
+    const int64_t n = r.numel(), B = m_buffer.size(0), heads = m_buffer.size(1);
+    bool same = n == B;
+    for (int64_t i = 0; i < n; ++i) {
+        if (from[i] < 0 || from[i] >= B) throw std::out_of_range("GrowingSteps::select: row " + std::to_string(from[i]) +
+                                                                 " of " + std::to_string(B));
+        same = same && from[i] == i;
+    }
+    if (same) return;
+    auto next = torch::empty({n, heads, m_buffer.size(2), m_buffer.size(3)}, m_buffer.options());
+    const auto head_bytes = static_cast<size_t>(m_buffer.stride(1) * m_buffer.element_size());
+    const auto run_bytes = static_cast<size_t>(m_steps * m_buffer.stride(2) * m_buffer.element_size());
+    const auto* src = static_cast<const char*>(m_buffer.data_ptr());
+    auto* dst = static_cast<char*>(next.data_ptr());
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t h = 0; h < heads; ++h)
+            std::memcpy(dst + static_cast<size_t>(i * heads + h) * head_bytes,
+                        src + static_cast<size_t>(from[i] * heads + h) * head_bytes, run_bytes);
+    m_buffer = std::move(next);
 }
 
 torch::Tensor finish_logits(torch::Tensor logits, const torch::Tensor& bias, int64_t never, float floor) {

@@ -181,6 +181,14 @@ TEST_CASE("GrowingSteps holds what torch::cat of the steps holds, reorders as in
     CHECK(grown.filled().select(2, cat.size(2)).eq(0).all().item<bool>());
     CHECK(copy.filled().select(2, cat.size(2)).eq(1).all().item<bool>());
 
+    // The same rows: nothing moves; more rows than before; a row that is not there.
+    const auto before = grown.filled().clone();
+    grown.select(torch::arange(B));
+    CHECK(torch::equal(grown.filled(), before));
+    grown.select(torch::tensor({int64_t{1}, int64_t{1}, int64_t{0}, int64_t{2}}));
+    CHECK(torch::equal(grown.filled(), before.index_select(0, torch::tensor({int64_t{1}, int64_t{1}, int64_t{0}, int64_t{2}}))));
+    CHECK_THROWS_AS(grown.select(torch::tensor({int64_t{4}})), std::out_of_range);
+
     // Scheduled sampling trains through steps: no position written in place under autograd.
     auto w = torch::randn({B, h, 1, dh}, torch::requires_grad());
     GrowingSteps trained;
