@@ -42,8 +42,9 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         // The heap's free pages go back when the resident memory passes what the chunk was
         // planned to take: the cache's blocks grow at every step (core/io/process_memory.hpp).
         ResidentLimit resident(batch.planned_bytes);
-        // A few rows: the search's operations on this thread, as the steps'; more: the threads that
-        // ran the last steps faster (core/model/small_linear.hpp)
+        // A few rows: the search's operations on this thread, as the steps', their large products on
+        // helpers when steps ran faster so; more: the threads that ran the last steps faster
+        // (core/model/small_linear.hpp)
         StepThreads threads(B);
         for (int64_t step = 0; step < max_steps; ++step) {
             threads.next_step();

@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -151,17 +156,137 @@ StripFn dot_kernel(int64_t rows) {
     }
 }
 
+/// One few-row product: `kernel` over runs of `chunk` output features, `chunks` of them.
+struct KernelJob {
+    StripFn kernel = nullptr;
+    const float* x = nullptr;
+    const float* w = nullptr;
+    float* out = nullptr;
+    int64_t K = 0, N = 0, chunk = 0, chunks = 0;
+    unsigned csr = 0;  ///< the asking thread's floating-point mode (MXCSR: denormals flushed or not)
+    void run(int64_t c) const { kernel(x, w, out, K, N, c * chunk, std::min(N, (c + 1) * chunk)); }
+};
+
+/// Threads of our own that take runs of a few-row product beside the thread that asked for it,
+/// without OpenMP: the asking thread claims runs too, and waits only for runs a helper took,
+/// never for a helper to arrive (a descheduled one is simply not waited for). Helpers spin a
+/// while after a product (a step's products come every few to 100 us), then sleep.
+class KernelHelpers {
+public:
+    static KernelHelpers& instance() {
+        static auto* helpers = new KernelHelpers;  // never destroyed: its threads outlive main's statics
+        return *helpers;
+    }
+
+    /// Runs `job` on this thread and up to `helpers` helpers; false (nothing run) when another
+    /// thread is using them.
+    bool run(const KernelJob& job, int helpers) {
+        bool expected = false;
+        if (!m_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
+        start(helpers);
+        m_job = job;
+        m_next.store(0, std::memory_order_relaxed);
+        m_finished.store(0, std::memory_order_relaxed);
+        ++m_gen;
+        m_state.store((m_gen << 16) | k_open);  // seq_cst: against the sleepers' count
+        if (m_sleepers.load() > 0) {
+            const std::lock_guard<std::mutex> lock(m_mutex);
+            m_cv.notify_all();
+        }
+        for (int64_t c; (c = m_next.fetch_add(1, std::memory_order_relaxed)) < job.chunks;) job.run(c);
+        // Closed: a helper that has not entered by now never will.
+        const uint64_t entered = m_state.exchange(m_gen << 16) & k_entered;
+        for (int spins = 0; m_finished.load(std::memory_order_acquire) < static_cast<int>(entered); ++spins)
+            if (spins < 4096) _mm_pause(); else std::this_thread::yield();
+        m_busy.store(false, std::memory_order_release);
+        return true;
+    }
+
+private:
+    static constexpr uint64_t k_open = 1u << 15;
+    static constexpr uint64_t k_entered = k_open - 1;
+
+    void start(int helpers) {
+        while (static_cast<int>(m_threads.size()) < helpers) m_threads.emplace_back([this] { loop(); });
+    }
+
+    /// Waits for an open job newer than `seen` (spinning, then asleep); returns its state.
+    uint64_t wait(uint64_t& seen) {
+        const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(300);
+        for (int spins = 0;; ++spins) {
+            uint64_t s = m_state.load(std::memory_order_acquire);
+            if ((s >> 16) > seen) {
+                if (s & k_open) return s;
+                seen = s >> 16;  // closed before we came
+            }
+            if ((spins & 63) != 63 || std::chrono::steady_clock::now() < spin_until) {
+                _mm_pause();
+                continue;
+            }
+            std::unique_lock<std::mutex> lock(m_mutex);
+            m_sleepers.fetch_add(1);
+            m_cv.wait(lock, [&] {
+                const uint64_t t = m_state.load();
+                return (t >> 16) > seen && (t & k_open);
+            });
+            m_sleepers.fetch_sub(1);
+            return wait(seen);
+        }
+    }
+
+    void loop() {
+        uint64_t seen = 0;
+        for (;;) {
+            uint64_t s = wait(seen);
+            if (!m_state.compare_exchange_strong(s, s + 1, std::memory_order_acq_rel)) continue;  // closed or raced
+            seen = s >> 16;
+            const KernelJob job = m_job;
+            if (_mm_getcsr() != job.csr) _mm_setcsr(job.csr);  // the asking thread's rounding of denormals
+            for (int64_t c; (c = m_next.fetch_add(1, std::memory_order_relaxed)) < job.chunks;) job.run(c);
+            m_finished.fetch_add(1, std::memory_order_release);
+        }
+    }
+
+    std::atomic<bool> m_busy{false};
+    std::atomic<uint64_t> m_state{0};  ///< the job's number << 16, open bit, helpers entered
+    std::atomic<int64_t> m_next{0};    ///< the next run to claim
+    std::atomic<int> m_finished{0};    ///< helpers done with the job
+    std::atomic<int> m_sleepers{0};
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    KernelJob m_job;
+    uint64_t m_gen = 0;
+    std::vector<std::thread> m_threads;
+};
+
+/// The threads a few-row product runs on inside a few-row step (FewRowsStepThreads): 0 outside
+/// one (OpenMP's threads), 1: this thread, 2+: this thread and helpers of our own.
+thread_local int t_kernel_threads = 0;
+
+/// The most threads a few-row step's product runs on: a decoder's 768 x 768 projection is 6 runs
+/// of 128 features, and every helper spins between products.
+constexpr int k_kernel_threads = 4;
+
 /// out [R, N] = x [R, K] against weight's data, R = x's rows, by `kernel` over runs of `chunk`
 /// output features (columns or weight rows) shared among the threads.
 torch::Tensor run_kernel(StripFn kernel, const torch::Tensor& x, const torch::Tensor& weight, int64_t chunk) {
     const int64_t R = x.size(0), K = x.size(1), N = weight.size(0);
     const auto xc = x.contiguous();
     auto out = torch::empty({R, N}, xc.options());
-    const float* xp = xc.data_ptr<float>();
-    const float* wp = weight.data_ptr<float>();
-    float* op = out.data_ptr<float>();
-    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
-        kernel(xp, wp, op, K, N, begin * chunk, std::min(N, end * chunk));
+    KernelJob job;
+    job.kernel = kernel;
+    job.x = xc.data_ptr<float>();
+    job.w = weight.data_ptr<float>();
+    job.out = out.data_ptr<float>();
+    job.K = K;
+    job.N = N;
+    job.chunk = chunk;
+    job.chunks = (N + chunk - 1) / chunk;
+    job.csr = _mm_getcsr();
+    if (t_kernel_threads >= 2 && job.chunks >= 2 && KernelHelpers::instance().run(job, t_kernel_threads - 1))
+        return out;
+    at::parallel_for(0, job.chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) job.run(c);
     });
     return out;
 }
@@ -202,56 +327,110 @@ int set_threads(int omp_threads, int mkl_local) {
 
 }  // namespace
 
-FewRowsStepThreads::FewRowsStepThreads(int64_t rows) {
-    const int threads = at::get_num_threads();
-    if (rows > k_small_linear_rows || threads < 2 || at::in_parallel_region()) return;
-    m_threads = threads;
-    m_mkl = set_threads(1, 1);
-}
-
-FewRowsStepThreads::~FewRowsStepThreads() {
-    if (m_threads == 0) return;
-    set_threads(m_threads, m_mkl);
-}
-
 namespace {
 
-/// What StepThreads last found faster, for every search and encoder of the process: 1 for one
-/// thread, 0 for all; the steps between tries of the slower (grows while tries lose), and the
-/// steps since the last try, counted over every search and encoder.
-std::atomic<int> g_one_faster{0};
-std::atomic<int64_t> g_interval{4};
-std::atomic<int64_t> g_since_try{1 << 20};  // the first search tries at once
+/// What StepThreads last found faster, for every search and encoder of the process (one for many
+/// rows' steps, one for a few rows'): one_faster 1 for one thread, 0 for all; the steps between
+/// tries of the slower (grows while tries lose), and the steps since the last try, counted over
+/// every search.
+struct LearnedThreads {
+    std::atomic<int> one_faster;
+    std::atomic<int64_t> interval{4};
+    std::atomic<int64_t> since_try{1 << 20};  // the first search tries at once
+    void forget(int one) {
+        one_faster.store(one);
+        interval.store(4);
+        since_try.store(1 << 20);
+    }
+};
+LearnedThreads g_many{{0}};  ///< many rows: all threads until a search finds one faster
+LearnedThreads g_few{{1}};   ///< a few rows' kernels: one thread until a search finds all faster
 
 int64_t steady_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 
+/// ATTNVIZ_FEW_SPLIT, for benchmarks (the same build with and without): 1, a few rows' products on
+/// all threads in every step; 0, on one (as before they adapted); unset or else: as the steps ran faster.
+int forced_few_split() {
+    static const int forced = [] {
+        const char* e = std::getenv("ATTNVIZ_FEW_SPLIT");
+        return e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
+    }();
+    return forced;
+}
+
 }  // namespace
+
+FewRowsStepThreads::FewRowsStepThreads(int64_t rows) {
+    const int threads = at::get_num_threads();
+    if (rows > k_small_linear_rows || threads < 2 || at::in_parallel_region()) return;
+    m_threads = threads;
+    m_mkl = set_threads(1, 1);
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    m_kernels = t_kernel_threads;
+    const int forced = forced_few_split();
+    const int all = std::min(threads, k_kernel_threads);
+    t_kernel_threads = forced >= 0 ? (forced ? all : 1) : (g_few.one_faster.load() ? 1 : all);
+#endif
+}
+
+FewRowsStepThreads::~FewRowsStepThreads() {
+    if (m_threads == 0) return;
+    set_threads(m_threads, m_mkl);
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    t_kernel_threads = m_kernels;
+#endif
+}
+
+int few_rows_kernel_threads() {
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    return t_kernel_threads;
+#else
+    return 0;
+#endif
+}
 
 StepThreads::StepThreads(int64_t rows) : m_few(rows) {
     const int threads = at::get_num_threads();
-    if (rows <= k_small_linear_rows || threads < 2 || at::in_parallel_region()) return;
+    if (rows <= k_small_linear_rows) {
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+        // A few rows: the kernels' threads, all or one (the rest stays on one, m_few).
+        if (m_few.m_threads < 2 || forced_few_split() >= 0) return;
+        m_few_rows = true;
+        m_full = std::min(m_few.m_threads, k_kernel_threads);
+        m_best = g_few.one_faster.load() ? 1 : m_full;
+        m_current = t_kernel_threads;
+#endif
+        return;
+    }
+    if (threads < 2 || at::in_parallel_region()) return;
     m_full = threads;
-    m_best = g_one_faster.load() ? 1 : m_full;
+    m_best = g_many.one_faster.load() ? 1 : m_full;
     if (MKL_Set_Num_Threads_Local) m_mkl = MKL_Set_Num_Threads_Local(0);  // 0: the global count from here
 }
 
 StepThreads::~StepThreads() {
-    if (m_full < 2) return;
+    if (m_full < 2 || m_few_rows) return;  // a few rows: m_few restores the kernels' threads
     use(m_full);
     if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(m_mkl);
 }
 
 void StepThreads::use(int threads) {
     if (threads == m_current) return;
-    set_threads(threads, threads == m_full ? 0 : threads);  // MKL's 0: its global count
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    if (m_few_rows)
+        t_kernel_threads = threads;
+    else
+#endif
+        set_threads(threads, threads == m_full ? 0 : threads);  // MKL's 0: its global count
     m_current = threads;
 }
 
 void StepThreads::next_step() {
     if (m_full < 2) return;
+    LearnedThreads& learned = m_few_rows ? g_few : g_many;
     const int64_t now = steady_ns();
     // The step before, unless it was the first (its one-off costs: buffers, the cache's start).
     if (m_step >= 1) {
@@ -264,39 +443,38 @@ void StepThreads::next_step() {
             // The try against this search's own steps of the same shape: a loss makes the next try
             // wait twice as long (each costs a slower step), a change of mind brings it close.
             const int best = m_time[1] < m_time[0] ? 1 : m_full;
-            g_interval.store(best == m_best ? std::min<int64_t>(g_interval.load() * 2, 32) : 4);
+            learned.interval.store(best == m_best ? std::min<int64_t>(learned.interval.load() * 2, 32) : 4);
             m_best = best;
-            g_one_faster.store(best == 1 ? 1 : 0);
+            learned.one_faster.store(best == 1 ? 1 : 0);
         } else if (m_timed[0] && m_timed[1] && m_time[k] > 1.5 * m_time[1 - k]) {
             // The choice's own steps slowed far past the other's try (the load came or went; a
             // step's own growth with its position stays well within the margin): switch now.
             m_best = k == 0 ? 1 : m_full;
-            g_one_faster.store(m_best == 1 ? 1 : 0);
-            g_since_try.store(0);  // the choice just left is not tried again at once
+            learned.one_faster.store(m_best == 1 ? 1 : 0);
+            learned.since_try.store(0);  // the choice just left is not tried again at once
         }
     }
     ++m_step;
     // Step 0 (not timed) and 1 on the choice last found faster; from step 2, when a try is due,
     // one step on the other.
     int next = m_best;
-    if (m_step >= 2 && g_since_try.load() >= g_interval.load()) {
+    if (m_step >= 2 && learned.since_try.load() >= learned.interval.load()) {
         next = m_best == 1 ? m_full : 1;
-        g_since_try.store(0);
+        learned.since_try.store(0);
     } else {
-        g_since_try.fetch_add(1);
+        learned.since_try.fetch_add(1);
     }
     use(next);
     m_started_ns = steady_ns();
 }
 
 void forget_step_threads() {
-    g_one_faster.store(0);
-    g_interval.store(4);
-    g_since_try.store(1 << 20);
+    g_many.forget(0);
+    g_few.forget(1);
 }
 
 PreferredThreads::PreferredThreads(int64_t rows) {
-    if (rows > k_small_linear_rows && g_one_faster.load()) m_one.emplace(1);  // one thread, as a few rows' step
+    if (rows > k_small_linear_rows && g_many.one_faster.load()) m_one.emplace(1);  // one thread, as a few rows' step
 }
 
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {

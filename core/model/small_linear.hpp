@@ -58,7 +58,11 @@ bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight
 /// s against 1.0 s) whenever another process held a core. transformers' own decoder steps run
 /// as one thread too (MKL's matrix-vector product takes one below its size threshold). Nothing
 /// changes for more rows, inside a parallel region, or at one thread; the encoder keeps every
-/// thread.
+/// thread. The large products alone (few_rows_linear, small_rows_linear) may still share their
+/// output features with helper threads of our own (up to 4 threads in all) when a search's steps
+/// ran faster so (StepThreads; one thread until one did): the helpers spin between products and
+/// the step waits only for the features a helper took, never for a helper to arrive; every output
+/// is computed by one thread in the same order, so the values do not change.
 class FewRowsStepThreads {
 public:
     explicit FewRowsStepThreads(int64_t rows);
@@ -67,13 +71,16 @@ public:
     FewRowsStepThreads& operator=(const FewRowsStepThreads&) = delete;
 
 private:
+    friend class StepThreads;
     int m_threads = 0;  ///< OpenMP's threads before, 0 when nothing was changed
     int m_mkl = 0;      ///< MKL's per-thread count before
+    int m_kernels = 0;  ///< the few-row kernels' threads before
 };
 
 /// The threads of a search's steps (or an encoder's layers) over `rows` rows, chosen step by step
-/// while it runs. A few rows (<= k_small_linear_rows): one thread throughout, as
-/// FewRowsStepThreads. More rows (batch 32 at beam 4: 128; an encoder's tokens): all the threads
+/// while it runs. A few rows (<= k_small_linear_rows): the step on one thread, as
+/// FewRowsStepThreads, its large products on one thread or on all (FewRowsStepThreads' helpers),
+/// chosen as below from a few rows' steps of their own. More rows (batch 32 at beam 4: 128; an encoder's tokens): all the threads
 /// or one, whichever ran its steps faster. Why: on a quiet machine such a step runs faster on 2
 /// threads, but while another process holds a core every OpenMP region of it waits on the
 /// descheduled thread (libgomp spins, then sleeps): the same steps ran 3-8x slower than on one
@@ -96,7 +103,7 @@ public:
     void next_step();
     /// The threads the current step runs on (0 before the first next_step of an adapting search).
     int threads() const { return m_current; }
-    /// Whether the threads are chosen step by step (more than k_small_linear_rows rows, 2+ threads).
+    /// Whether the threads are chosen step by step (2+ threads; a few rows: their products' threads).
     bool adapts() const { return m_full > 1; }
 
 private:
@@ -104,6 +111,7 @@ private:
 
     FewRowsStepThreads m_few;  ///< a few rows: one thread throughout
     int m_full = 0;            ///< the threads before (2+ when adapting), restored at the end
+    bool m_few_rows = false;   ///< adapting a few rows' kernels' threads (the rest on one, m_few)
     int m_mkl = 0;             ///< MKL's per-thread count before
     int m_current = 0;         ///< this step's threads
     int m_best = 0;            ///< the faster so far (m_full or 1)
@@ -112,6 +120,10 @@ private:
     bool m_timed[2] = {false, false};
     int64_t m_started_ns = 0;  ///< when the current step started (steady clock)
 };
+
+/// The threads a few-row product (few_rows_linear, small_rows_linear) runs on from this thread now:
+/// 0 outside a few-row step (OpenMP's), 1 this thread alone, 2+ this thread and helpers (for the tests).
+int few_rows_kernel_threads();
 
 /// Forgets what StepThreads learned (all threads faster; the next search tries one at once): for tests.
 void forget_step_threads();

@@ -167,9 +167,12 @@ namespace {
 std::vector<int> timed_steps(int64_t rows, int steps, int one_ms, int all_ms) {
     attnviz::StepThreads threads(rows);
     std::vector<int> used;
+    const bool few = rows <= attnviz::k_small_linear_rows;
     for (int s = 0; s < steps; ++s) {
         threads.next_step();
-        used.push_back(at::get_num_threads());
+        // A few rows: the rest of the step on one thread whatever the kernels run on.
+        if (few) CHECK(at::get_num_threads() == 1);
+        used.push_back(few ? attnviz::few_rows_kernel_threads() : at::get_num_threads());
         if (threads.adapts()) CHECK(threads.threads() == used.back());
         std::this_thread::sleep_for(std::chrono::milliseconds(used.back() == 1 ? one_ms : all_ms));
     }
@@ -225,10 +228,84 @@ TEST_CASE("StepThreads: many rows run on the threads their steps ran faster on, 
         CHECK(used[2] == 1);  // the try: 10 ms against 2
         CHECK(std::count(used.end() - 10, used.end(), 1) == 10);
     }
-    SECTION("a few rows: one thread throughout, nothing timed") {
+    SECTION("a few rows: the step on one thread, its kernels on the threads they ran faster on") {
+        const int64_t few = attnviz::k_small_linear_rows;
+        const std::vector<int> used = timed_steps(few, 40, 30, 2);
+        CHECK(used[0] == 1);  // the kernels start on one thread, as before anything was timed
+        CHECK(used[1] == 1);
+        CHECK(used[2] == 2);  // the first try
+        CHECK(std::count(used.begin(), used.end(), 1) <= 5);  // steps 0, 1, 7, 16, 33: each loss doubles the wait
+        CHECK(used.back() == 2);
+        // A step outside a search (its own FewRowsStepThreads) takes what the searches found.
+        {
+            const attnviz::FewRowsStepThreads step(few);
+            CHECK(at::get_num_threads() == 1);
+            CHECK(attnviz::few_rows_kernel_threads() == 2);
+        }
+        // What the many rows' searches found is their own: the encoder keeps all threads.
+        {
+            attnviz::PreferredThreads encoder(many);
+            CHECK(at::get_num_threads() == 2);
+        }
+        // Loaded: the kernels go back to one thread.
+        const std::vector<int> loaded = timed_steps(few, 50, 2, 30);  // a try within 32 steps
+        CHECK(std::count(loaded.end() - 10, loaded.end(), 1) >= 8);  // at most the tries of all threads
+        const attnviz::FewRowsStepThreads step(few);
+        CHECK(attnviz::few_rows_kernel_threads() == 1);
+    }
+    SECTION("a few rows at one thread: nothing timed") {
+        ThreadCount one(1);
         const std::vector<int> used = timed_steps(attnviz::k_small_linear_rows, 6, 30, 2);
-        CHECK(std::count(used.begin(), used.end(), 1) == 6);
+        CHECK(std::count(used.begin(), used.end(), 0) == 6);  // OpenMP's one thread, as outside a step
+        CHECK(at::get_num_threads() == 1);
     }
     CHECK(at::get_num_threads() == 2);
+    attnviz::forget_step_threads();
+}
+
+TEST_CASE("few_rows_linear and small_rows_linear: the same values with a step's kernels on helper threads, "
+          "from one caller or two at once",
+          "[decode][beam]") {
+    ThreadCount two(2);
+    torch::manual_seed(13);
+    const auto w = torch::randn({1500, 300});       // row-major: few_rows_linear's runs of 128
+    const auto col = column_major(5000, 96);         // column-major: small_rows_linear's runs of 2,048
+    const auto x = torch::randn({k_small_linear_rows, 300});
+    const auto xc = torch::randn({k_small_linear_rows, 96});
+    std::vector<torch::Tensor> few_serial, small_serial;
+    {
+        ThreadCount one(1);
+        for (int64_t rows = 1; rows <= k_small_linear_rows; ++rows) {
+            few_serial.push_back(few_rows_linear(x.narrow(0, 0, rows), w));
+            small_serial.push_back(small_rows_linear(xc.narrow(0, 0, rows), col));
+        }
+    }
+    // Steps whose kernels ran faster on all threads (sleeps stand for them): the kernels on the
+    // helpers from here.
+    attnviz::forget_step_threads();
+    (void)timed_steps(k_small_linear_rows, 12, 30, 2);
+    auto compare = [&] {
+        const attnviz::FewRowsStepThreads step(k_small_linear_rows);
+        if (few_rows_kernel_threads() != 2) return false;
+        bool same = true;
+        for (int repeat = 0; repeat < 20; ++repeat)
+            for (int64_t rows = 1; rows <= k_small_linear_rows; ++rows) {
+                const auto i = static_cast<size_t>(rows - 1);
+                same = same && torch::equal(few_rows_linear(x.narrow(0, 0, rows), w), few_serial[i]);
+                same = same && torch::equal(small_rows_linear(xc.narrow(0, 0, rows), col), small_serial[i]);
+            }
+        return same;
+    };
+    CHECK(compare());
+    // Two callers at once: one gets the helpers, the other computes alone; the same values.
+    bool other = false;
+    std::thread second([&] {
+        ThreadCount both(2);
+        other = compare();
+    });
+    const bool first = compare();
+    second.join();
+    CHECK(first);
+    CHECK(other);
     attnviz::forget_step_threads();
 }
