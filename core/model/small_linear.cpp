@@ -80,6 +80,7 @@ using StripFn = void (*)(const float*, const float*, float*, int64_t, int64_t, i
 /// registers beside the weight's (R <= 4), 8 beyond.
 StripFn strip_kernel(int64_t rows) {
     switch (rows) {
+    case 1: return strips<1, 4>;
     case 2: return strips<2, 2>;
     case 3: return strips<3, 2>;
     case 4: return strips<4, 2>;
@@ -501,7 +502,10 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 
 bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
     // Column-major: weight.t() is a contiguous [in, out].
-    return plain_few_rows(x, weight, 2) && weight.stride(0) == 1 && weight.stride(1) == weight.size(0);
+    // One row too (greedy's output projection): MKL's matrix-vector product reads the matrix on
+    // one thread, these strips on every thread the step's products may use (BART-base-sized
+    // greedy: its 154 MB vocabulary matrix was most of a token's time).
+    return plain_few_rows(x, weight, 1) && weight.stride(0) == 1 && weight.stride(1) == weight.size(0);
 }
 
 torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight) {

@@ -24,7 +24,7 @@ namespace attnviz {
 constexpr int64_t k_small_linear_rows = 8;
 
 /// x [R, in] times weight [out, in] transposed: [R, out], as torch::nn::functional::linear(x,
-/// weight) gives it up to float rounding. Computed here when 2 <= R <= k_small_linear_rows,
+/// weight) gives it up to float rounding. Computed here when 1 <= R <= k_small_linear_rows,
 /// both are float CPU tensors, the weight is column-major (weight.t() contiguous, the layout of
 /// the pretrained family's vocabulary matrices), no gradient is asked for and the CPU has AVX2
 /// and FMA; otherwise by ATen's linear.
