@@ -100,6 +100,24 @@ void GrowingSteps::select(const torch::Tensor& rows) {
     m_buffer = std::move(next);
 }
 
+int64_t repeated_row_group(const torch::Tensor& map_rows) {
+    if (!map_rows.defined() || map_rows.dim() != 1 || map_rows.size(0) < 2) return 1;
+    const auto rows = map_rows.to(torch::kCPU, torch::kLong).contiguous();
+    const int64_t R = rows.size(0);
+    const int64_t* r = rows.data_ptr<int64_t>();
+    int64_t g = 1;
+    while (g < R && r[g] == r[0]) ++g;
+    if (g == 1 || R % g != 0) return 1;
+    for (int64_t i = 0; i < R; ++i)
+        if (r[i] != i / g) return 1;
+    return g;
+}
+
+torch::Tensor every_nth_row(const torch::Tensor& x, int64_t g) {
+    if (g == 1) return x;
+    return x.index_select(0, torch::arange(0, x.size(0), g, torch::TensorOptions().dtype(torch::kLong).device(x.device())));
+}
+
 torch::Tensor finish_logits(torch::Tensor logits, const torch::Tensor& bias, int64_t never, float floor) {
     const bool in_place = !torch::GradMode::is_enabled() || !logits.requires_grad();
     if (bias.defined() && bias.numel() > 0 && bias.ne(0).any().item<bool>()) {
@@ -122,9 +140,46 @@ torch::Tensor activate(Activation a, const torch::Tensor& x) {
     return x;
 }
 
+namespace {
+
+/// [R, a, 1, S] (a row's bias or given weights, a = 1 or h) as the grouped scores' [G, a, g, S];
+/// one row for every row (broadcast) stays as it is.
+torch::Tensor grouped_rows(const torch::Tensor& x, int64_t groups, int64_t group) {
+    if (!x.defined() || x.dim() != 4 || x.size(0) == 1) return x;
+    if (x.size(0) != groups * group || x.size(2) != 1)
+        throw std::logic_error("attention over shared keys: a bias or weights of " + std::to_string(x.size(0)) +
+                               " rows for " + std::to_string(groups * group) + " queries");
+    return x.reshape({groups, group, x.size(1), x.size(3)}).transpose(1, 2);
+}
+
+/// [G, a, g, S] back to the rows' [G g, a, 1, S].
+torch::Tensor ungrouped_rows(const torch::Tensor& x) {
+    return x.transpose(1, 2).reshape({x.size(0) * x.size(2), x.size(1), 1, x.size(3)});
+}
+
+}  // namespace
+
 AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scaling,
                            const torch::Tensor& bias, double dropout, bool training, bool keep,
                            const torch::Tensor& weights_given, const torch::Tensor& keep_heads, bool zero_empty_rows) {
+    if (k.size(0) != q.size(0)) {
+        // Rows sharing keys (a beam's K rows of one sentence, PretrainedCache::cross_group): each
+        // group's one-position queries as the rows of one product with its keys, read once.
+        const int64_t G = k.size(0), R = q.size(0);
+        if (G <= 0 || R % G != 0 || q.size(2) != 1)
+            throw std::logic_error("attention over shared keys: " + std::to_string(R) + " queries of " +
+                                   std::to_string(q.size(2)) + " positions for " + std::to_string(G) + " key rows");
+        const int64_t g = R / G;
+        const auto qg = q.reshape({G, g, q.size(1), q.size(3)}).transpose(1, 2);  // [G, h, g, dh]
+        auto out = attend_heads(qg, k, v, scaling, grouped_rows(bias, G, g), dropout, training, keep,
+                                grouped_rows(weights_given, G, g), keep_heads, zero_empty_rows);
+        out.merged = out.merged.reshape({R, 1, -1});  // [G, g, h dh]: row by row
+        if (keep) {
+            out.weights = ungrouped_rows(out.weights);
+            out.scores = ungrouped_rows(out.scores);
+        }
+        return out;
+    }
     auto scores = torch::matmul(q, k.transpose(2, 3));  // [B, h, Tq, Tk]
     // In place: the same values without two more [B, h, Tq, Tk] tensors (50 MB a layer for a
     // 1,024-token source of 12 heads); the product's backward needs q and k, not its output.

@@ -63,6 +63,13 @@ private:
     int64_t m_steps = 0;
 };
 
+/// g when map_rows [R] (an encoding's rows: the source row each holds) is 0 (g times), 1 (g
+/// times), ..., as beam search's selection of every row g times leaves it, g > 1; else 1.
+int64_t repeated_row_group(const torch::Tensor& map_rows);
+
+/// Rows 0, g, 2g, ... of x (x itself when g is 1).
+torch::Tensor every_nth_row(const torch::Tensor& x, int64_t g);
+
 /// A decoder's vocabulary logits [..., V] made final: plus bias ([V] or [1, V], optional; an all-zero
 /// bias, as Marian's final_logits_bias, adds nothing and is skipped), and `never` (attnviz's <bos>)
 /// set to `floor` in every row. In place when no gradient is recorded: at batch 32 and beam 4 an
@@ -81,7 +88,9 @@ struct AttendedHeads {
 /// over [B, h, Tq, Tk]; weights_given (optional): [B, 1, 1, Tk] replacing every head's softmax;
 /// keep_heads (optional): [h] multiplying each head's output; zero_empty_rows: a row whose
 /// every key is masked attends to nothing (its NaN weights become 0). Dropout on the weights
-/// when training.
+/// when training. k and v of fewer rows than q: each of their rows serves q.size(0) / k.size(0)
+/// consecutive rows of one position each (beam search's beams of one sentence over its
+/// cross-attention keys); bias and weights_given are then per query row [B, ., 1, Tk] or broadcast.
 AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scaling,
                            const torch::Tensor& bias, double dropout, bool training, bool keep,
                            const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},

@@ -468,13 +468,15 @@ torch::Tensor PretrainedImpl::loss(const torch::Tensor& src, const torch::Tensor
 std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source) {
     const auto& enc = family_part<const PretrainedEncoding>(source, "pretrained", "an encoding");
     auto cache = std::make_unique<PretrainedCache>();
+    cache->cross_group = repeated_row_group(enc.map_rows);
+    const auto sources = every_nth_row(enc.output, cache->cross_group);  // a beam's sentence once
     for (auto& layer : decoder_layers) {
         auto& a = *layer->encoder_attn;
         // Contiguous per head: a step's scores multiply by k's transpose, which a head-split view
         // of several rows (a beam's) could not pass to the batched product without copying all of
         // it at every step (a 1,024-token source, 4 beams: 75 MB a step, 18% of the time).
-        cache->cross_k.push_back(a.split_heads(project(a.k_proj, enc.output)).contiguous());
-        cache->cross_v.push_back(a.split_heads(project(a.v_proj, enc.output)).contiguous());
+        cache->cross_k.push_back(a.split_heads(project(a.k_proj, sources)).contiguous());
+        cache->cross_v.push_back(a.split_heads(project(a.v_proj, sources)).contiguous());
     }
     cache->cross_rows = enc.map_rows;
     cache->self_k.resize(decoder_layers.size());
@@ -484,20 +486,36 @@ std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source)
 }
 
 void PretrainedCache::select(const torch::Tensor& rows) {
+    const auto host = rows.to(torch::kCPU, torch::kLong).contiguous();
     bool cross_same = false;
     if (cross_rows.defined()) {
-        auto next = cross_rows.index_select(0, rows.to(torch::kCPU, torch::kLong));
+        auto next = cross_rows.index_select(0, host);
         cross_same = torch::equal(next, cross_rows);
         cross_rows = std::move(next);
     }
     for (auto* list : {&self_k, &self_v})
         for (auto& t : *list) t.select(rows);
-    for (auto* list : {&cross_k, &cross_v}) {
-        if (cross_same) continue;
-        for (auto& t : *list)
-            if (t.defined()) t = t.index_select(0, rows);
-    }
     positions_seen = positions_seen.index_select(0, rows);
+    if (cross_same) return;
+    // The rows of cross_k that the new rows read: each group's, or (a group's rows now from
+    // different groups) every row's own.
+    const int64_t R = host.size(0), g = cross_group;
+    const auto groups = host.div(g, "floor");
+    torch::Tensor from = groups;
+    if (g > 1) {
+        const auto blocks = R % g == 0 ? groups.view({R / g, g}) : torch::Tensor();
+        if (blocks.defined() && blocks.eq(blocks.select(1, 0).unsqueeze(1)).all().item<bool>()) {
+            from = blocks.select(1, 0).contiguous();
+            const int64_t G = cross_k.empty() || !cross_k.front().defined() ? from.size(0) : cross_k.front().size(0);
+            if (from.size(0) == G && torch::equal(from, torch::arange(G, torch::kLong))) return;  // each group its own
+        } else {
+            cross_group = 1;
+        }
+    }
+    const auto index = from.to(rows.device());
+    for (auto* list : {&cross_k, &cross_v})
+        for (auto& t : *list)
+            if (t.defined()) t = t.index_select(0, index);
 }
 
 StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache_in, const EncodedSource& source,
