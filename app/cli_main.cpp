@@ -14,6 +14,7 @@
 
 #include "app/cli_app.hpp"
 #include "app/cli_common.hpp"
+#include "core/model/cuda_runtime.hpp"
 #include "core/model/device.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
@@ -41,6 +42,7 @@ int fail(int code, const std::string& message) {
 int main(int argc, char** argv) {
     using namespace attnviz::cli;
     attnviz::tune_heap_for_training();  // before any thread allocates (process_memory.hpp)
+    attnviz::load_cuda_runtime();       // before LibTorch is asked about CUDA (cuda_runtime.hpp)
     install_signal_handlers();
     const auto cli = make_cli_app();
     CLI::App& app = cli->app;
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForVersion&) {
-        std::cout << "attnviz-cli " << ATTNVIZ_VERSION << " (LibTorch " << attnviz::libtorch_version() << ")\n";
+        std::cout << "attnviz-cli " << ATTNVIZ_VERSION << " (LibTorch " << attnviz::libtorch_version()
+                  << "; CUDA: " << attnviz::load_cuda_runtime().status << ")\n";
         return exit_ok;
     } catch (const CLI::ParseError& e) {
         return fail(exit_usage, std::string(e.what()) + " (see --help)");

@@ -14,6 +14,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/model/cuda_runtime.hpp"
 #include "core/model/work_cost.hpp"
 #include "ui/window/MainWindow.hpp"
 #include "ui/training/TrainingController.hpp"
@@ -23,6 +24,7 @@
 #endif
 
 int main(int argc, char* argv[]) {
+    attnviz::load_cuda_runtime();  // before LibTorch is asked about CUDA (core/model/cuda_runtime.hpp)
     // Screenshots need no display: choose the offscreen platform before Qt starts.
     for (int i = 1; i < argc; ++i)
         if ((qstrcmp(argv[i], "--screenshot") == 0 || qstrcmp(argv[i], "--soak") == 0) &&

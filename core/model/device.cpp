@@ -13,10 +13,11 @@
 
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
+#include "core/model/cuda_runtime.hpp"
 
 namespace attnviz {
 
-bool cuda_available() { return torch::cuda::is_available(); }
+bool cuda_available() { return load_cuda_runtime().loaded && torch::cuda::is_available(); }
 
 namespace {
 std::mutex cudnn_mutex;
@@ -49,8 +50,8 @@ torch::Device resolve_device(const std::string& name) {
     if (name == "cpu") return torch::kCPU;
     if (name.rfind("cuda", 0) == 0) {
         if (!cuda_available())
-            throw ConfigError("device " + quote(name) + " asked for, but LibTorch sees no CUDA GPU "
-                              "(use --device cpu or auto; is this a CUDA build of LibTorch?)");
+            throw ConfigError("device " + quote(name) + " asked for, but LibTorch sees no CUDA GPU (CUDA: " +
+                              load_cuda_runtime().status + "; use --device cpu or auto)");
         try {
             torch::Device d(name);
             if (d.index() >= static_cast<int>(torch::cuda::device_count()))

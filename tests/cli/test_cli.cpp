@@ -1,6 +1,7 @@
 // attnviz-cli, run as a user would: a subprocess with its output in temporary
 // files. Models are tiny and train for a few epochs: these tests check the
 // tool's plumbing (files, formats, exit codes), the learning tests check learning.
+#include <dlfcn.h>
 #include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -54,6 +55,40 @@ TEST_CASE("cli: --help, --version and tasks", "[cli]") {
     CHECK((names == std::vector<std::string>{"reverse", "lookup", "dates", "toy-french"}));
     Result plain = cli(dir, {"tasks"});
     CHECK(lines_of(plain.out).size() == 4);
+}
+
+TEST_CASE("cli: LibTorch's CUDA library is loaded where an NVIDIA driver is, ATTNVIZ_CUDA overrides, and "
+          "--version says which",
+          "[cli]") {
+    TempDir dir;
+    const std::string cli_path = quote(ATTNVIZ_CLI_PATH);
+    const Result forced = run_command(dir, "env ATTNVIZ_CUDA=1 " + cli_path, {"--version"});
+    REQUIRE(forced.code == 0);
+    INFO(forced.out << forced.err);
+    if (forced.out.find("CUDA: none:") != std::string::npos) {
+        WARN("this LibTorch has no CUDA library: nothing to load");
+        return;
+    }
+    // Loaded even without a driver: the library, its kernels (aten::add's for CUDA) and hooks registered.
+    CHECK((forced.out.find("CUDA: loaded (CUDA runtime ") != std::string::npos ||
+           forced.out.find("CUDA: linked (CUDA runtime ") != std::string::npos));
+    CHECK(forced.err.empty());
+    const Result plain = run_command(dir, "env -u ATTNVIZ_CUDA " + cli_path, {"--version"});
+    REQUIRE(plain.code == 0);
+    const bool driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
+    if (forced.out.find("CUDA: loaded") != std::string::npos) {  // built to load it on demand
+        CHECK(plain.out.find(driver ? "CUDA: loaded (CUDA runtime " : "CUDA: not loaded: no NVIDIA driver") !=
+              std::string::npos);
+        const Result off = run_command(dir, "env ATTNVIZ_CUDA=0 " + cli_path, {"--version"});
+        CHECK(off.out.find("CUDA: not loaded: ATTNVIZ_CUDA=0") != std::string::npos);
+        // CUDA asked for where it is not loaded: one line saying why.
+        const Result cuda = run_command(dir, "env ATTNVIZ_CUDA=0 " + cli_path,
+                                        {"train", "--task", "reverse", "--pairs", "50", "--epochs", "1", "--device", "cuda",
+                                         "--save", dir / "m.ckpt", "-q"});
+        CHECK(cuda.code == 2);  // a usage error, as every unusable --device
+        require_one_error_line(cuda, "(CUDA: not loaded: ATTNVIZ_CUDA=0; use --device cpu or auto)");
+        CHECK_FALSE(exists(dir / "m.ckpt"));
+    }
 }
 
 TEST_CASE("cli: train -> translate -> eval round trip, then resume", "[cli]") {

@@ -9,7 +9,10 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/model/cuda_runtime.hpp"
+
 int main(int argc, char* argv[]) {
+    attnviz::load_cuda_runtime();  // as the programs' main() do
     const char* env = std::getenv("ATTNVIZ_TEST_THREADS");
     const int threads = env ? std::max(1, std::atoi(env)) : 1;
     at::set_num_threads(threads);

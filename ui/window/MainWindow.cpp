@@ -23,6 +23,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "core/model/cuda_runtime.hpp"
 #include "core/model/device.hpp"
 #include "ui/analysis/AttributionView.hpp"
 #include "ui/analysis/HeadsGrid.hpp"
@@ -486,8 +487,9 @@ void MainWindow::showAbout() {
     QMessageBox::about(this, tr("About attnviz"),
                        tr("<h3>attnviz %1</h3><p>Train RNN encoder–decoders with attention (Bahdanau et al.), watch the "
                           "loss fall, and inspect, step by step, where the decoder looks.</p>"
-                          "<p>LibTorch %2 · Qt %3</p>")
-                           .arg(QStringLiteral(ATTNVIZ_VERSION), qs(libtorch_version()), QString::fromLatin1(qVersion())));
+                          "<p>LibTorch %2 · Qt %3</p><p>CUDA: %4</p>")
+                           .arg(QStringLiteral(ATTNVIZ_VERSION), qs(libtorch_version()), QString::fromLatin1(qVersion()),
+                                qs(load_cuda_runtime().status).toHtmlEscaped()));
 }
 
 }  // namespace attnviz::ui
