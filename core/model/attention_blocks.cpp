@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/model/row_gather.hpp"
+
 namespace attnviz {
 
 torch::Tensor key_bias(const torch::Tensor& mask) {
@@ -91,12 +93,8 @@ void GrowingSteps::select(const torch::Tensor& rows) {
     auto next = torch::empty({n, heads, m_buffer.size(2), m_buffer.size(3)}, m_buffer.options());
     const auto head_bytes = static_cast<size_t>(m_buffer.stride(1) * m_buffer.element_size());
     const auto run_bytes = static_cast<size_t>(m_steps * m_buffer.stride(2) * m_buffer.element_size());
-    const auto* src = static_cast<const char*>(m_buffer.data_ptr());
-    auto* dst = static_cast<char*>(next.data_ptr());
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t h = 0; h < heads; ++h)
-            std::memcpy(dst + static_cast<size_t>(i * heads + h) * head_bytes,
-                        src + static_cast<size_t>(from[i] * heads + h) * head_bytes, run_bytes);
+    gather_runs(static_cast<char*>(next.data_ptr()), static_cast<const char*>(m_buffer.data_ptr()), from, n, heads,
+                head_bytes, run_bytes);
     m_buffer = std::move(next);
 }
 

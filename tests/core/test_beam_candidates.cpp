@@ -197,3 +197,22 @@ TEST_CASE("GrowingSteps holds what torch::cat of the steps holds, reorders as in
     loss.backward();
     CHECK(torch::allclose(w.grad(), torch::full({B, h, 1, dh}, 1.0 * 3 + 2 * 2 + 3 * 1)));
 }
+
+TEST_CASE("GrowingSteps reorders a cache of many rows on one and on two threads as index_select does",
+          "[decode][beam]") {
+    torch::manual_seed(16);
+    const int64_t B = 64, h = 8, dh = 64;
+    const auto rows = torch::randint(0, B, {B}, torch::kLong);
+    for (const int threads : {1, 2}) {
+        const ThreadCount count(threads);
+        GrowingSteps grown;
+        torch::Tensor cat;
+        for (int64_t step = 0; step < 40; ++step) {  // 10 KB runs: the copy splits across threads
+            const auto x = torch::randn({B, h, 1, dh});
+            cat = cat.defined() ? torch::cat({cat, x}, 2) : x;
+            grown.append(x);
+        }
+        grown.select(rows);
+        CHECK(torch::equal(grown.filled(), cat.index_select(0, rows)));
+    }
+}
