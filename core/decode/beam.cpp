@@ -328,7 +328,7 @@ private:
     StepOnHost step_on_host(int64_t step) {
         const int64_t B = m_B, K = m_K, V = m_V;
         auto out = m_model.step(m_tokens, *m_cache, *m_enc);
-        auto logp = output_log_probs(out.logits);  // [B*K, V]
+        auto logp = output_log_probs(std::move(out.logits));  // [B*K, V], over the step's logits
         if (m_o.generation.masks()) {
             std::vector<std::vector<int64_t>> histories;
             for (int64_t r = 0; r < B * K; ++r) histories.push_back(history(m_live[static_cast<size_t>(r)]));

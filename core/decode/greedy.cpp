@@ -52,7 +52,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens, *cache) : nullptr;
             auto out = model.step(tokens, *cache, *enc, changed);
             if (changed) intervener->check_step(out);
-            auto logp = output_log_probs(out.logits);
+            auto logp = output_log_probs(std::move(out.logits));
             if (options.generation.masks()) {
                 std::vector<std::vector<int64_t>> histories;
                 for (const auto& h : hyps) histories.push_back(h.ids);

@@ -83,8 +83,10 @@ void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row,
 void add_source_maps(Hypothesis& h, const EncodedSource& source, int64_t row, int64_t n, MapsKept keep = MapsKept::all);
 
 /// A step's log-probabilities [R, V] from its logits, in float, with <pad> and
-/// <bos> (never outputs) at -inf: what greedy and beam search both choose from.
-torch::Tensor output_log_probs(const torch::Tensor& logits);
+/// <bos> (never outputs) at -inf: what greedy and beam search both choose from. Written over
+/// the logits when they are float, contiguous, without a gradient and held by nothing else
+/// (a step's, moved in); otherwise a new tensor, the logits untouched.
+torch::Tensor output_log_probs(torch::Tensor logits);
 
 /// transformers' logits processors of a pretrained model's generation config (DecodeOptions::generation)
 /// on a step's log-probabilities [R, V], in place: bad words, the minimum length and n-gram repeats

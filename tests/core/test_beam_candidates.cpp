@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/decode/beam_candidates.hpp"
+#include "core/decode/search.hpp"
 #include "core/model/attention_blocks.hpp"
 #include "test_support.hpp"
 
@@ -215,4 +216,28 @@ TEST_CASE("GrowingSteps reorders a cache of many rows on one and on two threads 
         grown.select(rows);
         CHECK(torch::equal(grown.filled(), cat.index_select(0, rows)));
     }
+}
+
+TEST_CASE("output_log_probs writes over a step's logits held by nothing else, the values torch's "
+          "log_softmax gives, and leaves logits held elsewhere alone",
+          "[decode][beam]") {
+    torch::manual_seed(17);
+    const auto logits = torch::randn({6, 50}) * 4;
+    auto want = torch::log_softmax(logits, -1);
+    want.index_fill_(1, torch::tensor({Vocab::pad_id, Vocab::bos_id}), k_dead);
+    auto own = logits.clone();
+    const void* memory = own.data_ptr();
+    const auto got = output_log_probs(std::move(own));
+    CHECK(got.data_ptr() == memory);  // in place
+    CHECK(torch::equal(got, want));
+    const auto held = logits.clone();
+    const auto copy = output_log_probs(held);  // held here too: a new tensor
+    CHECK(copy.data_ptr() != held.data_ptr());
+    CHECK(torch::equal(held, logits));
+    CHECK(torch::equal(copy, want));
+    const auto wide = logits.to(torch::kDouble);  // another type: converted, not written over
+    CHECK(torch::allclose(output_log_probs(wide.clone()), want, 1e-6, 1e-6));
+    const auto view = logits.clone();
+    CHECK(output_log_probs(view.narrow(0, 1, 3)).data_ptr() != view.data_ptr());  // part of a larger buffer
+    CHECK(torch::equal(view, logits));
 }
