@@ -432,22 +432,8 @@ TEST_CASE("heads: on a trained reverse Transformer, masking the least important 
 }
 
 TEST_CASE("heads: a pretrained (Marian) network gates every kind: masks and importance", "[heads]") {
-    auto spec = std::make_shared<PretrainedSpec>();
-    PretrainedConfig& p = spec->model;
-    p.family = PretrainedFamily::marian;
-    p.d_model = 16;
-    p.encoder_layers = 1;
-    p.decoder_layers = 2;
-    p.encoder_heads = 2;
-    p.decoder_heads = 4;
-    p.encoder_ffn = 24;
-    p.decoder_ffn = 24;
-    p.max_positions = 64;
-    p.vocab_size = p.decoder_vocab_size = 9;
     const auto src = std::make_shared<const Vocab>(Vocab::build({{"a", "b", "c", "d", "e"}}));
-    ModelConfig c;
-    c.arch = ModelArch::pretrained;
-    c.pretrained = spec;
+    ModelConfig c = testing::marian_config();  // d 16, 1 + 2 layers, 2 and 4 heads, vocabulary 9
     c.src_vocab = c.tgt_vocab = static_cast<int64_t>(src->size());
     Network net = build_network(c);
     {

@@ -117,22 +117,10 @@ ModelConfig transformer_config(int64_t layers, int64_t heads) {
 }
 
 ModelConfig pretrained_config() {
-    auto spec = std::make_shared<PretrainedSpec>();
-    PretrainedConfig& p = spec->model;
-    p.family = PretrainedFamily::marian;
-    p.d_model = 64;
-    p.encoder_layers = 2;
-    p.decoder_layers = 3;
-    p.encoder_heads = 4;
-    p.decoder_heads = 8;
-    p.encoder_ffn = 128;
-    p.decoder_ffn = 96;
-    p.max_positions = 1024;
-    p.vocab_size = p.decoder_vocab_size = 2000;
-    ModelConfig c;
-    c.arch = ModelArch::pretrained;
-    c.pretrained = spec;
-    return c;
+    testing::MarianSizes s;
+    s.d_model = 64, s.encoder_layers = 2, s.decoder_layers = 3, s.encoder_heads = 4, s.decoder_heads = 8;
+    s.encoder_ffn = 128, s.decoder_ffn = 96, s.max_positions = 1024, s.vocab = 2000;
+    return testing::marian_config(s);
 }
 
 /// Sentences of `n` words each, `count` of them.

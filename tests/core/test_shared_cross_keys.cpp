@@ -21,8 +21,9 @@ torch::Tensor longs(std::vector<int64_t> v) { return torch::tensor(v, torch::kLo
 
 /// A tiny random network of the family: Marian's layout, or T5 (gated-gelu, relative buckets).
 Network tiny_network(bool t5) {
-    auto spec = std::make_shared<PretrainedSpec>();
+    ModelConfig c = testing::marian_config();  // d 16, 1 + 2 layers, 2 and 4 heads, vocabulary 9
     if (t5) {
+        auto spec = std::make_shared<PretrainedSpec>();
         const auto j = nlohmann::json{{"model_type", "t5"},          {"d_model", 16},
                                       {"d_kv", 4},                   {"d_ff", 24},
                                       {"num_layers", 1},             {"num_decoder_layers", 2},
@@ -32,22 +33,8 @@ Network tiny_network(bool t5) {
                                       {"pad_token_id", 0},           {"eos_token_id", 1},
                                       {"decoder_start_token_id", 0}};
         spec->model = t5_config_from_json(j, "test config");
-    } else {
-        PretrainedConfig& p = spec->model;
-        p.family = PretrainedFamily::marian;
-        p.d_model = 16;
-        p.encoder_layers = 1;
-        p.decoder_layers = 2;
-        p.encoder_heads = 2;
-        p.decoder_heads = 4;
-        p.encoder_ffn = 24;
-        p.decoder_ffn = 24;
-        p.max_positions = 64;
-        p.vocab_size = p.decoder_vocab_size = 9;
+        c.pretrained = spec;
     }
-    ModelConfig c;
-    c.arch = ModelArch::pretrained;
-    c.pretrained = spec;
     c.src_vocab = c.tgt_vocab = 9;
     Network net = build_network(c);
     torch::NoGradGuard ng;

@@ -17,6 +17,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/config/pretrained_config.hpp"
 #include "core/model/rnn_model.hpp"
 #include "core/train/train.hpp"
 #include "core/decode/translation_model.hpp"
@@ -44,6 +45,33 @@ inline torch::Device test_device() {
 }
 
 /// A tiny model config over the given vocabulary sizes.
+/// The sizes of a pretrained model in Marian's layout that a test builds (marian_config).
+struct MarianSizes {
+    int64_t d_model = 16, encoder_layers = 1, decoder_layers = 2, encoder_heads = 2, decoder_heads = 4;
+    int64_t encoder_ffn = 24, decoder_ffn = 24, max_positions = 64;
+    int64_t vocab = 9;  ///< one vocabulary for both sides
+};
+
+/// A ModelConfig of the pretrained architecture, Marian's family, of those sizes.
+inline ModelConfig marian_config(const MarianSizes& s = {}) {
+    auto spec = std::make_shared<PretrainedSpec>();
+    PretrainedConfig& p = spec->model;
+    p.family = PretrainedFamily::marian;
+    p.d_model = s.d_model;
+    p.encoder_layers = s.encoder_layers;
+    p.decoder_layers = s.decoder_layers;
+    p.encoder_heads = s.encoder_heads;
+    p.decoder_heads = s.decoder_heads;
+    p.encoder_ffn = s.encoder_ffn;
+    p.decoder_ffn = s.decoder_ffn;
+    p.max_positions = s.max_positions;
+    p.vocab_size = p.decoder_vocab_size = s.vocab;
+    ModelConfig c;
+    c.arch = ModelArch::pretrained;
+    c.pretrained = spec;
+    return c;
+}
+
 inline ModelConfig tiny_config(Scoring scoring, int64_t src_vocab = 12, int64_t tgt_vocab = 11) {
     ModelConfig c;
     c.src_vocab = src_vocab;
