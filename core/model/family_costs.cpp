@@ -83,14 +83,16 @@ MemoryCost stack_cost(const StackShape& m) {
     c.encoding_maps.ss = 2 * f4 * m.Le * m.he;
     // A step, per hypothesis: the encoder output it reads (beam search copies it per
     // hypothesis), the cache's cross keys and values of every block [S, 2d] (and one block's
-    // projection while start() makes them), its self keys and values [T, 2d] (torch::cat
-    // copies one block's each step); per block, each attention's scores, masked scores and
-    // weights (every block's kept for the maps: 2 of 3), per head; the maps' host copies
-    // (weights and scores of every head, the primary mean); the logits and their
-    // log-probabilities, beam search's candidates over K x V.
+    // projection while start() makes them), its self keys and values [T, 2d] in GrowingSteps'
+    // buffers (attention_blocks.hpp: room for a quarter more, at least 8 positions; a regrowth
+    // or a beam's reordering copies one block's at a time, room included); per block, each
+    // attention's scores, masked scores and weights (every block's kept for the maps: 2 of 3),
+    // per head; the maps' host copies (weights and scores of every head, the primary mean); the
+    // logits and their log-probabilities, beam search's candidates over K x V.
+    const int64_t self_kv = m.Ld * 2 * f4 * d + 2 * f4 * d;  // every block's, and one block's copy
     c.step.s = f4 * d + 5 + m.Ld * 2 * f4 * d + cross_kv + f4 * m.hd * (2 * m.Ld + 1) + 2 * f4 * m.Ld * m.hd + f4;
-    c.step.t = m.Ld * 2 * f4 * d + 2 * f4 * d + f4 * m.hd * (2 * m.Ld + 1) + 2 * f4 * m.Ld * m.hd;
-    c.step.one = 4 * f4 * V + f4 * (12 * d + 2 * m.fd);
+    c.step.t = self_kv + self_kv / 4 + f4 * m.hd * (2 * m.Ld + 1) + 2 * f4 * m.Ld * m.hd;
+    c.step.one = 4 * f4 * V + f4 * (12 * d + 2 * m.fd) + 8 * self_kv;
     // Kept rows per hypothesis over T steps: the primary map (the last block's mean of its
     // heads: weights only) a row of S per step; every cross head's weights and scores, two
     // rows of S per step; every decoder self head's, two rows of t at step t (T (T + 1) / 2

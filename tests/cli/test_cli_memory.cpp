@@ -241,12 +241,12 @@ TEST_CASE("cli: beam search to the length limit and after a long prefix stays wi
     // Issue 46, item 10: --beam 100 --max-length 1000 on a model that never ends its output and
     // --prefix --beam 100 after a 999-word prefix held 1.2-3 GB under the 2 GiB bound: the
     // estimate counted the tensors, and the heap held every step's freed cache blocks, each
-    // too small for the next step's. Smaller here, under a 48 MB bound: the work fits the
-    // estimate, so it runs, and its peak beyond a one-word translation's must stay within it
-    // (before the fix: 204 MB and 72 MB beyond it).
+    // too small for the next step's. Smaller here, under a 56 MB bound: the work fits the
+    // estimate (49 MB since the self-attention cache's room is counted), so it runs, and its peak
+    // beyond a one-word translation's must stay within it (before the fix: 204 MB and 72 MB beyond it).
     TempDir dir;
     const std::string model = never_ending_transformer(dir);
-    const std::string bound = "48M";
+    const std::string bound = "56M";
     const Measured base = measured(dir, "ATTNVIZ_MEMORY_BOUND", bound, {"translate", "--model", model, "a"});
     INFO("stderr: " << base.err);
     REQUIRE(base.code == 0);
@@ -256,7 +256,7 @@ TEST_CASE("cli: beam search to the length limit and after a long prefix stays wi
         INFO("stderr: " << m.err << "peak " << m.peak_mb << " MB, a one-word translation's " << base.peak_mb << " MB");
         REQUIRE(m.code == 0);
         CHECK(split_words(m.out).size() == 600);  // decoded to the limit: the work was done
-        CHECK(m.peak_mb - base.peak_mb <= 48);
+        CHECK(m.peak_mb - base.peak_mb <= 56);
         // Under a bound its estimate passes, the same search is refused before it starts, by number.
         const Measured refused = measured(dir, "ATTNVIZ_MEMORY_BOUND", "16M",
                                           {"translate", "--model", model, "--beam", "64", "--max-length", "600", "a b c"});
@@ -270,7 +270,7 @@ TEST_CASE("cli: beam search to the length limit and after a long prefix stays wi
         INFO("stderr: " << m.err << "peak " << m.peak_mb << " MB, a one-word translation's " << base.peak_mb << " MB");
         REQUIRE(m.code == 0);
         CHECK(split_words(m.out).size() >= 599);
-        CHECK(m.peak_mb - base.peak_mb <= 48);
+        CHECK(m.peak_mb - base.peak_mb <= 56);
     }
 }
 
