@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include <ATen/core/dispatch/Dispatcher.h>

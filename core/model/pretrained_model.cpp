@@ -468,8 +468,7 @@ torch::Tensor PretrainedImpl::loss(const torch::Tensor& src, const torch::Tensor
 std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source) {
     const auto& enc = family_part<const PretrainedEncoding>(source, "pretrained", "an encoding");
     auto cache = std::make_unique<PretrainedCache>();
-    cache->cross_group = repeated_row_group(enc.map_rows);
-    const auto sources = every_nth_row(enc.output, cache->cross_group);  // a beam's sentence once
+    const auto sources = cache->begin(enc, decoder_layers.size());  // a beam's sentence once
     for (auto& layer : decoder_layers) {
         auto& a = *layer->encoder_attn;
         // Contiguous per head: a step's scores multiply by k's transpose, which a head-split view
@@ -478,11 +477,17 @@ std::unique_ptr<DecoderCache> PretrainedImpl::start(const EncodedSource& source)
         cache->cross_k.push_back(a.split_heads(project(a.k_proj, sources)).contiguous());
         cache->cross_v.push_back(a.split_heads(project(a.v_proj, sources)).contiguous());
     }
-    cache->cross_rows = enc.map_rows;
-    cache->self_k.resize(decoder_layers.size());
-    cache->self_v.resize(decoder_layers.size());
-    cache->positions_seen = torch::zeros({enc.output.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(enc.output.device()));
     return cache;
+}
+
+torch::Tensor PretrainedCache::begin(const PretrainedEncoding& enc, size_t layers) {
+    cross_group = repeated_row_group(enc.map_rows);
+    cross_rows = enc.map_rows;
+    self_k.resize(layers);
+    self_v.resize(layers);
+    positions_seen =
+        torch::zeros({enc.output.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(enc.output.device()));
+    return every_nth_row(enc.output, cross_group);
 }
 
 void PretrainedCache::select(const torch::Tensor& rows) {
@@ -500,9 +505,10 @@ void PretrainedCache::select(const torch::Tensor& rows) {
     // The rows of cross_k that the new rows read: each group's, or (a group's rows now from
     // different groups) every row's own.
     const int64_t R = host.size(0), g = cross_group;
-    const auto groups = host.div(g, "floor");
-    torch::Tensor from = groups;
+    torch::Tensor from = rows;
     if (g > 1) {
+        const auto groups = host.div(g, "floor");
+        from = groups;
         const auto blocks = R % g == 0 ? groups.view({R / g, g}) : torch::Tensor();
         if (blocks.defined() && blocks.eq(blocks.select(1, 0).unsqueeze(1)).all().item<bool>()) {
             from = blocks.select(1, 0).contiguous();
@@ -512,7 +518,7 @@ void PretrainedCache::select(const torch::Tensor& rows) {
             cross_group = 1;
         }
     }
-    const auto index = from.to(rows.device());
+    const auto index = from.to(rows.device());  // rows as given where each row has its own keys
     for (auto* list : {&cross_k, &cross_v})
         for (auto& t : *list)
             if (t.defined()) t = t.index_select(0, index);

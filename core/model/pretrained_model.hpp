@@ -113,6 +113,10 @@ struct PretrainedCache : DecoderCache {
     /// beam search's reordering within a sentence copied all of them every step (a 1,024-token
     /// BART-base-sized source with 4 beams: 151 MB a step), to the same values.
     torch::Tensor cross_rows;
+    /// Made empty for `layers` decoder layers over enc (the pretrained family's and T5's start()):
+    /// the groups its rows form, their sentences, no step yet. Returns the encoder output's rows
+    /// whose keys and values the caller projects into cross_k and cross_v (one per group).
+    torch::Tensor begin(const PretrainedEncoding& enc, size_t layers);
     void select(const torch::Tensor& rows) override;
     std::unique_ptr<DecoderCache> clone() const override { return std::make_unique<PretrainedCache>(*this); }
 };

@@ -335,18 +335,12 @@ std::unique_ptr<DecoderCache> T5Impl::start(const EncodedSource& source) {
     const auto& enc = family_part<const PretrainedEncoding>(source, "T5", "an encoding");
     const int64_t H = hf().decoder_heads;
     auto cache = std::make_unique<PretrainedCache>();
-    cache->cross_group = repeated_row_group(enc.map_rows);  // a beam's rows share their sentence's keys
-    const auto sources = every_nth_row(enc.output, cache->cross_group);
+    const auto sources = cache->begin(enc, decoder_blocks.size());  // a beam's sentence once
     for (const auto& b : decoder_blocks) {
         // Contiguous per head, as the pretrained family's: no copy of k at every step of a beam.
         cache->cross_k.push_back(t5_split(t5_project(b.cross.k, sources), H).contiguous());
         cache->cross_v.push_back(t5_split(t5_project(b.cross.v, sources), H).contiguous());
     }
-    cache->cross_rows = enc.map_rows;
-    cache->self_k.resize(decoder_blocks.size());
-    cache->self_v.resize(decoder_blocks.size());
-    cache->positions_seen =
-        torch::zeros({enc.output.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(enc.output.device()));
     return cache;
 }
 
