@@ -115,4 +115,15 @@ void MappedFile::release_pages(const void* p, size_t n) {
         }
 }
 
+bool MappedFile::is_mapped(const void* p, size_t n) {
+    if (p == nullptr || n == 0) return false;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+    if (begin > std::numeric_limits<uintptr_t>::max() - n) return false;
+    auto& live = live_mappings();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    for (const auto& [b, e] : live.ranges)
+        if (begin >= b && begin + n <= e) return true;
+    return false;
+}
+
 }  // namespace attnviz

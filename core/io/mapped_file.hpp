@@ -54,6 +54,8 @@ public:
     /// (a weight converted as it was read). Nothing happens for bytes outside every live mapping
     /// (a file read into memory, a copy): the call is safe on any pointer.
     static void release_pages(const void* p, size_t n);
+    /// Whether [p, p + n) lies inside one live mapping (a view of a mapped file, not a copy).
+    static bool is_mapped(const void* p, size_t n);
 
 private:
     MappedFile() = default;

@@ -28,8 +28,9 @@ struct Int8Weight {
     explicit Int8Weight(c10::weak_intrusive_ptr<c10::StorageImpl> p) : placeholder(std::move(p)) {}
     c10::weak_intrusive_ptr<c10::StorageImpl> placeholder;  ///< the parameter's one-byte storage
     c10::IValue packed;                                     ///< quantized::linear_prepack's result
-    torch::Tensor rows;                                     ///< [V, d] int8 (lookups only)
-    torch::Tensor row_scale;                                ///< [V] float (lookups only)
+    torch::Tensor rows;                                     ///< [V, d] int8 (lookups only, when no `lookup`)
+    torch::Tensor row_scale;                                ///< [V] float (lookups only, when no `lookup`)
+    RowLookup lookup;  ///< the float rows again, quantized at each lookup (load_converted's; no table then)
     int64_t out = 0, in = 0;
 };
 
@@ -124,8 +125,9 @@ torch::Tensor float_block(const WeightRows& rows, int64_t first, int64_t count, 
 /// param [out, in] becomes int8 from `rows`, block by block: the int8 values and their per-row scales
 /// are the whole matrix's quantize_rows (a row's scale is its own maximum: blocks of rows change
 /// nothing), with no float32 copy of the matrix. `keep_rows`: a vocabulary matrix also read as an
-/// embedding (its int8 table kept for lookups).
-void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, const WeightRows& rows) {
+/// embedding (its int8 table kept for lookups, or `lookup` kept instead when given).
+void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, const WeightRows& rows,
+                const RowLookup& lookup = {}) {
     const int64_t out = param.size(0), in = param.size(1);
     auto q = torch::empty({out, in}, torch::kChar);
     auto scale = torch::empty({out}, torch::kFloat);
@@ -147,7 +149,9 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
         torch::jit::Stack stack{qw, c10::IValue()};
         op("quantized::linear_prepack").callBoxed(&stack);
         e->packed = stack.at(0);
-        if (keep_rows) {
+        if (keep_rows && lookup) {
+            e->lookup = lookup;  // no table: qw goes with this scope
+        } else if (keep_rows) {
             // The lookups' table is qw's own bytes (fbgemm's packed matrix is a copy of its own).
             void* data = qw.data_ptr();
             e->rows = torch::from_blob(data, {out, in}, [qw](void*) mutable { qw.reset(); }, torch::kChar);
@@ -256,7 +260,8 @@ bool converts_parameter(const std::string& name, const torch::Tensor& param) {
     return param.defined() && param.dim() == 2 && param.scalar_type() == torch::kFloat && converted_name(name);
 }
 
-void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows) {
+void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows,
+                    const RowLookup& lookup) {
     if (p == InferencePrecision::fp32 || !converts_parameter(name, param))
         throw ConfigError("cannot load " + name + " as " + precision_name(p) + ": only float32 weights of two dimensions "
                           "that set_inference_precision converts are loaded converted");
@@ -265,7 +270,7 @@ void load_converted(torch::Tensor& param, const std::string& name, InferencePrec
                           param.device().str() + "): use --device cpu");
     drop_dead_entries();
     torch::NoGradGuard no_grad;
-    if (p == InferencePrecision::int8) store_int8(param, name, read_as_rows(name), rows);
+    if (p == InferencePrecision::int8) store_int8(param, name, read_as_rows(name), rows, lookup);
     else store_bf16(param, name, rows);
 }
 
@@ -279,6 +284,13 @@ int64_t gradient_pass_weight_bytes(const torch::nn::Module& network) {
             largest = std::max(largest, e->out * e->in);
         }
     return floats + largest;
+}
+
+int64_t int8_row_table_bytes(const torch::nn::Module& network) {
+    int64_t bytes = 0;
+    for (const auto& p : network.parameters())
+        if (const auto e = find_int8(p); e && e->rows.defined()) bytes += e->rows.nbytes() + e->row_scale.nbytes();
+    return bytes;
 }
 
 bool is_converted(torch::ScalarType type) { return type == torch::kChar || type == torch::kBFloat16; }
@@ -329,6 +341,16 @@ torch::Tensor converted_rows(const torch::Tensor& table, const torch::Tensor& id
     const auto flat = ids.reshape(-1).to(torch::kLong);
     if (type == torch::kBFloat16) return table.index_select(0, flat).to(torch::kFloat).view(shape);
     const auto e = find_int8(table);
+    if (e && e->lookup) {
+        // The rows read again and quantized as store_int8 quantized them (a row's scale is its own
+        // maximum): the values the row table would have held.
+        const auto w = e->lookup(flat);
+        if (!w.defined() || w.dim() != 2 || w.size(0) != flat.size(0) || w.size(1) != e->in)
+            throw std::logic_error("converted_rows: the row lookup gave no [" + std::to_string(flat.size(0)) + ", " +
+                                   std::to_string(e->in) + "] matrix");
+        auto [q, scale] = quantize_rows(w.to(torch::kFloat));
+        return (q.to(torch::kFloat) * scale.unsqueeze(1)).view(shape);
+    }
     if (!e || !e->rows.defined())
         throw std::logic_error("converted_rows: an int8 matrix without its row table");
     return (e->rows.index_select(0, flat).to(torch::kFloat) * e->row_scale.index_select(0, flat).unsqueeze(1)).view(shape);

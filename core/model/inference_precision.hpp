@@ -8,7 +8,9 @@
 // (quantized::linear_prepack); a product quantizes its activations at run time (fbgemm: per
 // tensor, u8 with a zero point) and returns float. Softmax, layer norms, attention scores,
 // positions and biases stay float. A vocabulary matrix that is also read as an embedding keeps an
-// int8 row table with one scale per row beside the packed matrix. The float32 weight is freed:
+// int8 row table with one scale per row beside the packed matrix, except when opened from a model
+// folder: its lookups then quantize the file's rows as they read them (load_converted's `lookup`;
+// the same values, no table). The float32 weight is freed:
 // the parameter keeps its shape but its data becomes a one-byte int8 placeholder (stride 0), so
 // anything that reads it without this file's functions fails (ATen refuses int8 in a float op)
 // instead of computing with stale numbers. A model folder opened in int8 or bf16
@@ -58,6 +60,9 @@ bool converts_parameter(const std::string& name, const torch::Tensor& param);
 /// Rows [first, first + count) of a weight being read, [count, in], any floating type: a view of
 /// the file or a small copy (load_converted reads a weight a block of rows at a time).
 using WeightRows = std::function<torch::Tensor(int64_t first, int64_t count)>;
+/// Rows `ids` (1-D int64) of a vocabulary matrix being read, [ids.size(0), in], any floating type,
+/// from any thread at any time while the network lives.
+using RowLookup = std::function<torch::Tensor(const torch::Tensor& ids)>;
 
 /// Gives `param` (parameter `name` of a network being loaded, its data allocated and never written;
 /// converts_parameter true) its weight in precision `p` (int8 or bf16) straight from `rows`, a block
@@ -65,7 +70,13 @@ using WeightRows = std::function<torch::Tensor(int64_t first, int64_t count)>;
 /// exactly as set_inference_precision would have made it from the float32 weight (the same int8
 /// values, scales and packed matrix; the same bfloat16 values). The float32 storage `param` had is
 /// freed. ConfigError for fp32 or a weight converts_parameter refuses; the CPU only.
-void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows);
+///
+/// `lookup` (int8, a vocabulary matrix also read as an embedding; optional): the same float rows by id,
+/// read again at each lookup (converted_rows quantizes them as the conversion did: the same values)
+/// instead of an int8 row table kept beside the packed matrix (V x in bytes: 30 MB for opus-mt, 262 MB
+/// for NLLB-600M). load_model_folder gives the mapped file's rows. It must give exactly what `rows` gave.
+void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows,
+                    const RowLookup& lookup = {});
 
 /// The precision a network's weights are in (fp32 when none was converted).
 InferencePrecision inference_precision(const torch::nn::Module& network);
@@ -94,6 +105,10 @@ bool is_int8_weight(const torch::Tensor& weight);
 /// the pass holds the float32 weights (4 bytes a parameter) and the largest weight's int8 unpacking
 /// besides. 0 for a float32 or bf16 network (bf16 products keep their bf16 weights, no copy).
 int64_t gradient_pass_weight_bytes(const torch::nn::Module& network);
+
+/// Bytes of the int8 row tables a network keeps for its vocabulary matrices' lookups (V x d each, plus
+/// the scales): 0 when its lookups read the model file (load_converted's `lookup`) or nothing is int8.
+int64_t int8_row_table_bytes(const torch::nn::Module& network);
 
 /// Rows ids [...] of a vocabulary matrix [V, d] converted by set_inference_precision: [..., d] float
 /// (int8: the row table times each row's scale; bf16: widened). Undefined when the matrix is float

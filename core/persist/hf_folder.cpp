@@ -2,6 +2,7 @@
 #include "core/persist/hf_folder.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -186,6 +187,38 @@ void release_file_rows(const torch::Tensor& t, const torch::Tensor& ids) {
                               static_cast<size_t>(hi - lo + 1) * row);
 }
 
+/// release_file_pages for the pages rows `ids` of a matrix viewing the mapped file touch, each row's
+/// pages rounded outwards but kept within the matrix's own pages (a page it shares with another
+/// tensor stays): a row lookup's reads let go at once, however the rows fall on pages.
+void release_row_pages(const torch::Tensor& t, const torch::Tensor& ids) {
+    if (!t.defined() || !t.has_storage() || !t.is_contiguous() || t.dim() != 2 || ids.numel() == 0) return;
+    static const uintptr_t page = [] {
+        const long s = ::sysconf(_SC_PAGESIZE);
+        return static_cast<uintptr_t>(s > 0 ? s : 4096);
+    }();
+    const auto base = reinterpret_cast<uintptr_t>(t.data_ptr());
+    const uintptr_t lo = (base + page - 1) / page * page, hi = (base + t.nbytes()) / page * page;
+    const auto row = static_cast<uintptr_t>(t.stride(0) * t.element_size());
+    auto sorted = std::get<0>(ids.to(torch::kLong).reshape(-1).sort()).contiguous();
+    const auto* id = sorted.data_ptr<int64_t>();
+    uintptr_t run_begin = 0, run_end = 0;  // the pages of consecutive rows, released together
+    for (int64_t i = 0; i <= sorted.numel(); ++i) {
+        const bool valid = i < sorted.numel() && id[i] >= 0 && id[i] < t.size(0);
+        uintptr_t b = 0, e = 0;
+        if (valid) {
+            b = std::max(lo, (base + static_cast<uintptr_t>(id[i]) * row) / page * page);
+            e = std::min(hi, (base + static_cast<uintptr_t>(id[i] + 1) * row + page - 1) / page * page);
+        }
+        if (valid && run_end > run_begin && b <= run_end) {
+            run_end = std::max(run_end, e);
+            continue;
+        }
+        if (run_end > run_begin) MappedFile::release_pages(reinterpret_cast<const void*>(run_begin), run_end - run_begin);
+        run_begin = b;
+        run_end = e;
+    }
+}
+
 /// What the model is called: a hub cache snapshot's ORG/NAME, else the folder's name.
 std::string folder_name(const std::string& dir) {
     fs::path p = fs::path(dir).lexically_normal();
@@ -361,7 +394,17 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
                     if (Vocab::bos_id >= first && Vocab::bos_id < first + count) block.select(0, Vocab::bos_id - first).zero_();
                     return block;
                 };
-                load_converted(dst, p.module, precision, rows);
+                // A vocabulary matrix read as an embedding: lookups read its rows from the file again
+                // (the mapping stays; each lookup's pages let go), not an int8 row table of V x d bytes.
+                RowLookup lookup;
+                if (MappedFile::is_mapped(t->data_ptr(), t->nbytes()))
+                    lookup = [file = *t, index](const torch::Tensor& ids) {
+                        const auto file_ids = index.index_select(0, ids);
+                        auto block = file.index_select(0, file_ids).to(torch::kFloat);
+                        release_row_pages(file, file_ids);
+                        return block.masked_fill_(ids.eq(Vocab::bos_id).unsqueeze(1), 0.0);
+                    };
+                load_converted(dst, p.module, precision, rows, lookup);
                 release_file_pages(*t);
                 release_free_heap();  // the blocks' temporaries, holes between the weights kept
                 continue;

@@ -169,6 +169,10 @@ TEST_CASE("a model folder opened in int8 or bf16 is converted as it is read: set
             const auto read = load_model(dir, p);
             CHECK(inference_precision(*read->network()) == p);
             check_same_weights(*after->network(), *read->network(), family + " " + precision_name(p));
+            // int8: the folder's lookups quantize the file's rows as they read them (the same rows, above),
+            // no table; converted after a float32 load, the table stays (the float rows are gone).
+            CHECK(int8_row_table_bytes(*read->network()) == 0);
+            if (p == InferencePrecision::int8) CHECK(int8_row_table_bytes(*after->network()) > 0);
             DecodeOptions d = after->decode_defaults();
             d.max_length = 20;
             const auto want = after->translate(sentences, d), got = read->translate(sentences, d);
