@@ -342,8 +342,6 @@ void PretrainedTokenizer::load_tokenizer_json(PretrainedTokenizer& t, const json
                 t.m_default_tgt_lang = config["tgt_lang"].get<std::string>();
         });
     }
-    t.m_tgt_ids = t.m_src_ids;
-    t.m_tgt_tokens = t.m_src_tokens;
 }
 
 std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const PretrainedTokenizerFiles& files) {
@@ -428,14 +426,12 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
         t->m_src_ids = read_vocab(files.vocab_json, rows, what + ": vocab.json", t->m_src_tokens);
         if (!files.target_vocab_json.empty()) {
             t->m_tgt_ids = read_vocab(files.target_vocab_json, rows, what + ": target_vocab.json", t->m_tgt_tokens);
-        } else {
-            t->m_tgt_ids = t->m_src_ids;
-            t->m_tgt_tokens = t->m_src_tokens;
+            t->m_separate_target = true;
         }
         for (const auto& s : {t->m_eos, t->m_unk})
             if (!t->m_src_ids.count(s)) throw FileError(what + ": vocab.json has no " + quote(s) + " (the model's special token)");
         // A multilingual model's targets: its >>xxx<< tokens (MarianTokenizer.supported_language_codes).
-        for (const auto& token : t->m_tgt_tokens)
+        for (const auto& token : t->id_tokens(true))
             if (token.size() > 4 && token.rfind(">>", 0) == 0 && token.compare(token.size() - 2, 2, "<<") == 0) {
                 const std::string code = token.substr(2, token.size() - 4);
                 t->m_languages.push_back(code);
@@ -458,8 +454,6 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
             t->m_languages.push_back(codes[i]);
             t->m_language_tokens[codes[i]] = token;
         }
-        t->m_tgt_ids = t->m_src_ids;
-        t->m_tgt_tokens = t->m_src_tokens;
         // src_lang null (an unset one, as transformers saves it): M2M100Tokenizer's default, "en".
         t->m_default_src_lang = (config.contains("src_lang") && config["src_lang"].is_null() ? std::string("en")
                                                                                         : config_value(config, "src_lang", std::string("en")));
@@ -503,8 +497,6 @@ std::shared_ptr<const PretrainedTokenizer> PretrainedTokenizer::load(const Pretr
             t->m_special["<mask>"] = 1;
             t->m_added["<mask>"] = "<mask>";
         }
-        t->m_tgt_ids = t->m_src_ids;
-        t->m_tgt_tokens = t->m_src_tokens;
         t->m_default_src_lang = (config.contains("src_lang") && config["src_lang"].is_null() ? std::string(mbart50 ? "en_XX" : "eng_Latn")
                                                                                         : config_value(config, "src_lang", std::string(mbart50 ? "en_XX" : "eng_Latn")));
         if (config.contains("tgt_lang") && !config["tgt_lang"].is_null())
@@ -611,7 +603,7 @@ std::string PretrainedTokenizer::decode(const std::vector<std::string>& tokens) 
 }
 
 int64_t PretrainedTokenizer::token_id(const std::string& token, bool target) const {
-    const auto& ids = target ? m_tgt_ids : m_src_ids;
+    const auto& ids = target && m_separate_target ? m_tgt_ids : m_src_ids;
     const auto it = ids.find(token);
     if (it != ids.end()) return it->second;
     if (m_spm_offset > 0) {  // NLLB: SentencePiece's own id
@@ -621,7 +613,9 @@ int64_t PretrainedTokenizer::token_id(const std::string& token, bool target) con
     return -1;
 }
 
-const std::vector<std::string>& PretrainedTokenizer::id_tokens(bool target) const { return target ? m_tgt_tokens : m_src_tokens; }
+const std::vector<std::string>& PretrainedTokenizer::id_tokens(bool target) const {
+    return target && m_separate_target ? m_tgt_tokens : m_src_tokens;
+}
 
 std::vector<std::string> PretrainedTokenizer::source_languages() const {
     return kind() == PretrainedTokenizerKind::marian ? std::vector<std::string>{} : m_languages;

@@ -119,6 +119,9 @@ public:
     /// Every id's token, id by id, for the source (target) side: the vocabulary, then language
     /// codes and made-up words; "" for an id that has no token.
     const std::vector<std::string>& id_tokens(bool target = false) const;
+    /// Whether the target side has ids and tokens of its own (Marian's target_vocab.json); otherwise
+    /// both sides read the same ones.
+    bool has_separate_target() const { return m_separate_target; }
     /// The special tokens decode() drops (eos, unk, pad, language codes of M2M100/NLLB, ...).
     bool is_special(const std::string& token) const { return m_special.count(token) > 0; }
     const std::string& eos_token() const { return m_eos; }
@@ -166,8 +169,11 @@ private:
     PretrainedTokenizerFiles m_files;
     std::unique_ptr<sentencepiece::SentencePieceProcessor> m_src_spm, m_tgt_spm;
     std::shared_ptr<const TokenizerJson> m_json;  ///< the tokenizer.json backend, when the folder has one
+    // Ids and tokens of each side; the target's only where it has its own (Marian's target_vocab.json,
+    // m_separate_target): otherwise the source's serve both (one copy, not two: 36 MB for NLLB's 256k).
     std::unordered_map<std::string, int64_t> m_src_ids, m_tgt_ids;
     std::vector<std::string> m_src_tokens, m_tgt_tokens;
+    bool m_separate_target = false;
     std::map<std::string, std::string> m_added;  ///< added token -> itself (split points), with strip flags below
     std::map<std::string, std::pair<bool, bool>> m_strip;  ///< added token -> (lstrip, rstrip)
     std::map<std::string, int> m_special;

@@ -156,6 +156,10 @@ std::shared_ptr<const Tokenizer> Tokenizer::with_default_languages(const std::st
     return for_pretrained(m_pretrained->with_default_languages(source, target), m_rows);
 }
 
+bool Tokenizer::pretrained_sides_equal() const {
+    return m_pretrained && !m_pretrained->has_separate_target() && m_rows.source_rows == m_rows.target_rows;
+}
+
 PretrainedVocabLayout Tokenizer::pretrained_layout(bool target) const {
     if (!m_pretrained) throw ConfigError("tokenizer: not a pretrained model's");
     return m_pretrained->vocab_layout(target, target ? m_rows.target_rows : m_rows.source_rows, m_rows.pad_id,

@@ -76,6 +76,8 @@ public:
     /// The vocabulary layout of one side (core/text/pretrained_tokenizer.hpp); ConfigError for
     /// attnviz's own tokenizers.
     PretrainedVocabLayout pretrained_layout(bool target) const;
+    /// Whether pretrained_layout(true) equals pretrained_layout(false): one vocabulary, the same rows.
+    bool pretrained_sides_equal() const;
     /// A pretrained model's token as attnviz's vocabulary names it (the token itself but for a few).
     std::string pretrained_name(const std::string& model_token, bool target) const;
 

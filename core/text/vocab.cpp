@@ -86,6 +86,32 @@ nlohmann::json Vocab::to_json() const {
     return nlohmann::json{{"format", "attnviz-vocab"}, {"version", 1}, {"tokens", m_tokens}};
 }
 
+void Vocab::add_checked(size_t i, const std::string& token) {
+    const char* specials[] = {pad_token, bos_token, eos_token, unk_token};
+    if (i < 4) {
+        if (token != specials[i])
+            throw FileError("vocabulary token " + std::to_string(i) + " is " + quote(token) + ", expected '" + specials[i] +
+                            "'");
+        return;
+    }
+    if (!is_vocab_token(token))
+        throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) +
+                        (token.empty() ? " is empty"
+                                       : " holds a control character (a line break, tab, escape, NEL, ...), a "
+                                         "line separator, bytes that are not UTF-8 or \"|||\", which would break "
+                                         "the output's one line per sentence or the terminal showing it"));
+    if (contains(token)) throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) + " appears twice");
+    add(token);
+}
+
+namespace {
+void check_special_count(size_t n) {
+    if (n < 4)
+        throw FileError("vocabulary has " + std::to_string(n) +
+                        " tokens, expected at least the 4 special tokens <pad> <bos> <eos> <unk>");
+}
+}  // namespace
+
 Vocab Vocab::from_json(const nlohmann::json& j) {
     const char* expected = "expected a JSON object {\"format\": \"attnviz-vocab\", \"tokens\": [\"<pad>\", "
                            "\"<bos>\", \"<eos>\", \"<unk>\", ...]}";
@@ -94,33 +120,30 @@ Vocab Vocab::from_json(const nlohmann::json& j) {
     if (j.contains("format") && j["format"] != "attnviz-vocab")
         throw FileError("not a vocabulary: \"format\" is " + describe_json(j["format"]) + ", expected \"attnviz-vocab\"");
     const auto& tokens = j["tokens"];
-    const char* specials[] = {pad_token, bos_token, eos_token, unk_token};
-    if (tokens.size() < 4)
-        throw FileError("vocabulary has " + std::to_string(tokens.size()) +
-                        " tokens, expected at least the 4 special tokens <pad> <bos> <eos> <unk>");
+    check_special_count(tokens.size());
     Vocab vocab;
+    vocab.reserve(tokens.size());
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (!tokens[i].is_string())
             throw FileError("vocabulary token " + std::to_string(i) + " is " + describe_json(tokens[i]) +
                             ", expected a string");
-        const auto& token = tokens[i].get_ref<const std::string&>();
-        if (i < 4) {
-            if (token != specials[i])
-                throw FileError("vocabulary token " + std::to_string(i) + " is " + quote(token) + ", expected '" +
-                                specials[i] + "'");
-            continue;
-        }
-        if (!is_vocab_token(token))
-            throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) +
-                            (token.empty() ? " is empty"
-                                           : " holds a control character (a line break, tab, escape, NEL, ...), a "
-                                             "line separator, bytes that are not UTF-8 or \"|||\", which would break "
-                                             "the output's one line per sentence or the terminal showing it"));
-        if (vocab.contains(token))
-            throw FileError("vocabulary token " + std::to_string(i) + " " + quote(token) + " appears twice");
-        vocab.add(token);
+        vocab.add_checked(i, tokens[i].get_ref<const std::string&>());
     }
     return vocab;
+}
+
+Vocab Vocab::from_tokens(std::vector<std::string> tokens) {
+    check_special_count(tokens.size());
+    Vocab vocab;
+    vocab.reserve(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) vocab.add_checked(i, tokens[i]);
+    vocab.m_tokens = std::move(tokens);  // the same strings: the given ones kept, not a second copy
+    return vocab;
+}
+
+void Vocab::reserve(size_t n) {
+    m_tokens.reserve(n);
+    m_index.reserve(n);
 }
 
 void Vocab::save(const std::string& path) const { write_file_atomic(path, to_json().dump(1) + "\n"); }

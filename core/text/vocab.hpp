@@ -48,6 +48,9 @@ public:
     /// Throws attnviz::FileError when the JSON is not a vocabulary, or a token is one that
     /// no vocabulary holds (is_vocab_token), twice, or a special token out of its place.
     static Vocab from_json(const nlohmann::json& j);
+    /// The vocabulary of these tokens in this order, checked as from_json checks them (no JSON copy of a
+    /// pretrained model's 256k names on the way).
+    static Vocab from_tokens(std::vector<std::string> tokens);
     /// Saves as JSON to a file (atomically) / loads from one.
     void save(const std::string& path) const;
     static Vocab load(const std::string& path);
@@ -56,6 +59,9 @@ public:
 
 private:
     void add(const std::string& token);
+    /// add() after from_json's checks of token i (the special tokens in their places, is_vocab_token, no repeat).
+    void add_checked(size_t i, const std::string& token);
+    void reserve(size_t n);
     std::vector<std::string> m_tokens;
     std::unordered_map<std::string, int64_t> m_index;
 };

@@ -160,3 +160,20 @@ TEST_CASE("Vocab::from_json rejects what is not a vocabulary", "[text][vocab]") 
                     FileError);
     CHECK(Vocab::from_json(json{{"tokens", {"<pad>", "<bos>", "<eos>", "<unk>"}}}) == Vocab());
 }
+
+TEST_CASE("Vocab::from_tokens checks the tokens as from_json does and keeps their order", "[text][vocab]") {
+    using Tokens = std::vector<std::string>;
+    const Tokens tokens{"<pad>", "<bos>", "<eos>", "<unk>", "▁le", "été", "Ġthe"};
+    const Vocab v = Vocab::from_tokens(tokens);
+    CHECK(v.tokens() == tokens);
+    CHECK(v == Vocab::from_json(nlohmann::json{{"tokens", tokens}}));
+    CHECK(v.id("été") == 5);
+    CHECK(v.id("absent") == Vocab::unk_id);
+    CHECK_THROWS_WITH(Vocab::from_tokens({"<pad>", "<bos>", "<eos>"}), Catch::Contains("at least the 4 special tokens"));
+    CHECK_THROWS_WITH(Vocab::from_tokens({"<bos>", "<pad>", "<eos>", "<unk>"}), Catch::Contains("expected '<pad>'"));
+    CHECK_THROWS_WITH(Vocab::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "a", "a"}),
+                      Catch::Contains("token 5") && Catch::Contains("twice"));
+    CHECK_THROWS_WITH(Vocab::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "a\nb"}),
+                      Catch::Contains("token 4") && Catch::Contains("control character"));
+    CHECK_THROWS_WITH(Vocab::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", ""}), Catch::Contains("is empty"));
+}

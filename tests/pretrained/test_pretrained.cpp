@@ -446,6 +446,29 @@ TEST_CASE("a broken model folder is refused in one line naming the file and the 
     }
 }
 
+TEST_CASE("a model folder whose two sides read one vocabulary holds it once, and Marian's target_vocab.json gets its own",
+          "[pretrained][tokenizer]") {
+    if (!have_fixtures()) return;
+    for (const std::string folder : {"marian", "nllb", "m2m100", "bart", "t5"}) {
+        INFO(folder);
+        const auto model = load_model(k_fixtures + "/" + folder);
+        CHECK(model->src_vocab_ptr() == model->tgt_vocab_ptr());
+        CHECK(model->tokenizer().pretrained_sides_equal());
+    }
+    // A target vocabulary of its own (MarianTokenizer's separate_vocabs): the same tokens, two ids swapped.
+    const auto dir = copy_fixture("marian", "separate-vocabs");
+    json vocab = read_json_file(dir + "/vocab.json");
+    REQUIRE((vocab.at("e") == 4 && vocab.at("s") == 6));
+    vocab["e"] = 6;
+    vocab["s"] = 4;
+    write_text(dir + "/target_vocab.json", vocab.dump());
+    const auto model = load_model(dir);
+    CHECK_FALSE(model->tokenizer().pretrained_sides_equal());
+    REQUIRE(model->src_vocab_ptr() != model->tgt_vocab_ptr());
+    CHECK(model->src_vocab().tokens() != model->tgt_vocab().tokens());
+    CHECK(model->src_vocab().size() == model->tgt_vocab().size());
+}
+
 TEST_CASE("a model folder's tokenizer.json attnviz cannot read is refused in one line naming it", "[pretrained][hostile][tokenizer_json]") {
     if (!have_fixtures()) return;
     auto edit_tokenizer = [](const std::string& as, const std::function<void(json&)>& edit) {
