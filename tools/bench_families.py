@@ -19,7 +19,9 @@ with attnviz-cli bench-decode (--batch 1 --fixed-length N: every attention map k
 transformers' generate() (eager PyTorch, no maps, min/max_new_tokens N) and CTranslate2's
 Translator (min/max_decoding_length N, intra_threads as --threads). Prints one JSON object:
 milliseconds per sentence per engine and search (median of the rounds) and the ratios, with the
-machine and its load. Run by hand; needs ctranslate2 (ATTNVIZ_BENCH_PEERS=1 ./setup.sh).
+machine and its load, and for each batch-1 model its bandwidth floor: the weights a greedy step
+reads, the machine's read bandwidth (torch's sum over a buffer that size), and the time 24 steps
+take at that bandwidth, beside attnviz's and transformers' greedy times. Run by hand; needs ctranslate2 (ATTNVIZ_BENCH_PEERS=1 ./setup.sh).
 """
 import argparse
 import json
@@ -199,6 +201,57 @@ def measure(engines, n, rounds):
     }
 
 
+def read_bandwidth_gb_s(nbytes, threads, repeats=7):
+    """The machine's read bandwidth on `threads` threads: torch's sum over a float32 buffer of nbytes
+    (larger than any cache), median of the repeats after one warm-up."""
+    torch.set_num_threads(threads)
+    x = torch.rand(max(nbytes // 4, 1 << 20))
+    x.sum()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        x.sum()
+        times.append(time.perf_counter() - t)
+    return x.numel() * 4 / statistics.median(times) / 1e9
+
+
+def greedy_step_weight_bytes(folder):
+    """Bytes of weights one greedy step at batch 1 reads (model.safetensors' header): every decoder
+    matrix but the cross-attention keys and values (projected once per sentence) and the position and
+    token tables (a step reads one row), plus the output projection's vocabulary matrix."""
+    path = os.path.join(folder, "model.safetensors")
+    with open(path, "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    total, vocab = 0, 0
+    for name, e in header.items():
+        if name == "__metadata__" or len(e["shape"]) != 2:
+            continue
+        n = e["data_offsets"][1] - e["data_offsets"][0]
+        if name.startswith(("lm_head.", "shared.", "model.shared.")):
+            vocab = max(vocab, n)  # tied: one matrix read once by the output projection
+        elif "decoder." in name and not any(k in name for k in ("embed_", "encoder_attn.k_proj", "encoder_attn.v_proj",
+                                                                ".EncDecAttention.k.", ".EncDecAttention.v.",
+                                                                "relative_attention_bias")):
+            total += n
+    return total + vocab
+
+
+def bandwidth_floor(folder, steps, threads, measured):
+    """The least time `steps` greedy steps at batch 1 can take on this machine: each reads its weights
+    from memory (they are larger than the caches) at the measured bandwidth. Beside attnviz's and
+    transformers' measured greedy times: the ratio to transformers below which no float32 decoder of
+    this model can go here (the encoder and the maps not counted)."""
+    step = greedy_step_weight_bytes(folder)
+    gb_s = read_bandwidth_gb_s(step, threads)
+    floor_ms = steps * step / (gb_s * 1e9) * 1e3
+    out = {"weights_read_per_step_mb": round(step / 1e6, 1), "read_bandwidth_gb_s": round(gb_s, 1),
+           "steps": steps, "floor_ms_per_sentence": round(floor_ms, 1)}
+    med = measured["median_ms_per_sentence"]
+    out["attnviz_greedy_over_floor"] = round(med["attnviz_greedy"] / floor_ms, 3)
+    out["floor_over_transformers_greedy"] = round(floor_ms / med["hf_greedy"], 3)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cli")
@@ -216,11 +269,14 @@ def main():
     texts = sentences(a.sentences)
     report = {"machine": machine(), "threads": a.threads, "load_before": os.getloadavg(), "rounds": a.rounds}
     if "t5" in only:
-        report["flan_t5_base_sized_batch1"] = measure(Engines(a.cli, build_t5(a.work), a.threads, texts), 24, a.rounds)
+        t5 = build_t5(a.work)
+        report["flan_t5_base_sized_batch1"] = measure(Engines(a.cli, t5, a.threads, texts), 24, a.rounds)
+        report["flan_t5_base_sized_bandwidth_floor"] = bandwidth_floor(t5, 24, a.threads, report["flan_t5_base_sized_batch1"])
     if "bart" in only or "summary" in only:
         bart = build_bart(a.work)
         if "bart" in only:
             report["bart_base_sized_batch1"] = measure(Engines(a.cli, bart, a.threads, texts), 24, a.rounds)
+            report["bart_base_sized_bandwidth_floor"] = bandwidth_floor(bart, 24, a.threads, report["bart_base_sized_batch1"])
         if "summary" in only:
             from transformers import AutoTokenizer
             docs = long_inputs(AutoTokenizer.from_pretrained(bart), 3, 1024)

@@ -4,10 +4,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -17,6 +20,7 @@
 #include "core/io/error.hpp"
 #include "core/model/encoder_decoder.hpp"
 #include "core/model/small_linear.hpp"
+#include "core/model/target_clones.hpp"
 
 namespace attnviz {
 
@@ -83,12 +87,7 @@ bool full_range() {
 #endif
 }
 
-/// Symmetric per-row int8 of a float matrix [out, in]: (int8 values, float scales [out]).
-std::pair<torch::Tensor, torch::Tensor> quantize_rows(const torch::Tensor& w) {
-    auto scale = (w.abs().amax(1) / 127.0).clamp_min(1e-12);
-    auto q = torch::round(w / scale.unsqueeze(1)).clamp(-127, 127).to(torch::kChar);
-    return {q, scale.to(torch::kFloat)};
-}
+std::pair<torch::Tensor, torch::Tensor> quantize_rows(const torch::Tensor& w) { return quantize_rows_int8(w); }
 
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
@@ -194,6 +193,50 @@ void drop_dead_entries() {
 }
 
 }  // namespace
+
+namespace {
+
+/// quantize_rows_int8 of one row: x [in] -> y [in], its scale. Built per x86 level (target clones):
+/// the maximum as an integer maximum of the magnitudes' bit patterns (for floats >= 0 their order;
+/// a NaN's pattern lies above infinity's), the values with the CPU's vector rounding.
+ATTNVIZ_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+float quantize_row(const float* x, int64_t in, int8_t* y) {
+    uint32_t top = 0;
+    for (int64_t i = 0; i < in; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, x + i, sizeof bits);
+        bits &= 0x7FFFFFFFu;
+        top = bits > top ? bits : top;
+    }
+    float m;
+    std::memcpy(&m, &top, sizeof m);
+    const float s = top > 0x7F800000u ? m : std::max(m / 127.0f, 1e-12f);  // a NaN stays, as amax keeps it
+    for (int64_t i = 0; i < in; ++i) {
+        const float v = std::nearbyint(x[i] / s);
+        const float c = v < -127.0f ? -127.0f : (v > 127.0f ? 127.0f : v);
+        y[i] = v == v ? static_cast<int8_t>(c) : int8_t{0};
+    }
+    return s;
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w_in) {
+    if (w_in.dim() != 2) throw std::invalid_argument("quantize_rows_int8: expected a matrix");
+    const auto w = w_in.to(torch::kFloat).contiguous();
+    const int64_t rows = w.size(0), in = w.size(1);
+    auto q = torch::empty({rows, in}, torch::kChar);
+    auto scale = torch::empty({rows}, torch::kFloat);
+    const float* src = w.data_ptr<float>();
+    auto* dst = q.data_ptr<int8_t>();
+    float* sc = scale.data_ptr<float>();
+    // One pass for the maximum, one for the values: what six tensor operations (each a parallel region
+    // of its own) did, the same numbers (float division, round half to even, as ATen's).
+    at::parallel_for(0, rows, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(in, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) sc[r] = quantize_row(src + r * in, in, dst + r * in);
+    });
+    return {q, scale};
+}
 
 std::string precision_name(InferencePrecision p) {
     switch (p) {

@@ -36,6 +36,7 @@
 //   - the RNN encoder-decoder: refused (its fused GRU kernels read float weights).
 #include <functional>
 #include <string>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -77,6 +78,13 @@ using RowLookup = std::function<torch::Tensor(const torch::Tensor& ids)>;
 /// for NLLB-600M). load_model_folder gives the mapped file's rows. It must give exactly what `rows` gave.
 void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows,
                     const RowLookup& lookup = {});
+
+/// Symmetric per-row int8 of a matrix [rows, in] (any floating type): (int8 values [rows, in], float
+/// scales [rows]) with scale = max |w| / 127 (at least 1e-12) and value = w / scale rounded half to
+/// even, within +-127. The numbers of the tensor expression scale = (w.abs().amax(1) / 127.0)
+/// .clamp_min(1e-12), round(w / scale).clamp(-127, 127).to(int8) (tested), a NaN value giving 0, in
+/// one pass a row on LibTorch's threads.
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w);
 
 /// The precision a network's weights are in (fp32 when none was converted).
 InferencePrecision inference_precision(const torch::nn::Module& network);
