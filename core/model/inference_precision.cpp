@@ -87,8 +87,6 @@ bool full_range() {
 #endif
 }
 
-std::pair<torch::Tensor, torch::Tensor> quantize_rows(const torch::Tensor& w) { return quantize_rows_int8(w); }
-
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
     torch::jit::Stack stack{e.packed};
@@ -122,7 +120,7 @@ torch::Tensor float_block(const WeightRows& rows, int64_t first, int64_t count, 
 }
 
 /// param [out, in] becomes int8 from `rows`, block by block: the int8 values and their per-row scales
-/// are the whole matrix's quantize_rows (a row's scale is its own maximum: blocks of rows change
+/// are the whole matrix's quantize_rows_int8 (a row's scale is its own maximum: blocks of rows change
 /// nothing), with no float32 copy of the matrix. `keep_rows`: a vocabulary matrix also read as an
 /// embedding (its int8 table kept for lookups, or `lookup` kept instead when given).
 void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, const WeightRows& rows,
@@ -133,7 +131,7 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
     const int64_t step = block_rows(in);
     for (int64_t r = 0; r < out; r += step) {
         const int64_t k = std::min(step, out - r);
-        auto [qb, sb] = quantize_rows(float_block(rows, r, k, in, name));
+        auto [qb, sb] = quantize_rows_int8(float_block(rows, r, k, in, name));
         q.narrow(0, r, k).copy_(qb);
         scale.narrow(0, r, k).copy_(sb);
     }
@@ -385,13 +383,13 @@ torch::Tensor converted_rows(const torch::Tensor& table, const torch::Tensor& id
     if (type == torch::kBFloat16) return table.index_select(0, flat).to(torch::kFloat).view(shape);
     const auto e = find_int8(table);
     if (e && e->lookup) {
-        // The rows read again and quantized as store_int8 quantized them (a row's scale is its own
-        // maximum): the values the row table would have held.
+        // The rows read again and quantized as store_int8 quantized them (quantize_rows_int8: a row's scale is
+        // its own maximum): the values the row table would have held.
         const auto w = e->lookup(flat);
         if (!w.defined() || w.dim() != 2 || w.size(0) != flat.size(0) || w.size(1) != e->in)
             throw std::logic_error("converted_rows: the row lookup gave no [" + std::to_string(flat.size(0)) + ", " +
                                    std::to_string(e->in) + "] matrix");
-        auto [q, scale] = quantize_rows(w.to(torch::kFloat));
+        auto [q, scale] = quantize_rows_int8(w);
         return (q.to(torch::kFloat) * scale.unsqueeze(1)).view(shape);
     }
     if (!e || !e->rows.defined())
