@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -94,15 +95,32 @@ MappedFile::~MappedFile() {
     ::munmap(m_data, m_size);
 }
 
+namespace {
+uintptr_t page_size() {
+    static const uintptr_t page = [] {
+        const long s = ::sysconf(_SC_PAGESIZE);
+        return static_cast<uintptr_t>(s > 0 ? s : 4096);
+    }();
+    return page;
+}
+}  // namespace
+
+void MappedFile::release_pages_within(const void* p, size_t n, const void* owner, size_t owner_n) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(owner);
+    if (p == nullptr || owner == nullptr || n == 0 || begin > std::numeric_limits<uintptr_t>::max() - n ||
+        lo > std::numeric_limits<uintptr_t>::max() - owner_n)
+        return;
+    const uintptr_t page = page_size();
+    const uintptr_t first = std::max(begin / page * page, lo), last = std::min((begin + n + page - 1) / page * page, lo + owner_n);
+    if (last > first) release_pages(reinterpret_cast<const void*>(first), last - first);  // rounds inwards to owner's pages
+}
+
 void MappedFile::release_pages(const void* p, size_t n) {
     if (p == nullptr || n == 0) return;
     const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
     if (begin > std::numeric_limits<uintptr_t>::max() - n) return;
     const uintptr_t end = begin + n;
-    static const uintptr_t page = [] {
-        const long s = ::sysconf(_SC_PAGESIZE);
-        return static_cast<uintptr_t>(s > 0 ? s : 4096);
-    }();
+    const uintptr_t page = page_size();
     const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
     if (last <= first) return;
     auto& live = live_mappings();

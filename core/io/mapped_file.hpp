@@ -54,6 +54,10 @@ public:
     /// (a weight converted as it was read). Nothing happens for bytes outside every live mapping
     /// (a file read into memory, a copy): the call is safe on any pointer.
     static void release_pages(const void* p, size_t n);
+    /// release_pages for every page [p, p + n) touches (rounded outwards, not inwards), but only pages
+    /// lying wholly inside [owner, owner + owner_n): bytes of one never-written tensor (owner) whose
+    /// pages it shares with no other may go whole, however small a part of them was read.
+    static void release_pages_within(const void* p, size_t n, const void* owner, size_t owner_n);
     /// Whether [p, p + n) lies inside one live mapping (a view of a mapped file, not a copy).
     static bool is_mapped(const void* p, size_t n);
 

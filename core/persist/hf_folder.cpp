@@ -2,7 +2,6 @@
 #include "core/persist/hf_folder.hpp"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +9,7 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -176,46 +176,23 @@ void release_file_pages(const torch::Tensor& t) {
     if (t.defined() && t.has_storage() && t.is_contiguous()) MappedFile::release_pages(t.data_ptr(), t.nbytes());
 }
 
-/// release_file_pages for rows `ids` of a matrix read from the file (the bytes from its lowest row
-/// to its highest: rows between them are read again from the file if they are needed later).
+/// release_file_pages for the pages rows `ids` of a matrix [rows, ...] read from the file touch, rounded
+/// outwards but kept within the matrix's own pages (one it shares with another tensor stays): a block
+/// being converted, or a lookup's rows, let go once read. Consecutive rows go in one call.
 void release_file_rows(const torch::Tensor& t, const torch::Tensor& ids) {
     if (!t.defined() || !t.has_storage() || !t.is_contiguous() || t.dim() < 1 || ids.numel() == 0) return;
-    const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
-    if (lo < 0 || hi >= t.size(0)) return;
+    const auto flat = ids.to(torch::kLong).reshape(-1).contiguous();
+    std::vector<int64_t> sorted(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+    std::sort(sorted.begin(), sorted.end());
+    const char* base = static_cast<const char*>(t.data_ptr());
     const size_t row = static_cast<size_t>(t.stride(0)) * t.element_size();
-    MappedFile::release_pages(static_cast<const char*>(t.data_ptr()) + static_cast<size_t>(lo) * row,
-                              static_cast<size_t>(hi - lo + 1) * row);
-}
-
-/// release_file_pages for the pages rows `ids` of a matrix viewing the mapped file touch, each row's
-/// pages rounded outwards but kept within the matrix's own pages (a page it shares with another
-/// tensor stays): a row lookup's reads let go at once, however the rows fall on pages.
-void release_row_pages(const torch::Tensor& t, const torch::Tensor& ids) {
-    if (!t.defined() || !t.has_storage() || !t.is_contiguous() || t.dim() != 2 || ids.numel() == 0) return;
-    static const uintptr_t page = [] {
-        const long s = ::sysconf(_SC_PAGESIZE);
-        return static_cast<uintptr_t>(s > 0 ? s : 4096);
-    }();
-    const auto base = reinterpret_cast<uintptr_t>(t.data_ptr());
-    const uintptr_t lo = (base + page - 1) / page * page, hi = (base + t.nbytes()) / page * page;
-    const auto row = static_cast<uintptr_t>(t.stride(0) * t.element_size());
-    auto sorted = std::get<0>(ids.to(torch::kLong).reshape(-1).sort()).contiguous();
-    const auto* id = sorted.data_ptr<int64_t>();
-    uintptr_t run_begin = 0, run_end = 0;  // the pages of consecutive rows, released together
-    for (int64_t i = 0; i <= sorted.numel(); ++i) {
-        const bool valid = i < sorted.numel() && id[i] >= 0 && id[i] < t.size(0);
-        uintptr_t b = 0, e = 0;
-        if (valid) {
-            b = std::max(lo, (base + static_cast<uintptr_t>(id[i]) * row) / page * page);
-            e = std::min(hi, (base + static_cast<uintptr_t>(id[i] + 1) * row + page - 1) / page * page);
-        }
-        if (valid && run_end > run_begin && b <= run_end) {
-            run_end = std::max(run_end, e);
-            continue;
-        }
-        if (run_end > run_begin) MappedFile::release_pages(reinterpret_cast<const void*>(run_begin), run_end - run_begin);
-        run_begin = b;
-        run_end = e;
+    for (size_t i = 0; i < sorted.size();) {
+        size_t j = i + 1;
+        while (j < sorted.size() && sorted[j] <= sorted[j - 1] + 1) ++j;  // a run of consecutive rows
+        if (sorted[i] >= 0 && sorted[j - 1] < t.size(0))
+            MappedFile::release_pages_within(base + static_cast<size_t>(sorted[i]) * row,
+                                             static_cast<size_t>(sorted[j - 1] - sorted[i] + 1) * row, base, t.nbytes());
+        i = j;
     }
 }
 
@@ -414,7 +391,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
                     lookup = [file = *t, index](const torch::Tensor& ids) {
                         const auto file_ids = index.index_select(0, ids);
                         auto block = file.index_select(0, file_ids).to(torch::kFloat);
-                        release_row_pages(file, file_ids);
+                        release_file_rows(file, file_ids);
                         return block.masked_fill_(ids.eq(Vocab::bos_id).unsqueeze(1), 0.0);
                     };
                 load_converted(dst, p.module, precision, rows, lookup);

@@ -144,7 +144,10 @@ std::shared_ptr<const Tokenizer> Tokenizer::for_pretrained(std::shared_ptr<const
     std::shared_ptr<Tokenizer> t(new Tokenizer(TokenLevel::subword));
     t->m_pretrained = std::move(tokenizer);
     t->m_rows = rows;
-    const auto src = t->pretrained_layout(false), tgt = t->pretrained_layout(true);
+    const auto src = t->pretrained_layout(false);
+    const bool same = t->pretrained_sides_equal();  // one vocabulary: its layout made once
+    const auto own = same ? PretrainedVocabLayout{} : t->pretrained_layout(true);
+    const auto& tgt = same ? src : own;
     t->m_src_names = src.to_name;
     t->m_tgt_names = tgt.to_name;
     t->m_from_names = tgt.from_name;

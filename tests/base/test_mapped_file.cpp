@@ -95,6 +95,39 @@ TEST_CASE("a mapped file's pages are released and read again from the file, othe
     MappedFile::release_pages(nullptr, 100);
 }
 
+TEST_CASE("a mapped file's pages a few bytes touch are released within their tensor, a shared page kept",
+          "[mapped_file][memory]") {
+    ScratchDir dir("release_within");
+    const std::string path = dir / "w.bin";
+    std::string bytes(32 << 20, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 5 + 1);
+    write_all(path, bytes);
+    bytes = {};
+    MappedFilePtr m = MappedFile::open(path, uint64_t{1} << 30);
+    REQUIRE(m->mapped());
+    // The "tensor" starts and ends mid-page; the bytes before it are another's, written (a private copy).
+    char* owner = m->data() + 100;
+    const size_t owner_n = m->size() - 200;
+    m->data()[50] = 'w';
+    const double before = resident_mb();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->size(); i += 1024) sum += static_cast<unsigned char>(m->data()[i]);
+    const double touched = resident_mb();
+    for (size_t at = 0; at + 16 < owner_n; at += 4096) MappedFile::release_pages_within(owner + at, 16, owner, owner_n);
+    // A range wholly inside one page releases nothing by release_pages (rounded inwards).
+    const double released = resident_mb();
+    if (before > 0) {
+        CHECK(touched - before > 24);
+        CHECK(touched - released > 24);
+    }
+    CHECK(m->data()[50] == 'w');  // its page is not wholly the owner's: kept, with the write
+    uint64_t again = 0;
+    for (size_t i = 0; i < m->size(); i += 1024) again += static_cast<unsigned char>(m->data()[i]);
+    CHECK(again == sum);
+    MappedFile::release_pages_within(nullptr, 16, owner, owner_n);
+    MappedFile::release_pages_within(owner, 16, nullptr, 0);
+}
+
 TEST_CASE("a mapped file is refused as a bounded read is: not regular, too large, missing", "[mapped_file]") {
     ScratchDir dir("map");
     write_all(dir / "big", std::string(100, 'x'));
