@@ -35,6 +35,24 @@ std::string error_of(const std::function<void()>& f) {
     return "(no error)";
 }
 
+/// A 32 MB file of bytes i * mul + add, mapped.
+MappedFilePtr mapped_pattern(const ScratchDir& dir, int mul, int add) {
+    const std::string path = dir / "w.bin";
+    std::string bytes(32 << 20, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * mul + add);
+    write_all(path, bytes);
+    MappedFilePtr m = MappedFile::open(path, uint64_t{1} << 30);
+    REQUIRE(m->mapped());
+    return m;
+}
+
+/// The sum of one byte in every KB of the mapping (every page touched).
+uint64_t touch_every_page(const MappedFile& m) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m.size(); i += 1024) sum += static_cast<unsigned char>(m.data()[i]);
+    return sum;
+}
+
 }  // namespace
 
 TEST_CASE("a mapped file shows the file's bytes, keeps them while shared, and writes never reach the file",
@@ -66,16 +84,9 @@ TEST_CASE("a mapped file shows the file's bytes, keeps them while shared, and wr
 TEST_CASE("a mapped file's pages are released and read again from the file, other bytes left alone",
           "[mapped_file][memory]") {
     ScratchDir dir("release");
-    const std::string path = dir / "w.bin";
-    std::string bytes(32 << 20, '\0');
-    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 3);
-    write_all(path, bytes);
-    bytes = {};
-    MappedFilePtr m = MappedFile::open(path, uint64_t{1} << 30);
-    REQUIRE(m->mapped());
+    MappedFilePtr m = mapped_pattern(dir, 7, 3);
     const double before = resident_mb();
-    uint64_t sum = 0;
-    for (size_t i = 0; i < m->size(); i += 1024) sum += static_cast<unsigned char>(m->data()[i]);  // every page touched
+    const uint64_t sum = touch_every_page(*m);
     const double touched = resident_mb();
     MappedFile::release_pages(m->data() + 100, m->size() - 200);  // the pages wholly inside
     const double released = resident_mb();
@@ -83,10 +94,7 @@ TEST_CASE("a mapped file's pages are released and read again from the file, othe
         CHECK(touched - before > 24);
         CHECK(touched - released > 24);
     }
-    // Read again from the file, the same bytes.
-    uint64_t again = 0;
-    for (size_t i = 0; i < m->size(); i += 1024) again += static_cast<unsigned char>(m->data()[i]);
-    CHECK(again == sum);
+    CHECK(touch_every_page(*m) == sum);  // read again from the file, the same bytes
     CHECK(static_cast<unsigned char>(m->data()[12345]) == static_cast<unsigned char>(12345 * 7 + 3));
     // Bytes outside every mapping (a heap block) are left alone.
     std::vector<char> heap(1 << 20, 'x');
@@ -98,20 +106,13 @@ TEST_CASE("a mapped file's pages are released and read again from the file, othe
 TEST_CASE("a mapped file's pages a few bytes touch are released within their tensor, a shared page kept",
           "[mapped_file][memory]") {
     ScratchDir dir("release_within");
-    const std::string path = dir / "w.bin";
-    std::string bytes(32 << 20, '\0');
-    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 5 + 1);
-    write_all(path, bytes);
-    bytes = {};
-    MappedFilePtr m = MappedFile::open(path, uint64_t{1} << 30);
-    REQUIRE(m->mapped());
+    MappedFilePtr m = mapped_pattern(dir, 5, 1);
     // The "tensor" starts and ends mid-page; the bytes before it are another's, written (a private copy).
     char* owner = m->data() + 100;
     const size_t owner_n = m->size() - 200;
     m->data()[50] = 'w';
     const double before = resident_mb();
-    uint64_t sum = 0;
-    for (size_t i = 0; i < m->size(); i += 1024) sum += static_cast<unsigned char>(m->data()[i]);
+    const uint64_t sum = touch_every_page(*m);
     const double touched = resident_mb();
     for (size_t at = 0; at + 16 < owner_n; at += 4096) MappedFile::release_pages_within(owner + at, 16, owner, owner_n);
     // A range wholly inside one page releases nothing by release_pages (rounded inwards).
@@ -121,9 +122,7 @@ TEST_CASE("a mapped file's pages a few bytes touch are released within their ten
         CHECK(touched - released > 24);
     }
     CHECK(m->data()[50] == 'w');  // its page is not wholly the owner's: kept, with the write
-    uint64_t again = 0;
-    for (size_t i = 0; i < m->size(); i += 1024) again += static_cast<unsigned char>(m->data()[i]);
-    CHECK(again == sum);
+    CHECK(touch_every_page(*m) == sum);
     MappedFile::release_pages_within(nullptr, 16, owner, owner_n);
     MappedFile::release_pages_within(owner, 16, nullptr, 0);
 }
