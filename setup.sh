@@ -45,6 +45,23 @@ done
 say() { printf '[setup] %s\n' "$*"; }
 start=$(date +%s)
 
+# Free megabytes on the disk that holds $1 (or its nearest existing parent).
+free_mb() {
+  local d="$1"
+  while [ ! -e "$d" ]; do d=$(dirname "$d"); done
+  df -Pm "$d" 2>/dev/null | awk 'NR == 2 { print $4 }'
+}
+# need_space DIR MB WHAT: stop with one line a user can act on, before any download.
+need_space() {
+  local have
+  have=$(free_mb "$1")
+  if [ -n "$have" ] && [ "$have" -lt "$2" ]; then
+    echo "setup.sh: $3 needs about $(( ($2 + 512) / 1024 )) GB free on the disk of $1, which has $have MB free." \
+      "Free some space (or set ATTNVIZ_VENV to a folder on a larger disk) and run ./setup.sh again." >&2
+    exit 1
+  fi
+}
+
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   python3 python3-venv python3-pip
@@ -86,9 +103,48 @@ have=$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0
 if [ "$have" = "$TORCH_VERSION" ]; then
   say "LibTorch: torch $have already in $VENV"
 else
-  say "LibTorch: installing torch==$TORCH_VERSION from PyPI into $VENV (large download, once)"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install --progress-bar off "torch==$TORCH_VERSION" numpy
+  # torch and its CUDA libraries take about 4 GB once installed. pip would hold every
+  # wheel (2.3 GB) in its temporary folder and again in its cache before installing
+  # any, so they go in one at a time without the cache: the disk needs the installed
+  # size plus the largest wheel. triton is left out: it serves torch.compile only,
+  # which nothing here uses.
+  need_space "$VENV" 4700 "installing torch==$TORCH_VERSION"
+  say "LibTorch: installing torch==$TORCH_VERSION from PyPI into $VENV (large download, once; $(free_mb "$VENV") MB free)"
+  "$VENV/bin/python" -m pip install -q --no-cache-dir --upgrade pip
+  plan="$VENV/torch-install-plan.json"
+  pins=()
+  if "$VENV/bin/python" -m pip install -q --no-cache-dir --dry-run --report "$plan" \
+      "torch==$TORCH_VERSION" numpy >/dev/null 2>&1; then
+    mapfile -t pins < <("$VENV/bin/python" - "$plan" <<'PYEOF'
+import json, sys
+# Small packages on one line (one pip run), each large one on its own.
+small, large = [], []
+for item in json.load(open(sys.argv[1]))["install"]:
+    name, version = item["metadata"]["name"], item["metadata"]["version"]
+    if name.lower() == "triton":
+        continue
+    heavy = name.lower().startswith(("nvidia-", "torch"))
+    (large if heavy else small).append(f"{name}=={version}")
+if small:
+    print(" ".join(small))
+for pin in large:
+    print(pin)
+PYEOF
+)
+  fi
+  rm -f "$plan"
+  if [ ${#pins[@]} -eq 0 ]; then
+    # No plan (an old pip, or a resolver error it will print again): pip's own way.
+    "$VENV/bin/python" -m pip install --no-cache-dir --progress-bar off "torch==$TORCH_VERSION" numpy
+  else
+    n=0
+    for line in "${pins[@]}"; do
+      n=$((n + 1))
+      say "LibTorch: ($n/${#pins[@]}) $line"
+      # shellcheck disable=SC2086
+      "$VENV/bin/python" -m pip install -q --no-cache-dir --no-deps --progress-bar off $line
+    done
+  fi
 fi
 wanted=("${PY_PACKAGES[@]}")
 [ "${ATTNVIZ_BENCH_PEERS:-0}" = 1 ] && wanted+=("${BENCH_PACKAGES[@]}")
@@ -110,7 +166,7 @@ if [ -z "$need" ]; then
 else
   say "Python packages: installing" $need
   # shellcheck disable=SC2086
-  "$VENV/bin/python" -m pip install -q --progress-bar off $need
+  "$VENV/bin/python" -m pip install -q --no-cache-dir --progress-bar off $need
 fi
 prefix=$("$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 say "LibTorch: CMAKE_PREFIX_PATH=$prefix"
@@ -125,6 +181,14 @@ if [ -z "${ATTNVIZ_JOBS:-}" ]; then
   [ "${mem_jobs:-0}" -ge 1 ] && [ "$mem_jobs" -lt "$JOBS" ] && JOBS=$mem_jobs
 else
   JOBS=$ATTNVIZ_JOBS
+fi
+# The build folder takes about 2 GB with the tests, 1.2 GB without (precompiled headers
+# most of it): say so before a build that would stop half-way with a full disk.
+build_mb=1200
+[ "$ACTION" = test ] && build_mb=2100
+have_mb=$(free_mb "$ROOT")
+if [ -n "$have_mb" ] && [ "$have_mb" -lt "$build_mb" ]; then
+  say "warning: the build needs about $build_mb MB and the disk of $ROOT has $have_mb MB free; it may stop with 'No space left on device'"
 fi
 cmake --preset release -DATTNVIZ_PYTHON="$VENV/bin/python" >/dev/null
 if [ "$ACTION" = test ]; then
