@@ -37,6 +37,8 @@ struct Run {
 };
 
 int run_bench_decode(BenchDecodeOptions& o) {
+    // The kernels for the smallest products timed: the batch's rows of a greedy run.
+    o.precision.rows = std::min<int64_t>(o.batch, static_cast<int64_t>(o.sentences));
     TranslationModelPtr model = o.precision.load(o.model, o.device);
     o.mask.apply(*model);
     const bool pretrained = model->tokenizer().pretrained() != nullptr;
@@ -127,6 +129,7 @@ int run_bench_decode(BenchDecodeOptions& o) {
                    {"corpus", corpus.name},
                    {"parameters", model->parameter_count()},
                    {"precision", precision_of(*model)}});
+    if (const auto k = int8_kernels_text(*model); !k.empty()) report["int8_kernels"] = k;
     std::cout << report.dump() << std::endl;
     return exit_ok;
 }

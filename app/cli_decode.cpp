@@ -115,6 +115,12 @@ void PrecisionFlag::add_to(CLI::App& app) {
         ->type_name("fp32|bf16|int8")
         ->check(CLI::IsMember({"fp32", "bf16", "int8"}))
         ->default_str("fp32");
+    app.add_option("--int8-kernels", kernels,
+                   "the int8 products' kernels: auto (default: oneDNN's for batches of 32 rows and more on a CPU "
+                   "with AMX-INT8, fbgemm's otherwise), fbgemm or onednn")
+        ->type_name("auto|fbgemm|onednn")
+        ->check(CLI::IsMember({"auto", "fbgemm", "onednn"}))
+        ->default_str("auto");
 }
 
 void PrecisionFlag::apply(const TranslationModel& model) const {
@@ -128,6 +134,9 @@ void PrecisionFlag::apply(const TranslationModel& model) const {
 TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::string& device) const {
     const torch::Device on = resolve_device(device);
     const InferencePrecision p = parse_inference_precision(name);
+    set_int8_kernels(kernels == "onednn"   ? Int8Kernels::onednn
+                     : kernels == "fbgemm" ? Int8Kernels::fbgemm
+                                           : preferred_int8_kernels(rows));
     TranslationModelPtr model = (on.is_cpu() ? load_model(path, p) : load_model(path))->on_device(on);
     apply(*model);  // checkpoints and d2l files are converted here; the RNN and a GPU refused here
     return model;
@@ -157,6 +166,11 @@ void check_languages(const TranslationModel& model, const std::string& source, c
 
 std::string precision_of(const TranslationModel& model) {
     return precision_name(inference_precision(*model.network()));
+}
+
+std::string int8_kernels_text(const TranslationModel& model) {
+    if (inference_precision(*model.network()) != InferencePrecision::int8) return "";
+    return int8_kernels_name(int8_kernels_of(*model.network()));
 }
 
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {

@@ -62,6 +62,12 @@ struct MaskHeadsFlag {
 /// translate, eval, heads, attribute, bench-decode.
 struct PrecisionFlag {
     std::string name = "fp32";
+    /// --int8-kernels auto | fbgemm | onednn: the kernels int8 weights are packed for
+    /// (core/model/inference_precision.hpp's Int8Kernels); auto: preferred_int8_kernels(rows).
+    std::string kernels = "auto";
+    /// The rows a product will have (sentences decoded together x beam), set by the command before
+    /// load(): what auto picks the kernels for.
+    int64_t rows = 1;
 
     void add_to(CLI::App& app);
     /// The loaded model's network converted, for the rest of the run (the CLI owns the model: nothing
@@ -75,6 +81,9 @@ struct PrecisionFlag {
 
 /// The precision a loaded model's weights are in: "fp32", "bf16", "int8" (the JSON outputs' "precision").
 std::string precision_of(const TranslationModel& model);
+/// The kernels an int8 model's products run on: "fbgemm", "onednn"; "" for another precision (the
+/// JSON outputs' "int8_kernels").
+std::string int8_kernels_text(const TranslationModel& model);
 
 /// --source-lang / --target-lang checked against `model` before any work, for the commands that score a
 /// corpus's pairs with their language codes (heads, eval; core/data/training_data.hpp's add_language_codes):

@@ -51,6 +51,7 @@ DecodeScores decode_scores(const TranslationModel& model, const std::vector<Sent
 
 int run_eval(EvalOptions& o) {
     const Intervention intervention = o.intervene.at_every_step();
+    o.precision.rows = o.decode.batch * std::max<int64_t>(o.decode.beam, 1);
     TranslationModelPtr model = o.precision.load(o.model, o.decode.device);
     o.mask.apply(*model);  // every figure below with those heads off
     DecodeOptions d = o.decode.options(*model);
@@ -101,6 +102,7 @@ int run_eval(EvalOptions& o) {
     j["brevity_penalty"] = scores.bleu.brevity_penalty;
     j["beam"] = d.beam_size;
     j["precision"] = precision_of(*model);
+    if (const auto k = int8_kernels_text(*model); !k.empty()) j["int8_kernels"] = k;
     if (o.mask.given()) j["mask_heads"] = o.mask.text;
     if (intervention.active()) {
         j["intervention"] = intervention.to_json();

@@ -86,6 +86,7 @@ void write_attention_file(const std::string& path, const std::vector<Translation
             const nlohmann::json model = m.config().to_json();
             nlohmann::json decoding = d.to_json();
             decoding["precision"] = precision_of(m);  // the weights the maps came from
+            if (const auto k = int8_kernels_text(m); !k.empty()) decoding["int8_kernels"] = k;
             out("[");
             bool first = true;
             for (size_t i = 0; i < ts.size(); ++i) {
@@ -212,6 +213,9 @@ void write_web_page(const TranslateOptions& o, const TranslationModel& model, co
 
 int run_translate(TranslateOptions& o) {
     std::string format = o.attention_out.empty() ? "" : attention_format_of(o);
+    const int64_t together = o.sentences.empty() ? o.decode.batch
+                                                 : std::min<int64_t>(o.decode.batch, static_cast<int64_t>(o.sentences.size()));
+    o.precision.rows = together * std::max<int64_t>(o.decode.beam, 1);
     TranslationModelPtr model = o.precision.load(o.model, o.decode.device);
     o.mask.apply(*model);
     DecodeOptions d = o.decode.options(*model);

@@ -4,16 +4,23 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -26,12 +33,16 @@ namespace attnviz {
 
 namespace {
 
-/// What stands for an int8 weight: fbgemm's packed matrix, and for a vocabulary matrix read as an
-/// embedding its int8 rows and their scales.
+/// What stands for an int8 weight: fbgemm's or oneDNN's packed matrix, and for a vocabulary matrix
+/// read as an embedding its int8 rows and their scales.
 struct Int8Weight {
     explicit Int8Weight(c10::weak_intrusive_ptr<c10::StorageImpl> p) : placeholder(std::move(p)) {}
     c10::weak_intrusive_ptr<c10::StorageImpl> placeholder;  ///< the parameter's one-byte storage
-    c10::IValue packed;                                     ///< quantized::linear_prepack's result
+    Int8Kernels kernels = Int8Kernels::fbgemm;              ///< which of the two below stands for it
+    c10::IValue packed;                                     ///< fbgemm: quantized::linear_prepack's result
+    torch::Tensor onednn;      ///< oneDNN: onednn::qlinear_prepack's matrix (opaque, [in, out])
+    torch::Tensor w_scale;     ///< oneDNN: [out] float, the per-channel scales
+    torch::Tensor w_zero;      ///< oneDNN: [out] int64 zeros (symmetric weights)
     torch::Tensor rows;                                     ///< [V, d] int8 (lookups only, when no `lookup`)
     torch::Tensor row_scale;                                ///< [V] float (lookups only, when no `lookup`)
     RowLookup lookup;  ///< the float rows again, quantized at each lookup (load_converted's; no table then)
@@ -69,6 +80,42 @@ const c10::OperatorHandle& linear_dynamic() {
     return handle;
 }
 
+/// onednn::qlinear_prepack and onednn::qlinear_pointwise (oneDNN's int8 matmul, AMX where the CPU
+/// has it), looked up once.
+const c10::OperatorHandle& onednn_prepack() {
+    static const c10::OperatorHandle handle = op("onednn::qlinear_prepack");
+    return handle;
+}
+const c10::OperatorHandle& onednn_linear() {
+    static const c10::OperatorHandle handle = op("onednn::qlinear_pointwise");
+    return handle;
+}
+
+/// The kernels weights converted from now on are packed for (set_int8_kernels).
+std::atomic<Int8Kernels>& conversion_kernels() {
+    static std::atomic<Int8Kernels> k{Int8Kernels::fbgemm};
+    return k;
+}
+
+/// x [rows, in] (u8 with zero point 128, scale 1/127) times an oneDNN-packed weight: float [rows, out].
+torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, double x_scale) {
+    torch::jit::Stack stack{qx,
+                            x_scale,
+                            int64_t{128},
+                            e.onednn,
+                            e.w_scale,
+                            e.w_zero,
+                            c10::IValue(),
+                            1.0,
+                            int64_t{0},
+                            c10::IValue(torch::kFloat),
+                            std::string("none"),
+                            c10::List<std::optional<c10::Scalar>>(),
+                            std::string()};
+    onednn_linear().callBoxed(&stack);
+    return stack.at(0).toTensor();
+}
+
 /// Whether fbgemm's u8 x s8 products may use the full u8 range: with VNNI (vpdpbusd) the sums are
 /// 32-bit; without it (AVX2's vpmaddubsw) pairs saturate at 16 bits, so activations keep 7 bits
 /// (PyTorch's reduce_range for fbgemm).
@@ -89,6 +136,13 @@ bool full_range() {
 
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
+    if (e.kernels == Int8Kernels::onednn) {
+        // oneDNN's packed matrix has no unpacking: the identity's product gives each value times its
+        // scale exactly (an input of 1 is 129 at zero point 128 and scale 1: sums of one term).
+        auto eye = torch::full({e.in, e.in}, 128, torch::kByte);
+        eye.diagonal().fill_(129);
+        return onednn_product(eye, e, 1.0).t();  // [out, in], a view of [in, out]
+    }
     torch::jit::Stack stack{e.packed};
     op("quantized::linear_unpack").callBoxed(&stack);
     // linear_unpack returns (weight, bias): a boxed call leaves them on the stack one by one.
@@ -140,7 +194,21 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
     auto e = std::make_shared<Int8Weight>(placeholder.storage().getWeakStorageImpl());
     e->out = out;
     e->in = in;
-    {
+    e->kernels = int8_kernels();
+    if (e->kernels == Int8Kernels::onednn) {
+        // oneDNN's matrix is a packed copy of q: no unpacking kept, so the lookups' table is q itself.
+        torch::jit::Stack stack{q, c10::IValue()};
+        onednn_prepack().callBoxed(&stack);
+        e->onednn = stack.at(0).toTensor();
+        e->w_scale = scale;
+        e->w_zero = torch::zeros({out}, torch::kLong);
+        if (keep_rows && lookup) {
+            e->lookup = lookup;
+        } else if (keep_rows) {
+            e->rows = q;
+            e->row_scale = scale;
+        }
+    } else {
         auto qw = at::_make_per_channel_quantized_tensor(q, scale.to(torch::kDouble), torch::zeros({out}, torch::kLong), 0);
         q = torch::Tensor();  // qw holds a copy: one int8 matrix at a time beside the packed one
         torch::jit::Stack stack{qw, c10::IValue()};
@@ -234,6 +302,78 @@ std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& 
         for (int64_t r = b; r < e; ++r) sc[r] = quantize_row(src + r * in, in, dst + r * in);
     });
     return {q, scale};
+}
+
+namespace {
+
+/// quantize_rows_u8 of one row: x [in] -> y [in], its largest magnitude (at least 1e-30).
+ATTNVIZ_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
+float quantize_row_u8(const float* x, int64_t in, uint8_t* y) {
+    float m = 0.0f;
+    for (int64_t i = 0; i < in; ++i) m = std::max(m, std::fabs(x[i]));  // a NaN is left out
+    m = std::max(m, 1e-30f);
+    const float s = 127.0f / m;
+    for (int64_t i = 0; i < in; ++i) {
+        const float v = std::nearbyint(x[i] * s);
+        const float c = v < -127.0f ? -127.0f : (v > 127.0f ? 127.0f : v);
+        y[i] = static_cast<uint8_t>(v == v ? static_cast<int>(c) + 128 : 128);
+    }
+    return m;
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x_in) {
+    if (x_in.dim() != 2) throw std::invalid_argument("quantize_rows_u8: expected a matrix");
+    const auto x = x_in.to(torch::kFloat).contiguous();
+    const int64_t rows = x.size(0), in = x.size(1);
+    auto q = torch::empty({rows, in}, torch::kByte);
+    auto top = torch::empty({rows}, torch::kFloat);
+    const float* src = x.data_ptr<float>();
+    auto* dst = q.data_ptr<uint8_t>();
+    float* m = top.data_ptr<float>();
+    at::parallel_for(0, rows, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(in, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) m[r] = quantize_row_u8(src + r * in, in, dst + r * in);
+    });
+    return {q, top};
+}
+
+std::string int8_kernels_name(Int8Kernels k) { return k == Int8Kernels::onednn ? "onednn" : "fbgemm"; }
+
+bool cpu_has_amx_int8() {
+#if defined(__x86_64__) && defined(__linux__)
+    static const bool amx = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        // CPUID leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8.
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (d & (3u << 24)) != (3u << 24)) return false;
+        // A user who capped oneDNN's instruction set below AMX (ONEDNN_MAX_CPU_ISA) gets fbgemm.
+        for (const char* var : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+            if (const char* isa = std::getenv(var); isa && *isa && !std::strstr(isa, "AMX") && !std::strstr(isa, "amx") &&
+                                                    std::string(isa) != "ALL" && std::string(isa) != "all")
+                return false;
+        // Linux hands out the tiles' state on request (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA,
+        // as oneDNN asks): a kernel or sandbox that refuses it leaves oneDNN without AMX.
+        constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+        return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+    }();
+    return amx;
+#else
+    return false;
+#endif
+}
+
+void set_int8_kernels(Int8Kernels k) { conversion_kernels().store(k); }
+
+Int8Kernels int8_kernels() { return conversion_kernels().load(); }
+
+Int8Kernels preferred_int8_kernels(int64_t rows) {
+    return rows >= 32 && cpu_has_amx_int8() ? Int8Kernels::onednn : Int8Kernels::fbgemm;
+}
+
+Int8Kernels int8_kernels_of(const torch::nn::Module& network) {
+    for (const auto& p : network.parameters())
+        if (const auto e = find_int8(p)) return e->kernels;
+    return Int8Kernels::fbgemm;
 }
 
 std::string precision_name(InferencePrecision p) {
@@ -349,6 +489,13 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
     torch::Tensor y;
     if (torch::GradMode::is_enabled() && x.requires_grad()) {
         y = at::linear(x, dequantized(*e));  // a gradient to the input (attribution): float products
+    } else if (e->kernels == Int8Kernels::onednn) {
+        // Each row quantized with its own scale (u8 at zero point 128: max |x| is 127 steps from it),
+        // the product's rows multiplied back.
+        auto shape = x.sizes().vec();
+        shape.back() = e->out;
+        auto [qx, row_max] = quantize_rows_u8(x.reshape({-1, e->in}));
+        y = onednn_product(qx, *e, 1.0 / 127.0).mul_(row_max.unsqueeze(1)).view(shape);
     } else {
         // Per-row activations through fbgemm's per-tensor quantization: each row divided by its
         // largest |value| first (every row then spans [-1, 1], so one scale fits them all, as a

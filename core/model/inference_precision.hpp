@@ -86,6 +86,33 @@ void load_converted(torch::Tensor& param, const std::string& name, InferencePrec
 /// one pass a row on LibTorch's threads.
 std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w);
 
+/// Symmetric per-row u8 of activations [rows, in] (any floating type) for oneDNN's products: (u8 values
+/// [rows, in] at zero point 128, float [rows] with each row's largest magnitude m, at least 1e-30) with
+/// value = round(x * 127 / m) + 128 (half to even, within 1..255; a NaN gives 128).
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x);
+
+/// The int8 kernels a converted weight is packed for. fbgemm (quantized::linear_prepack, VNNI/AVX2):
+/// the fastest here for a few rows at a time (a typed sentence). oneDNN (onednn::qlinear_prepack /
+/// qlinear_pointwise): on a CPU with AMX-INT8 tiles 1.3-2x fbgemm's speed for 32 rows and more (a
+/// corpus in batches), slower without them (measured on a Sapphire Rapids VM, docs/benchmarks.md).
+/// Each product quantizes its activations per row (quantize_rows_u8 for oneDNN; for fbgemm each row
+/// divided by its largest magnitude, then fbgemm's per-tensor quantization) and returns float.
+enum class Int8Kernels { fbgemm, onednn };
+/// "fbgemm", "onednn".
+std::string int8_kernels_name(Int8Kernels k);
+/// Whether this CPU has AMX-INT8 tiles that the OS lets this process use (and oneDNN is not capped
+/// below them by ONEDNN_MAX_CPU_ISA).
+bool cpu_has_amx_int8();
+/// The kernels weights converted to int8 from now on are packed for (process-wide; fbgemm until set).
+/// Set it before loading: a network keeps the kernels its weights were packed for.
+void set_int8_kernels(Int8Kernels k);
+Int8Kernels int8_kernels();
+/// The faster kernels here for products of about `rows` rows (batch x beam): oneDNN for 32 rows and
+/// more where cpu_has_amx_int8(), fbgemm otherwise.
+Int8Kernels preferred_int8_kernels(int64_t rows);
+/// The kernels a network's int8 weights are packed for (fbgemm when none is int8).
+Int8Kernels int8_kernels_of(const torch::nn::Module& network);
+
 /// The precision a network's weights are in (fp32 when none was converted).
 InferencePrecision inference_precision(const torch::nn::Module& network);
 

@@ -43,3 +43,33 @@ TEST_CASE("per-row int8 quantization gives the tensor expression's numbers, NaN 
     CHECK(torch::equal(q[1], torch::zeros({5}, torch::kChar)));
     CHECK(torch::equal(q[0], torch::full({5}, 127, torch::kChar)));
 }
+
+TEST_CASE("per-row u8 activations for oneDNN give the tensor expression's numbers, NaN as the zero point",
+          "[precision_inference][quantize]") {
+    torch::manual_seed(11);
+    auto x = torch::randn({200, 129}) * torch::logspace(-20, 20, 200).unsqueeze(1).to(torch::kFloat);
+    x[0].zero_();
+    x[1] = torch::arange(129).to(torch::kFloat) - 64.0f;  // -64 .. 64: 127/64 steps, halves among them
+    const auto reference = [](const torch::Tensor& v) {
+        auto top = v.abs().amax(1).clamp_min(1e-30);
+        auto steps = (127.0f / top).unsqueeze(1);
+        auto q = (torch::round(v * steps).clamp(-127, 127) + 128).to(torch::kByte);
+        return std::make_pair(q, top);
+    };
+    for (const auto& v : {x, torch::randn({2, 70000}), torch::randn({50, 129}).to(torch::kHalf).to(torch::kFloat)}) {
+        const auto [q, top] = quantize_rows_u8(v);
+        const auto [want_q, want_top] = reference(v);
+        CHECK(torch::equal(top, want_top));
+        CHECK(torch::equal(q, want_q));
+    }
+    const auto [q1, top1] = quantize_rows_u8(x);
+    CHECK(torch::equal(q1[0], torch::full({129}, 128, torch::kByte)));  // a row of zeros: the zero point
+    CHECK(q1[1][0].item<int>() == 1);                                    // -max is 127 steps below it
+    CHECK(q1[1][128].item<int>() == 255);
+    auto bad = torch::ones({2, 4});
+    bad[1][1] = std::nanf("");
+    const auto [q, top] = quantize_rows_u8(bad);
+    CHECK(top[1].item<float>() == 1.0f);  // the NaN left out of the maximum
+    CHECK(q[1][1].item<int>() == 128);
+    CHECK(q[1][0].item<int>() == 255);
+}

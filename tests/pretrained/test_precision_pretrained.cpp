@@ -187,6 +187,81 @@ TEST_CASE("a model folder opened in int8 or bf16 is converted as it is read: set
     }
 }
 
+namespace {
+
+/// Converts to int8 with `k` while it lives, fbgemm's kernels again after.
+struct KernelsFor {
+    explicit KernelsFor(Int8Kernels k) { set_int8_kernels(k); }
+    ~KernelsFor() { set_int8_kernels(Int8Kernels::fbgemm); }
+};
+
+}  // namespace
+
+TEST_CASE("int8 on oneDNN's kernels: float32's outputs as fbgemm's, the same weights, exact float weights for gradients",
+          "[pretrained][precision_inference]") {
+    if (!precision_fixtures_present()) return;
+    for (const std::string family : {"marian", "bart", "t5"}) {
+        INFO(family);
+        const std::string dir = k_precision_fixtures + "/" + family;
+        const auto fbgemm = load_model(dir, InferencePrecision::int8);
+        REQUIRE(int8_kernels_of(*fbgemm->network()) == Int8Kernels::fbgemm);
+        TranslationModelPtr onednn, after;
+        {
+            const KernelsFor kernels(Int8Kernels::onednn);
+            onednn = load_model(dir, InferencePrecision::int8);  // converted as it is read
+            after = load_model(dir);
+            set_inference_precision(*after->network(), InferencePrecision::int8);  // after a float32 load
+        }
+        REQUIRE(int8_kernels_of(*onednn->network()) == Int8Kernels::onednn);
+        REQUIRE(int8_kernels_of(*after->network()) == Int8Kernels::onednn);
+        CHECK(int8_row_table_bytes(*onednn->network()) == 0);  // the lookups read the file
+        CHECK(int8_row_table_bytes(*after->network()) > 0);   // the table is the int8 matrix itself
+        check_same_weights(*after->network(), *onednn->network(), family + " onednn");
+        torch::NoGradGuard no_grad;
+        const auto fb = fbgemm->network()->named_parameters();
+        for (const auto& item : onednn->network()->named_parameters()) {
+            if (!is_int8_weight(item.value())) continue;
+            INFO(item.key());
+            const torch::Tensor& other = fb[item.key()];
+            // The same int8 values and scales: each weight times the identity agrees to float rounding
+            // (the two scale the sums in a different order), and exactly where a gradient needs the
+            // weight's float values (fbgemm's unpacking against oneDNN's product with the identity).
+            const auto eye = torch::eye(item.value().size(1));
+            CHECK(torch::allclose(precision_linear(eye, item.value()), precision_linear(eye, other), 1e-6, 1e-7));
+            torch::AutoGradMode grad(true);
+            const auto x = eye.clone().requires_grad_(true);
+            CHECK(torch::equal(precision_linear(x, item.value()).detach(), precision_linear(x, other).detach()));
+            const auto rows = torch::randn({5, item.value().size(1)});
+            const auto want = precision_linear(rows, other);
+            CHECK((precision_linear(rows, item.value()) - want).abs().max().item<float>() <=
+                  0.02f * want.abs().max().item<float>());
+        }
+        // Against float32, as the first test holds fbgemm's: the same share of outputs, maps as close.
+        const auto fp32 = load_model(dir);
+        const auto sentences = sample_sentences(family, 0);
+        DecodeOptions d = fp32->decode_defaults();
+        d.beam_size = d.num_hypotheses = 1;
+        d.max_length = 20;
+        const auto want = fp32->translate(sentences, d);
+        std::vector<std::pair<std::string, std::string>> pairs;
+        for (size_t i = 0; i < want.size(); ++i) pairs.emplace_back(sentences[i], want[i].best().text);
+        const auto want_forced = fp32->force(pairs, ForceMode::reference, d);
+        auto agreement = [&](const TranslationModel& m) {
+            const auto got = m.translate(sentences, d);
+            size_t same = 0;
+            for (size_t i = 0; i < got.size(); ++i) same += got[i].best().tokens == want[i].best().tokens ? 1 : 0;
+            return std::make_pair(double(same) / double(got.size()), max_map_difference(want_forced, m.force(pairs, ForceMode::reference, d)));
+        };
+        const auto [identical, map_diff] = agreement(*onednn);
+        const auto [fb_identical, fb_map_diff] = agreement(*fbgemm);
+        WARN(family << ", int8 against fp32: oneDNN " << identical * 100 << "% identical, maps within " << map_diff
+                    << "; fbgemm " << fb_identical * 100 << "%, " << fb_map_diff);
+        const bool marian = family == "marian";
+        CHECK(identical >= (marian ? 0.95 : 0.8));
+        CHECK(map_diff <= (marian ? 0.03f : 0.08f));
+    }
+}
+
 TEST_CASE("opening a model folder in int8 or bf16 never holds its float32 weights: the peak is the converted model's",
           "[pretrained][precision_inference][memory]") {
     if (!precision_fixtures_present()) return;
