@@ -309,8 +309,24 @@ namespace {
 /// quantize_rows_u8 of one row: x [in] -> y [in], its largest magnitude (at least 1e-30).
 ATTNVIZ_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 float quantize_row_u8(const float* x, int64_t in, uint8_t* y) {
-    float m = 0.0f;
-    for (int64_t i = 0; i < in; ++i) m = std::max(m, std::fabs(x[i]));  // a NaN is left out
+    // The maximum as an integer maximum of the magnitudes' bit patterns (a float maximum is a serial
+    // chain: it does not vectorize); a NaN's pattern lies above infinity's: where one came out on top,
+    // the row again without them (a slow pass only then).
+    auto magnitudes_top = [&](bool skip_nan) {
+        uint32_t top = 0;
+        for (int64_t i = 0; i < in; ++i) {
+            uint32_t bits;
+            std::memcpy(&bits, x + i, sizeof bits);
+            bits &= 0x7FFFFFFFu;
+            if (skip_nan && bits > 0x7F800000u) continue;
+            top = bits > top ? bits : top;
+        }
+        return top;
+    };
+    uint32_t top = magnitudes_top(false);
+    if (top > 0x7F800000u) top = magnitudes_top(true);
+    float m;
+    std::memcpy(&m, &top, sizeof m);
     m = std::max(m, 1e-30f);
     const float s = 127.0f / m;
     for (int64_t i = 0; i < in; ++i) {

@@ -5,8 +5,8 @@
 //
 // int8 (CTranslate2's int8_float32 split): every projection's weight [out, in] is quantized per
 // output channel (symmetric, scale = max |w| / 127) and packed once for LibTorch's fbgemm
-// (quantized::linear_prepack); a product quantizes its activations at run time (fbgemm: per
-// tensor, u8 with a zero point) and returns float. Softmax, layer norms, attention scores,
+// (quantized::linear_prepack) or oneDNN (onednn::qlinear_prepack; Int8Kernels below); a product
+// quantizes its activations per row at run time and returns float. Softmax, layer norms, attention scores,
 // positions and biases stay float. A vocabulary matrix that is also read as an embedding keeps an
 // int8 row table with one scale per row beside the packed matrix, except when opened from a model
 // folder: its lookups then quantize the file's rows as they read them (load_converted's `lookup`;
@@ -21,10 +21,11 @@
 // bf16 matmul (oneDNN: AVX512-BF16/AMX where the CPU has them, a slower exact-rounding path
 // elsewhere) and come back as float; norms, softmax and attention scores stay float.
 //
-// Why fbgemm and not kernels of our own: measured on this project's 2-core Sapphire Rapids VM
+// Why LibTorch's kernels and not our own: measured on this project's 2-core Sapphire Rapids VM
 // (tools/bench_pretrained.py, docs/benchmarks.md), fbgemm's VNNI/AVX-512 kernels ran the
 // opus-mt-sized 512x512 .. 59,514x512 products 1.5-4.7x faster than float32 for 1 to 128 rows,
-// and it picks its kernels at run time (AVX2 fallback), so the same binary runs on any x86-64.
+// and oneDNN's AMX kernels another 1.3-2x for 32 rows and more; both pick their kernels at run
+// time (AVX2 fallbacks), so the same binary runs on any x86-64.
 //
 // What is converted, per family:
 //   - pretrained (Marian, M2M100/NLLB, BART/mBART) and T5: every attention and feed-forward
