@@ -287,21 +287,29 @@ float quantize_row(const float* x, int64_t in, int8_t* y) {
 
 }  // namespace
 
-std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w_in) {
-    if (w_in.dim() != 2) throw std::invalid_argument("quantize_rows_int8: expected a matrix");
-    const auto w = w_in.to(torch::kFloat).contiguous();
-    const int64_t rows = w.size(0), in = w.size(1);
-    auto q = torch::empty({rows, in}, torch::kChar);
-    auto scale = torch::empty({rows}, torch::kFloat);
-    const float* src = w.data_ptr<float>();
-    auto* dst = q.data_ptr<int8_t>();
-    float* sc = scale.data_ptr<float>();
+/// (values [rows, in] of `type` written by `row_kernel` row by row, the float it gives per row) for a
+/// matrix x [rows, in] of any floating type, on LibTorch's threads.
+template <typename T>
+std::pair<torch::Tensor, torch::Tensor> each_row(const char* who, const torch::Tensor& x_in, torch::ScalarType type,
+                                                 float (*row_kernel)(const float*, int64_t, T*)) {
+    if (x_in.dim() != 2) throw std::invalid_argument(std::string(who) + ": expected a matrix");
+    const auto x = x_in.to(torch::kFloat).contiguous();
+    const int64_t rows = x.size(0), in = x.size(1);
+    auto q = torch::empty({rows, in}, type);
+    auto per_row = torch::empty({rows}, torch::kFloat);
+    const float* src = x.data_ptr<float>();
+    T* dst = static_cast<T*>(q.data_ptr());
+    float* out = per_row.data_ptr<float>();
+    at::parallel_for(0, rows, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(in, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) out[r] = row_kernel(src + r * in, in, dst + r * in);
+    });
+    return {q, per_row};
+}
+
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w) {
     // One pass for the maximum, one for the values: what six tensor operations (each a parallel region
     // of its own) did, the same numbers (float division, round half to even, as ATen's).
-    at::parallel_for(0, rows, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(in, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) sc[r] = quantize_row(src + r * in, in, dst + r * in);
-    });
-    return {q, scale};
+    return each_row<int8_t>("quantize_rows_int8", w, torch::kChar, &quantize_row);
 }
 
 namespace {
@@ -339,19 +347,8 @@ float quantize_row_u8(const float* x, int64_t in, uint8_t* y) {
 
 }  // namespace
 
-std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x_in) {
-    if (x_in.dim() != 2) throw std::invalid_argument("quantize_rows_u8: expected a matrix");
-    const auto x = x_in.to(torch::kFloat).contiguous();
-    const int64_t rows = x.size(0), in = x.size(1);
-    auto q = torch::empty({rows, in}, torch::kByte);
-    auto top = torch::empty({rows}, torch::kFloat);
-    const float* src = x.data_ptr<float>();
-    auto* dst = q.data_ptr<uint8_t>();
-    float* m = top.data_ptr<float>();
-    at::parallel_for(0, rows, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(in, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) m[r] = quantize_row_u8(src + r * in, in, dst + r * in);
-    });
-    return {q, top};
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x) {
+    return each_row<uint8_t>("quantize_rows_u8", x, torch::kByte, &quantize_row_u8);
 }
 
 std::string int8_kernels_name(Int8Kernels k) { return k == Int8Kernels::onednn ? "onednn" : "fbgemm"; }

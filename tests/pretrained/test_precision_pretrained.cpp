@@ -69,25 +69,44 @@ float max_map_difference(const std::vector<Translation>& a, const std::vector<Tr
     return worst;
 }
 
+/// A family fixture's sample texts decoded greedily in float32, and the maps forced along those outputs:
+/// what a converted copy is held to.
+struct Float32Outputs {
+    explicit Float32Outputs(const std::string& family)
+        : sentences(sample_sentences(family, 0)) {
+        const auto fp32 = load_model(k_precision_fixtures + "/" + family);
+        d = fp32->decode_defaults();
+        d.beam_size = d.num_hypotheses = 1;
+        d.max_length = 20;
+        want = fp32->translate(sentences, d);
+        for (size_t i = 0; i < want.size(); ++i) {
+            INFO(family << ": sentence " << i << " " << sentences[i]);
+            REQUIRE_FALSE(want[i].empty());
+            pairs.emplace_back(sentences[i], want[i].best().text);
+        }
+        want_forced = fp32->force(pairs, ForceMode::reference, d);
+    }
+    /// (the share of m's greedy outputs identical to float32's, the largest difference of its maps forced
+    /// along float32's outputs)
+    std::pair<double, float> agreement(const TranslationModel& m) const {
+        const auto got = m.translate(sentences, d);
+        size_t same = 0;
+        for (size_t i = 0; i < got.size(); ++i) same += got[i].best().tokens == want[i].best().tokens ? 1 : 0;
+        return {double(same) / double(got.size()), max_map_difference(want_forced, m.force(pairs, ForceMode::reference, d))};
+    }
+    std::vector<std::string> sentences;
+    DecodeOptions d;
+    std::vector<Translation> want, want_forced;
+    std::vector<std::pair<std::string, std::string>> pairs;
+};
+
 }  // namespace
 
 TEST_CASE("pretrained families in int8 and bf16: outputs as float32's, maps close, no float weights",
           "[pretrained][precision_inference]") {
     if (!precision_fixtures_present()) return;
     for (const std::string family : {"marian", "bart", "t5"}) {
-        const auto fp32 = load_model(k_precision_fixtures + "/" + family);
-        const auto sentences = sample_sentences(family, 0);
-        DecodeOptions d = fp32->decode_defaults();
-        d.beam_size = d.num_hypotheses = 1;
-        d.max_length = 20;
-        const auto want = fp32->translate(sentences, d);
-        std::vector<std::pair<std::string, std::string>> pairs;
-        for (size_t i = 0; i < want.size(); ++i) {
-            INFO(family << ": sentence " << i << " " << sentences[i]);
-            REQUIRE_FALSE(want[i].empty());
-            pairs.emplace_back(sentences[i], want[i].best().text);
-        }
-        const auto want_forced = fp32->force(pairs, ForceMode::reference, d);
+        const Float32Outputs fp32(family);
         for (const auto p : {InferencePrecision::int8, InferencePrecision::bf16}) {
             const auto model = load_model(k_precision_fixtures + "/" + family);
             set_inference_precision(*model->network(), p);
@@ -105,12 +124,8 @@ TEST_CASE("pretrained families in int8 and bf16: outputs as float32's, maps clos
                 }
             }
             CHECK(float_matrices == 0);
-            const auto got = model->translate(sentences, d);
-            size_t same = 0;
-            for (size_t i = 0; i < got.size(); ++i) same += got[i].best().tokens == want[i].best().tokens ? 1 : 0;
-            const double identical = double(same) / double(got.size());
-            const float map_diff = max_map_difference(want_forced, model->force(pairs, ForceMode::reference, d));
-            WARN(family << ", " << precision_name(p) << ": " << identical * 100 << "% of " << got.size()
+            const auto [identical, map_diff] = fp32.agreement(*model);
+            WARN(family << ", " << precision_name(p) << ": " << identical * 100 << "% of " << fp32.sentences.size()
                         << " greedy outputs identical to fp32, maps max abs difference " << map_diff);
             // The fixtures are tiny (d_model 32, heads of width 4 to 8, trained a little): their softmaxes are
             // sharp and their top tokens close, so a rounding moves a map or a choice more than in a
@@ -237,23 +252,9 @@ TEST_CASE("int8 on oneDNN's kernels: float32's outputs as fbgemm's, the same wei
                   0.02f * want.abs().max().item<float>());
         }
         // Against float32, as the first test holds fbgemm's: the same share of outputs, maps as close.
-        const auto fp32 = load_model(dir);
-        const auto sentences = sample_sentences(family, 0);
-        DecodeOptions d = fp32->decode_defaults();
-        d.beam_size = d.num_hypotheses = 1;
-        d.max_length = 20;
-        const auto want = fp32->translate(sentences, d);
-        std::vector<std::pair<std::string, std::string>> pairs;
-        for (size_t i = 0; i < want.size(); ++i) pairs.emplace_back(sentences[i], want[i].best().text);
-        const auto want_forced = fp32->force(pairs, ForceMode::reference, d);
-        auto agreement = [&](const TranslationModel& m) {
-            const auto got = m.translate(sentences, d);
-            size_t same = 0;
-            for (size_t i = 0; i < got.size(); ++i) same += got[i].best().tokens == want[i].best().tokens ? 1 : 0;
-            return std::make_pair(double(same) / double(got.size()), max_map_difference(want_forced, m.force(pairs, ForceMode::reference, d)));
-        };
-        const auto [identical, map_diff] = agreement(*onednn);
-        const auto [fb_identical, fb_map_diff] = agreement(*fbgemm);
+        const Float32Outputs fp32(family);
+        const auto [identical, map_diff] = fp32.agreement(*onednn);
+        const auto [fb_identical, fb_map_diff] = fp32.agreement(*fbgemm);
         WARN(family << ", int8 against fp32: oneDNN " << identical * 100 << "% identical, maps within " << map_diff
                     << "; fbgemm " << fb_identical * 100 << "%, " << fb_map_diff);
         const bool marian = family == "marian";
