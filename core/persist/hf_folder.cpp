@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -310,12 +311,14 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
     if (eos_id != c.eos_token_id)
         throw FileError(what + ": the tokenizer's " + quote(pretrained->eos_token()) + " has id " + std::to_string(eos_id) +
                         ", config.json's eos_token_id is " + std::to_string(c.eos_token_id) + ": they disagree");
-    const TokenizerPtr tokenizer = Tokenizer::for_pretrained(pretrained, rows);
-    // One layout where both sides are the same (NLLB, M2M100, BART, T5, most Marian models): a 256k
-    // vocabulary's names are ~10 MB, and what is freed here stays in the heap's holes.
+    // The layouts the tokenizer was made from, made once; one where both sides are the same (NLLB, M2M100,
+    // BART, T5, most Marian models): a 256k vocabulary's names are ~10 MB, and what is freed here stays in
+    // the heap's holes.
+    std::array<PretrainedVocabLayout, 2> layouts;
+    const TokenizerPtr tokenizer = Tokenizer::for_pretrained(pretrained, rows, &layouts);
     const bool same_sides = tokenizer->pretrained_sides_equal();
-    auto src_layout = tokenizer->pretrained_layout(false);
-    PretrainedVocabLayout tgt_own = same_sides ? PretrainedVocabLayout{} : tokenizer->pretrained_layout(true);
+    auto& src_layout = layouts[0];
+    auto& tgt_own = layouts[1];
     const PretrainedVocabLayout& tgt_layout = same_sides ? src_layout : tgt_own;
     const auto start = std::find(tgt_layout.rows.begin(), tgt_layout.rows.end(), c.decoder_start_token_id);
     if (start == tgt_layout.rows.end())

@@ -139,18 +139,20 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_sentencepiece(const std::string
 int Tokenizer::piece_count() const { return m_processor ? m_processor->GetPieceSize() : 0; }
 
 std::shared_ptr<const Tokenizer> Tokenizer::for_pretrained(std::shared_ptr<const PretrainedTokenizer> tokenizer,
-                                                           const PretrainedRows& rows) {
+                                                           const PretrainedRows& rows,
+                                                           std::array<PretrainedVocabLayout, 2>* layouts) {
     if (!tokenizer) throw ConfigError("tokenizer: no pretrained tokenizer");
     std::shared_ptr<Tokenizer> t(new Tokenizer(TokenLevel::subword));
     t->m_pretrained = std::move(tokenizer);
     t->m_rows = rows;
-    const auto src = t->pretrained_layout(false);
+    auto src = t->pretrained_layout(false);
     const bool same = t->pretrained_sides_equal();  // one vocabulary: its layout made once
-    const auto own = same ? PretrainedVocabLayout{} : t->pretrained_layout(true);
+    auto own = same ? PretrainedVocabLayout{} : t->pretrained_layout(true);
     const auto& tgt = same ? src : own;
     t->m_src_names = src.to_name;
     t->m_tgt_names = tgt.to_name;
     t->m_from_names = tgt.from_name;
+    if (layouts) *layouts = {std::move(src), std::move(own)};
     return t;
 }
 

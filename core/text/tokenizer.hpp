@@ -12,6 +12,7 @@
 //
 // A Tokenizer is immutable and thread-safe (SentencePiece encodes through a const
 // processor); hold it as TokenizerPtr.
+#include <array>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -68,8 +69,12 @@ public:
         int64_t source_rows = 0, target_rows = 0;
         int64_t pad_id = 0, eos_id = 0, unk_id = 0;
     };
+    /// `layouts` (optional): the two sides' vocabulary layouts it was made from, moved out for a caller
+    /// that reads their rows and names too (load_model_folder), so that they are made once: [0] the
+    /// source's, [1] the target's, empty where pretrained_sides_equal() (the source's serves both).
     static std::shared_ptr<const Tokenizer> for_pretrained(std::shared_ptr<const PretrainedTokenizer> tokenizer,
-                                                           const PretrainedRows& rows);
+                                                           const PretrainedRows& rows,
+                                                           std::array<PretrainedVocabLayout, 2>* layouts = nullptr);
     /// This pretrained tokenizer with other default languages (PretrainedTokenizer::with_default_languages),
     /// the same rows and names; ConfigError for attnviz's own tokenizers.
     std::shared_ptr<const Tokenizer> with_default_languages(const std::string& source, const std::string& target) const;

@@ -142,7 +142,7 @@ TEST_CASE("pretrained families in int8 and bf16: outputs as float32's, maps clos
 namespace {
 
 /// Whether two networks' weights are the same: float ones equal, bf16 ones equal, int8 ones the same
-/// products (each weight times the identity through fbgemm: the packed matrices agree) and, for a
+/// products (each weight times the identity, through fbgemm or oneDNN: the packed matrices agree) and, for a
 /// vocabulary matrix, the same rows.
 void check_same_weights(const torch::nn::Module& a, const torch::nn::Module& b, const std::string& what) {
     torch::NoGradGuard no_grad;
