@@ -78,7 +78,7 @@ public:
           m_V(m_model.config().tgt_vocab), m_B(batch.src.size(0)), m_lens(batch.lengths()), m_given(std::move(given)),
           m_live(static_cast<size_t>(m_B * m_K), -1), m_finished(static_cast<size_t>(m_B)),
           m_done(static_cast<size_t>(m_B), false), m_hf(o.generation.transformers_search),
-          m_planned_bytes(batch.planned_bytes) {
+          m_resident(batch.planned_bytes) {
         const int64_t K = m_K, B = m_B;
         {
             // On the threads the last search's steps found faster (core/model/small_linear.hpp).
@@ -99,9 +99,6 @@ public:
     void run() {
         int64_t max_steps = 0;
         for (int64_t b = 0; b < m_B; ++b) max_steps = std::max(max_steps, limit(b));
-        // Step by step the cache grows and is reordered: the heap's free pages go back when the
-        // resident memory passes what the chunk was planned to take (core/io/process_memory.hpp).
-        ResidentLimit resident(m_planned_bytes);
         // A few rows (batch 1, 4 beams): the search's own operations on this thread too, as the
         // steps' (core/model/small_linear.hpp): its log-softmax, sums and selections over
         // [rows, vocabulary] otherwise each ran an OpenMP region.
@@ -110,7 +107,7 @@ public:
         for (int64_t step = 0; step < max_steps; ++step) {
             threads.next_step();
             if (!advance(step)) break;
-            resident.check();
+            m_resident.check();
         }
     }
 
@@ -467,7 +464,11 @@ private:
     std::vector<bool> m_done;
     const bool m_hf;                      ///< transformers' search (GenerationRules::transformers_search)
     std::vector<BeamTree> m_trees;        ///< per sentence; empty unless recording
-    const int64_t m_planned_bytes;        ///< SourceBatch::planned_bytes
+    /// Step by step the cache grows and is reordered: the heap's free pages go back when the
+    /// resident memory passes what the chunk was planned to take (SourceBatch::planned_bytes),
+    /// counted from before the encoding the constructor runs, which the plan includes
+    /// (core/io/process_memory.hpp).
+    ResidentLimit m_resident;
 };
 
 }  // namespace

@@ -27,6 +27,10 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
                 given[i] = &(*forced)[rows[i]];
                 max_steps = std::max<int64_t>(max_steps, static_cast<int64_t>(given[i]->size()) + 1);
             }
+        // The heap's free pages go back when the resident memory passes what the chunk was
+        // planned to take, counted from before its encoding (the plan includes it): the cache's
+        // blocks grow at every step (core/io/process_memory.hpp).
+        ResidentLimit resident(batch.planned_bytes);
         std::optional<PreferredThreads> encoding_threads(std::in_place, B);  // what the last search's steps found faster
         const auto enc = model.encode(batch.src, batch.src_len, options.maps == MapsKept::all);  // source maps when shown
         const auto cache = model.start(*enc);
@@ -39,9 +43,6 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
         std::unique_ptr<StepIntervener> intervener;
         if (options.intervention.active())
             intervener = std::make_unique<StepIntervener>(model, *enc, options.intervention, lens);
-        // The heap's free pages go back when the resident memory passes what the chunk was
-        // planned to take: the cache's blocks grow at every step (core/io/process_memory.hpp).
-        ResidentLimit resident(batch.planned_bytes);
         // A few rows: the search's operations on this thread, as the steps', their large products on
         // helpers when steps ran faster so; more: the threads that ran the last steps faster
         // (core/model/small_linear.hpp)
