@@ -90,9 +90,14 @@ void GrowingSteps::select(const torch::Tensor& rows) {
         same = same && from[i] == i;
     }
     if (same) return;
-    auto next = torch::empty({n, heads, m_buffer.size(2), m_buffer.size(3)}, m_buffer.options());
     const auto head_bytes = static_cast<size_t>(m_buffer.stride(1) * m_buffer.element_size());
     const auto run_bytes = static_cast<size_t>(m_steps * m_buffer.stride(2) * m_buffer.element_size());
+    if (n == B && m_buffer.storage().use_count() == 1) {
+        // The same rows, and no view of the buffer held elsewhere: the rows that change move in place.
+        reorder_runs_in_place(static_cast<char*>(m_buffer.data_ptr()), from, n, heads, head_bytes, run_bytes);
+        return;
+    }
+    auto next = torch::empty({n, heads, m_buffer.size(2), m_buffer.size(3)}, m_buffer.options());
     gather_runs(static_cast<char*>(next.data_ptr()), static_cast<const char*>(m_buffer.data_ptr()), from, n, heads,
                 head_bytes, run_bytes);
     m_buffer = std::move(next);

@@ -218,6 +218,53 @@ TEST_CASE("GrowingSteps reorders a cache of many rows on one and on two threads 
     }
 }
 
+TEST_CASE("GrowingSteps reorders in place only the rows that change: cycles, rows copied into others, "
+          "and a buffer someone holds a view of is left as it was",
+          "[decode][beam]") {
+    torch::manual_seed(18);
+    const int64_t B = 12, h = 3, dh = 4;
+    auto fill = [&](GrowingSteps& g) {
+        torch::Tensor cat;
+        for (int64_t step = 0; step < 5; ++step) {
+            const auto x = torch::randn({B, h, 1, dh});
+            cat = cat.defined() ? torch::cat({cat, x}, 2) : x;
+            g.append(x);
+        }
+        return cat;
+    };
+    auto ids = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kLong); };
+    // A cycle 0 -> 1 -> 2 -> 0, a swap, one row into three others, a row moved and its own source
+    // moved, the beams' usual pattern (each sentence's first row into its other rows), a random one.
+    const std::vector<torch::Tensor> orders = {
+        ids({1, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11}), ids({0, 1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11}),
+        ids({0, 0, 0, 0, 4, 5, 6, 7, 8, 9, 10, 11}), ids({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10}),
+        ids({0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8}), torch::randint(0, B, {B}, torch::kLong)};
+    for (const int threads : {1, 2}) {
+        const ThreadCount count(threads);
+        for (const auto& rows : orders) {
+            GrowingSteps grown;
+            auto cat = fill(grown);
+            const void* buffer = grown.filled().data_ptr();
+            grown.select(rows);
+            CHECK(grown.filled().data_ptr() == buffer);  // moved in place
+            CHECK(torch::equal(grown.filled(), cat.index_select(0, rows)));
+            // Twice more, as beam search's steps do, an append between.
+            const auto x = torch::randn({B, h, 1, dh});
+            grown.append(x);
+            cat = torch::cat({cat.index_select(0, rows), x}, 2);
+            grown.select(rows.flip(0));
+            CHECK(torch::equal(grown.filled(), cat.index_select(0, rows.flip(0))));
+        }
+    }
+    // A view held elsewhere keeps what it showed: the reordered rows go to a new buffer.
+    GrowingSteps grown;
+    const auto cat = fill(grown);
+    const auto view = grown.filled();
+    grown.select(orders[0]);
+    CHECK(torch::equal(view, cat));
+    CHECK(torch::equal(grown.filled(), cat.index_select(0, orders[0])));
+}
+
 TEST_CASE("output_log_probs writes over a step's logits held by nothing else, the values torch's "
           "log_softmax gives, and leaves logits held elsewhere alone",
           "[decode][beam]") {
