@@ -24,6 +24,7 @@
 #include "core/decode/translation_model.hpp"
 #include "core/persist/hf_folder.hpp"
 #include "core/persist/model_file.hpp"
+#include "core/persist/safetensors_torch.hpp"
 #include "core/text/pretrained_tokenizer.hpp"
 #include "core/train/train.hpp"
 
@@ -377,6 +378,39 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+TEST_CASE("a folder stored in float16 or bfloat16 opens in float32 with the stored values, its vocabulary "
+          "matrices included",
+          "[pretrained]") {
+    if (!have_fixtures()) return;
+    // The vocabulary matrices are copied block by block in the file's own type (hf_folder.cpp),
+    // the other weights converted as they are read.
+    const auto original = load_model(k_fixtures + "/marian");
+    for (const auto& [dtype, name] : {std::pair{torch::kHalf, "f16"}, std::pair{torch::kBFloat16, "bf16"}}) {
+        const auto dir = copy_fixture("marian", std::string("stored-") + name);
+        std::string bytes;
+        {
+            const auto src = safetensors::read_file(dir + "/model.safetensors");
+            safetensors::TensorWriter writer;
+            for (const auto& t : src.tensors) writer.add(t.name, safetensors::to_float_tensor(src, t).to(dtype));
+            bytes = writer.serialize(src.metadata);
+        }
+        write_text(dir + "/model.safetensors", bytes);
+        const auto read = load_model(dir);
+        torch::NoGradGuard no_grad;
+        const auto want = original->network()->named_parameters();
+        int64_t compared = 0;
+        for (const auto& item : read->network()->named_parameters()) {
+            INFO(name << ": " << item.key());
+            const torch::Tensor* w = want.find(item.key());
+            REQUIRE(w);
+            CHECK(item.value().scalar_type() == torch::kFloat);
+            CHECK(torch::equal(item.value(), w->to(dtype).to(torch::kFloat)));
+            ++compared;
+        }
+        CHECK(compared == static_cast<int64_t>(want.size()));
+    }
+}
 
 TEST_CASE("a broken model folder is refused in one line naming the file and the problem", "[pretrained][hostile]") {
     if (!have_fixtures()) return;
