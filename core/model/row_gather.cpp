@@ -9,17 +9,28 @@
 
 namespace attnviz {
 
-void gather_runs(char* dst, const char* src, const int64_t* from, int64_t rows, int64_t runs_per_row,
-                 size_t stride_bytes, size_t run_bytes) {
-    const int64_t total = rows * runs_per_row;
-    if (total <= 0 || run_bytes == 0) return;
+namespace {
+
+/// copy(j) for every run j < total, split across LibTorch's intra-op threads in chunks of at least
+/// 256 KB (fewer bytes: on this thread).
+template <typename Copy>
+void for_each_run(int64_t total, size_t run_bytes, const Copy& copy) {
+    if (total <= 0) return;
     const auto grain = static_cast<int64_t>(std::max<size_t>(1, (size_t{1} << 18) / run_bytes));
     at::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
-            const int64_t i = j / runs_per_row, h = j % runs_per_row;
-            std::memcpy(dst + static_cast<size_t>(j) * stride_bytes,
-                        src + static_cast<size_t>(from[i] * runs_per_row + h) * stride_bytes, run_bytes);
-        }
+        for (int64_t j = begin; j < end; ++j) copy(j);
+    });
+}
+
+}  // namespace
+
+void gather_runs(char* dst, const char* src, const int64_t* from, int64_t rows, int64_t runs_per_row,
+                 size_t stride_bytes, size_t run_bytes) {
+    if (run_bytes == 0) return;
+    for_each_run(rows * runs_per_row, run_bytes, [&](int64_t j) {
+        const int64_t i = j / runs_per_row, h = j % runs_per_row;
+        std::memcpy(dst + static_cast<size_t>(j) * stride_bytes,
+                    src + static_cast<size_t>(from[i] * runs_per_row + h) * stride_bytes, run_bytes);
     });
 }
 
@@ -45,24 +56,17 @@ void reorder_runs_in_place(char* base, const int64_t* from, int64_t rows, int64_
     }
     const size_t row_runs = static_cast<size_t>(runs_per_row);
     std::unique_ptr<char[]> aside(kept.empty() ? nullptr : new char[kept.size() * row_runs * run_bytes]);
-    const auto grain = static_cast<int64_t>(std::max<size_t>(1, (size_t{1} << 18) / run_bytes));
-    const auto n_aside = static_cast<int64_t>(kept.size()) * runs_per_row;
-    at::parallel_for(0, n_aside, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
-            const int64_t k = j / runs_per_row, h = j % runs_per_row;
-            std::memcpy(aside.get() + static_cast<size_t>(j) * run_bytes,
-                        base + static_cast<size_t>(kept[static_cast<size_t>(k)] * runs_per_row + h) * stride_bytes, run_bytes);
-        }
+    for_each_run(static_cast<int64_t>(kept.size()) * runs_per_row, run_bytes, [&](int64_t j) {
+        const int64_t k = j / runs_per_row, h = j % runs_per_row;
+        std::memcpy(aside.get() + static_cast<size_t>(j) * run_bytes,
+                    base + static_cast<size_t>(kept[static_cast<size_t>(k)] * runs_per_row + h) * stride_bytes, run_bytes);
     });
-    const auto n_moved = static_cast<int64_t>(moved.size()) * runs_per_row;
-    at::parallel_for(0, n_moved, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
-            const int64_t i = moved[static_cast<size_t>(j / runs_per_row)], h = j % runs_per_row, s = from[i];
-            const int64_t k = slot[static_cast<size_t>(s)];
-            const char* src = k >= 0 ? aside.get() + static_cast<size_t>(k * runs_per_row + h) * run_bytes
-                                     : base + static_cast<size_t>(s * runs_per_row + h) * stride_bytes;
-            std::memcpy(base + static_cast<size_t>(i * runs_per_row + h) * stride_bytes, src, run_bytes);
-        }
+    for_each_run(static_cast<int64_t>(moved.size()) * runs_per_row, run_bytes, [&](int64_t j) {
+        const int64_t i = moved[static_cast<size_t>(j / runs_per_row)], h = j % runs_per_row, s = from[i];
+        const int64_t k = slot[static_cast<size_t>(s)];
+        const char* src = k >= 0 ? aside.get() + static_cast<size_t>(k * runs_per_row + h) * run_bytes
+                                 : base + static_cast<size_t>(s * runs_per_row + h) * stride_bytes;
+        std::memcpy(base + static_cast<size_t>(i * runs_per_row + h) * stride_bytes, src, run_bytes);
     });
 }
 
