@@ -97,11 +97,11 @@ std::atomic<Int8Kernels>& conversion_kernels() {
     return k;
 }
 
-/// x [rows, in] (u8 with zero point 128, scale 1/127) times an oneDNN-packed weight: float [rows, out].
-torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, double x_scale) {
+/// x [rows, in] (u8 at `zero_point`, scale x_scale) times an oneDNN-packed weight: float [rows, out].
+torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, double x_scale, int64_t zero_point) {
     torch::jit::Stack stack{qx,
                             x_scale,
-                            int64_t{128},
+                            zero_point,
                             e.onednn,
                             e.w_scale,
                             e.w_zero,
@@ -116,32 +116,15 @@ torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, doubl
     return stack.at(0).toTensor();
 }
 
-/// Whether fbgemm's u8 x s8 products may use the full u8 range: with VNNI (vpdpbusd) the sums are
-/// 32-bit; without it (AVX2's vpmaddubsw) pairs saturate at 16 bits, so activations keep 7 bits
-/// (PyTorch's reduce_range for fbgemm).
-bool full_range() {
-#if defined(__x86_64__) || defined(__i386__)
-    // AVX-VNNI by CPUID (leaf 7, subleaf 1, EAX bit 4): clang 14 (the fuzz build) does not know
-    // the name "avxvnni" in __builtin_cpu_supports.
-    static const bool vnni = [] {
-        if (__builtin_cpu_supports("avx512vnni")) return true;
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
-    }();
-    return vnni;
-#else
-    return false;
-#endif
-}
-
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
     if (e.kernels == Int8Kernels::onednn) {
         // oneDNN's packed matrix has no unpacking: the identity's product gives each value times its
-        // scale exactly (an input of 1 is 129 at zero point 128 and scale 1: sums of one term).
-        auto eye = torch::full({e.in, e.in}, 128, torch::kByte);
-        eye.diagonal().fill_(129);
-        return onednn_product(eye, e, 1.0).t();  // [out, in], a view of [in, out]
+        // scale exactly (an input of 1 is one step above the zero point at scale 1: sums of one term).
+        const int64_t zero = int8_activation_steps() + 1;
+        auto eye = torch::full({e.in, e.in}, zero, torch::kByte);
+        eye.diagonal().fill_(zero + 1);
+        return onednn_product(eye, e, 1.0, zero).t();  // [out, in], a view of [in, out]
     }
     torch::jit::Stack stack{e.packed};
     op("quantized::linear_unpack").callBoxed(&stack);
@@ -289,9 +272,9 @@ float quantize_row(const float* x, int64_t in, int8_t* y) {
 
 /// (values [rows, in] of `type` written by `row_kernel` row by row, the float it gives per row) for a
 /// matrix x [rows, in] of any floating type, on LibTorch's threads.
-template <typename T>
+template <typename T, typename RowKernel>
 std::pair<torch::Tensor, torch::Tensor> each_row(const char* who, const torch::Tensor& x_in, torch::ScalarType type,
-                                                 float (*row_kernel)(const float*, int64_t, T*)) {
+                                                 RowKernel row_kernel) {
     if (x_in.dim() != 2) throw std::invalid_argument(std::string(who) + ": expected a matrix");
     const auto x = x_in.to(torch::kFloat).contiguous();
     const int64_t rows = x.size(0), in = x.size(1);
@@ -309,14 +292,16 @@ std::pair<torch::Tensor, torch::Tensor> each_row(const char* who, const torch::T
 std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w) {
     // One pass for the maximum, one for the values: what six tensor operations (each a parallel region
     // of its own) did, the same numbers (float division, round half to even, as ATen's).
-    return each_row<int8_t>("quantize_rows_int8", w, torch::kChar, &quantize_row);
+    return each_row<int8_t>("quantize_rows_int8", w, torch::kChar,
+                            [](const float* row, int64_t in, int8_t* y) { return quantize_row(row, in, y); });
 }
 
 namespace {
 
-/// quantize_rows_u8 of one row: x [in] -> y [in], its largest magnitude (at least 1e-30).
+/// quantize_rows_u8 of one row: x [in] -> y [in] with `steps` each side of the zero point steps + 1,
+/// its largest magnitude (at least 1e-30).
 ATTNVIZ_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
-float quantize_row_u8(const float* x, int64_t in, uint8_t* y) {
+float quantize_row_u8(const float* x, int64_t in, uint8_t* y, float steps) {
     // The maximum as an integer maximum of the magnitudes' bit patterns (a float maximum is a serial
     // chain: it does not vectorize); a NaN's pattern lies above infinity's: where one came out on top,
     // the row again without them (a slow pass only then).
@@ -336,19 +321,38 @@ float quantize_row_u8(const float* x, int64_t in, uint8_t* y) {
     float m;
     std::memcpy(&m, &top, sizeof m);
     m = std::max(m, 1e-30f);
-    const float s = 127.0f / m;
+    const float s = steps / m;
+    const int zero = static_cast<int>(steps) + 1;
     for (int64_t i = 0; i < in; ++i) {
         const float v = std::nearbyint(x[i] * s);
-        const float c = v < -127.0f ? -127.0f : (v > 127.0f ? 127.0f : v);
-        y[i] = static_cast<uint8_t>(v == v ? static_cast<int>(c) + 128 : 128);
+        const float c = v < -steps ? -steps : (v > steps ? steps : v);
+        y[i] = static_cast<uint8_t>(v == v ? static_cast<int>(c) + zero : zero);
     }
     return m;
 }
 
 }  // namespace
 
-std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x) {
-    return each_row<uint8_t>("quantize_rows_u8", x, torch::kByte, &quantize_row_u8);
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x, int steps) {
+    if (steps < 1 || steps > 127) throw std::invalid_argument("quantize_rows_u8: steps must be 1..127");
+    const float s = static_cast<float>(steps);
+    return each_row<uint8_t>("quantize_rows_u8", x, torch::kByte,
+                             [s](const float* row, int64_t in, uint8_t* y) { return quantize_row_u8(row, in, y, s); });
+}
+
+int int8_activation_steps() {
+#if defined(__x86_64__) || defined(__i386__)
+    // AVX-VNNI by CPUID (leaf 7, subleaf 1, EAX bit 4): clang 14 (the fuzz build) does not know
+    // the name "avxvnni" in __builtin_cpu_supports.
+    static const bool vnni = [] {
+        if (__builtin_cpu_supports("avx512vnni")) return true;
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+    }();
+    return vnni ? 127 : 63;
+#else
+    return 63;
+#endif
 }
 
 std::string int8_kernels_name(Int8Kernels k) { return k == Int8Kernels::onednn ? "onednn" : "fbgemm"; }
@@ -503,12 +507,13 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
     if (torch::GradMode::is_enabled() && x.requires_grad()) {
         y = at::linear(x, dequantized(*e));  // a gradient to the input (attribution): float products
     } else if (e->kernels == Int8Kernels::onednn) {
-        // Each row quantized with its own scale (u8 at zero point 128: max |x| is 127 steps from it),
-        // the product's rows multiplied back.
+        // Each row quantized with its own scale (u8: max |x| is int8_activation_steps() from the zero
+        // point), the product's rows multiplied back.
         auto shape = x.sizes().vec();
         shape.back() = e->out;
-        auto [qx, row_max] = quantize_rows_u8(x.reshape({-1, e->in}));
-        y = onednn_product(qx, *e, 1.0 / 127.0).mul_(row_max.unsqueeze(1)).view(shape);
+        const int steps = int8_activation_steps();
+        auto [qx, row_max] = quantize_rows_u8(x.reshape({-1, e->in}), steps);
+        y = onednn_product(qx, *e, 1.0 / steps, steps + 1).mul_(row_max.unsqueeze(1)).view(shape);
     } else {
         // Per-row activations through fbgemm's per-tensor quantization: each row divided by its
         // largest |value| first (every row then spans [-1, 1], so one scale fits them all, as a
@@ -519,7 +524,7 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
         shape.back() = e->out;
         const auto rows = x.reshape({-1, e->in}).to(torch::kFloat);
         const auto row_max = rows.abs().amax(1, true).clamp_min(1e-30);
-        torch::jit::Stack stack{(rows / row_max).contiguous(), e->packed, !full_range()};
+        torch::jit::Stack stack{(rows / row_max).contiguous(), e->packed, int8_activation_steps() != 127};
         linear_dynamic().callBoxed(&stack);
         y = stack.at(0).toTensor().mul_(row_max).view(shape);
     }

@@ -88,9 +88,18 @@ void load_converted(torch::Tensor& param, const std::string& name, InferencePrec
 std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w);
 
 /// Symmetric per-row u8 of activations [rows, in] (any floating type) for oneDNN's products: (u8 values
-/// [rows, in] at zero point 128, float [rows] with each row's largest magnitude m, at least 1e-30) with
-/// value = round(x * 127 / m) + 128 (half to even, within 1..255; a NaN gives 128).
-std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x);
+/// [rows, in] at zero point steps + 1, float [rows] with each row's largest magnitude m, at least 1e-30)
+/// with value = round(x * steps / m) + steps + 1 (half to even, within 1..2 steps + 1; a NaN gives the
+/// zero point). steps: 1..127 (std::invalid_argument otherwise); 127 uses the whole u8 range.
+std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x, int steps = 127);
+
+/// The steps each side of zero that int8 products quantize their activations to: 127 (8 bits) on a
+/// CPU with VNNI (AVX512-VNNI or AVX-VNNI: vpdpbusd sums u8 x s8 products in 32 bits), 63 (7 bits)
+/// without it, for both kernels: AVX2's vpmaddubsw adds pairs of u8 x s8 products with 16-bit
+/// saturation (255 x 127 x 2 > 32,767; 127 x 127 x 2 is not), so full-range activations gave wrong
+/// sums there (oneDNN's products off by up to 18x the tolerance on an AVX2-only AMD EPYC). fbgemm
+/// gets it as PyTorch's reduce_range. Half the steps roughly double the activations' rounding.
+int int8_activation_steps();
 
 /// The int8 kernels a converted weight is packed for. fbgemm (quantized::linear_prepack, VNNI/AVX2):
 /// the fastest here for a few rows at a time (a typed sentence). oneDNN (onednn::qlinear_prepack /

@@ -44,7 +44,7 @@ TEST_CASE("per-row int8 quantization gives the tensor expression's numbers, NaN 
     CHECK(torch::equal(q[0], torch::full({5}, 127, torch::kChar)));
 }
 
-TEST_CASE("per-row u8 activations for oneDNN give the tensor expression's numbers, NaN as the zero point",
+TEST_CASE("per-row u8 activations for oneDNN give the tensor expression's numbers in 8 and in 7 bits, NaN as the zero point",
           "[precision_inference][quantize]") {
     torch::manual_seed(11);
     auto x = torch::randn({200, 129}) * torch::logspace(-20, 20, 200).unsqueeze(1).to(torch::kFloat);
@@ -72,4 +72,17 @@ TEST_CASE("per-row u8 activations for oneDNN give the tensor expression's number
     CHECK(top[1].item<float>() == 1.0f);  // the NaN left out of the maximum
     CHECK(q[1][1].item<int>() == 128);
     CHECK(q[1][0].item<int>() == 255);
+    // 7 bits (int8_activation_steps() on a CPU without VNNI): 63 steps each side of 64, within 1..127.
+    const auto [q7, top7] = quantize_rows_u8(x, 63);
+    const auto want7 = (torch::round(x * (63.0f / x.abs().amax(1).clamp_min(1e-30)).unsqueeze(1)).clamp(-63, 63) + 64)
+                           .to(torch::kByte);
+    CHECK(torch::equal(top7, top1));
+    CHECK(torch::equal(q7, want7));
+    CHECK(q7.max().item<int>() == 127);
+    CHECK(q7[0].eq(64).all().item<bool>());
+    CHECK(q7[1][0].item<int>() == 1);
+    CHECK_THROWS_AS(quantize_rows_u8(x, 0), std::invalid_argument);
+    CHECK_THROWS_AS(quantize_rows_u8(x, 128), std::invalid_argument);
+    const int steps = int8_activation_steps();
+    CHECK((steps == 127 || steps == 63));
 }
