@@ -292,8 +292,7 @@ std::pair<torch::Tensor, torch::Tensor> each_row(const char* who, const torch::T
 std::pair<torch::Tensor, torch::Tensor> quantize_rows_int8(const torch::Tensor& w) {
     // One pass for the maximum, one for the values: what six tensor operations (each a parallel region
     // of its own) did, the same numbers (float division, round half to even, as ATen's).
-    return each_row<int8_t>("quantize_rows_int8", w, torch::kChar,
-                            [](const float* row, int64_t in, int8_t* y) { return quantize_row(row, in, y); });
+    return each_row<int8_t>("quantize_rows_int8", w, torch::kChar, &quantize_row);
 }
 
 namespace {
