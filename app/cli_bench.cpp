@@ -15,6 +15,7 @@
 #include "core/analysis/metrics.hpp"
 #include "core/config/registry.hpp"
 #include "core/model/families.hpp"
+#include "core/model/mkl_dispatch.hpp"
 #include "core/train/precision.hpp"
 
 namespace attnviz::cli {
@@ -166,6 +167,7 @@ int run_bench(BenchOptions& o) {
     j["device"] = describe_device(device);
     j["threads"] = at::get_num_threads();
     j["torch"] = libtorch_version();
+    j["mkl_code_path"] = mkl_code_path();  // MKL's kernels (mkl_dispatch.hpp)
     j["precision"] = to_string(t.precision);
     j["cpu_bf16_hardware"] = cpu_bf16_hardware();
     j["cpu_subnormals_flushed"] = ScopedFlushDenormal::supported();  // training's CPU threads (core/train/precision.hpp)

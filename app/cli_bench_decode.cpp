@@ -13,7 +13,6 @@
 #include "core/decode/beam_tree.hpp"
 #include "core/io/error.hpp"
 #include "core/decode/translation_model.hpp"
-#include "core/model/small_linear.hpp"
 
 namespace attnviz::cli {
 
@@ -131,7 +130,6 @@ int run_bench_decode(BenchDecodeOptions& o) {
                    {"parameters", model->parameter_count()},
                    {"precision", precision_of(*model)}});
     if (const auto k = int8_kernels_text(*model); !k.empty()) report["int8_kernels"] = k;
-    report["float_kernels"] = wide_product_kernels_name(wide_product_kernels());  // batches by the vocabulary
     std::cout << report.dump() << std::endl;
     return exit_ok;
 }

@@ -10,7 +10,6 @@
 #include "core/model/memory_bound.hpp"
 #include "core/model/device.hpp"
 #include "core/model/inference_precision.hpp"
-#include "core/model/small_linear.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/text/pretrained_tokenizer.hpp"
 #include "core/text/text.hpp"
@@ -122,12 +121,6 @@ void PrecisionFlag::add_to(CLI::App& app) {
         ->type_name("auto|fbgemm|onednn")
         ->check(CLI::IsMember({"auto", "fbgemm", "onednn"}))
         ->default_str("auto");
-    app.add_option("--float-kernels", float_kernels,
-                   "float32 products of a batch by the vocabulary: auto (default: oneDNN's on a CPU that is not "
-                   "Intel's, where MKL runs generic code; MKL's on Intel's), mkl or onednn")
-        ->type_name("auto|mkl|onednn")
-        ->check(CLI::IsMember({"auto", "mkl", "onednn"}))
-        ->default_str("auto");
 }
 
 void PrecisionFlag::apply(const TranslationModel& model) const {
@@ -141,7 +134,6 @@ void PrecisionFlag::apply(const TranslationModel& model) const {
 TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::string& device) const {
     const torch::Device on = resolve_device(device);
     const InferencePrecision p = parse_inference_precision(name);
-    set_wide_product_kernels(parse_wide_product_kernels(float_kernels));
     set_int8_kernels(kernels == "onednn"   ? Int8Kernels::onednn
                      : kernels == "fbgemm" ? Int8Kernels::fbgemm
                                            : preferred_int8_kernels(rows));

@@ -65,10 +65,6 @@ struct PrecisionFlag {
     /// --int8-kernels auto | fbgemm | onednn: the kernels int8 weights are packed for
     /// (core/model/inference_precision.hpp's Int8Kernels); auto: preferred_int8_kernels(rows).
     std::string kernels = "auto";
-    /// --float-kernels auto | mkl | onednn: the library float32 products by a vocabulary-wide weight
-    /// use for more than a few rows (core/model/small_linear.hpp's WideProductKernels); auto:
-    /// preferred_wide_product_kernels().
-    std::string float_kernels = "auto";
     /// The rows a product will have (sentences decoded together x beam), set by the command before
     /// load(): what auto picks the kernels for.
     int64_t rows = 1;

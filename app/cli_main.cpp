@@ -16,6 +16,7 @@
 #include "app/cli_common.hpp"
 #include "core/model/cuda_runtime.hpp"
 #include "core/model/device.hpp"
+#include "core/model/mkl_dispatch.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion&) {
         std::cout << "attnviz-cli " << ATTNVIZ_VERSION << " (LibTorch " << attnviz::libtorch_version()
                   << "; CUDA: " << attnviz::load_cuda_runtime().status << ")\n";
+        // The code path MKL's float products take (mkl_dispatch.hpp: AMD CPUs).
+        if (const auto mkl = attnviz::mkl_code_path(); !mkl.empty()) std::cout << "MKL code path: " << mkl << "\n";
         return exit_ok;
     } catch (const CLI::ParseError& e) {
         return fail(exit_usage, std::string(e.what()) + " (see --help)");

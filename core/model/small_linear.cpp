@@ -1,22 +1,14 @@
 // x W^T for a few rows against a column-major weight (core/model/small_linear.hpp).
 #include "core/model/small_linear.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-#include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/stack.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
-#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -516,84 +508,7 @@ bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weig
     return plain_few_rows(x, weight, 1) && weight.stride(0) == 1 && weight.stride(1) == weight.size(0);
 }
 
-namespace {
-
-/// Whether the CPU's vendor string is Intel's (cpuid leaf 0).
-bool cpu_is_intel() {
-#if defined(__x86_64__) || defined(__i386__)
-    static const bool intel = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-        char vendor[13] = {};
-        std::memcpy(vendor, &b, 4);
-        std::memcpy(vendor + 4, &d, 4);
-        std::memcpy(vendor + 8, &c, 4);
-        return std::strcmp(vendor, "GenuineIntel") == 0;
-    }();
-    return intel;
-#else
-    return false;
-#endif
-}
-
-/// mkldnn::_linear_pointwise (oneDNN's float matmul on a dense weight), when LibTorch has it.
-const c10::OperatorHandle* onednn_float_linear() {
-    static const std::optional<c10::OperatorHandle> handle =
-        at::hasMKLDNN() ? c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""}) : std::nullopt;
-    return handle ? &*handle : nullptr;
-}
-
-std::atomic<int>& wide_kernels_choice() {
-    static std::atomic<int> k{static_cast<int>(preferred_wide_product_kernels())};
-    return k;
-}
-
-/// x [..., in] times weight [out, in] transposed by oneDNN: [..., out].
-torch::Tensor onednn_wide_product(const torch::Tensor& x, const torch::Tensor& weight) {
-    const auto x2 = x.reshape({-1, x.size(-1)}).contiguous();
-    torch::jit::Stack stack{x2, weight, c10::IValue(), std::string("none"), c10::List<std::optional<c10::Scalar>>(),
-                            std::string()};
-    onednn_float_linear()->callBoxed(&stack);
-    auto y = stack.at(0).toTensor();
-    if (x.dim() == 2) return y;
-    auto shape = x.sizes().vec();
-    shape.back() = weight.size(0);
-    return y.view(shape);
-}
-
-}  // namespace
-
-std::string wide_product_kernels_name(WideProductKernels k) { return k == WideProductKernels::onednn ? "onednn" : "mkl"; }
-
-WideProductKernels parse_wide_product_kernels(const std::string& name) {
-    if (name == "auto") return preferred_wide_product_kernels();
-    if (name == "mkl") return WideProductKernels::mkl;
-    if (name == "onednn") return WideProductKernels::onednn;
-    throw std::invalid_argument("unknown float kernels '" + name + "': expected auto, mkl or onednn");
-}
-
-WideProductKernels preferred_wide_product_kernels() {
-    return !cpu_is_intel() && onednn_float_linear() ? WideProductKernels::onednn : WideProductKernels::mkl;
-}
-
-void set_wide_product_kernels(WideProductKernels k) { wide_kernels_choice().store(static_cast<int>(k)); }
-
-WideProductKernels wide_product_kernels() { return static_cast<WideProductKernels>(wide_kernels_choice().load()); }
-
-bool wide_product_uses_onednn(const torch::Tensor& x, const torch::Tensor& weight) {
-    if (wide_product_kernels() != WideProductKernels::onednn || !onednn_float_linear()) return false;
-    if (x.dim() < 2 || weight.dim() != 2 || x.size(-1) != weight.size(1)) return false;
-    if (x.numel() / std::max<int64_t>(1, x.size(-1)) <= k_small_linear_rows || weight.size(0) < k_wide_product_out)
-        return false;
-    if (!x.device().is_cpu() || !weight.device().is_cpu()) return false;
-    if (x.scalar_type() != torch::kFloat || weight.scalar_type() != torch::kFloat) return false;
-    if (x.is_sparse() || weight.is_sparse() || x.is_mkldnn() || weight.is_mkldnn()) return false;
-    if (!weight.is_contiguous() && !weight.t().is_contiguous()) return false;
-    return !(torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()));
-}
-
 torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight) {
-    if (wide_product_uses_onednn(x, weight)) return onednn_wide_product(x, weight);
     if (!small_rows_linear_applies(x, weight)) return torch::nn::functional::linear(x, weight);
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     // The weight's data is its transpose [K, N], row-major. Each task a run of 2,048 columns (a

@@ -15,7 +15,6 @@
 // row's values do not depend on how many rows are computed with it or on the threads;
 // they differ from MKL's in float rounding only (the tests compare the two).
 #include <optional>
-#include <string>
 
 #include <torch/torch.h>
 
@@ -28,41 +27,11 @@ constexpr int64_t k_small_linear_rows = 8;
 /// weight) gives it up to float rounding. Computed here when 1 <= R <= k_small_linear_rows,
 /// both are float CPU tensors, the weight is column-major (weight.t() contiguous, the layout of
 /// the pretrained family's vocabulary matrices), no gradient is asked for and the CPU has AVX2
-/// and FMA; by oneDNN where wide_product_uses_onednn (below); otherwise by ATen's linear.
-/// x may also be [..., in] (more rows: ATen or oneDNN).
+/// and FMA; otherwise by ATen's linear.
 torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight);
 
 /// Whether small_rows_linear computes (x, weight) itself (for the tests).
 bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
-
-/// The library that multiplies more rows than k_small_linear_rows by a vocabulary-wide float weight
-/// (small_rows_linear's output projections past a few rows: a batch, a beam at batch 32, a
-/// teacher-forced pass). mkl: ATen's linear (MKL's sgemm). onednn: oneDNN's float matmul
-/// (mkldnn::_linear_pointwise) on the same weight, read where it is: no copy, no packing kept.
-/// Why: on an AVX2-only AMD EPYC (Zen 3) MKL multiplied [32, 512] by a 59,514 x 512 weight in 53-56
-/// ms on 2 threads and oneDNN in 23-27 (128 rows: 128-149 against 61-114 ms; NLLB-sized
-/// [32, 1,024] x 256,206: 506 against 207 ms), while the layers' 512-2,048-wide products ran at
-/// the same speed in both (docs/benchmarks.md). MKL runs its generic code on CPUs that are not
-/// Intel's; on Intel's its own kernels are the ones every earlier figure here was measured with.
-enum class WideProductKernels { mkl, onednn };
-/// "mkl", "onednn".
-std::string wide_product_kernels_name(WideProductKernels k);
-/// The kernels a name gives ("mkl", "onednn"; "auto": preferred_wide_product_kernels());
-/// std::invalid_argument listing them otherwise.
-WideProductKernels parse_wide_product_kernels(const std::string& name);
-/// oneDNN on a CPU whose vendor is not Intel (where oneDNN's float matmul is available in LibTorch),
-/// MKL on Intel's.
-WideProductKernels preferred_wide_product_kernels();
-/// The kernels wide products use from now on (process-wide; preferred_wide_product_kernels() until set).
-void set_wide_product_kernels(WideProductKernels k);
-WideProductKernels wide_product_kernels();
-/// Output features from which a weight counts as vocabulary-wide (the families' vocabularies are
-/// 32,128 to 256,206; their layers at most 16,384 wide).
-constexpr int64_t k_wide_product_out = 16385;
-/// Whether small_rows_linear gives (x [..., in], weight) to oneDNN: the kernels are onednn, x has
-/// more than k_small_linear_rows rows, the weight at least k_wide_product_out, both float CPU
-/// tensors, the weight row- or column-major, no gradient asked for (for the tests).
-bool wide_product_uses_onednn(const torch::Tensor& x, const torch::Tensor& weight);
 
 /// x [..., in] times a row-major weight [out, in] transposed, plus bias (optional): [..., out], as
 /// torch::nn::functional::linear(x, weight, bias) gives it up to float rounding. Computed here,

@@ -26,6 +26,7 @@
 #include "core/config/config.hpp"
 #include "core/analysis/export.hpp"
 #include "core/config/registry.hpp"
+#include "core/model/mkl_dispatch.hpp"
 #include "cli_support.hpp"
 
 using nlohmann::json;
@@ -55,6 +56,33 @@ TEST_CASE("cli: --help, --version and tasks", "[cli]") {
     CHECK((names == std::vector<std::string>{"reverse", "lookup", "dates", "toy-french"}));
     Result plain = cli(dir, {"tasks"});
     CHECK(lines_of(plain.out).size() == 4);
+}
+
+TEST_CASE("cli: --version names MKL's code path: a vector one on an AMD CPU with AVX2 and FMA, MKL's own "
+          "choice with ATTNVIZ_MKL_INTEL_PATHS=0",
+          "[cli]") {
+    TempDir dir;
+    const std::string cli_path = quote(ATTNVIZ_CLI_PATH);
+    const Result on = run_command(dir, "env -u ATTNVIZ_MKL_INTEL_PATHS " + cli_path, {"--version"});
+    REQUIRE(on.code == 0);
+    INFO(on.out);
+    const auto mkl_path = [](const std::string& out) {
+        const std::string key = "\nMKL code path: ";
+        const auto at = out.find(key);
+        return at == std::string::npos ? std::string() : out.substr(at + key.size(), out.find('\n', at + 1) - at - key.size());
+    };
+    if (mkl_path(on.out).empty()) {
+        WARN("this LibTorch carries no MKL: no line to check");
+        return;
+    }
+    // This test process decides as the CLI does (the same CPU, no ATTNVIZ_MKL_INTEL_PATHS here).
+    if (attnviz::mkl_intel_paths_enabled()) {
+        CHECK(mkl_path(on.out) != "generic");
+        const Result off = run_command(dir, "env ATTNVIZ_MKL_INTEL_PATHS=0 " + cli_path, {"--version"});
+        REQUIRE(off.code == 0);
+        INFO(off.out);
+        CHECK(mkl_path(off.out) == "generic");  // MKL's own choice on AMD
+    }
 }
 
 TEST_CASE("cli: LibTorch's CUDA library is loaded where an NVIDIA driver is, ATTNVIZ_CUDA overrides, and "

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/model/mkl_dispatch.hpp"
 #include "core/model/small_linear.hpp"
 #include "test_support.hpp"
 
@@ -73,64 +74,6 @@ TEST_CASE("small_rows_linear leaves to ATen a row-major weight, a gradient, doub
     y.sum().backward();
     REQUIRE(trained.grad().defined());
     CHECK(torch::allclose(small_rows_linear(x, col.contiguous()), torch::nn::functional::linear(x, col), 1e-5, 1e-4));
-}
-
-namespace {
-
-/// The wide products' kernels set for a scope, the process's choice back after.
-struct WideKernelsFor {
-    explicit WideKernelsFor(WideProductKernels k) : before(wide_product_kernels()) { set_wide_product_kernels(k); }
-    ~WideKernelsFor() { set_wide_product_kernels(before); }
-    WideProductKernels before;
-};
-
-}  // namespace
-
-TEST_CASE("small_rows_linear gives a batch times a vocabulary-wide weight to oneDNN when chosen, with linear's "
-          "values; a few rows, narrow weights, gradients and doubles stay where they were",
-          "[decode]") {
-    torch::manual_seed(10);
-    CHECK(parse_wide_product_kernels("mkl") == WideProductKernels::mkl);
-    CHECK(parse_wide_product_kernels("onednn") == WideProductKernels::onednn);
-    CHECK(parse_wide_product_kernels("auto") == preferred_wide_product_kernels());
-    CHECK_THROWS_AS(parse_wide_product_kernels("blas"), std::invalid_argument);
-    CHECK(wide_product_kernels_name(WideProductKernels::onednn) == "onednn");
-
-    const auto col = column_major(k_wide_product_out, 24);
-    const auto row = torch::randn({k_wide_product_out, 24});
-    const auto batch = torch::randn({k_small_linear_rows + 1, 24});
-    const auto steps = torch::randn({3, 5, 24});  // a teacher-forced pass: 15 rows
-    {
-        WideKernelsFor onednn(WideProductKernels::onednn);
-        if (!at::hasMKLDNN()) {
-            WARN("this LibTorch has no oneDNN: its products are not checked");
-            return;
-        }
-        for (const auto& w : {col, row}) {
-            CHECK(wide_product_uses_onednn(batch, w));
-            CHECK(wide_product_uses_onednn(steps, w));
-            CHECK(torch::allclose(small_rows_linear(batch, w), torch::nn::functional::linear(batch, w), 1e-5, 1e-4));
-            const auto y = small_rows_linear(steps, w);
-            CHECK(y.sizes() == torch::IntArrayRef({3, 5, k_wide_product_out}));
-            CHECK(torch::allclose(y, torch::nn::functional::linear(steps, w), 1e-5, 1e-4));
-        }
-        // A few rows go to the few-row kernels (or ATen), a narrower weight, another type, a gradient,
-        // a weight neither row- nor column-major to ATen.
-        CHECK_FALSE(wide_product_uses_onednn(batch.narrow(0, 0, k_small_linear_rows), col));
-        CHECK_FALSE(wide_product_uses_onednn(batch, col.narrow(0, 0, k_wide_product_out - 1).contiguous()));
-        CHECK_FALSE(wide_product_uses_onednn(batch.to(torch::kDouble), col.to(torch::kDouble)));
-        CHECK_FALSE(wide_product_uses_onednn(batch, torch::randn({k_wide_product_out, 48}).narrow(1, 0, 24)));
-        const auto trained = col.detach().clone().requires_grad_(true);
-        CHECK_FALSE(wide_product_uses_onednn(batch, trained));
-        const auto y = small_rows_linear(batch, trained);
-        y.sum().backward();
-        CHECK(trained.grad().defined());
-        torch::NoGradGuard no_grad;
-        CHECK(wide_product_uses_onednn(batch, trained));
-    }
-    WideKernelsFor mkl(WideProductKernels::mkl);
-    CHECK_FALSE(wide_product_uses_onednn(batch, col));
-    CHECK(torch::allclose(small_rows_linear(batch, col), torch::nn::functional::linear(batch, col), 1e-5, 1e-4));
 }
 
 TEST_CASE("few_rows_linear gives linear's values with its bias for 1 to 9 rows, any width, one or two threads "
@@ -366,4 +309,22 @@ TEST_CASE("few_rows_linear and small_rows_linear: the same values with a step's 
     CHECK(first);
     CHECK(other);
     attnviz::forget_step_threads();
+}
+
+TEST_CASE("MKL runs a vector code path on an AMD CPU with AVX2 and FMA, and its products are linear's",
+          "[decode]") {
+    const std::string path = mkl_code_path();
+    INFO(path);
+    if (path.empty()) {
+        WARN("this LibTorch carries no MKL: nothing to check");
+        return;
+    }
+    // The test executable has the check too (attnviz_torch_runtime, linked whole): MKL's dispatcher
+    // asked it and took its AVX2 path, not the generic one it takes on AMD by itself.
+    if (mkl_intel_paths_enabled()) CHECK(path != "generic");
+    torch::manual_seed(11);
+    const auto x = torch::randn({33, 200}, torch::kDouble);
+    const auto w = torch::randn({300, 200}, torch::kDouble);
+    const auto y = torch::nn::functional::linear(x.to(torch::kFloat), w.to(torch::kFloat));
+    CHECK(torch::allclose(y.to(torch::kDouble), torch::mm(x, w.t()), 1e-4, 1e-3));
 }
