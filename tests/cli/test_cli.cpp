@@ -58,12 +58,20 @@ TEST_CASE("cli: --help, --version and tasks", "[cli]") {
     CHECK(lines_of(plain.out).size() == 4);
 }
 
+namespace {
+
+/// attnviz-cli run under `env ENV_ARGS` (e.g. "ATTNVIZ_CUDA=1", "-u ATTNVIZ_CUDA"), --version by default.
+Result cli_under(const TempDir& dir, const std::string& env_args, const std::vector<std::string>& args = {"--version"}) {
+    return run_command(dir, "env " + env_args + " " + quote(ATTNVIZ_CLI_PATH), args);
+}
+
+}  // namespace
+
 TEST_CASE("cli: --version names MKL's code path: a vector one on an AMD CPU with AVX2 and FMA, MKL's own "
           "choice with ATTNVIZ_MKL_INTEL_PATHS=0",
           "[cli]") {
     TempDir dir;
-    const std::string cli_path = quote(ATTNVIZ_CLI_PATH);
-    const Result on = run_command(dir, "env -u ATTNVIZ_MKL_INTEL_PATHS " + cli_path, {"--version"});
+    const Result on = cli_under(dir, "-u ATTNVIZ_MKL_INTEL_PATHS");
     REQUIRE(on.code == 0);
     INFO(on.out);
     const auto mkl_path = [](const std::string& out) {
@@ -78,7 +86,7 @@ TEST_CASE("cli: --version names MKL's code path: a vector one on an AMD CPU with
     // This test process decides as the CLI does (the same CPU, no ATTNVIZ_MKL_INTEL_PATHS here).
     if (attnviz::mkl_intel_paths_enabled()) {
         CHECK(mkl_path(on.out) != "generic");
-        const Result off = run_command(dir, "env ATTNVIZ_MKL_INTEL_PATHS=0 " + cli_path, {"--version"});
+        const Result off = cli_under(dir, "ATTNVIZ_MKL_INTEL_PATHS=0");
         REQUIRE(off.code == 0);
         INFO(off.out);
         CHECK(mkl_path(off.out) == "generic");  // MKL's own choice on AMD
@@ -89,8 +97,7 @@ TEST_CASE("cli: LibTorch's CUDA library is loaded where an NVIDIA driver is, ATT
           "--version says which",
           "[cli]") {
     TempDir dir;
-    const std::string cli_path = quote(ATTNVIZ_CLI_PATH);
-    const Result forced = run_command(dir, "env ATTNVIZ_CUDA=1 " + cli_path, {"--version"});
+    const Result forced = cli_under(dir, "ATTNVIZ_CUDA=1");
     REQUIRE(forced.code == 0);
     INFO(forced.out << forced.err);
     if (forced.out.find("CUDA: none:") != std::string::npos) {
@@ -101,18 +108,18 @@ TEST_CASE("cli: LibTorch's CUDA library is loaded where an NVIDIA driver is, ATT
     CHECK((forced.out.find("CUDA: loaded (CUDA runtime ") != std::string::npos ||
            forced.out.find("CUDA: linked (CUDA runtime ") != std::string::npos));
     CHECK(forced.err.empty());
-    const Result plain = run_command(dir, "env -u ATTNVIZ_CUDA " + cli_path, {"--version"});
+    const Result plain = cli_under(dir, "-u ATTNVIZ_CUDA");
     REQUIRE(plain.code == 0);
     const bool driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
     if (forced.out.find("CUDA: loaded") != std::string::npos) {  // built to load it on demand
         CHECK(plain.out.find(driver ? "CUDA: loaded (CUDA runtime " : "CUDA: not loaded: no NVIDIA driver") !=
               std::string::npos);
-        const Result off = run_command(dir, "env ATTNVIZ_CUDA=0 " + cli_path, {"--version"});
+        const Result off = cli_under(dir, "ATTNVIZ_CUDA=0");
         CHECK(off.out.find("CUDA: not loaded: ATTNVIZ_CUDA=0") != std::string::npos);
         // CUDA asked for where it is not loaded: one line saying why.
-        const Result cuda = run_command(dir, "env ATTNVIZ_CUDA=0 " + cli_path,
-                                        {"train", "--task", "reverse", "--pairs", "50", "--epochs", "1", "--device", "cuda",
-                                         "--save", dir / "m.ckpt", "-q"});
+        const Result cuda = cli_under(dir, "ATTNVIZ_CUDA=0",
+                                      {"train", "--task", "reverse", "--pairs", "50", "--epochs", "1", "--device", "cuda",
+                                       "--save", dir / "m.ckpt", "-q"});
         CHECK(cuda.code == 2);  // a usage error, as every unusable --device
         require_one_error_line(cuda, "(CUDA: not loaded: ATTNVIZ_CUDA=0; use --device cpu or auto)");
         CHECK_FALSE(exists(dir / "m.ckpt"));
