@@ -39,7 +39,9 @@ struct Int8Weight {
     explicit Int8Weight(c10::weak_intrusive_ptr<c10::StorageImpl> p) : placeholder(std::move(p)) {}
     c10::weak_intrusive_ptr<c10::StorageImpl> placeholder;  ///< the parameter's one-byte storage
     Int8Kernels kernels = Int8Kernels::fbgemm;              ///< which of the two below stands for it
-    c10::IValue packed;                                     ///< fbgemm: quantized::linear_prepack's result
+    /// fbgemm: quantized::linear_prepack's results, one per k_int8_pack_rows output rows (a vocabulary
+    /// matrix in parts, each packed on its own: below), one for every other weight.
+    std::vector<c10::IValue> packed;
     torch::Tensor onednn;      ///< oneDNN: onednn::qlinear_prepack's matrix (opaque, [in, out])
     torch::Tensor w_scale;     ///< oneDNN: [out] float, the per-channel scales
     torch::Tensor w_zero;      ///< oneDNN: [out] int64 zeros (symmetric weights)
@@ -80,6 +82,12 @@ const c10::OperatorHandle& linear_dynamic() {
     return handle;
 }
 
+/// quantized::linear_prepack, looked up once.
+const c10::OperatorHandle& linear_prepack() {
+    static const c10::OperatorHandle handle = op("quantized::linear_prepack");
+    return handle;
+}
+
 /// onednn::qlinear_prepack and onednn::qlinear_pointwise (oneDNN's int8 matmul, AMX where the CPU
 /// has it), looked up once.
 const c10::OperatorHandle& onednn_prepack() {
@@ -116,6 +124,33 @@ torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, doubl
     return stack.at(0).toTensor();
 }
 
+/// Output rows fbgemm packs at a time: a weight with more is packed in parts of this many rows and
+/// multiplied part by part. Why: fbgemm's packing slows with the matrix's width far beyond its size
+/// (one thread: NLLB-600M-sized 256,206 x 1,024 vocabulary 7.6 s as one matrix, 2.4 s in parts of
+/// 16,384 rows, 4,096 x 1,024 layers 7.9 ms a MB), and the parts pack on both threads; opening the
+/// model went from ~17 s to ~12 s (docs/benchmarks.md). A typed sentence's vocabulary product in parts
+/// took 17.9 ms against 16.9 (one more write of the output and a call per part).
+constexpr int64_t k_int8_pack_rows = 16384;
+
+/// x [R, in] (each row within [-1, 1]) times fbgemm's packed parts: float [R, out].
+torch::Tensor fbgemm_product(const torch::Tensor& x, const Int8Weight& e) {
+    const bool reduce_range = int8_activation_steps() != 127;
+    const auto part = [&](const c10::IValue& packed) {
+        torch::jit::Stack stack{x, packed, reduce_range};
+        linear_dynamic().callBoxed(&stack);
+        return stack.at(0).toTensor();
+    };
+    if (e.packed.size() == 1) return part(e.packed.front());
+    auto y = torch::empty({x.size(0), e.out}, x.options());
+    int64_t first = 0;
+    for (const auto& packed : e.packed) {
+        auto p = part(packed);
+        y.narrow(1, first, p.size(1)).copy_(p);
+        first += p.size(1);
+    }
+    return y;
+}
+
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
     if (e.kernels == Int8Kernels::onednn) {
@@ -126,10 +161,14 @@ torch::Tensor dequantized(const Int8Weight& e) {
         eye.diagonal().fill_(zero + 1);
         return onednn_product(eye, e, 1.0, zero).t();  // [out, in], a view of [in, out]
     }
-    torch::jit::Stack stack{e.packed};
-    op("quantized::linear_unpack").callBoxed(&stack);
-    // linear_unpack returns (weight, bias): a boxed call leaves them on the stack one by one.
-    return stack.at(0).toTensor().dequantize();
+    std::vector<torch::Tensor> parts;
+    for (const auto& packed : e.packed) {
+        torch::jit::Stack stack{packed};
+        op("quantized::linear_unpack").callBoxed(&stack);
+        // linear_unpack returns (weight, bias): a boxed call leaves them on the stack one by one.
+        parts.push_back(stack.at(0).toTensor().dequantize());
+    }
+    return parts.size() == 1 ? parts.front() : torch::cat(parts);
 }
 
 /// Names of 2-D weights that stay float: position tables, T5's relative position bias, d2l's embeddings.
@@ -194,9 +233,19 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
     } else {
         auto qw = at::_make_per_channel_quantized_tensor(q, scale.to(torch::kDouble), torch::zeros({out}, torch::kLong), 0);
         q = torch::Tensor();  // qw holds a copy: one int8 matrix at a time beside the packed one
-        torch::jit::Stack stack{qw, c10::IValue()};
-        op("quantized::linear_prepack").callBoxed(&stack);
-        e->packed = stack.at(0);
+        // In parts of k_int8_pack_rows rows, on LibTorch's threads (each part's packing is serial).
+        const int64_t parts = (out + k_int8_pack_rows - 1) / k_int8_pack_rows;
+        e->packed.resize(static_cast<size_t>(parts));
+        const c10::OperatorHandle& prepack = linear_prepack();
+        at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                const int64_t first = i * k_int8_pack_rows;
+                torch::jit::Stack stack{parts == 1 ? qw : qw.narrow(0, first, std::min(k_int8_pack_rows, out - first)),
+                                        c10::IValue()};
+                prepack.callBoxed(&stack);
+                e->packed[static_cast<size_t>(i)] = stack.at(0);
+            }
+        });
         if (keep_rows && lookup) {
             e->lookup = lookup;  // no table: qw goes with this scope
         } else if (keep_rows) {
@@ -523,9 +572,7 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
         shape.back() = e->out;
         const auto rows = x.reshape({-1, e->in}).to(torch::kFloat);
         const auto row_max = rows.abs().amax(1, true).clamp_min(1e-30);
-        torch::jit::Stack stack{(rows / row_max).contiguous(), e->packed, int8_activation_steps() != 127};
-        linear_dynamic().callBoxed(&stack);
-        y = stack.at(0).toTensor().mul_(row_max).view(shape);
+        y = fbgemm_product((rows / row_max).contiguous(), *e).mul_(row_max).view(shape);
     }
     return bias.defined() ? y + bias : y;
 }

@@ -5,7 +5,8 @@
 //
 // int8 (CTranslate2's int8_float32 split): every projection's weight [out, in] is quantized per
 // output channel (symmetric, scale = max |w| / 127) and packed once for LibTorch's fbgemm
-// (quantized::linear_prepack) or oneDNN (onednn::qlinear_prepack; Int8Kernels below); a product
+// (quantized::linear_prepack; a vocabulary-wide weight in parts of 16,384 rows, which fbgemm packs
+// 3x faster, on both threads) or oneDNN (onednn::qlinear_prepack; Int8Kernels below); a product
 // quantizes its activations per row at run time and returns float. Softmax, layer norms, attention scores,
 // positions and biases stay float. A vocabulary matrix that is also read as an embedding keeps an
 // int8 row table with one scale per row beside the packed matrix, except when opened from a model

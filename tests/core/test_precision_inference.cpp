@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/analysis/attribution.hpp"
 #include "core/data/tasks.hpp"
@@ -161,6 +163,43 @@ TEST_CASE("int8 and bf16 products stay within their quantization error of float3
             CHECK((got - want).abs().max().item<double>() < 0.05 * want.abs().max().item<double>());
         }
     }
+}
+
+TEST_CASE("a vocabulary-wide int8 weight is packed in parts: each part's outputs are those of its rows alone, its "
+          "float values come back whole",
+          "[precision_inference]") {
+    torch::manual_seed(5);
+    constexpr int64_t out = 40000, in = 16;  // three parts of at most 16,384 rows
+    const auto w = torch::randn({out, in});
+    const auto int8_layer = [&](const torch::Tensor& rows) {
+        torch::nn::Sequential holder(torch::nn::Linear(torch::nn::LinearOptions(in, rows.size(0)).bias(false)));
+        holder[0]->as<torch::nn::Linear>()->weight.set_data(rows.clone());
+        set_inference_precision(*holder, InferencePrecision::int8);
+        return holder;
+    };
+    auto whole = int8_layer(w);
+    const auto& weight = whole[0]->as<torch::nn::Linear>()->weight;
+    const auto x = torch::randn({5, in});
+    torch::Tensor y;
+    {
+        torch::NoGradGuard no_grad;
+        y = precision_linear(x, weight);
+        REQUIRE(y.sizes() == torch::IntArrayRef({5, out}));
+        for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 16384}, {32768, out - 32768}}) {
+            auto part = int8_layer(w.narrow(0, first, count));
+            const auto alone = precision_linear(x, part[0]->as<torch::nn::Linear>()->weight);
+            INFO("rows " << first << " + " << count);
+            CHECK(torch::equal(y.narrow(1, first, count), alone));
+        }
+        CHECK((y - torch::nn::functional::linear(x, w)).abs().max().item<double>() < 0.05 * y.abs().max().item<double>());
+    }
+    // With a gradient asked for, the products run on the weight's float values, all 40,000 rows.
+    const auto xg = x.clone().requires_grad_(true);
+    const auto yg = precision_linear(xg, weight);
+    CHECK((yg.detach() - y).abs().max().item<double>() < 0.05 * y.abs().max().item<double>());
+    yg.sum().backward();
+    REQUIRE(xg.grad().defined());
+    CHECK(xg.grad().sizes() == x.sizes());
 }
 
 TEST_CASE("int8 frees the float32 weights and refuses training and saving", "[precision_inference]") {
