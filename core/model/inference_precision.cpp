@@ -128,7 +128,7 @@ torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, doubl
 /// multiplied part by part. Why: fbgemm's packing slows with the matrix's width far beyond its size
 /// (one thread: NLLB-600M-sized 256,206 x 1,024 vocabulary 7.6 s as one matrix, 2.4 s in parts of
 /// 16,384 rows, 4,096 x 1,024 layers 7.9 ms a MB), and the parts pack on both threads; opening the
-/// model went from ~17 s to ~12 s (docs/benchmarks.md). A typed sentence's vocabulary product in parts
+/// model went from ~17 s to 9-11 s (docs/benchmarks.md). A typed sentence's vocabulary product in parts
 /// took 17.9 ms against 16.9 (one more write of the output and a call per part).
 constexpr int64_t k_int8_pack_rows = 16384;
 
