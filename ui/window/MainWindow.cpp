@@ -485,13 +485,14 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 }
 
 void MainWindow::showAbout() {
+    const std::string mkl = mkl_code_path();
     QMessageBox::about(this, tr("About attnviz"),
                        tr("<h3>attnviz %1</h3><p>Train RNN encoder–decoders with attention (Bahdanau et al.), watch the "
                           "loss fall, and inspect, step by step, where the decoder looks.</p>"
                           "<p>LibTorch %2 · Qt %3</p><p>CUDA: %4</p><p>MKL code path: %5</p>")
                            .arg(QStringLiteral(ATTNVIZ_VERSION), qs(libtorch_version()), QString::fromLatin1(qVersion()),
                                 qs(load_cuda_runtime().status).toHtmlEscaped(),
-                                mkl_code_path().empty() ? tr("none (no MKL)") : qs(mkl_code_path())));
+                                mkl.empty() ? tr("none (no MKL)") : qs(mkl)));
 }
 
 }  // namespace attnviz::ui
