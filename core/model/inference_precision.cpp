@@ -127,9 +127,11 @@ torch::Tensor onednn_product(const torch::Tensor& qx, const Int8Weight& e, doubl
 /// Output rows fbgemm packs at a time: a weight with more is packed in parts of this many rows and
 /// multiplied part by part. Why: fbgemm's packing slows with the matrix's width far beyond its size
 /// (one thread: NLLB-600M-sized 256,206 x 1,024 vocabulary 7.6 s as one matrix, 2.4 s in parts of
-/// 16,384 rows, 4,096 x 1,024 layers 7.9 ms a MB), and the parts pack on both threads; opening the
-/// model went from ~17 s to 9-11 s (docs/benchmarks.md). A typed sentence's vocabulary product in parts
-/// took 17.9 ms against 16.9 (one more write of the output and a call per part).
+/// 16,384 rows, 4,096 x 1,024 layers 7.9 ms a MB): opening the model went from ~17 s to 9-11 s, the
+/// parts packed one after another (this file was not compiled with OpenMP then: at::parallel_for ran
+/// serially); since it is, they pack on LibTorch's threads, and the layers' weights convert several at
+/// once (load_converted_all): 6.7-7.5 s (docs/benchmarks.md). A typed sentence's vocabulary product in
+/// parts took 17.9 ms against 16.9 (one more write of the output and a call per part).
 constexpr int64_t k_int8_pack_rows = 16384;
 
 /// x [R, in] (each row within [-1, 1]) times fbgemm's packed parts: float [R, out].
@@ -518,6 +520,17 @@ void load_converted(torch::Tensor& param, const std::string& name, InferencePrec
     torch::NoGradGuard no_grad;
     if (p == InferencePrecision::int8) store_int8(param, name, read_as_rows(name), rows, lookup);
     else store_bf16(param, name, rows);
+}
+
+void load_converted_all(const std::vector<ConvertedLoad>& loads, InferencePrecision p) {
+    // One weight a task (nested parallel loops run inline): a few MB of temporaries each.
+    at::parallel_for(0, static_cast<int64_t>(loads.size()), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const auto& l = loads[static_cast<size_t>(i)];
+            load_converted(*l.param, l.name, p, l.rows);
+            if (l.done) l.done();
+        }
+    });
 }
 
 bool is_int8_weight(const torch::Tensor& weight) { return find_int8(weight) != nullptr; }

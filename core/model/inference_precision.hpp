@@ -81,6 +81,22 @@ using RowLookup = std::function<torch::Tensor(const torch::Tensor& ids)>;
 void load_converted(torch::Tensor& param, const std::string& name, InferencePrecision p, const WeightRows& rows,
                     const RowLookup& lookup = {});
 
+/// One weight for load_converted_all: load_converted's parameter, name and rows (no lookup), and what
+/// to do once the weight is converted (optional; e.g. let the file's pages go), on the thread that
+/// converted it.
+struct ConvertedLoad {
+    torch::Tensor* param = nullptr;  ///< the parameter being loaded (as load_converted's `param`)
+    std::string name;                ///< its name in the network
+    WeightRows rows;                 ///< its rows, as load_converted's `rows`; called from one thread at a time
+    std::function<void()> done;      ///< called once the weight is converted; may be empty
+};
+
+/// load_converted(*l.param, l.name, p, l.rows) and l.done() for each, several weights at once on
+/// LibTorch's threads (one weight's quantizing and packing is serial: one at a time left the other
+/// threads waiting). The first error is thrown once every thread has stopped; weights not reached
+/// keep their unconverted data.
+void load_converted_all(const std::vector<ConvertedLoad>& loads, InferencePrecision p);
+
 /// Symmetric per-row int8 of a matrix [rows, in] (any floating type): (int8 values [rows, in], float
 /// scales [rows]) with scale = max |w| / 127 (at least 1e-12) and value = w / scale rounded half to
 /// even, within +-127. The numbers of the tensor expression scale = (w.abs().amax(1) / 127.0)

@@ -347,6 +347,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
     auto named = network->named_parameters();
     std::set<std::string> used;
     torch::NoGradGuard no_grad;
+    std::vector<ConvertedLoad> conversions;  // the layers' int8 / bf16 weights (vocabulary matrices as they come)
     if (precision != InferencePrecision::fp32)
         for (const auto& p : expected)
             if (auto* dst = named.find(p.module); dst && converts_parameter(p.module, *dst))
@@ -431,9 +432,12 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
             throw FileError(what + ": " + quote(p.file) + " has shape " + shape_to_string(t->sizes().vec()) +
                             ", which does not fit " + c.describe() + " (config.json)");
         if (convert) {
-            load_converted(dst, p.module, precision, [&](int64_t first, int64_t count) { return t->narrow(0, first, count); });
-            release_file_pages(*t);
-            release_free_heap();  // the blocks' temporaries, holes between the weights kept
+            // Converted below, several at once, after every check.
+            conversions.push_back({&dst, p.module, [t](int64_t first, int64_t count) { return t->narrow(0, first, count); },
+                                   [t] {
+                                       release_file_pages(*t);
+                                       release_free_heap();  // the blocks' temporaries, holes between the weights kept
+                                   }});
             continue;
         }
         torch::Tensor value = t->to(torch::kFloat);
@@ -446,6 +450,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
         if (!used.count(name) && !ignorable(name))
             throw FileError(what + ": unexpected tensor " + quote(name, 200) + " (not a weight of a " + to_string(c.family) +
                             " model as config.json describes it: another architecture?)");
+    load_converted_all(conversions, precision);
     auto model = std::make_shared<const TranslationModel>(network, src_vocab, tgt_vocab, tokenizer, TrainConfig{},
                                                           TrainHistory{}, folder_name(dir_in));
     return model;

@@ -202,6 +202,61 @@ TEST_CASE("a vocabulary-wide int8 weight is packed in parts: each part's outputs
     CHECK(xg.grad().sizes() == x.sizes());
 }
 
+TEST_CASE("load_converted_all converts several weights at once, each as load_converted one at a time, and throws a "
+          "weight's bad rows naming it",
+          "[precision_inference]") {
+    torch::manual_seed(6);
+    const std::vector<std::pair<int64_t, int64_t>> shapes{{64, 32}, {48, 32}, {32, 64}, {20000, 8}, {7, 5}, {96, 32}};
+    std::vector<torch::Tensor> floats;
+    for (const auto& [out, in] : shapes) floats.push_back(torch::randn({out, in}));
+    // Parameters as a network being loaded has them: float32, allocated, never written.
+    const auto fresh = [&] {
+        std::vector<torch::Tensor> params;
+        for (const auto& [out, in] : shapes) params.push_back(torch::empty({out, in}));
+        return params;
+    };
+    const auto name = [](size_t i) { return "layers." + std::to_string(i) + ".weight"; };
+    for (const auto precision : {InferencePrecision::int8, InferencePrecision::bf16}) {
+        CAPTURE(precision_name(precision));
+        auto one_by_one = fresh();
+        for (size_t i = 0; i < shapes.size(); ++i)
+            load_converted(one_by_one[i], name(i), precision,
+                           [&, i](int64_t first, int64_t count) { return floats[i].narrow(0, first, count); });
+        auto all = fresh();
+        std::vector<int> done(shapes.size(), 0);
+        std::vector<ConvertedLoad> loads;
+        for (size_t i = 0; i < shapes.size(); ++i)
+            loads.push_back({&all[i], name(i), [&, i](int64_t first, int64_t count) { return floats[i].narrow(0, first, count); },
+                             [&, i] { ++done[i]; }});
+        {
+            ThreadCount guard(2);
+            load_converted_all(loads, precision);
+        }
+        CHECK(done == std::vector<int>(shapes.size(), 1));
+        torch::NoGradGuard no_grad;
+        for (size_t i = 0; i < shapes.size(); ++i) {
+            CAPTURE(i);
+            REQUIRE(all[i].scalar_type() == one_by_one[i].scalar_type());
+            CHECK(all[i].scalar_type() == (precision == InferencePrecision::int8 ? torch::kChar : torch::kBFloat16));
+            const auto x = torch::randn({3, shapes[i].second});
+            CHECK(torch::equal(precision_linear(x, all[i]), precision_linear(x, one_by_one[i])));
+        }
+    }
+    // A weight whose rows do not come as its shape says: the error names it, and is thrown once the
+    // threads have stopped.
+    auto params = fresh();
+    std::vector<ConvertedLoad> loads;
+    for (size_t i = 0; i < shapes.size(); ++i)
+        loads.push_back({&params[i], name(i),
+                         [&, i](int64_t first, int64_t count) {
+                             return i == 3 ? floats[i].narrow(0, first, count).narrow(1, 0, 4) : floats[i].narrow(0, first, count);
+                         },
+                         {}});
+    ThreadCount guard(2);
+    CHECK_THROWS_WITH(load_converted_all(loads, InferencePrecision::int8),
+                      Catch::Contains("layers.3.weight") && Catch::Contains("[") && Catch::Contains("matrix"));
+}
+
 TEST_CASE("int8 frees the float32 weights and refuses training and saving", "[precision_inference]") {
     const auto& t = trained_transformer();
     const auto int8 = converted(*t.model, InferencePrecision::int8);
