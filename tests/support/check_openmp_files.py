@@ -6,12 +6,12 @@ OpenMP threads only where the calling file is compiled with OpenMP's flags, and 
 silently, everywhere else. core/CMakeLists.txt compiles the files that call it apart
 (ATTNVIZ_OPENMP_FILES, the object library attnviz_core_omp); a file that calls it and is not in
 that list loses its threads without a sign (inference_precision.cpp did: opening an int8 model
-packed its weights one at a time for months).
+packed its weights one at a time).
 
 It reads the build folder's compile_commands.json: a command with -fopenmp compiles its file
 with OpenMP, and a unity batch's command (Unity/unity_N_cxx.cxx) every source that batch includes.
 Then it reads the .cpp files under core/, app/ and ui/ of the source folder and reports each one
-whose code (comments and literals aside) calls parallel_for but that no OpenMP command compiles.
+whose code (comments, literals and preprocessor lines aside: check_unity_names.strip_code) calls parallel_for but that no OpenMP command compiles.
 A build without OpenMP (no command has -fopenmp: clang, or ATTNVIZ_OPENMP off) runs every loop
 serially by choice: nothing to report. Headers are not read (a template in one runs where it is
 instantiated).
@@ -27,15 +27,10 @@ import re
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_unity_names import UNITY_FILE, strip_code, unity_includes  # noqa: E402
+
 CALL = re.compile(r"\bparallel_for\s*\(")
-
-
-def code_of(text):
-    """The text without comments and string literals (raw strings included)."""
-    text = re.sub(r'R"([^(]*)\((?:.|\n)*?\)\1"', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
-    text = re.sub(r"/\*(?:.|\n)*?\*/", " ", text)
-    return re.sub(r"//[^\n]*", "", text)
 
 
 def openmp_sources(build):
@@ -49,12 +44,8 @@ def openmp_sources(build):
             continue
         any_openmp = True
         path = c["file"] if os.path.isabs(c["file"]) else os.path.join(c.get("directory", build), c["file"])
-        if re.search(r"\.dir/Unity/unity_\d+_cxx\.cxx$", path):
-            with open(path) as f:
-                for line in f:
-                    inc = re.match(r'\s*#include "(.*)"', line)
-                    if inc:
-                        found.add(os.path.realpath(inc.group(1)))
+        if UNITY_FILE.search(path):
+            found.update(os.path.realpath(p) for p in unity_includes(path))
         else:
             found.add(os.path.realpath(path))
     return found if any_openmp else None
@@ -72,7 +63,7 @@ def missing(build, root):
                     continue
                 path = os.path.join(dirpath, name)
                 with open(path, encoding="utf-8", errors="replace") as f:
-                    if not CALL.search(code_of(f.read())):
+                    if not CALL.search(strip_code(f.read())):
                         continue
                 if os.path.realpath(path) not in compiled:
                     out.append(f"{os.path.relpath(path, root)} calls at::parallel_for but is not compiled with OpenMP: "

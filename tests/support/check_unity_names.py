@@ -252,6 +252,15 @@ def scope_of(stack):
     return "::".join(name for kind, name in stack if kind == "ns" and name)
 
 
+UNITY_FILE = re.compile(r"([^/]+)\.dir/Unity/unity_\d+_cxx\.cxx$")
+
+
+def unity_includes(path):
+    """The source paths a generated Unity/unity_N_cxx.cxx file includes, in order."""
+    with open(path) as f:
+        return [inc.group(1) for inc in (re.match(r'\s*#include "(.*)"', line) for line in f) if inc]
+
+
 def unity_sources(build):
     """target -> [source paths] included by its Unity/*.cxx files."""
     with open(os.path.join(build, "compile_commands.json")) as f:
@@ -259,15 +268,10 @@ def unity_sources(build):
     targets = {}
     for c in commands:
         path = c["file"]
-        m = re.search(r"([^/]+)\.dir/Unity/unity_\d+_cxx\.cxx$", path)
-        if not m:
+        if not UNITY_FILE.search(path):
             continue
         rel_target = os.path.relpath(path, build).split(".dir/")[0]
-        with open(path) as f:
-            for line in f:
-                inc = re.match(r'\s*#include "(.*)"', line)
-                if inc:
-                    targets.setdefault(rel_target, []).append(inc.group(1))
+        targets.setdefault(rel_target, []).extend(unity_includes(path))
     return targets
 
 
