@@ -265,9 +265,9 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
 }
 
 /// param [out, in] becomes bfloat16 from `rows`, block by block (the same rounding as one conversion
-/// of the whole matrix). Row-major [out, in], half the bytes. Not the column-major layout of the
-/// pretrained family's vocabulary matrix: oneDNN repacked that one on every product (opus-mt-sized
-/// beam 4 at batch 1: 4 s a sentence instead of 0.2 s).
+/// of the whole matrix). Row-major [out, in], half the bytes (whatever the float32 layout: oneDNN
+/// repacked a column-major matrix on every product, opus-mt-sized beam 4 at batch 1 4 s a sentence
+/// instead of 0.2 s).
 void store_bf16(torch::Tensor& param, const std::string& name, const WeightRows& rows) {
     const int64_t out = param.size(0), in = param.size(1);
     auto bf = torch::empty({out, in}, torch::kBFloat16);
@@ -495,7 +495,7 @@ void set_inference_precision(torch::nn::Module& network, InferencePrecision p) {
         auto& param = item.value();
         const auto& name = item.key();
         if (!converts_parameter(name, param)) continue;
-        // Read a block of rows at a time (a column-major vocabulary matrix too): no float32 copy of
+        // Read a block of rows at a time (any layout): no float32 copy of
         // a whole matrix beside the model.
         const auto w = param.detach();
         const WeightRows rows = [&w](int64_t first, int64_t count) { return w.narrow(0, first, count); };

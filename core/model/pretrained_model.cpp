@@ -138,16 +138,13 @@ PretrainedImpl::PretrainedImpl(const ModelConfig& config, bool filled) : m_confi
         throw ConfigError("model: a model sharing its embeddings needs one vocabulary (" + std::to_string(Vs) + " / " +
                           std::to_string(Vt) + " rows)");
     torch::NoGradGuard no_grad;
-    // The vocabulary matrices [V, d] (embeddings, the output projection) are kept column-major (a
-    // [d, V] block seen transposed): the output projection, hidden x W^T, then reads W^T as one
-    // contiguous matrix, which batch-1 decoding does 2.2x faster (an opus-mt-sized model's 122 MB
-    // head: 6.3 ms a token instead of 14 on 2 cores); an embedding lookup reads a strided row.
+    // The vocabulary matrices [V, d] (embeddings, the output projection) row-major, as every
+    // linear layer: a decoder step's output projection is one dot product per vocabulary row
+    // (few_rows_linear), reading the matrix front to back. (They were column-major from 9207c26 to
+    // 2026-11-30, when MKL packed a row-major matrix on every few-row call; few_rows_linear reads
+    // the row-major one 1.3-1.6x faster than the column-major kernel did: docs/benchmarks.md.)
     const auto matrix = [filled](int64_t rows, int64_t cols) {
-        // Column-major by its strides, not a transposed view: a view would keep its base (the float32
-        // matrix) alive through autograd's view record after set_data gives the parameter other data
-        // (int8 / bf16 inference, core/model/inference_precision.hpp).
-        auto m = torch::empty_strided({rows, cols}, {1, rows});
-        return filled ? m.zero_() : m;
+        return filled ? torch::zeros({rows, cols}) : torch::empty({rows, cols});
     };
     auto model = register_module("model", std::make_shared<torch::nn::Module>());
     model_module = model.get();
@@ -207,23 +204,11 @@ torch::Tensor PretrainedImpl::input_rows(const torch::Tensor& ids) const {
 }
 
 namespace {
-/// torch::embedding(weight, ids, pad) for a column-major vocabulary matrix (the constructor's
-/// layout): the rows are read as columns of weight.t(), a contiguous [d, V], so the gradient comes
-/// back in the parameter's own layout -- embedding's backward writes a row-major [V, d] that
-/// autograd would copy across into it, 122 MB a step for opus-mt (fine-tuning ran 22% slower).
+/// torch::embedding(weight, ids, pad), or the rows of an int8 / bf16 vocabulary matrix (--precision).
 /// The pad row gets no gradient, as embedding's padding_idx gives it none.
 torch::Tensor lookup_rows(const torch::Tensor& weight, const torch::Tensor& ids, int64_t pad) {
-    if (auto rows = converted_rows(weight, ids); rows.defined()) return rows;  // int8 / bf16 (--precision)
-    if (weight.dim() != 2 || weight.stride(0) != 1 || weight.stride(1) != weight.size(0))
-        return torch::embedding(weight, ids, pad);  // row-major (a view of a file's pages)
-    const auto flat = ids.reshape(-1);
-    const auto cols = weight.t();
-    auto rows = cols.index_select(1, flat).t();
-    if (torch::GradMode::is_enabled() && weight.requires_grad())
-        rows = torch::where(flat.eq(pad).unsqueeze(1), cols.detach().index_select(1, flat).t(), rows);
-    auto shape = ids.sizes().vec();
-    shape.push_back(weight.size(1));
-    return rows.reshape(shape);
+    if (auto rows = converted_rows(weight, ids); rows.defined()) return rows;
+    return torch::embedding(weight, ids, pad);
 }
 }  // namespace
 
@@ -295,8 +280,9 @@ torch::Tensor PretrainedImpl::feed_forward(torch::nn::Linear& fc1, torch::nn::Li
 }
 
 torch::Tensor PretrainedImpl::output_logits(const torch::Tensor& hidden) const {
-    // A beam's few rows at batch 1: read the 122 MB matrix once, not packed anew per token (small_linear.hpp).
-    auto logits = lm_head.scalar_type() == torch::kFloat ? small_rows_linear(hidden, lm_head) : precision_linear(hidden, lm_head);
+    // A beam's few rows at batch 1: the 122 MB matrix read once, front to back, not packed anew per
+    // token (few_rows_linear, small_linear.hpp); int8 / bf16 weights too (--precision).
+    auto logits = precision_linear(hidden, lm_head);
     // <bos> is attnviz's, not the model's: never an output, out of every softmax.
     return finish_logits(std::move(logits), final_logits_bias, Vocab::bos_id, k_neg_inf);
 }

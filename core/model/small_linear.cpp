@@ -1,4 +1,4 @@
-// x W^T for a few rows against a column-major weight (core/model/small_linear.hpp).
+// x W^T for a few rows against a row-major weight (core/model/small_linear.hpp).
 #include "core/model/small_linear.hpp"
 
 #include <ATen/Parallel.h>
@@ -39,66 +39,8 @@ bool cpu_has_avx2_fma() {
     return has;
 }
 
-/// Columns [n0, n1) of out [R, N] = x [R, K] times wt [K, N] (row-major: the weight's transpose),
-/// R = ROWS, in blocks of up to WIDTH columns: for each weight row in turn, a contiguous run of
-/// WIDTH floats times each x row's value, added to the block's accumulators, which stay in the
-/// L1 cache (ROWS x WIDTH floats, 8-16 KB); the next weight row's run is prefetched as this one
-/// is read. Why not strips of 16-32 columns with the accumulators in registers (the kernel
-/// before): those read 64-128 bytes of every one of the K rows, rows N floats apart, before
-/// moving on, which memory serves worse than long runs. On an AMD EPYC (Zen 3), BART-base-sized's
-/// 768 x 50,265 output projection on two threads took 14.8-15.0 ms a call with strips, 11.5-13.4
-/// with these blocks (a plain sum of the same bytes: ~9.5); greedy decoding 7-19% faster
-/// (docs/benchmarks.md).
-/// Each output's sum runs over k in order, one fused multiply-add per term, as before: the same
-/// values to the bit, whatever the rows beside it. The columns past the last 8-column group are
-/// summed one at a time in the same order.
-template <int ROWS, int WIDTH>
-__attribute__((target("avx2,fma"))) void column_blocks(const float* x, const float* wt, float* out, int64_t K, int64_t N,
-                                                       int64_t n0, int64_t n1) {
-    static_assert(WIDTH % 16 == 0, "a block is whole 16-column groups");
-    alignas(64) float acc[ROWS][WIDTH];
-    for (int64_t n = n0; n < n1; n += WIDTH) {
-        const int64_t width = std::min<int64_t>(WIDTH, n1 - n), vectors = width / 8 * 8;
-        for (int r = 0; r < ROWS; ++r) std::fill(acc[r], acc[r] + vectors, 0.0f);
-        const float* w = wt + n;
-        for (int64_t k = 0; k < K; ++k, w += N) {
-            if (k + 1 < K)
-                for (int64_t i = 0; i < vectors; i += 16) _mm_prefetch(reinterpret_cast<const char*>(w + N + i), _MM_HINT_T0);
-            __m256 xr[ROWS];
-            for (int r = 0; r < ROWS; ++r) xr[r] = _mm256_broadcast_ss(x + r * K + k);
-            for (int64_t i = 0; i < vectors; i += 8) {
-                const __m256 wv = _mm256_loadu_ps(w + i);
-                for (int r = 0; r < ROWS; ++r)
-                    _mm256_store_ps(acc[r] + i, _mm256_fmadd_ps(xr[r], wv, _mm256_load_ps(acc[r] + i)));
-            }
-        }
-        for (int r = 0; r < ROWS; ++r) std::copy(acc[r], acc[r] + vectors, out + r * N + n);
-        for (int64_t c = n + vectors; c < n + width; ++c)
-            for (int r = 0; r < ROWS; ++r) {
-                float s = 0.f;
-                for (int64_t k = 0; k < K; ++k) s = __builtin_fmaf(x[r * K + k], wt[k * N + c], s);
-                out[r * N + c] = s;
-            }
-    }
-}
-
-using StripFn = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
-
-/// The column-block kernel for R rows: at most 16 KB of accumulators (the L1 cache is 32 KB on
-/// the machines measured), so blocks of 2,048 columns up to 2 rows, 1,024 up to 4, 512 beyond.
-StripFn strip_kernel(int64_t rows) {
-    switch (rows) {
-    case 1: return column_blocks<1, 2048>;
-    case 2: return column_blocks<2, 2048>;
-    case 3: return column_blocks<3, 1024>;
-    case 4: return column_blocks<4, 1024>;
-    case 5: return column_blocks<5, 512>;
-    case 6: return column_blocks<6, 512>;
-    case 7: return column_blocks<7, 512>;
-    case 8: return column_blocks<8, 512>;
-    default: return nullptr;
-    }
-}
+/// A few-row kernel: out [R, N] = x [R, K] times w's data, output features [o0, o1).
+using KernelFn = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
 
 /// The sum of a vector's 8 lanes, in a fixed order.
 __attribute__((target("avx2,fma"))) inline float lane_sum(__m256 acc) {
@@ -151,7 +93,7 @@ __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, fl
 
 /// The dot-product kernel for R rows: 4 output features at a time for one row, 2 up to 4 rows,
 /// 1 beyond (the accumulators within AVX2's 16 registers).
-StripFn dot_kernel(int64_t rows) {
+KernelFn dot_kernel(int64_t rows) {
     switch (rows) {
     case 1: return dots<1, 4>;
     case 2: return dots<2, 2>;
@@ -167,7 +109,7 @@ StripFn dot_kernel(int64_t rows) {
 
 /// One few-row product: `kernel` over runs of `chunk` output features, `chunks` of them.
 struct KernelJob {
-    StripFn kernel = nullptr;
+    KernelFn kernel = nullptr;
     const float* x = nullptr;
     const float* w = nullptr;
     float* out = nullptr;
@@ -277,8 +219,8 @@ thread_local int t_kernel_threads = 0;
 constexpr int k_kernel_threads = 4;
 
 /// out [R, N] = x [R, K] against weight's data, R = x's rows, by `kernel` over runs of `chunk`
-/// output features (columns or weight rows) shared among the threads.
-torch::Tensor run_kernel(StripFn kernel, const torch::Tensor& x, const torch::Tensor& weight, int64_t chunk) {
+/// output features (weight rows) shared among the threads.
+torch::Tensor run_kernel(KernelFn kernel, const torch::Tensor& x, const torch::Tensor& weight, int64_t chunk) {
     const int64_t R = x.size(0), K = x.size(1), N = weight.size(0);
     const auto xc = x.contiguous();
     auto out = torch::empty({R, N}, xc.options());
@@ -302,19 +244,19 @@ torch::Tensor run_kernel(StripFn kernel, const torch::Tensor& x, const torch::Te
 
 #endif
 
-/// What both kernels need: AVX2 and FMA, x [R, in] with min_rows <= R <= k_small_linear_rows
-/// against weight [out, in], dense float CPU tensors, no gradient asked for.
-bool plain_few_rows(const torch::Tensor& x, const torch::Tensor& weight, int64_t min_rows) {
+/// What the kernels need: AVX2 and FMA, x [R, in] with 1 <= R <= k_small_linear_rows against
+/// weight [out, in], dense float CPU tensors, no gradient asked for.
+bool plain_few_rows(const torch::Tensor& x, const torch::Tensor& weight) {
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     if (!cpu_has_avx2_fma()) return false;
     if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1)) return false;
-    if (x.size(0) < min_rows || x.size(0) > k_small_linear_rows) return false;
+    if (x.size(0) < 1 || x.size(0) > k_small_linear_rows) return false;
     if (!x.device().is_cpu() || !weight.device().is_cpu()) return false;
     if (x.scalar_type() != torch::kFloat || weight.scalar_type() != torch::kFloat) return false;
     if (x.is_sparse() || weight.is_sparse() || x.is_mkldnn() || weight.is_mkldnn()) return false;
     return !(torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()));
 #else
-    (void)x, (void)weight, (void)min_rows;
+    (void)x, (void)weight;
     return false;
 #endif
 }
@@ -487,7 +429,7 @@ PreferredThreads::PreferredThreads(int64_t rows) {
 }
 
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
-    return plain_few_rows(x, weight, 1) && weight.is_contiguous();  // row-major [out, in]
+    return plain_few_rows(x, weight) && weight.is_contiguous();  // row-major [out, in]
 }
 
 torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -505,26 +447,6 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
     return out.view(shape);
 #else
     return torch::nn::functional::linear(x, weight, bias);
-#endif
-}
-
-bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight) {
-    // Column-major: weight.t() is a contiguous [in, out].
-    // One row too (greedy's output projection): MKL's matrix-vector product reads the matrix on
-    // one thread, these column blocks on every thread the step's products may use (BART-base-sized
-    // greedy: its 154 MB vocabulary matrix was most of a token's time).
-    return plain_few_rows(x, weight, 1) && weight.stride(0) == 1 && weight.stride(1) == weight.size(0);
-}
-
-torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight) {
-    if (!small_rows_linear_applies(x, weight)) return torch::nn::functional::linear(x, weight);
-#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    // The weight's data is its transpose [K, N], row-major. Each task a run of 2,048 columns (a
-    // 4 MB slice of a 512-row weight): few enough tasks that starting them costs nothing beside
-    // the reading, enough to share among threads.
-    return run_kernel(strip_kernel(x.size(0)), x, weight, 2048);
-#else
-    return torch::nn::functional::linear(x, weight);
 #endif
 }
 

@@ -1,40 +1,30 @@
 #pragma once
-// x W^T for a few rows against a large column-major weight, reading the weight once.
+// x W^T for a few rows (a decoder step at batch 1: one row a beam) against a row-major weight,
+// reading the weight once, on this thread and helpers of our own.
 //
-// Why: beam search at batch 1 runs the output projection on K rows (one per beam), an
-// opus-mt-sized model's 59,514 x 512 matrix, 122 MB, for every token. With one row MKL
-// runs a matrix-vector product that streams the matrix at memory speed; with 2 to 8 rows
-// it runs a GEMM that first copies ("packs") the whole matrix into its own layout, on
-// every call: a beam of 4 spent two thirds of its time in those copies (mkl's
-// sgemm_scopy), and its output projection took about 3x one row's. Here each thread walks
-// blocks of 512-2,048 output columns down the weight's input rows, reading each row's run of
-// the block in one go into accumulators kept in the L1 cache and prefetching the next row's
-// run: the matrix is read once from memory, in long contiguous runs, whatever the number of
-// rows. (Strips of 16-32 columns with the accumulators in registers, the first version, read
-// 64-128 bytes of each row at a time: BART-base-sized's matrix took 14.8-15.0 ms a call
-// against 11.5-13.4 on an AMD EPYC.)
+// Why: at batch 1 a decoder step's products are matrix-vector products (greedy) or products of
+// 2-8 rows (a beam) against 1-150 MB weights: the layers' projections and the output projection
+// over the vocabulary (an opus-mt-sized model's 59,514 x 512 matrix, 122 MB). MKL ran one row's
+// on one thread (10 GB/s), and for 2 to 8 rows ran a GEMM that first copies ("packs") the whole
+// weight into its own layout on every call (a beam of 4 spent two thirds of its time in those
+// copies). Here each output feature is a dot product of its contiguous weight row with every
+// row of x, runs of 128 features shared among the threads: the weight is read once, front to
+// back, whatever the number of rows. The vocabulary matrices were column-major for a kernel of
+// their own until 2026-11-30; this one reads the row-major matrix 1.3-1.6x faster (BART-base-sized's
+// 50,265 x 768 on an AMD EPYC: 12.6-14.1 ms a call in the decoder against 9.9-10.9;
+// docs/benchmarks.md).
 //
-// The sums run over the input features in order, one fused multiply-add per term, so a
-// row's values do not depend on how many rows are computed with it or on the threads;
-// they differ from MKL's in float rounding only (the tests compare the two).
+// Each output is summed over the input features in 8-float lanes, in the same order whatever the
+// rows beside it or the threads, so a row's values do not depend on them; they differ from MKL's
+// in float rounding only (the tests compare the two).
 #include <optional>
 
 #include <torch/torch.h>
 
 namespace attnviz {
 
-/// The most rows small_rows_linear computes itself (more go to ATen's linear).
+/// The most rows few_rows_linear computes itself (more go to ATen's linear).
 constexpr int64_t k_small_linear_rows = 8;
-
-/// x [R, in] times weight [out, in] transposed: [R, out], as torch::nn::functional::linear(x,
-/// weight) gives it up to float rounding. Computed here when 1 <= R <= k_small_linear_rows,
-/// both are float CPU tensors, the weight is column-major (weight.t() contiguous, the layout of
-/// the pretrained family's vocabulary matrices), no gradient is asked for and the CPU has AVX2
-/// and FMA; otherwise by ATen's linear.
-torch::Tensor small_rows_linear(const torch::Tensor& x, const torch::Tensor& weight);
-
-/// Whether small_rows_linear computes (x, weight) itself (for the tests).
-bool small_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
 
 /// x [..., in] times a row-major weight [out, in] transposed, plus bias (optional): [..., out], as
 /// torch::nn::functional::linear(x, weight, bias) gives it up to float rounding. Computed here,
@@ -61,7 +51,7 @@ bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight
 /// s against 1.0 s) whenever another process held a core. transformers' own decoder steps run
 /// as one thread too (MKL's matrix-vector product takes one below its size threshold). Nothing
 /// changes for more rows, inside a parallel region, or at one thread; the encoder keeps every
-/// thread. The large products alone (few_rows_linear, small_rows_linear) may still share their
+/// thread. The large products alone (few_rows_linear) may still share their
 /// output features with helper threads of our own (up to 4 threads in all) when a search's steps
 /// ran faster so (StepThreads; one thread until one did): the helpers spin between products and
 /// the step waits only for the features a helper took, never for a helper to arrive; every output
@@ -124,7 +114,7 @@ private:
     int64_t m_started_ns = 0;  ///< when the current step started (steady clock)
 };
 
-/// The threads a few-row product (few_rows_linear, small_rows_linear) runs on from this thread now:
+/// The threads a few-row product (few_rows_linear) runs on from this thread now:
 /// 0 outside a few-row step (OpenMP's), 1 this thread alone, 2+ this thread and helpers (for the tests).
 int few_rows_kernel_threads();
 

@@ -51,17 +51,11 @@ torch::Tensor t5_split(const torch::Tensor& x, int64_t heads) {
     return x.view({x.size(0), x.size(1), heads, -1}).transpose(1, 2);
 }
 
-/// The column-major vocabulary matrix's rows as an embedding lookup (the pretrained family's layout:
-/// its rows read as columns of the contiguous [d, V], the gradient in the parameter's own layout).
+/// The shared vocabulary matrix's rows as an embedding lookup (T5's embedding has no padding_idx),
+/// or an int8 / bf16 matrix's (--precision).
 torch::Tensor t5_lookup(const torch::Tensor& weight, const torch::Tensor& ids) {
-    if (auto rows = converted_rows(weight, ids); rows.defined()) return rows;  // int8 / bf16 (--precision)
-    if (weight.dim() != 2 || weight.stride(0) != 1 || weight.stride(1) != weight.size(0))
-        return torch::embedding(weight, ids);
-    const auto flat = ids.reshape(-1);
-    auto rows = weight.t().index_select(1, flat).t();
-    auto shape = ids.sizes().vec();
-    shape.push_back(weight.size(1));
-    return rows.reshape(shape);
+    if (auto rows = converted_rows(weight, ids); rows.defined()) return rows;
+    return torch::embedding(weight, ids);
 }
 
 /// Registers module path a.b.c under `root` (creating what is missing) and returns the last.
@@ -119,14 +113,9 @@ T5Impl::T5Impl(const ModelConfig& config, bool filled) : m_config(config), m_spe
     auto make = [filled](std::vector<int64_t> shape, double value) {
         return filled ? torch::full(shape, value) : torch::empty(shape);
     };
-    // The vocabulary matrices column-major, as the pretrained family keeps them (the output
-    // projection reads Wᵀ as one contiguous block; core/model/pretrained_model.cpp).
+    // The vocabulary matrices row-major, as the pretrained family keeps them (core/model/pretrained_model.cpp).
     auto matrix = [filled](int64_t rows, int64_t cols) {
-        // Column-major by its strides, not a transposed view: a view would keep its base (the float32
-        // matrix) alive through autograd's view record after set_data gives the parameter other data
-        // (int8 / bf16 inference, core/model/inference_precision.hpp).
-        auto m = torch::empty_strided({rows, cols}, {1, rows});
-        return filled ? m.zero_() : m;
+        return filled ? torch::zeros({rows, cols}) : torch::empty({rows, cols});
     };
     auto weight = [&](const std::vector<std::string>& path, std::vector<int64_t> shape, double value = 0.0) {
         return t5_module(*this, path).register_parameter("weight", make(std::move(shape), value));
@@ -219,7 +208,7 @@ torch::Tensor T5Impl::position_bias_curve(AttentionKind kind, int64_t span) cons
 
 torch::Tensor T5Impl::output_logits(const torch::Tensor& hidden) const {
     auto h = t5().scale_decoder_outputs ? hidden * std::pow(static_cast<double>(hf().d_model), -0.5) : hidden;
-    auto logits = lm_head.scalar_type() == torch::kFloat ? small_rows_linear(h, lm_head) : precision_linear(h, lm_head);
+    auto logits = precision_linear(h, lm_head);  // few_rows_linear for a step's few rows; int8 / bf16 too
     return finish_logits(std::move(logits), {}, Vocab::bos_id, k_t5_neg_inf);
 }
 

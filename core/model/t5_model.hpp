@@ -106,7 +106,7 @@ public:
     /// [.., d] -> [.., V]: the rescaling (when the config asks it), lm_head, <bos> at -inf.
     torch::Tensor output_logits(const torch::Tensor& hidden) const;
 
-    torch::Tensor shared, lm_head;  ///< [V, d] (column-major); lm_head is `shared` when tied
+    torch::Tensor shared, lm_head;  ///< [V, d]; lm_head is `shared` when tied
     torch::Tensor encoder_relative_bias, decoder_relative_bias;  ///< [buckets, h]
     torch::Tensor encoder_final_norm, decoder_final_norm;      ///< [d]
     std::vector<T5BlockWeights> encoder_blocks, decoder_blocks;

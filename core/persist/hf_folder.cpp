@@ -403,25 +403,32 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
                 release_free_heap();  // the blocks' temporaries, holes between the weights kept
                 continue;
             }
-            if (dst.is_contiguous()) {
-                torch::index_select_out(dst, t->to(torch::kFloat), dim, index);
+            if (dim != 0) {
+                dst.copy_(t->index_select(dim, index));  // final_logits_bias [1, V]: one row
             } else {
-                // The vocabulary matrices' column-major layout (PretrainedImpl: the output projection
-                // reads them fastest so): block by block, in the file's type, never a temporary copy of
-                // the whole matrix, each block's pages of the file let go once copied. One block's
-                // buffer serves every block: a fresh 8 MB block each time left the heap 60 MB larger
-                // than needed while the rest of the file's pages came in (the fp32 peak, b4ca287).
+                // A vocabulary matrix: block by block, in the file's type, never a temporary copy of
+                // the whole matrix, each block's pages of the file let go once copied (the peak RSS:
+                // one copy of the matrix, not the file's and the parameter's together). One block's
+                // buffer serves every block when the file's type differs: a fresh 8 MB block each
+                // time left the heap 60 MB larger than needed while the rest of the file's pages came
+                // in (the fp32 peak, b4ca287).
                 const int64_t n = index.size(0), block = 4096;
+                const bool same_type = t->scalar_type() == dst.scalar_type() && dst.is_contiguous();
                 auto block_shape = t->sizes().vec();
-                block_shape[static_cast<size_t>(dim)] = std::min(block, n);
-                const torch::Tensor buffer = torch::empty(block_shape, t->options());
+                block_shape[0] = std::min(block, n);
+                const torch::Tensor buffer = same_type ? torch::Tensor() : torch::empty(block_shape, t->options());
                 for (int64_t r = 0; r < n; r += block) {
                     const int64_t k = std::min(block, n - r);
                     const auto ids = index.narrow(0, r, k);
-                    auto rows = buffer.narrow(dim, 0, k);
-                    torch::index_select_out(rows, *t, dim, ids);
-                    dst.narrow(dim, r, k).copy_(rows);
-                    if (dim == 0) release_file_rows(*t, ids);
+                    auto rows = dst.narrow(0, r, k);
+                    if (same_type) {
+                        torch::index_select_out(rows, *t, 0, ids);
+                    } else {
+                        auto staged = buffer.narrow(0, 0, k);
+                        torch::index_select_out(staged, *t, 0, ids);
+                        rows.copy_(staged);
+                    }
+                    release_file_rows(*t, ids);
                 }
             }
             dst.select(dim, Vocab::bos_id).zero_();  // <bos>: a row the network never reads nor outputs

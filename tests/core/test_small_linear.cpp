@@ -1,5 +1,5 @@
 // The few-row linear (core/model/small_linear.hpp) against ATen's: values for every row count
-// it takes, widths that are no multiple of its strips, one and two threads; a row's values the
+// it takes, widths that are no multiple of its runs, one and two threads; a row's values the
 // same whatever rows come with it; and the cases it leaves to ATen.
 #include "catch_torch.hpp"
 
@@ -15,74 +15,13 @@
 using namespace attnviz;
 using attnviz::testing::ThreadCount;
 
-namespace {
-
-/// A column-major [out, in] matrix (the pretrained family's vocabulary layout).
-torch::Tensor column_major(int64_t out, int64_t in) { return torch::randn({in, out}).t(); }
-
-}  // namespace
-
-TEST_CASE("small_rows_linear gives linear's values for 1 to 9 rows, any width, one or two threads "
-          "(a beam's output projection)",
-          "[decode][beam]") {
-    torch::manual_seed(7);
-    for (const int threads : {1, 2}) {
-        ThreadCount guard(threads);
-        for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{{5000, 64}, {1037, 37}, {15, 8}, {4099, 512}}) {
-            const auto w = column_major(out, in);
-            for (int64_t rows = 1; rows <= k_small_linear_rows + 1; ++rows) {
-                CAPTURE(threads, out, in, rows);
-                const auto x = torch::randn({rows, in});
-                const auto got = small_rows_linear(x, w);
-                const auto want = torch::nn::functional::linear(x, w);
-                REQUIRE(got.sizes() == want.sizes());
-                REQUIRE(got.is_contiguous());
-                CHECK(torch::allclose(got, want, 1e-5, 1e-4));
-            }
-        }
-    }
-}
-
-TEST_CASE("small_rows_linear: a row's values do not depend on the rows computed with it", "[decode][beam]") {
-    torch::manual_seed(8);
-    const auto w = column_major(3001, 96);
-    const auto x = torch::randn({8, 96});
-    const auto all = small_rows_linear(x, w);
-    for (int64_t rows = 2; rows <= 8; ++rows)
-        CHECK(torch::equal(small_rows_linear(x.narrow(0, 0, rows), w), all.narrow(0, 0, rows)));
-    CHECK(torch::equal(small_rows_linear(x.narrow(0, 6, 2), w), all.narrow(0, 6, 2)));
-}
-
-TEST_CASE("small_rows_linear leaves to ATen a row-major weight, a gradient, doubles, many rows", "[decode][beam]") {
-    torch::manual_seed(9);
-    const auto col = column_major(300, 32);
-    const auto x = torch::randn({4, 32});
-    CHECK(small_rows_linear_applies(x, col) == small_rows_linear_applies(torch::randn({2, 32}), col));
-    CHECK_FALSE(small_rows_linear_applies(x, col.contiguous()));
-    CHECK(small_rows_linear_applies(torch::randn({1, 32}), col) == small_rows_linear_applies(x, col));
-    CHECK_FALSE(small_rows_linear_applies(torch::randn({k_small_linear_rows + 1, 32}), col));
-    CHECK_FALSE(small_rows_linear_applies(x.to(torch::kDouble), col.to(torch::kDouble)));
-    const auto trained = col.detach().clone().requires_grad_(true);
-    CHECK_FALSE(small_rows_linear_applies(x, trained));
-    {
-        torch::NoGradGuard no_grad;
-        CHECK(small_rows_linear_applies(x, trained) == small_rows_linear_applies(x, col));
-    }
-    // Whichever computes it, the values are linear's, and a gradient flows.
-    const auto y = small_rows_linear(x, trained);
-    CHECK(torch::allclose(y, torch::nn::functional::linear(x, trained), 1e-5, 1e-4));
-    y.sum().backward();
-    REQUIRE(trained.grad().defined());
-    CHECK(torch::allclose(small_rows_linear(x, col.contiguous()), torch::nn::functional::linear(x, col), 1e-5, 1e-4));
-}
-
 TEST_CASE("few_rows_linear gives linear's values with its bias for 1 to 9 rows, any width, one or two threads "
-          "(a decoder step's projections)",
-          "[decode]") {
+          "(a decoder step's projections and a beam's output projection)",
+          "[decode][beam]") {
     torch::manual_seed(10);
     for (const int threads : {1, 2}) {
         ThreadCount guard(threads);
-        for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{{512, 512}, {2048, 512}, {513, 2048}, {7, 37}, {130, 8}}) {
+        for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{{512, 512}, {2048, 512}, {513, 2048}, {7, 37}, {130, 8}, {5000, 64}, {4099, 512}, {1037, 37}}) {
             const auto w = torch::randn({out, in});
             const auto b = torch::randn({out});
             for (int64_t rows = 1; rows <= k_small_linear_rows + 1; ++rows) {
@@ -264,21 +203,21 @@ TEST_CASE("StepThreads: many rows run on the threads their steps ran faster on, 
     attnviz::forget_step_threads();
 }
 
-TEST_CASE("few_rows_linear and small_rows_linear: the same values with a step's kernels on helper threads, "
+TEST_CASE("few_rows_linear: the same values with a step's kernels on helper threads, "
           "from one caller or two at once",
           "[decode][beam]") {
     ThreadCount two(2);
     torch::manual_seed(13);
-    const auto w = torch::randn({1500, 300});       // row-major: few_rows_linear's runs of 128
-    const auto col = column_major(5000, 96);         // column-major: small_rows_linear's runs of 2,048
+    const auto w = torch::randn({1500, 300});  // runs of 128 output features
+    const auto vocab = torch::randn({5000, 96});  // an output projection's shape: many runs
     const auto x = torch::randn({k_small_linear_rows, 300});
-    const auto xc = torch::randn({k_small_linear_rows, 96});
-    std::vector<torch::Tensor> few_serial, small_serial;
+    const auto xv = torch::randn({k_small_linear_rows, 96});
+    std::vector<torch::Tensor> few_serial, vocab_serial;
     {
         ThreadCount one(1);
         for (int64_t rows = 1; rows <= k_small_linear_rows; ++rows) {
             few_serial.push_back(few_rows_linear(x.narrow(0, 0, rows), w));
-            small_serial.push_back(small_rows_linear(xc.narrow(0, 0, rows), col));
+            vocab_serial.push_back(few_rows_linear(xv.narrow(0, 0, rows), vocab));
         }
     }
     // Steps whose kernels ran faster on all threads (sleeps stand for them): the kernels on the
@@ -293,7 +232,7 @@ TEST_CASE("few_rows_linear and small_rows_linear: the same values with a step's 
             for (int64_t rows = 1; rows <= k_small_linear_rows; ++rows) {
                 const auto i = static_cast<size_t>(rows - 1);
                 same = same && torch::equal(few_rows_linear(x.narrow(0, 0, rows), w), few_serial[i]);
-                same = same && torch::equal(small_rows_linear(xc.narrow(0, 0, rows), col), small_serial[i]);
+                same = same && torch::equal(few_rows_linear(xv.narrow(0, 0, rows), vocab), vocab_serial[i]);
             }
         return same;
     };

@@ -22,6 +22,7 @@
 #include "core/io/error.hpp"
 #include "core/io/safetensors.hpp"
 #include "core/decode/translation_model.hpp"
+#include "core/model/small_linear.hpp"
 #include "core/persist/hf_folder.hpp"
 #include "core/persist/model_file.hpp"
 #include "core/persist/safetensors_torch.hpp"
@@ -546,7 +547,8 @@ TEST_CASE("a hub id is found in the local Hugging Face cache", "[pretrained][hub
     CHECK(model->corpus_name() == "Tiny-NLP/opus-mt-tiny");
 }
 
-TEST_CASE("the vocabulary matrices are column-major: embeddings as torch::embedding, no gradient for the pad row",
+TEST_CASE("the vocabulary matrices are row-major: the output projection by few_rows_linear, embeddings as "
+          "torch::embedding, no gradient for the pad row",
           "[pretrained][layout]") {
     if (!have_fixtures()) return;
     const auto model = load_model(k_fixtures + "/marian");
@@ -556,8 +558,12 @@ TEST_CASE("the vocabulary matrices are column-major: embeddings as torch::embedd
     for (const auto& p : net->named_parameters())
         if (p.key().find("embed") != std::string::npos || p.key().find("shared") != std::string::npos) weight = p.value();
     REQUIRE(weight.defined());
-    CHECK(weight.stride(0) == 1);  // [V, d] stored as a contiguous [d, V]: W^T reads as one block
-    CHECK(weight.stride(1) == weight.size(0));
+    CHECK(weight.is_contiguous());  // [V, d] row-major: each output a contiguous row (small_linear.hpp)
+    {
+        torch::NoGradGuard no_grad;  // a decoder step's few rows go to few_rows_linear
+        CHECK(few_rows_linear_applies(torch::randn({4, weight.size(1)}), weight) ==
+              few_rows_linear_applies(torch::randn({4, 8}), torch::randn({16, 8})));
+    }
     // A batch with padding and the decoder's start token (Marian's start row is its pad row).
     const std::vector<int64_t> values = {4, 5, Vocab::eos_id, Vocab::pad_id, Vocab::bos_id, 6, 7, 8};
     const auto ids = torch::tensor(values, torch::kLong).view({2, 4});
@@ -568,7 +574,7 @@ TEST_CASE("the vocabulary matrices are column-major: embeddings as torch::embedd
     REQUIRE(weight.grad().defined());
     CHECK(weight.grad()[Vocab::pad_id].abs().sum().item<double>() == 0.0);  // as padding_idx: the pad row stays
     CHECK(weight.grad()[5].abs().sum().item<double>() > 0.0);
-    CHECK(weight.grad().strides() == weight.strides());  // the gradient in the parameter's own layout
+    CHECK(weight.grad().strides() == weight.strides());  // the gradient in the parameter's own layout: no copy across
 }
 
 TEST_CASE("BART's byte-level pieces show as text, its source starts with <s>, and its words merge", "[pretrained][bart]") {
