@@ -58,6 +58,28 @@ __attribute__((target("avx2,fma"))) inline void finish_dot(__m256 acc, const flo
     out[r * N + o] = v;
 }
 
+/// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K], R = ROWS, one weight row at
+/// a time: each output feature's row is read once, front to back, against every row of x, one
+/// accumulator per row of x over K in 8-float blocks, then finish_dot: the very sums dots (below)
+/// computes, in the same order, so the two give the same values to the bit and either may serve
+/// any product. Why both: memory serves one stream through the weight better than dots' 2-4
+/// interleaved rows when the rows are short, and worse when they are long (dot_kernel).
+template <int ROWS>
+__attribute__((target("avx2,fma"))) void row_at_a_time(const float* x, const float* w, float* out, int64_t K, int64_t N,
+                                                       int64_t o0, int64_t o1) {
+    const int64_t K8 = K / 8 * 8;
+    for (int64_t o = o0; o < o1; ++o) {
+        const float* wr = w + o * K;
+        __m256 acc[ROWS];
+        for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_setzero_ps();
+        for (int64_t k = 0; k < K8; k += 8) {
+            const __m256 wv = _mm256_loadu_ps(wr + k);
+            for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * K + k), wv, acc[r]);
+        }
+        for (int r = 0; r < ROWS; ++r) finish_dot(acc[r], x, w, out, K, N, r, o);
+    }
+}
+
 /// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K] (row-major: each output a
 /// dot product of a contiguous weight row), R = ROWS. Every (row, output) has one accumulator
 /// over K in 8-float blocks, summed across its lanes at the end: the same order whatever ROWS is.
@@ -80,20 +102,31 @@ __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, fl
         for (int j = 0; j < OUTS; ++j)
             for (int r = 0; r < ROWS; ++r) finish_dot(acc[j][r], x, w, out, K, N, r, o + j);
     }
-    for (; o < o1; ++o) {
-        __m256 acc[ROWS];
-        for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_setzero_ps();
-        for (int64_t k = 0; k < K8; k += 8) {
-            const __m256 wv = _mm256_loadu_ps(w + o * K + k);
-            for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * K + k), wv, acc[r]);
-        }
-        for (int r = 0; r < ROWS; ++r) finish_dot(acc[r], x, w, out, K, N, r, o);
-    }
+    row_at_a_time<ROWS>(x, w, out, K, N, o, o1);  // the features past the last group of OUTS
 }
 
-/// The dot-product kernel for R rows: 4 output features at a time for one row, 2 up to 4 rows,
-/// 1 beyond (the accumulators within AVX2's 16 registers).
-KernelFn dot_kernel(int64_t rows) {
+/// The kernel for R rows of x against a weight of K input features (the same values whichever):
+/// one weight row at a time where the rows are short (K <= 512) or, up to 1,024, for 2-4 rows of
+/// x; dots elsewhere (4 output features at a time for one row, 2 up to 4 rows, 1 beyond: the
+/// accumulators within AVX2's 16 registers). Measured on an AMD EPYC (Zen 3), two threads, cold
+/// weights, GB/s dots -> one row at a time: opus-mt's 59,514 x 512 vocabulary at one row 8.6 ->
+/// 10.5-11.0, 2,048 x 512 at one row 13.5 -> 14.2-14.8 and at four 9.6 -> 12.9-13.2, BART's 50,265
+/// x 768 at four rows 8.1-9.0 -> 9.7-10.0; but 50,265 x 768 at one row 12.0 -> 10.1-10.4 and 768 x
+/// 3,072 at one row 22.4-22.9 -> 15.3-15.8 (docs/benchmarks.md).
+KernelFn dot_kernel(int64_t rows, int64_t K) {
+    if (K <= 512 || (K <= 1024 && rows >= 2 && rows <= 4)) {
+        switch (rows) {
+        case 1: return row_at_a_time<1>;
+        case 2: return row_at_a_time<2>;
+        case 3: return row_at_a_time<3>;
+        case 4: return row_at_a_time<4>;
+        case 5: return row_at_a_time<5>;
+        case 6: return row_at_a_time<6>;
+        case 7: return row_at_a_time<7>;
+        case 8: return row_at_a_time<8>;
+        default: return nullptr;
+        }
+    }
     switch (rows) {
     case 1: return dots<1, 4>;
     case 2: return dots<2, 2>;
@@ -439,7 +472,7 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     // Runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512 projection in 4
     // tasks, so that both threads read it (MKL's matrix-vector product used one).
-    auto out = run_kernel(dot_kernel(x2.size(0)), x2, weight, 128);
+    auto out = run_kernel(dot_kernel(x2.size(0), x2.size(1)), x2, weight, 128);
     if (bias.defined()) out.add_(bias);
     if (flat) return out;
     auto shape = x.sizes().vec();

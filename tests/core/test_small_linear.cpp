@@ -41,16 +41,22 @@ TEST_CASE("few_rows_linear gives linear's values with its bias for 1 to 9 rows, 
 TEST_CASE("few_rows_linear: a row's values do not depend on the rows computed with it, nor on the threads",
           "[decode]") {
     torch::manual_seed(11);
-    const auto w = torch::randn({1000, 300});
-    const auto x = torch::randn({8, 300});
-    torch::Tensor all;
-    {
-        ThreadCount one(1);
-        all = few_rows_linear(x, w);
+    // Widths whose kernels differ by the row count (768, 1,024: one weight row at a time for 2-4
+    // rows, dots otherwise) must give the same sums, to the bit, as those whose kernel does not.
+    for (const int64_t in : {300, 768, 1024, 1031}) {
+        CAPTURE(in);
+        const auto w = torch::randn({1000, in});
+        const auto x = torch::randn({8, in});
+        torch::Tensor all;
+        {
+            ThreadCount one(1);
+            all = few_rows_linear(x, w);
+        }
+        for (int64_t rows = 1; rows <= 8; ++rows)
+            CHECK(torch::equal(few_rows_linear(x.narrow(0, 0, rows), w), all.narrow(0, 0, rows)));
+        CHECK(torch::equal(few_rows_linear(x.narrow(0, 5, 1), w), all.narrow(0, 5, 1)));
+        CHECK(torch::equal(few_rows_linear(x.narrow(0, 2, 3), w), all.narrow(0, 2, 3)));
     }
-    for (int64_t rows = 1; rows <= 8; ++rows)
-        CHECK(torch::equal(few_rows_linear(x.narrow(0, 0, rows), w), all.narrow(0, 0, rows)));
-    CHECK(torch::equal(few_rows_linear(x.narrow(0, 5, 1), w), all.narrow(0, 5, 1)));
 }
 
 TEST_CASE("few_rows_linear leaves to ATen a strided weight, a gradient, doubles, many rows", "[decode]") {
