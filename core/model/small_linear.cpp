@@ -107,35 +107,24 @@ __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, fl
 
 /// The kernel for R rows of x against a weight of K input features (the same values whichever):
 /// one weight row at a time where the rows are short (K <= 512) or, up to 1,024, for 2-4 rows of
-/// x; dots elsewhere (4 output features at a time for one row, 2 up to 4 rows, 1 beyond: the
-/// accumulators within AVX2's 16 registers). Measured on an AMD EPYC (Zen 3), two threads, cold
-/// weights, GB/s dots -> one row at a time: opus-mt's 59,514 x 512 vocabulary at one row 8.6 ->
-/// 10.5-11.0, 2,048 x 512 at one row 13.5 -> 14.2-14.8 and at four 9.6 -> 12.9-13.2, BART's 50,265
-/// x 768 at four rows 8.1-9.0 -> 9.7-10.0; but 50,265 x 768 at one row 12.0 -> 10.1-10.4 and 768 x
-/// 3,072 at one row 22.4-22.9 -> 15.3-15.8 (docs/benchmarks.md).
+/// x; dots elsewhere (4 output features at a time for one row, 2 up to 4 rows: the accumulators
+/// within AVX2's 16 registers; beyond 4 rows one feature at a time, which is row_at_a_time).
+/// Measured on an AMD EPYC (Zen 3), two threads, cold weights, GB/s dots -> one row at a time:
+/// opus-mt's 59,514 x 512 vocabulary at one row 8.6 -> 10.5-11.0, 2,048 x 512 at one row 13.5 ->
+/// 14.2-14.8 and at four 9.6 -> 12.9-13.2, BART's 50,265 x 768 at four rows 8.1-9.0 -> 9.7-10.0;
+/// but 50,265 x 768 at one row 12.0 -> 10.1-10.4 and 768 x 3,072 at one row 22.4-22.9 -> 15.3-15.8
+/// (docs/benchmarks.md).
 KernelFn dot_kernel(int64_t rows, int64_t K) {
-    if (K <= 512 || (K <= 1024 && rows >= 2 && rows <= 4)) {
-        switch (rows) {
-        case 1: return row_at_a_time<1>;
-        case 2: return row_at_a_time<2>;
-        case 3: return row_at_a_time<3>;
-        case 4: return row_at_a_time<4>;
-        case 5: return row_at_a_time<5>;
-        case 6: return row_at_a_time<6>;
-        case 7: return row_at_a_time<7>;
-        case 8: return row_at_a_time<8>;
-        default: return nullptr;
-        }
-    }
+    const bool one_at_a_time = K <= 512 || (K <= 1024 && rows >= 2);
     switch (rows) {
-    case 1: return dots<1, 4>;
-    case 2: return dots<2, 2>;
-    case 3: return dots<3, 2>;
-    case 4: return dots<4, 2>;
-    case 5: return dots<5, 1>;
-    case 6: return dots<6, 1>;
-    case 7: return dots<7, 1>;
-    case 8: return dots<8, 1>;
+    case 1: return one_at_a_time ? row_at_a_time<1> : dots<1, 4>;
+    case 2: return one_at_a_time ? row_at_a_time<2> : dots<2, 2>;
+    case 3: return one_at_a_time ? row_at_a_time<3> : dots<3, 2>;
+    case 4: return one_at_a_time ? row_at_a_time<4> : dots<4, 2>;
+    case 5: return row_at_a_time<5>;
+    case 6: return row_at_a_time<6>;
+    case 7: return row_at_a_time<7>;
+    case 8: return row_at_a_time<8>;
     default: return nullptr;
     }
 }
