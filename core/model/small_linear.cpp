@@ -39,8 +39,9 @@ bool cpu_has_avx2_fma() {
     return has;
 }
 
-/// A few-row kernel: out [R, N] = x [R, K] times w's data, output features [o0, o1).
-using KernelFn = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
+/// A few-row kernel: out [R, N] = x [R, K] times w's data, output features [o0, o1). The
+/// kernels for a fixed R (a template argument) do not read R.
+using KernelFn = void (*)(const float*, const float*, float*, int64_t R, int64_t K, int64_t N, int64_t o0, int64_t o1);
 
 /// The sum of a vector's 8 lanes, in a fixed order.
 __attribute__((target("avx2,fma"))) inline float lane_sum(__m256 acc) {
@@ -65,8 +66,8 @@ __attribute__((target("avx2,fma"))) inline void finish_dot(__m256 acc, const flo
 /// any product. Why both: memory serves one stream through the weight better than dots' 2-4
 /// interleaved rows when the rows are short, and worse when they are long (dot_kernel).
 template <int ROWS>
-__attribute__((target("avx2,fma"))) void row_at_a_time(const float* x, const float* w, float* out, int64_t K, int64_t N,
-                                                       int64_t o0, int64_t o1) {
+__attribute__((target("avx2,fma"))) void row_at_a_time(const float* x, const float* w, float* out, int64_t /*R*/,
+                                                       int64_t K, int64_t N, int64_t o0, int64_t o1) {
     const int64_t K8 = K / 8 * 8;
     for (int64_t o = o0; o < o1; ++o) {
         const float* wr = w + o * K;
@@ -85,8 +86,8 @@ __attribute__((target("avx2,fma"))) void row_at_a_time(const float* x, const flo
 /// over K in 8-float blocks, summed across its lanes at the end: the same order whatever ROWS is.
 /// OUTS output features at a time give the FMAs independent chains.
 template <int ROWS, int OUTS>
-__attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, float* out, int64_t K, int64_t N,
-                                              int64_t o0, int64_t o1) {
+__attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, float* out, int64_t R, int64_t K,
+                                              int64_t N, int64_t o0, int64_t o1) {
     const int64_t K8 = K / 8 * 8;
     int64_t o = o0;
     for (; o + OUTS <= o1; o += OUTS) {
@@ -102,7 +103,48 @@ __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, fl
         for (int j = 0; j < OUTS; ++j)
             for (int r = 0; r < ROWS; ++r) finish_dot(acc[j][r], x, w, out, K, N, r, o + j);
     }
-    row_at_a_time<ROWS>(x, w, out, K, N, o, o1);  // the features past the last group of OUTS
+    row_at_a_time<ROWS>(x, w, out, R, K, N, o, o1);  // the features past the last group of OUTS
+}
+
+/// Output features [o0, o1) of out [ROWS, N] = x [ROWS, K] times w [N, K], OUTS features at a
+/// time against all ROWS rows (a register tile of ROWS x OUTS accumulators, each over K in 8-float
+/// blocks, then finish_dot: row_at_a_time's sums, in its order); the features past the last group
+/// of OUTS by row_at_a_time. Per block of K: OUTS weight loads and ROWS loads of x for ROWS x OUTS
+/// FMAs, so a tile of 4 x 3 keeps AVX2's FMA units busier than one weight row against 8 rows.
+template <int ROWS, int OUTS>
+__attribute__((target("avx2,fma"))) void tile(const float* x, const float* w, float* out, int64_t R, int64_t K,
+                                              int64_t N, int64_t o0, int64_t o1) {
+    const int64_t K8 = K / 8 * 8;
+    int64_t o = o0;
+    for (; o + OUTS <= o1; o += OUTS) {
+        __m256 acc[OUTS][ROWS];
+        for (int j = 0; j < OUTS; ++j)
+            for (int r = 0; r < ROWS; ++r) acc[j][r] = _mm256_setzero_ps();
+        for (int64_t k = 0; k < K8; k += 8) {
+            __m256 wv[OUTS];
+            for (int j = 0; j < OUTS; ++j) wv[j] = _mm256_loadu_ps(w + (o + j) * K + k);
+            for (int r = 0; r < ROWS; ++r) {
+                const __m256 xv = _mm256_loadu_ps(x + r * K + k);
+                for (int j = 0; j < OUTS; ++j) acc[j][r] = _mm256_fmadd_ps(xv, wv[j], acc[j][r]);
+            }
+        }
+        for (int j = 0; j < OUTS; ++j)
+            for (int r = 0; r < ROWS; ++r) finish_dot(acc[j][r], x, w, out, K, N, r, o + j);
+    }
+    row_at_a_time<ROWS>(x, w, out, R, K, N, o, o1);
+}
+
+/// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K] for 9 to k_tiled_linear_rows
+/// rows: blocks of 4 and 3 rows of x (4a + 3b = R, every block at least 3 rows, so that a tile has
+/// 9-12 independent FMA chains) each in turn over the run, whose weights (a run is sized to stay
+/// in L2, run_kernel) come from memory for the first block and from the cache for the others.
+/// Every output is row_at_a_time's sum, so a row's values do not depend on the rows beside it.
+__attribute__((target("avx2,fma"))) void tiled(const float* x, const float* w, float* out, int64_t R, int64_t K,
+                                               int64_t N, int64_t o0, int64_t o1) {
+    const int64_t threes = (4 - R % 4) % 4;  // R = 4a + 3b with b in 0..3 (R >= 9)
+    int64_t r = 0;
+    for (; r < R - 3 * threes; r += 4) tile<4, 3>(x + r * K, w, out + r * N, 4, K, N, o0, o1);
+    for (; r < R; r += 3) tile<3, 3>(x + r * K, w, out + r * N, 3, K, N, o0, o1);
 }
 
 /// The kernel for R rows of x against a weight of K input features (the same values whichever):
@@ -125,7 +167,7 @@ KernelFn dot_kernel(int64_t rows, int64_t K) {
     case 6: return row_at_a_time<6>;
     case 7: return row_at_a_time<7>;
     case 8: return row_at_a_time<8>;
-    default: return nullptr;
+    default: return rows <= k_tiled_linear_rows ? tiled : nullptr;
     }
 }
 
@@ -137,7 +179,8 @@ struct KernelJob {
     float* out = nullptr;
     int64_t K = 0, N = 0, chunk = 0, chunks = 0;
     unsigned csr = 0;  ///< the asking thread's floating-point mode (MXCSR: denormals flushed or not)
-    void run(int64_t c) const { kernel(x, w, out, K, N, c * chunk, std::min(N, (c + 1) * chunk)); }
+    int64_t R = 0;
+    void run(int64_t c) const { kernel(x, w, out, R, K, N, c * chunk, std::min(N, (c + 1) * chunk)); }
 };
 
 /// Threads of our own that take runs of a few-row product beside the thread that asked for it,
@@ -251,6 +294,7 @@ torch::Tensor run_kernel(KernelFn kernel, const torch::Tensor& x, const torch::T
     job.x = xc.data_ptr<float>();
     job.w = weight.data_ptr<float>();
     job.out = out.data_ptr<float>();
+    job.R = R;
     job.K = K;
     job.N = N;
     job.chunk = chunk;
@@ -266,13 +310,13 @@ torch::Tensor run_kernel(KernelFn kernel, const torch::Tensor& x, const torch::T
 
 #endif
 
-/// What the kernels need: AVX2 and FMA, x [R, in] with 1 <= R <= k_small_linear_rows against
+/// What the kernels need: AVX2 and FMA, x [R, in] with 1 <= R <= k_tiled_linear_rows against
 /// weight [out, in], dense float CPU tensors, no gradient asked for.
 bool plain_few_rows(const torch::Tensor& x, const torch::Tensor& weight) {
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     if (!cpu_has_avx2_fma()) return false;
     if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1)) return false;
-    if (x.size(0) < 1 || x.size(0) > k_small_linear_rows) return false;
+    if (x.size(0) < 1 || x.size(0) > k_tiled_linear_rows) return false;
     if (!x.device().is_cpu() || !weight.device().is_cpu()) return false;
     if (x.scalar_type() != torch::kFloat || weight.scalar_type() != torch::kFloat) return false;
     if (x.is_sparse() || weight.is_sparse() || x.is_mkldnn() || weight.is_mkldnn()) return false;
@@ -459,9 +503,13 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
     const auto x2 = flat ? x : x.reshape({-1, x.size(-1)});
     if (!few_rows_linear_applies(x2, weight)) return torch::nn::functional::linear(x, weight, bias);
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    // Runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512 projection in 4
-    // tasks, so that both threads read it (MKL's matrix-vector product used one).
-    auto out = run_kernel(dot_kernel(x2.size(0), x2.size(1)), x2, weight, 128);
+    // Up to 8 rows: runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512
+    // projection in 4 tasks, so that both threads read it (MKL's matrix-vector product used one).
+    // More: runs of ~192 KB of weights (63 features of 768), read once from memory and then from
+    // L2 by each block of rows (tiled), at least 12 runs of a 768-wide layer for the threads.
+    const int64_t rows = x2.size(0), K = x2.size(1);
+    const int64_t chunk = rows <= k_small_linear_rows ? 128 : std::max<int64_t>(12, 49152 / std::max<int64_t>(K, 1) / 3 * 3);
+    auto out = run_kernel(dot_kernel(rows, K), x2, weight, chunk);
     if (bias.defined()) out.add_(bias);
     if (flat) return out;
     auto shape = x.sizes().vec();

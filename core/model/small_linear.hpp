@@ -23,12 +23,20 @@
 
 namespace attnviz {
 
-/// The most rows few_rows_linear computes itself (more go to ATen's linear).
+/// The most rows of a few-row step (FewRowsStepThreads, StepThreads); few_rows_linear's kernels
+/// for one weight row against them.
 constexpr int64_t k_small_linear_rows = 8;
+
+/// The most rows few_rows_linear computes itself (more go to ATen's linear): beyond
+/// k_small_linear_rows by register tiles of 4 or 3 rows x 3 output features over runs of the
+/// weight kept in L2. Why: a typed sentence's encoder (10-30 tokens) and its cross-attention keys
+/// and values ran on MKL's packing GEMM, which copies the weight before it multiplies: a
+/// BART-base-sized encoder of 10-12 tokens took ~50 ms, more than the step after it.
+constexpr int64_t k_tiled_linear_rows = 32;
 
 /// x [..., in] times a row-major weight [out, in] transposed, plus bias (optional): [..., out], as
 /// torch::nn::functional::linear(x, weight, bias) gives it up to float rounding. Computed here,
-/// both threads reading the weight, when x has 1 to k_small_linear_rows rows, both are float
+/// both threads reading the weight, when x has 1 to k_tiled_linear_rows rows, both are float
 /// CPU tensors, the weight is contiguous, no gradient is asked for and the CPU has AVX2 and
 /// FMA; otherwise by ATen's linear. Why: at batch 1 a decoder step's projections are
 /// matrix-vector products of 1-4 MB weights, which MKL ran on one thread at 10 GB/s (an

@@ -38,6 +38,28 @@ TEST_CASE("few_rows_linear gives linear's values with its bias for 1 to 9 rows, 
     }
 }
 
+TEST_CASE("few_rows_linear gives linear's values for 9 to 33 rows (a typed sentence's encoder), any width, "
+          "one or two threads",
+          "[decode]") {
+    torch::manual_seed(14);
+    for (const int threads : {1, 2}) {
+        ThreadCount guard(threads);
+        for (const auto& [out, in] : std::vector<std::pair<int64_t, int64_t>>{{768, 768}, {130, 3072}, {7, 37}, {1037, 64}, {200, 1031}}) {
+            const auto w = torch::randn({out, in});
+            const auto b = torch::randn({out});
+            for (int64_t rows = k_small_linear_rows + 1; rows <= k_tiled_linear_rows + 1; ++rows) {
+                CAPTURE(threads, out, in, rows);
+                const auto x = torch::randn({1, rows, in});  // [batch, tokens, d], as an encoder has it
+                CHECK(few_rows_linear_applies(x[0], w) == (rows <= k_tiled_linear_rows && few_rows_linear_applies(x[0].narrow(0, 0, 1), w)));
+                const auto got = few_rows_linear(x, w, b);
+                const auto want = torch::nn::functional::linear(x, w, b);
+                REQUIRE(got.sizes() == want.sizes());
+                CHECK(torch::allclose(got, want, 1e-5, 1e-4));
+            }
+        }
+    }
+}
+
 TEST_CASE("few_rows_linear: a row's values do not depend on the rows computed with it, nor on the threads",
           "[decode]") {
     torch::manual_seed(11);
@@ -46,14 +68,16 @@ TEST_CASE("few_rows_linear: a row's values do not depend on the rows computed wi
     for (const int64_t in : {300, 768, 1024, 1031}) {
         CAPTURE(in);
         const auto w = torch::randn({1000, in});
-        const auto x = torch::randn({8, in});
+        const auto x = torch::randn({k_tiled_linear_rows, in});
         torch::Tensor all;
         {
             ThreadCount one(1);
             all = few_rows_linear(x, w);
         }
-        for (int64_t rows = 1; rows <= 8; ++rows)
+        // 1-8 rows: one weight row against them; 9-32: tiles of 4 or 3 rows x 3 features.
+        for (int64_t rows = 1; rows <= k_tiled_linear_rows; ++rows)
             CHECK(torch::equal(few_rows_linear(x.narrow(0, 0, rows), w), all.narrow(0, 0, rows)));
+        CHECK(torch::equal(few_rows_linear(x.narrow(0, 11, 13), w), all.narrow(0, 11, 13)));
         CHECK(torch::equal(few_rows_linear(x.narrow(0, 5, 1), w), all.narrow(0, 5, 1)));
         CHECK(torch::equal(few_rows_linear(x.narrow(0, 2, 3), w), all.narrow(0, 2, 3)));
     }
@@ -65,7 +89,7 @@ TEST_CASE("few_rows_linear leaves to ATen a strided weight, a gradient, doubles,
     const auto x = torch::randn({3, 32});
     CHECK(few_rows_linear_applies(x, w) == few_rows_linear_applies(torch::randn({1, 32}), w));
     CHECK_FALSE(few_rows_linear_applies(x, w.t().contiguous().t()));
-    CHECK_FALSE(few_rows_linear_applies(torch::randn({k_small_linear_rows + 1, 32}), w));
+    CHECK_FALSE(few_rows_linear_applies(torch::randn({k_tiled_linear_rows + 1, 32}), w));
     CHECK_FALSE(few_rows_linear_applies(x.to(torch::kDouble), w.to(torch::kDouble)));
     const auto trained = w.detach().clone().requires_grad_(true);
     CHECK_FALSE(few_rows_linear_applies(x, trained));
@@ -74,7 +98,7 @@ TEST_CASE("few_rows_linear leaves to ATen a strided weight, a gradient, doubles,
     CHECK(torch::allclose(y, torch::nn::functional::linear(x, trained), 1e-5, 1e-4));
     y.sum().backward();
     REQUIRE(trained.grad().defined());
-    const auto many = torch::randn({20, 32});
+    const auto many = torch::randn({k_tiled_linear_rows + 7, 32});
     CHECK(torch::allclose(few_rows_linear(many, w), torch::nn::functional::linear(many, w), 1e-5, 1e-4));
 }
 
