@@ -360,8 +360,22 @@ bool keeps(MapsKept keep, size_t index, const AttentionMapId& id) {
 
 }  // namespace
 
+namespace {
+
+/// t as contiguous float on the CPU: itself when it is (a CPU step's maps: 289 a BART-base-sized
+/// step, each `to` a dispatched call that returned its argument).
+torch::Tensor host_floats(const torch::Tensor& t) {
+    if (t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.is_contiguous()) return t;
+    return t.to(torch::kCPU, torch::kFloat).contiguous();
+}
+
+}  // namespace
+
 HostStepMaps maps_to_host(const std::vector<StepMap>& maps, MapsKept keep, bool primary) {
     HostStepMaps host;
+    host.ids.reserve(maps.size());
+    host.weights.reserve(maps.size());
+    host.scores.reserve(maps.size());
     const bool none = keep == MapsKept::none;
     if (none && !primary) return host;
     host.tree_only = none;
@@ -369,9 +383,8 @@ HostStepMaps maps_to_host(const std::vector<StepMap>& maps, MapsKept keep, bool 
         const auto& m = maps[i];
         if (!keeps(none ? MapsKept::primary : keep, i, m.id)) continue;
         host.ids.push_back(m.id);
-        host.weights.push_back(m.weights.to(torch::kCPU, torch::kFloat).contiguous());
-        host.scores.push_back(m.scores.defined() ? m.scores.to(torch::kCPU, torch::kFloat).contiguous()
-                                                 : torch::Tensor());
+        host.weights.push_back(host_floats(m.weights));
+        host.scores.push_back(m.scores.defined() ? host_floats(m.scores) : torch::Tensor());
     }
     return host;
 }
@@ -384,10 +397,13 @@ std::vector<float> HostStepMaps::primary_row(int64_t row, int64_t n) const {
 
 void append_attention_rows(Hypothesis& h, const HostStepMaps& maps, int64_t row, int64_t n) {
     if (maps.tree_only) return;
+    auto& record = h.attention.maps;
+    size_t next = 0;  // after its first step a hypothesis holds the maps in the step's order: looked for there first
     for (size_t i = 0; i < maps.ids.size(); ++i) {
         const auto& w = maps.weights[i];
         const int64_t keys = maps.ids[i].kind == AttentionKind::cross ? std::min(n, w.size(1)) : w.size(1);
-        AttentionMap& m = h.attention.at(maps.ids[i]);
+        AttentionMap& m = next < record.size() && record[next].id == maps.ids[i] ? record[next] : h.attention.at(maps.ids[i]);
+        next = static_cast<size_t>(&m - record.data()) + 1;
         const float* wp = w.data_ptr<float>() + row * w.stride(0);
         m.weights.emplace_back(wp, wp + keys);
         if (maps.scores[i].defined()) {

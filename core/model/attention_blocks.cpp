@@ -17,6 +17,15 @@ torch::Tensor key_bias(const torch::Tensor& mask) {
         .unsqueeze(1);
 }
 
+void append_head_maps(std::vector<StepMap>& maps, AttentionKind kind, int64_t layer, const torch::Tensor& weights,
+                      const torch::Tensor& scores) {
+    const auto w = weights.select(2, 0);
+    const auto s = scores.defined() ? scores.select(2, 0) : torch::Tensor();
+    for (int64_t h = 0; h < w.size(1); ++h)
+        maps.push_back(StepMap{AttentionMapId{kind, static_cast<int>(layer), static_cast<int>(h)}, w.select(1, h),
+                               s.defined() ? s.select(1, h) : torch::Tensor()});
+}
+
 torch::Tensor heads_switched_off(const AttentionIntervention* intervention, AttentionKind kind, int64_t layer,
                                  int64_t heads) {
     if (!intervention) return {};
@@ -123,7 +132,11 @@ torch::Tensor every_nth_row(const torch::Tensor& x, int64_t g) {
 
 torch::Tensor finish_logits(torch::Tensor logits, const torch::Tensor& bias, int64_t never, float floor) {
     const bool in_place = !torch::GradMode::is_enabled() || !logits.requires_grad();
-    if (bias.defined() && bias.numel() > 0 && bias.ne(0).any().item<bool>()) {
+    // A bias of zeros (BART's final_logits_bias as most checkpoints have it) is skipped where the
+    // check reads less than the sum would write: logits of many rows.
+    const bool add = bias.defined() && bias.numel() > 0 &&
+                     (logits.numel() <= 8 * bias.numel() || bias.ne(0).any().item<bool>());
+    if (add) {
         const auto b = bias.view({-1});
         // In place only where the sum keeps the logits' type (half logits plus a float bias are float).
         logits = in_place && logits.scalar_type() == at::result_type(logits, b) ? logits.add_(b) : logits + b;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -95,6 +96,12 @@ AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const
                            const torch::Tensor& bias, double dropout, bool training, bool keep,
                            const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},
                            bool zero_empty_rows = false);
+
+/// Appends a decoder step's maps of one attention layer to `maps`, one per head: weights and
+/// scores (optional) [B, h, 1, K] -> [B, K] each, views. (A BART-base-sized step keeps 144 of
+/// them: the layer's row is taken once, not once a head.)
+void append_head_maps(std::vector<StepMap>& maps, AttentionKind kind, int64_t layer, const torch::Tensor& weights,
+                      const torch::Tensor& scores);
 
 /// Scheduled sampling: the logits [B, T, V] of tgt_in [B, T] decoded one step at a time, each
 /// step after the first fed the model's own previous argmax with probability 1 - teacher_forcing

@@ -368,14 +368,13 @@ StepOutput TransformerImpl::step(const torch::Tensor& tokens, DecoderCache& cach
     out.logits = layer_forward(decoder->dense, x.squeeze(1));  // [B, V]
     out.context = context;
     // The primary map first, then every head: weights [B, h, 1, K] -> [B, K] each.
+    out.maps.reserve(static_cast<size_t>(1 + 2 * L * H));
     out.maps.push_back(StepMap{AttentionMapId{AttentionKind::cross, static_cast<int>(L - 1), -1},
                                cross.back().weights.squeeze(2).mean(1), torch::Tensor()});
     for (const auto kind : {AttentionKind::cross, AttentionKind::decoder_self})
         for (int64_t l = 0; l < L; ++l) {
             const auto& a = (kind == AttentionKind::cross ? cross : self)[static_cast<size_t>(l)];
-            for (int64_t h = 0; h < H; ++h)
-                out.maps.push_back(StepMap{AttentionMapId{kind, static_cast<int>(l), static_cast<int>(h)},
-                                           a.weights.select(2, 0).select(1, h), a.scores.select(2, 0).select(1, h)});
+            append_head_maps(out.maps, kind, l, a.weights, a.scores);
         }
     return out;
 }
