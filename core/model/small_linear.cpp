@@ -82,37 +82,14 @@ __attribute__((target("avx2,fma"))) void row_at_a_time(const float* x, const flo
 }
 
 /// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K] (row-major: each output a
-/// dot product of a contiguous weight row), R = ROWS. Every (row, output) has one accumulator
-/// over K in 8-float blocks, summed across its lanes at the end: the same order whatever ROWS is.
-/// OUTS output features at a time give the FMAs independent chains.
+/// dot product of a contiguous weight row), R = ROWS, OUTS features at a time against all ROWS
+/// rows: a register tile of ROWS x OUTS accumulators, each over K in 8-float blocks, then
+/// finish_dot (row_at_a_time's sums, in its order, whatever ROWS and OUTS are); the features past
+/// the last group of OUTS by row_at_a_time. Per block of K: OUTS weight loads and ROWS loads of x
+/// for ROWS x OUTS FMAs, independent chains (a tile of 4 x 3 keeps AVX2's FMA units busier than
+/// one weight row against 8 rows of x, which is bound by its loads).
 template <int ROWS, int OUTS>
 __attribute__((target("avx2,fma"))) void dots(const float* x, const float* w, float* out, int64_t R, int64_t K,
-                                              int64_t N, int64_t o0, int64_t o1) {
-    const int64_t K8 = K / 8 * 8;
-    int64_t o = o0;
-    for (; o + OUTS <= o1; o += OUTS) {
-        __m256 acc[OUTS][ROWS];
-        for (int j = 0; j < OUTS; ++j)
-            for (int r = 0; r < ROWS; ++r) acc[j][r] = _mm256_setzero_ps();
-        for (int64_t k = 0; k < K8; k += 8) {
-            for (int j = 0; j < OUTS; ++j) {
-                const __m256 wv = _mm256_loadu_ps(w + (o + j) * K + k);
-                for (int r = 0; r < ROWS; ++r) acc[j][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * K + k), wv, acc[j][r]);
-            }
-        }
-        for (int j = 0; j < OUTS; ++j)
-            for (int r = 0; r < ROWS; ++r) finish_dot(acc[j][r], x, w, out, K, N, r, o + j);
-    }
-    row_at_a_time<ROWS>(x, w, out, R, K, N, o, o1);  // the features past the last group of OUTS
-}
-
-/// Output features [o0, o1) of out [ROWS, N] = x [ROWS, K] times w [N, K], OUTS features at a
-/// time against all ROWS rows (a register tile of ROWS x OUTS accumulators, each over K in 8-float
-/// blocks, then finish_dot: row_at_a_time's sums, in its order); the features past the last group
-/// of OUTS by row_at_a_time. Per block of K: OUTS weight loads and ROWS loads of x for ROWS x OUTS
-/// FMAs, so a tile of 4 x 3 keeps AVX2's FMA units busier than one weight row against 8 rows.
-template <int ROWS, int OUTS>
-__attribute__((target("avx2,fma"))) void tile(const float* x, const float* w, float* out, int64_t R, int64_t K,
                                               int64_t N, int64_t o0, int64_t o1) {
     const int64_t K8 = K / 8 * 8;
     int64_t o = o0;
@@ -131,7 +108,7 @@ __attribute__((target("avx2,fma"))) void tile(const float* x, const float* w, fl
         for (int j = 0; j < OUTS; ++j)
             for (int r = 0; r < ROWS; ++r) finish_dot(acc[j][r], x, w, out, K, N, r, o + j);
     }
-    row_at_a_time<ROWS>(x, w, out, R, K, N, o, o1);
+    row_at_a_time<ROWS>(x, w, out, R, K, N, o, o1);  // the features past the last group of OUTS
 }
 
 /// Output features [o0, o1) of out [R, N] = x [R, K] times w [N, K] for 9 to k_tiled_linear_rows
@@ -143,8 +120,8 @@ __attribute__((target("avx2,fma"))) void tiled(const float* x, const float* w, f
                                                int64_t N, int64_t o0, int64_t o1) {
     const int64_t threes = (4 - R % 4) % 4;  // R = 4a + 3b with b in 0..3 (R >= 9)
     int64_t r = 0;
-    for (; r < R - 3 * threes; r += 4) tile<4, 3>(x + r * K, w, out + r * N, 4, K, N, o0, o1);
-    for (; r < R; r += 3) tile<3, 3>(x + r * K, w, out + r * N, 3, K, N, o0, o1);
+    for (; r < R - 3 * threes; r += 4) dots<4, 3>(x + r * K, w, out + r * N, 4, K, N, o0, o1);
+    for (; r < R; r += 3) dots<3, 3>(x + r * K, w, out + r * N, 3, K, N, o0, o1);
 }
 
 /// The kernel for R rows of x against a weight of K input features (the same values whichever):
