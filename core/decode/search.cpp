@@ -358,10 +358,6 @@ bool keeps(MapsKept keep, size_t index, const AttentionMapId& id) {
     return false;
 }
 
-}  // namespace
-
-namespace {
-
 /// t as contiguous float on the CPU: itself when it is (a CPU step's maps: 289 a BART-base-sized
 /// step, each `to` a dispatched call that returned its argument).
 torch::Tensor host_floats(const torch::Tensor& t) {

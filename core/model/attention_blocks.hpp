@@ -103,6 +103,26 @@ AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const
 void append_head_maps(std::vector<StepMap>& maps, AttentionKind kind, int64_t layer, const torch::Tensor& weights,
                       const torch::Tensor& scores);
 
+/// A decoder step's maps as StepOutput carries them, from each layer's cross and self attention
+/// (a family's own type with weights and scores [B, h, 1, K]): the primary map first (the last
+/// layer's cross heads' mean), then every cross head of every layer, then every self head.
+template <typename Attended>
+std::vector<StepMap> decoder_step_maps(const std::vector<Attended>& cross, const std::vector<Attended>& self) {
+    std::vector<StepMap> maps;
+    const auto L = static_cast<int64_t>(cross.size());
+    if (L == 0) return maps;
+    maps.reserve(static_cast<size_t>(1 + 2 * L * cross.back().weights.size(1)));
+    maps.push_back(StepMap{AttentionMapId{AttentionKind::cross, static_cast<int>(L - 1), -1},
+                           cross.back().weights.squeeze(2).mean(1), torch::Tensor()});
+    for (int64_t l = 0; l < L; ++l)
+        append_head_maps(maps, AttentionKind::cross, l, cross[static_cast<size_t>(l)].weights,
+                         cross[static_cast<size_t>(l)].scores);
+    for (int64_t l = 0; l < L; ++l)
+        append_head_maps(maps, AttentionKind::decoder_self, l, self[static_cast<size_t>(l)].weights,
+                         self[static_cast<size_t>(l)].scores);
+    return maps;
+}
+
 /// Scheduled sampling: the logits [B, T, V] of tgt_in [B, T] decoded one step at a time, each
 /// step after the first fed the model's own previous argmax with probability 1 - teacher_forcing
 /// (one draw of the global generator a step), as decoding runs.

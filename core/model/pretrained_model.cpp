@@ -570,14 +570,7 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
     StepOutput out;
     out.logits = output_logits(y.squeeze(1));  // [B, V]
     out.context = context;
-    out.maps.reserve(static_cast<size_t>(1 + 2 * L * H));
-    out.maps.push_back(StepMap{AttentionMapId{AttentionKind::cross, static_cast<int>(L - 1), -1},
-                               cross.back().weights.squeeze(2).mean(1), torch::Tensor()});
-    for (const auto kind : {AttentionKind::cross, AttentionKind::decoder_self})
-        for (int64_t l = 0; l < L; ++l) {
-            const auto& a = (kind == AttentionKind::cross ? cross : self)[static_cast<size_t>(l)];
-            append_head_maps(out.maps, kind, l, a.weights, a.scores);
-        }
+    out.maps = decoder_step_maps(cross, self);  // the primary map first, then every head
     return out;
 }
 

@@ -154,9 +154,8 @@ struct KernelJob {
     const float* x = nullptr;
     const float* w = nullptr;
     float* out = nullptr;
-    int64_t K = 0, N = 0, chunk = 0, chunks = 0;
+    int64_t R = 0, K = 0, N = 0, chunk = 0, chunks = 0;
     unsigned csr = 0;  ///< the asking thread's floating-point mode (MXCSR: denormals flushed or not)
-    int64_t R = 0;
     void run(int64_t c) const { kernel(x, w, out, R, K, N, c * chunk, std::min(N, (c + 1) * chunk)); }
 };
 
