@@ -1,10 +1,13 @@
 // Blocks the attention families share (core/model/attention_blocks.hpp).
 #include "core/model/attention_blocks.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/model/row_gather.hpp"
 
@@ -175,6 +178,133 @@ torch::Tensor ungrouped_rows(const torch::Tensor& x) {
 
 }  // namespace
 
+namespace {
+
+/// The most query positions and keys attend_few_queries takes: a decoder step's rows (a beam's
+/// queries over one sentence's keys) over a typed sentence's keys. Longer sources (a 1,024-token
+/// summary) keep ATen's vectorized softmax, which the per-key exp here would not match for speed.
+constexpr int64_t k_few_queries = 16;
+constexpr int64_t k_few_queries_keys = 256;
+
+}  // namespace
+
+bool attend_heads_in_loops(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& bias, bool dropping, const torch::Tensor& weights_given,
+                           const torch::Tensor& keep_heads) {
+    if (dropping || weights_given.defined()) return false;
+    if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
+    const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), dh = q.size(3), Tk = k.size(2);
+    if (Tq < 1 || Tq > k_few_queries || Tk < 1 || Tk > k_few_queries_keys) return false;
+    if (k.size(0) != B || v.size(0) != B || k.size(1) != H || v.size(1) != H || v.size(2) != Tk || k.size(3) != dh ||
+        v.size(3) != dh)
+        return false;
+    for (const auto* t : {&q, &k, &v}) {
+        if (!t->device().is_cpu() || t->scalar_type() != torch::kFloat || t->layout() != torch::kStrided) return false;
+        if (t->stride(3) != 1 && t->size(3) > 1) return false;
+    }
+    if (torch::GradMode::is_enabled() &&
+        (q.requires_grad() || k.requires_grad() || v.requires_grad() || (bias.defined() && bias.requires_grad())))
+        return false;
+    if (bias.defined()) {
+        if (!bias.device().is_cpu() || bias.scalar_type() != torch::kFloat || bias.dim() > 4 ||
+            bias.layout() != torch::kStrided)
+            return false;
+        if (at::infer_size({B, H, Tq, Tk}, bias.sizes()) != std::vector<int64_t>{B, H, Tq, Tk}) return false;
+    }
+    return !keep_heads.defined() || keep_heads.numel() == H;
+}
+
+namespace {
+
+/// The dot product of a and b (n floats each), in eight running sums (the compiler's vectors).
+inline float dot_product(const float* a, const float* b, int64_t n) {
+    float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) part[j] += a[i + j] * b[i + j];
+    float sum = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+/// attend_heads for a decoder step on the CPU in plain loops: per (row, head, query) the scores
+/// over the keys, their softmax and the weighted values, written straight into the merged
+/// layout. ATen's way is seven dispatched operations a layer's attention (two batched products,
+/// the bias, the softmax, the heads' transpose and copy), ~20 us each on a typed sentence's few
+/// keys, more than the arithmetic. The values are ATen's up to float rounding (the sums run in
+/// another order); a row whose every key is masked gets NaN weights as softmax gives, or 0 with
+/// zero_empty_rows.
+AttendedHeads attend_few_queries(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 double scaling, const torch::Tensor& bias, bool keep, const torch::Tensor& keep_heads,
+                                 bool zero_empty_rows) {
+    const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), dh = q.size(3), Tk = k.size(2);
+    auto scores = torch::empty({B, H, Tq, Tk}, q.options());
+    auto weights = torch::empty({B, H, Tq, Tk}, q.options());
+    auto merged = torch::empty({B, Tq, H * dh}, q.options());
+    const torch::Tensor expanded = bias.defined() ? bias.expand({B, H, Tq, Tk}) : torch::Tensor();
+    const float* bp = expanded.defined() ? expanded.data_ptr<float>() : nullptr;
+    const int64_t bs0 = bp ? expanded.stride(0) : 0, bs1 = bp ? expanded.stride(1) : 0,
+                  bs2 = bp ? expanded.stride(2) : 0, bs3 = bp ? expanded.stride(3) : 0;
+    std::vector<float> gate;
+    if (keep_heads.defined()) {
+        const auto g = keep_heads.to(torch::kCPU, torch::kFloat).contiguous();
+        gate.assign(g.data_ptr<float>(), g.data_ptr<float>() + H);
+    }
+    const float* qp = q.data_ptr<float>();
+    const float* kp = k.data_ptr<float>();
+    const float* vp = v.data_ptr<float>();
+    float* sp = scores.data_ptr<float>();
+    float* wp = weights.data_ptr<float>();
+    float* op = merged.data_ptr<float>();
+    const float scale = static_cast<float>(scaling);
+    const float empty_weight = zero_empty_rows ? 0.0F : std::numeric_limits<float>::quiet_NaN();
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h) {
+            const float* keys = kp + b * k.stride(0) + h * k.stride(1);
+            const float* values = vp + b * v.stride(0) + h * v.stride(1);
+            for (int64_t i = 0; i < Tq; ++i) {
+                const float* query = qp + b * q.stride(0) + h * q.stride(1) + i * q.stride(2);
+                float* s = sp + ((b * H + h) * Tq + i) * Tk;
+                float* w = wp + ((b * H + h) * Tq + i) * Tk;
+                float top = -std::numeric_limits<float>::infinity();
+                for (int64_t j = 0; j < Tk; ++j) {
+                    float score = dot_product(query, keys + j * k.stride(2), dh);
+                    if (scaling != 1.0) score *= scale;
+                    if (bp) score += bp[b * bs0 + h * bs1 + i * bs2 + j * bs3];
+                    s[j] = score;
+                    top = std::max(top, score);
+                }
+                float* out = op + (b * Tq + i) * H * dh + h * dh;
+                if (top == -std::numeric_limits<float>::infinity() || std::isnan(top)) {
+                    // Every key masked: softmax's NaN (or none, zero_empty_rows), as ATen's path.
+                    for (int64_t j = 0; j < Tk; ++j) w[j] = empty_weight;
+                    for (int64_t d = 0; d < dh; ++d) out[d] = empty_weight;
+                } else {
+                    float total = 0.0F;
+                    for (int64_t j = 0; j < Tk; ++j) total += (w[j] = std::exp(s[j] - top));
+                    for (int64_t j = 0; j < Tk; ++j) w[j] /= total;
+                    for (int64_t d = 0; d < dh; ++d) out[d] = 0.0F;
+                    for (int64_t j = 0; j < Tk; ++j) {
+                        const float wj = w[j];
+                        const float* value = values + j * v.stride(2);
+                        for (int64_t d = 0; d < dh; ++d) out[d] += wj * value[d];
+                    }
+                }
+                if (!gate.empty())
+                    for (int64_t d = 0; d < dh; ++d) out[d] *= gate[static_cast<size_t>(h)];
+            }
+        }
+    AttendedHeads result;
+    result.merged = std::move(merged);
+    if (keep) {
+        result.weights = std::move(weights);
+        result.scores = std::move(scores);
+    }
+    return result;
+}
+
+}  // namespace
+
 AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scaling,
                            const torch::Tensor& bias, double dropout, bool training, bool keep,
                            const torch::Tensor& weights_given, const torch::Tensor& keep_heads, bool zero_empty_rows) {
@@ -196,6 +326,8 @@ AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const
         }
         return out;
     }
+    if (attend_heads_in_loops(q, k, v, bias, dropout > 0 && training, weights_given, keep_heads))
+        return attend_few_queries(q, k, v, scaling, bias, keep, keep_heads, zero_empty_rows);
     auto scores = torch::matmul(q, k.transpose(2, 3));  // [B, h, Tq, Tk]
     // In place: the same values without two more [B, h, Tq, Tk] tensors (50 MB a layer for a
     // 1,024-token source of 12 heads); the product's backward needs q and k, not its output.

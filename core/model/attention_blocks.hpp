@@ -97,6 +97,14 @@ AttendedHeads attend_heads(const torch::Tensor& q, const torch::Tensor& k, const
                            const torch::Tensor& weights_given = {}, const torch::Tensor& keep_heads = {},
                            bool zero_empty_rows = false);
 
+/// Whether attend_heads computes (q, k, v, bias) in its own loops rather than through ATen (for
+/// the tests): a decoder step's few queries (at most 16 positions) over at most 256 keys, dense
+/// float CPU tensors whose heads' dh are contiguous, no gradient recorded, no dropout applied,
+/// no weights given, a float bias that broadcasts to the scores and keep_heads of h values.
+bool attend_heads_in_loops(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& bias, bool dropping, const torch::Tensor& weights_given,
+                           const torch::Tensor& keep_heads);
+
 /// Appends a decoder step's maps of one attention layer to `maps`, one per head: weights and
 /// scores (optional) [B, h, 1, K] -> [B, K] each, views. (A BART-base-sized step keeps 144 of
 /// them: the layer's row is taken once, not once a head.)

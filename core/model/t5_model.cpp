@@ -22,11 +22,39 @@ constexpr float k_t5_neg_inf = -std::numeric_limits<float>::infinity();
 /// x W^T without bias: a decoder step's few rows on both threads (few_rows_linear), the rest through ATen.
 torch::Tensor t5_project(const torch::Tensor& weight, const torch::Tensor& x) { return precision_linear(x, weight); }
 
-/// T5LayerNorm: no mean, no bias; the variance in float32.
+}  // namespace
+
+// In one loop a row where it can: ATen's way is seven dispatched operations (~20 us in all, most
+// of it the mean's), three times in each of a step's layers, for 768 numbers. The squares are
+// summed in double.
 torch::Tensor t5_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-    const auto variance = x.to(torch::kFloat).pow(2).mean(-1, /*keepdim=*/true);
-    return weight * (x * torch::rsqrt(variance + eps));
+    const bool plain = x.device().is_cpu() && weight.device().is_cpu() && x.scalar_type() == torch::kFloat &&
+                       weight.scalar_type() == torch::kFloat && x.layout() == torch::kStrided &&
+                       weight.layout() == torch::kStrided && x.dim() >= 1 && x.is_contiguous() &&
+                       weight.is_contiguous() && weight.dim() == 1 && weight.size(0) == x.size(-1) &&
+                       !(torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()));
+    if (!plain) {
+        const auto variance = x.to(torch::kFloat).pow(2).mean(-1, /*keepdim=*/true);
+        return weight * (x * torch::rsqrt(variance + eps));
+    }
+    auto out = torch::empty_like(x, torch::MemoryFormat::Contiguous);
+    const int64_t d = x.size(-1), rows = d > 0 ? x.numel() / d : 0;
+    const float* xp = x.data_ptr<float>();
+    const float* wp = weight.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* row = xp + r * d;
+        double squares = 0.0;
+        for (int64_t i = 0; i < d; ++i) squares += static_cast<double>(row[i]) * row[i];
+        const float variance = static_cast<float>(squares / static_cast<double>(d));
+        const float scale = 1.0F / std::sqrt(variance + static_cast<float>(eps));
+        float* o = op + r * d;
+        for (int64_t i = 0; i < d; ++i) o[i] = wp[i] * (row[i] * scale);
+    }
+    return out;
 }
+
+namespace {
 
 struct T5Heads {
     torch::Tensor out;      ///< [B, T, d] after o

@@ -60,6 +60,12 @@ struct T5BlockWeights {
 /// T5Attention._relative_position_bucket, computed alike (the logarithmic part in float).
 torch::Tensor t5_relative_bucket(const torch::Tensor& rel, bool bidirectional, int64_t num_buckets, int64_t max_distance);
 
+/// T5LayerNorm (transformers' T5LayerNorm): x over the root of its mean square (in float32, plus
+/// eps) times weight [d]; no mean subtracted, no bias. Dense float rows on the CPU with no gradient
+/// recorded are computed in one loop a row, anything else through ATen (the same values up to float
+/// rounding).
+torch::Tensor t5_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
 class T5Impl : public EncoderDecoder {
 public:
     /// filled: zeros (norms ones); else allocated, never written (a model folder's weights replace them).

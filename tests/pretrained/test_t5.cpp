@@ -192,6 +192,35 @@ TEST_CASE("a T5 config.json field attnviz cannot use is refused in one line nami
     CHECK_THROWS_WITH(load_model(bare), Catch::Contains("has no spiece.model") && Catch::Contains("or tokenizer.json"));
 }
 
+TEST_CASE("T5's RMS norm in one loop a row gives ATen's values, and ATen's path where a gradient is recorded",
+          "[t5]") {
+    torch::manual_seed(21);
+    const auto weight = torch::randn({37});
+    for (const auto& x : {torch::randn({1, 1, 37}) * 30, torch::randn({3, 5, 37}), torch::zeros({2, 37})}) {
+        const auto want = weight * (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6));
+        torch::Tensor got;
+        {
+            torch::NoGradGuard no_grad;
+            got = t5_rms_norm(x, weight, 1e-6);
+        }
+        CHECK(got.sizes() == x.sizes());
+        CHECK(torch::allclose(got, want, 1e-5, 1e-6));
+        // Recording a gradient: ATen's operations, so that backward reaches the weight.
+        const auto w = weight.clone().requires_grad_(true);
+        t5_rms_norm(x, w, 1e-6).sum().backward();
+        REQUIRE(w.grad().defined());
+        CHECK(torch::allclose(w.grad(), (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6)).reshape({-1, 37}).sum(0),
+                              1e-4, 1e-4));
+    }
+    // Not contiguous, or double: ATen's operations, the same values.
+    const auto x = torch::randn({37, 4}).t();
+    torch::NoGradGuard no_grad;
+    CHECK(torch::allclose(t5_rms_norm(x, weight, 1e-6), weight * (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6)),
+                          1e-5, 1e-6));
+    const auto xd = x.to(torch::kDouble);
+    CHECK(t5_rms_norm(xd, weight.to(torch::kDouble), 1e-6).scalar_type() == torch::kDouble);
+}
+
 TEST_CASE("T5's buckets are transformers' at every distance, both directions", "[t5]") {
     // t5-small's 32 buckets over 128 positions; the values transformers 5.24's
     // T5Attention._relative_position_bucket gives for these distances (8 exact buckets a side in the
