@@ -590,6 +590,17 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
     return bias.defined() ? y + bias : y;
 }
 
+std::vector<torch::Tensor> precision_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
+                                             const std::vector<torch::Tensor>& biases) {
+    bool plain = true;
+    for (const auto& w : weights) plain = plain && !is_converted(w.scalar_type());
+    if (plain) return few_rows_linears(x, weights, biases);
+    std::vector<torch::Tensor> out;
+    for (size_t i = 0; i < weights.size(); ++i)
+        out.push_back(precision_linear(x, weights[i], i < biases.size() ? biases[i] : torch::Tensor()));
+    return out;
+}
+
 torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
     return precision_linear(x, layer->weight, layer->bias);
 }

@@ -150,6 +150,11 @@ void check_trainable_precision(const torch::nn::Module& network, const std::stri
 /// x [..., in] W^T + bias for a weight [out, in] in any of the precisions (float32: few_rows_linear,
 /// small_linear.hpp); float result.
 torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+/// precision_linear(x, weights[i], biases[i]) for every i (biases: empty or one each, optional):
+/// float32 weights as one few_rows_linears job (a self-attention's q, k and v against one x),
+/// converted ones one at a time.
+std::vector<torch::Tensor> precision_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
+                                             const std::vector<torch::Tensor>& biases = {});
 /// A Linear layer's forward in its precision.
 torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tensor& x);
 /// layer->forward(x) exactly (ATen) for a float32 layer, precision_linear for a converted one.

@@ -542,9 +542,12 @@ StepOutput PretrainedImpl::step(const torch::Tensor& tokens, DecoderCache& cache
         auto& ca = *layer->encoder_attn;
         auto residual = y;
         auto h = c.normalize_before ? layer->self_attn_layer_norm->forward(y) : y;
-        auto k = sa.split_heads(project(sa.k_proj, h)), v = sa.split_heads(project(sa.v_proj, h));
+        // One job for q, k and v: one x, three weights.
+        const auto qkv = precision_linears(h, {sa.q_proj->weight, sa.k_proj->weight, sa.v_proj->weight},
+                                           {sa.q_proj->bias, sa.k_proj->bias, sa.v_proj->bias});
+        auto k = sa.split_heads(qkv[1]), v = sa.split_heads(qkv[2]);
         const auto keys = cache.self_k[i].append(k), values = cache.self_v[i].append(v);
-        self[i] = attend(sa, sa.split_heads(project(sa.q_proj, h)), keys, values, {}, 0.0, false,
+        self[i] = attend(sa, sa.split_heads(qkv[0]), keys, values, {}, 0.0, false,
                          true, {},
                          gate_row(head_gates(), AttentionKind::decoder_self, l,
                                   heads_switched_off(intervention, AttentionKind::decoder_self, l, H), y.device()));

@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -148,15 +150,31 @@ KernelFn dot_kernel(int64_t rows, int64_t K) {
     }
 }
 
-/// One few-row product: `kernel` over runs of `chunk` output features, `chunks` of them.
+/// The most weights one job takes (few_rows_linears: a self-attention's q, k and v).
+constexpr int k_job_parts = 4;
+
+/// One few-row job: `kernel` over runs of `chunk` output features of each of its weights (parts,
+/// all against the same x), `chunks` runs in all, a part's runs after the part before it.
 struct KernelJob {
+    struct Part {
+        const float* w = nullptr;
+        float* out = nullptr;
+        int64_t N = 0;
+        int64_t first = 0;  ///< the job's run this part's first run is
+    };
     KernelFn kernel = nullptr;
     const float* x = nullptr;
-    const float* w = nullptr;
-    float* out = nullptr;
-    int64_t R = 0, K = 0, N = 0, chunk = 0, chunks = 0;
+    Part parts[k_job_parts];
+    int count = 0;  ///< parts in use
+    int64_t R = 0, K = 0, chunk = 0, chunks = 0;
     unsigned csr = 0;  ///< the asking thread's floating-point mode (MXCSR: denormals flushed or not)
-    void run(int64_t c) const { kernel(x, w, out, R, K, N, c * chunk, std::min(N, (c + 1) * chunk)); }
+    void run(int64_t c) const {
+        int p = count - 1;
+        while (p > 0 && c < parts[p].first) --p;
+        const Part& part = parts[p];
+        const int64_t local = c - part.first;
+        kernel(x, part.w, part.out, R, K, part.N, local * chunk, std::min(part.N, (local + 1) * chunk));
+    }
 };
 
 /// Threads of our own that take runs of a few-row product beside the thread that asked for it,
@@ -259,29 +277,37 @@ thread_local int t_kernel_threads = 0;
 /// of 128 features, and every helper spins between products.
 constexpr int k_kernel_threads = 4;
 
-/// out [R, N] = x [R, K] against weight's data, R = x's rows, by `kernel` over runs of `chunk`
-/// output features (weight rows) shared among the threads.
-torch::Tensor run_kernel(KernelFn kernel, const torch::Tensor& x, const torch::Tensor& weight, int64_t chunk) {
-    const int64_t R = x.size(0), K = x.size(1), N = weight.size(0);
+/// out_i [R, N_i] = x [R, K] against each weight's data (at most k_job_parts), R = x's rows, by
+/// `kernel` over runs of `chunk` output features (weight rows) of all of them, shared among the
+/// threads as one job: one hand-over and one last run to wait for, not one a weight.
+std::vector<torch::Tensor> run_kernel(KernelFn kernel, const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
+                                      int64_t chunk) {
+    const int64_t R = x.size(0), K = x.size(1);
     const auto xc = x.contiguous();
-    auto out = torch::empty({R, N}, xc.options());
+    std::vector<torch::Tensor> outs;
     KernelJob job;
     job.kernel = kernel;
     job.x = xc.data_ptr<float>();
-    job.w = weight.data_ptr<float>();
-    job.out = out.data_ptr<float>();
     job.R = R;
     job.K = K;
-    job.N = N;
     job.chunk = chunk;
-    job.chunks = (N + chunk - 1) / chunk;
+    for (const auto& weight : weights) {
+        const int64_t N = weight.size(0);
+        outs.push_back(torch::empty({R, N}, xc.options()));
+        KernelJob::Part& part = job.parts[job.count++];
+        part.w = weight.data_ptr<float>();
+        part.out = outs.back().data_ptr<float>();
+        part.N = N;
+        part.first = job.chunks;
+        job.chunks += (N + chunk - 1) / chunk;
+    }
     job.csr = _mm_getcsr();
     if (t_kernel_threads >= 2 && job.chunks >= 2 && KernelHelpers::instance().run(job, t_kernel_threads - 1))
-        return out;
+        return outs;
     at::parallel_for(0, job.chunks, 1, [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) job.run(c);
     });
-    return out;
+    return outs;
 }
 
 #endif
@@ -474,10 +500,21 @@ bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight
     return plain_few_rows(x, weight) && weight.is_contiguous();  // row-major [out, in]
 }
 
-torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
+                                            const std::vector<torch::Tensor>& biases) {
+    if (!biases.empty() && biases.size() != weights.size())
+        throw std::logic_error("few_rows_linears: " + std::to_string(biases.size()) + " biases for " +
+                               std::to_string(weights.size()) + " weights");
+    auto bias = [&](size_t i) { return biases.empty() ? torch::Tensor() : biases[i]; };
     const bool flat = x.dim() == 2;
     const auto x2 = flat ? x : x.reshape({-1, x.size(-1)});
-    if (!few_rows_linear_applies(x2, weight)) return torch::nn::functional::linear(x, weight, bias);
+    bool together = !weights.empty();
+    for (const auto& w : weights) together = together && few_rows_linear_applies(x2, w);
+    std::vector<torch::Tensor> outs;
+    if (!together) {
+        for (size_t i = 0; i < weights.size(); ++i) outs.push_back(torch::nn::functional::linear(x, weights[i], bias(i)));
+        return outs;
+    }
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     // Up to 8 rows: runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512
     // projection in 4 tasks, so that both threads read it (MKL's matrix-vector product used one).
@@ -485,15 +522,29 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
     // L2 by each block of rows (tiled), at least 12 runs of a 768-wide layer for the threads.
     const int64_t rows = x2.size(0), K = x2.size(1);
     const int64_t chunk = rows <= k_small_linear_rows ? 128 : std::max<int64_t>(12, 49152 / std::max<int64_t>(K, 1) / 3 * 3);
-    auto out = run_kernel(dot_kernel(rows, K), x2, weight, chunk);
-    if (bias.defined()) out.add_(bias);
-    if (flat) return out;
-    auto shape = x.sizes().vec();
-    shape.back() = weight.size(0);
-    return out.view(shape);
+    for (size_t first = 0; first < weights.size(); first += k_job_parts) {
+        const std::vector<torch::Tensor> part(weights.begin() + static_cast<std::ptrdiff_t>(first),
+                                              weights.begin() + static_cast<std::ptrdiff_t>(
+                                                                    std::min(weights.size(), first + k_job_parts)));
+        for (auto& out : run_kernel(dot_kernel(rows, K), x2, part, chunk)) outs.push_back(std::move(out));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+        if (bias(i).defined()) outs[i].add_(bias(i));
+        if (flat) continue;
+        auto shape = x.sizes().vec();
+        shape.back() = weights[i].size(0);
+        outs[i] = outs[i].view(shape);
+    }
+    return outs;
 #else
-    return torch::nn::functional::linear(x, weight, bias);
+    for (size_t i = 0; i < weights.size(); ++i) outs.push_back(torch::nn::functional::linear(x, weights[i], bias(i)));
+    return outs;
 #endif
+}
+
+torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+    return few_rows_linears(x, {weight}, bias.defined() ? std::vector<torch::Tensor>{bias} : std::vector<torch::Tensor>{})
+        .front();
 }
 
 }  // namespace attnviz

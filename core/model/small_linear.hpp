@@ -18,6 +18,7 @@
 // rows beside it or the threads, so a row's values do not depend on them; they differ from MKL's
 // in float rounding only (the tests compare the two).
 #include <optional>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -44,6 +45,14 @@ constexpr int64_t k_tiled_linear_rows = 32;
 /// is one dot product summed in the same order whatever the rows beside it.
 torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias = {});
+
+/// few_rows_linear(x, weights[i], biases[i]) for every i (biases: empty, or one per weight, each
+/// optional), the same values bit for bit. Where few_rows_linear computes them all itself, they run
+/// as one job (up to 4 weights a job): a self-attention's q, k and v, or a gated feed-forward's two
+/// input projections, share one hand-over to the helpers and one wait for the last run, instead
+/// of one each. std::logic_error when biases has another count.
+std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
+                                            const std::vector<torch::Tensor>& biases = {});
 
 /// Whether few_rows_linear computes (x as [rows, in], weight) itself (for the tests).
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);

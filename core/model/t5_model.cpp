@@ -211,8 +211,13 @@ torch::Tensor T5Impl::embed_target(const torch::Tensor& tgt) { return t5_lookup(
 
 torch::Tensor T5Impl::feed_forward(const T5BlockWeights& b, const torch::Tensor& x) const {
     const auto& c = hf();
-    torch::Tensor hidden = t5().gated ? activate(c.activation, t5_project(b.wi_0, x)) * t5_project(b.wi_1, x)
-                                      : activate(c.activation, t5_project(b.wi, x));
+    torch::Tensor hidden;
+    if (t5().gated) {
+        const auto in = precision_linears(x, {b.wi_0, b.wi_1});  // one job: one x, two weights
+        hidden = activate(c.activation, in[0]) * in[1];
+    } else {
+        hidden = activate(c.activation, t5_project(b.wi, x));
+    }
     if (dropout_p() > 0) hidden = torch::dropout(hidden, dropout_p(), true);
     return t5_project(b.wo, hidden);
 }
@@ -382,9 +387,10 @@ StepOutput T5Impl::step(const torch::Tensor& tokens, DecoderCache& cache_in, con
         const auto i = static_cast<size_t>(l);
         const auto& b = decoder_blocks[i];
         auto h = t5_rms_norm(y, b.self_norm, c.layer_norm_eps);
-        auto k = t5_split(t5_project(b.self.k, h), H), v = t5_split(t5_project(b.self.v, h), H);
+        const auto qkv = precision_linears(h, {b.self.q, b.self.k, b.self.v});  // one job: one x, three weights
+        auto k = t5_split(qkv[1], H), v = t5_split(qkv[2], H);
         const auto keys = cache.self_k[i].append(k), values = cache.self_v[i].append(v);
-        self[i] = t5_attend(b.self.o, t5_split(t5_project(b.self.q, h), H), keys, values, self_bias,
+        self[i] = t5_attend(b.self.o, t5_split(qkv[0], H), keys, values, self_bias,
                             0.0, false, true, {},
                             gate_row(head_gates(), AttentionKind::decoder_self, l,
                                      heads_switched_off(intervention, AttentionKind::decoder_self, l, H), y.device()));

@@ -297,3 +297,49 @@ TEST_CASE("MKL runs a vector code path on an AMD CPU with AVX2 and FMA, and its 
     const auto y = torch::nn::functional::linear(x.to(torch::kFloat), w.to(torch::kFloat));
     CHECK(torch::allclose(y.to(torch::kDouble), torch::mm(x, w.t()), 1e-4, 1e-3));
 }
+
+TEST_CASE("few_rows_linears: several weights against one x as one job, each few_rows_linear's values to the bit, "
+          "on one thread and on the step's helpers",
+          "[decode][beam]") {
+    torch::manual_seed(14);
+    const int64_t in = 300;
+    // A self-attention's q, k and v (with biases), a gated feed-forward's two, and more weights than
+    // one job takes; widths no multiple of the runs.
+    std::vector<torch::Tensor> weights, biases;
+    for (const int64_t out : {300, 300, 300, 517, 517, 7})
+        weights.push_back(torch::randn({out, in})), biases.push_back(torch::randn({out}));
+    for (const int64_t rows : {1, 3, 8, 12}) {
+        CAPTURE(rows);
+        const auto x = torch::randn({rows, 1, in});
+        std::vector<torch::Tensor> want;
+        for (size_t i = 0; i < weights.size(); ++i) want.push_back(few_rows_linear(x, weights[i], biases[i]));
+        auto check = [&](const std::vector<torch::Tensor>& got, bool with_bias) {
+            REQUIRE(got.size() == weights.size());
+            for (size_t i = 0; i < got.size(); ++i) {
+                CAPTURE(i);
+                REQUIRE(got[i].sizes() == want[i].sizes());
+                CHECK(torch::equal(got[i], with_bias ? want[i] : few_rows_linear(x, weights[i])));
+            }
+        };
+        {
+            ThreadCount one(1);
+            check(few_rows_linears(x, weights, biases), true);
+            check(few_rows_linears(x, weights), false);
+        }
+        ThreadCount two(2);
+        attnviz::forget_step_threads();
+        (void)timed_steps(k_small_linear_rows, 12, 30, 2);  // the kernels on the helpers from here
+        const attnviz::FewRowsStepThreads step(rows);
+        if (rows <= k_small_linear_rows) CHECK(few_rows_kernel_threads() == 2);  // else OpenMP's threads
+        check(few_rows_linears(x, weights, biases), true);
+        attnviz::forget_step_threads();
+    }
+    // ATen's linear for each where one weight is not the kernels' (here a strided one), the same values.
+    const auto x = torch::randn({2, in});
+    const auto strided = torch::randn({in, 40}).t();
+    const auto mixed = few_rows_linears(x, {weights[0], strided});
+    CHECK(torch::allclose(mixed[0], torch::nn::functional::linear(x, weights[0]), 1e-5, 1e-4));
+    CHECK(torch::allclose(mixed[1], torch::nn::functional::linear(x, strided), 1e-5, 1e-4));
+    CHECK(few_rows_linears(x, {}).empty());
+    CHECK_THROWS_AS(few_rows_linears(x, weights, {biases[0]}), std::logic_error);
+}
