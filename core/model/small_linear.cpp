@@ -511,10 +511,11 @@ std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::v
     bool together = !weights.empty();
     for (const auto& w : weights) together = together && few_rows_linear_applies(x2, w);
     std::vector<torch::Tensor> outs;
-    if (!together) {
+    auto through_aten = [&] {
         for (size_t i = 0; i < weights.size(); ++i) outs.push_back(torch::nn::functional::linear(x, weights[i], bias(i)));
         return outs;
-    }
+    };
+    if (!together) return through_aten();
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     // Up to 8 rows: runs of 128 output features (256 KB of a 512-wide weight): a 512 x 512
     // projection in 4 tasks, so that both threads read it (MKL's matrix-vector product used one).
@@ -537,8 +538,7 @@ std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::v
     }
     return outs;
 #else
-    for (size_t i = 0; i < weights.size(); ++i) outs.push_back(torch::nn::functional::linear(x, weights[i], bias(i)));
-    return outs;
+    return through_aten();
 #endif
 }
 
