@@ -209,7 +209,10 @@ bool attend_heads_in_loops(const torch::Tensor& q, const torch::Tensor& k, const
         if (!bias.device().is_cpu() || bias.scalar_type() != torch::kFloat || bias.dim() > 4 ||
             bias.layout() != torch::kStrided)
             return false;
-        if (at::infer_size({B, H, Tq, Tk}, bias.sizes()) != std::vector<int64_t>{B, H, Tq, Tk}) return false;
+        // Broadcasts to the scores as they are: each of its sizes, from the right, 1 or the scores'.
+        const int64_t scores[4] = {B, H, Tq, Tk};
+        for (int64_t d = 1; d <= bias.dim(); ++d)
+            if (bias.size(-d) != 1 && bias.size(-d) != scores[4 - d]) return false;
     }
     return !keep_heads.defined() || keep_heads.numel() == H;
 }
@@ -275,7 +278,7 @@ AttendedHeads attend_few_queries(const torch::Tensor& q, const torch::Tensor& k,
                     top = std::max(top, score);
                 }
                 float* out = op + (b * Tq + i) * H * dh + h * dh;
-                if (top == -std::numeric_limits<float>::infinity() || std::isnan(top)) {
+                if (top == -std::numeric_limits<float>::infinity()) {
                     // Every key masked: softmax's NaN (or none, zero_empty_rows), as ATen's path.
                     for (int64_t j = 0; j < Tk; ++j) w[j] = empty_weight;
                     for (int64_t d = 0; d < dh; ++d) out[d] = empty_weight;

@@ -590,8 +590,7 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
     return bias.defined() ? y + bias : y;
 }
 
-std::vector<torch::Tensor> precision_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
-                                             const std::vector<torch::Tensor>& biases) {
+std::vector<torch::Tensor> precision_linears(const torch::Tensor& x, at::TensorList weights, at::TensorList biases) {
     bool plain = true;
     for (const auto& w : weights) plain = plain && !is_converted(w.scalar_type());
     if (plain) return few_rows_linears(x, weights, biases);

@@ -153,8 +153,7 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
 /// precision_linear(x, weights[i], biases[i]) for every i (biases: empty or one each, optional):
 /// float32 weights as one few_rows_linears job (a self-attention's q, k and v against one x),
 /// converted ones one at a time.
-std::vector<torch::Tensor> precision_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
-                                             const std::vector<torch::Tensor>& biases = {});
+std::vector<torch::Tensor> precision_linears(const torch::Tensor& x, at::TensorList weights, at::TensorList biases = {});
 /// A Linear layer's forward in its precision.
 torch::Tensor precision_linear(const torch::nn::Linear& layer, const torch::Tensor& x);
 /// layer->forward(x) exactly (ATen) for a float32 layer, precision_linear for a converted one.

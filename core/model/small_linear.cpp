@@ -280,8 +280,7 @@ constexpr int k_kernel_threads = 4;
 /// out_i [R, N_i] = x [R, K] against each weight's data (at most k_job_parts), R = x's rows, by
 /// `kernel` over runs of `chunk` output features (weight rows) of all of them, shared among the
 /// threads as one job: one hand-over and one last run to wait for, not one a weight.
-std::vector<torch::Tensor> run_kernel(KernelFn kernel, const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
-                                      int64_t chunk) {
+std::vector<torch::Tensor> run_kernel(KernelFn kernel, const torch::Tensor& x, at::TensorList weights, int64_t chunk) {
     const int64_t R = x.size(0), K = x.size(1);
     const auto xc = x.contiguous();
     std::vector<torch::Tensor> outs;
@@ -500,12 +499,12 @@ bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight
     return plain_few_rows(x, weight) && weight.is_contiguous();  // row-major [out, in]
 }
 
-std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
-                                            const std::vector<torch::Tensor>& biases) {
+std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, at::TensorList weights, at::TensorList biases) {
     if (!biases.empty() && biases.size() != weights.size())
         throw std::logic_error("few_rows_linears: " + std::to_string(biases.size()) + " biases for " +
                                std::to_string(weights.size()) + " weights");
-    auto bias = [&](size_t i) { return biases.empty() ? torch::Tensor() : biases[i]; };
+    const torch::Tensor none;
+    auto bias = [&](size_t i) -> const torch::Tensor& { return biases.empty() ? none : biases[i]; };
     const bool flat = x.dim() == 2;
     const auto x2 = flat ? x : x.reshape({-1, x.size(-1)});
     bool together = !weights.empty();
@@ -524,9 +523,7 @@ std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::v
     const int64_t rows = x2.size(0), K = x2.size(1);
     const int64_t chunk = rows <= k_small_linear_rows ? 128 : std::max<int64_t>(12, 49152 / std::max<int64_t>(K, 1) / 3 * 3);
     for (size_t first = 0; first < weights.size(); first += k_job_parts) {
-        const std::vector<torch::Tensor> part(weights.begin() + static_cast<std::ptrdiff_t>(first),
-                                              weights.begin() + static_cast<std::ptrdiff_t>(
-                                                                    std::min(weights.size(), first + k_job_parts)));
+        const auto part = weights.slice(first, std::min<size_t>(k_job_parts, weights.size() - first));
         for (auto& out : run_kernel(dot_kernel(rows, K), x2, part, chunk)) outs.push_back(std::move(out));
     }
     for (size_t i = 0; i < outs.size(); ++i) {
@@ -543,8 +540,7 @@ std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::v
 }
 
 torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-    return few_rows_linears(x, {weight}, bias.defined() ? std::vector<torch::Tensor>{bias} : std::vector<torch::Tensor>{})
-        .front();
+    return few_rows_linears(x, at::TensorList(weight), at::TensorList(bias)).front();  // no copies of either
 }
 
 }  // namespace attnviz

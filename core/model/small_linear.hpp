@@ -51,8 +51,7 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 /// as one job (up to 4 weights a job): a self-attention's q, k and v, or a gated feed-forward's two
 /// input projections, share one hand-over to the helpers and one wait for the last run, instead
 /// of one each. std::logic_error when biases has another count.
-std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
-                                            const std::vector<torch::Tensor>& biases = {});
+std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, at::TensorList weights, at::TensorList biases = {});
 
 /// Whether few_rows_linear computes (x as [rows, in], weight) itself (for the tests).
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
