@@ -52,11 +52,11 @@ DecodeOptions TranslationModel::decode_defaults() const {
     if (!spec || !m_tokenizer->pretrained()) return d;
     const GenerationConfig& g = spec->generation;
     // The model's ids -> attnviz's (core/config/pretrained_config.hpp's PretrainedSpec).
-    const auto layout = m_tokenizer->pretrained_layout(/*target=*/true);
+    const auto rows = m_tokenizer->pretrained_rows(/*target=*/true);
     std::vector<int64_t> to_attnviz(static_cast<size_t>(std::max<int64_t>(spec->model.target_vocab_size(), 1)), -1);
-    for (size_t i = 0; i < layout.rows.size(); ++i)
-        if (layout.rows[i] >= 0 && layout.rows[i] < static_cast<int64_t>(to_attnviz.size()))
-            to_attnviz[static_cast<size_t>(layout.rows[i])] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < rows.size(); ++i)
+        if (rows[i] >= 0 && rows[i] < static_cast<int64_t>(to_attnviz.size()))
+            to_attnviz[static_cast<size_t>(rows[i])] = static_cast<int64_t>(i);
     auto id = [&](int64_t model_id) {
         return model_id >= 0 && model_id < static_cast<int64_t>(to_attnviz.size()) ? to_attnviz[static_cast<size_t>(model_id)] : -1;
     };

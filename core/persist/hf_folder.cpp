@@ -481,7 +481,7 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
         if (ec) throw FileError("cannot create the folder of " + quote(dir_in, 300) + ": " + ec.message());
     }
     const PretrainedConfig& c = spec->model;
-    const auto src_layout = model.tokenizer().pretrained_layout(false), tgt_layout = model.tokenizer().pretrained_layout(true);
+    const auto src_rows = model.tokenizer().pretrained_rows(false), tgt_rows = model.tokenizer().pretrained_rows(true);
     // Every path first: nothing is written when one cannot be.
     const auto files = model.tokenizer().pretrained()->files();
     std::vector<std::pair<std::string, std::string>> outputs;
@@ -493,12 +493,12 @@ void save_model_folder(const TranslationModel& model, const std::string& dir_in)
         torch::Tensor t = named[p.module].detach().to(torch::kCPU, torch::kFloat);
         if (p.rows != VocabRows::none) {
             // Back to the model's order: attnviz id i holds model row rows[i] (<bos>: none).
-            const auto& layout = p.rows == VocabRows::source ? src_layout : tgt_layout;
+            const auto& rows = p.rows == VocabRows::source ? src_rows : tgt_rows;
             const int64_t dim = p.file == "final_logits_bias" ? 1 : 0;
             const int64_t model_rows = p.rows == VocabRows::source ? c.vocab_size : c.target_vocab_size();
             std::vector<int64_t> ids, to;
-            for (size_t i = 0; i < layout.rows.size(); ++i)
-                if (layout.rows[i] >= 0) ids.push_back(static_cast<int64_t>(i)), to.push_back(layout.rows[i]);
+            for (size_t i = 0; i < rows.size(); ++i)
+                if (rows[i] >= 0) ids.push_back(static_cast<int64_t>(i)), to.push_back(rows[i]);
             std::vector<int64_t> shape = t.sizes().vec();
             shape[static_cast<size_t>(dim)] = model_rows;
             auto out = torch::zeros(shape);

@@ -671,7 +671,8 @@ PretrainedVocabLayout PretrainedTokenizer::vocab_layout(bool target, int64_t row
     const auto& tokens = id_tokens(target);
     PretrainedVocabLayout v;
     v.names = {Vocab::pad_token, Vocab::bos_token, Vocab::eos_token, Vocab::unk_token};
-    v.rows = {pad_id, -1, eos_id, unk_id};
+    v.rows = layout_rows(rows, pad_id, eos_id, unk_id);
+    v.names.reserve(v.rows.size());
     std::unordered_set<std::string> taken(v.names.begin(), v.names.end());
     auto token_of = [&](int64_t id) { return id < static_cast<int64_t>(tokens.size()) ? tokens[static_cast<size_t>(id)] : std::string(); };
     for (const auto& [id, name] : {std::pair{pad_id, Vocab::pad_token}, std::pair{eos_id, Vocab::eos_token},
@@ -707,9 +708,16 @@ PretrainedVocabLayout PretrainedTokenizer::vocab_layout(bool target, int64_t row
             v.from_name[name] = token;
         }
         v.names.push_back(std::move(name));
-        v.rows.push_back(id);
     }
     return v;
+}
+
+std::vector<int64_t> PretrainedTokenizer::layout_rows(int64_t rows, int64_t pad_id, int64_t eos_id, int64_t unk_id) {
+    std::vector<int64_t> out = {pad_id, -1, eos_id, unk_id};
+    out.reserve(static_cast<size_t>(std::max<int64_t>(rows, 0)) + 4);
+    for (int64_t id = 0; id < rows; ++id)
+        if (id != pad_id && id != eos_id && id != unk_id) out.push_back(id);
+    return out;
 }
 
 json PretrainedTokenizer::to_json() const {

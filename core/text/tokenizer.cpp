@@ -171,6 +171,12 @@ PretrainedVocabLayout Tokenizer::pretrained_layout(bool target) const {
                                       m_rows.eos_id, m_rows.unk_id);
 }
 
+std::vector<int64_t> Tokenizer::pretrained_rows(bool target) const {
+    if (!m_pretrained) throw ConfigError("tokenizer: not a pretrained model's");
+    return PretrainedTokenizer::layout_rows(target ? m_rows.target_rows : m_rows.source_rows, m_rows.pad_id, m_rows.eos_id,
+                                            m_rows.unk_id);
+}
+
 std::string Tokenizer::pretrained_name(const std::string& model_token, bool target) const {
     const auto& names = target ? m_tgt_names : m_src_names;
     const auto it = names.find(model_token);

@@ -81,6 +81,8 @@ public:
     /// The vocabulary layout of one side (core/text/pretrained_tokenizer.hpp); ConfigError for
     /// attnviz's own tokenizers.
     PretrainedVocabLayout pretrained_layout(bool target) const;
+    /// pretrained_layout(target).rows alone (attnviz id -> the model's row), without naming the tokens.
+    std::vector<int64_t> pretrained_rows(bool target) const;
     /// Whether pretrained_layout(true) equals pretrained_layout(false): one vocabulary, the same rows.
     bool pretrained_sides_equal() const;
     /// A pretrained model's token as attnviz's vocabulary names it (the token itself but for a few).

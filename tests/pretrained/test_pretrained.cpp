@@ -57,6 +57,7 @@ struct IdMap {
     std::map<int64_t, int64_t> to_attnviz;
     IdMap(const TranslationModel& m, bool target) {
         to_model = m.tokenizer().pretrained_layout(target).rows;
+        REQUIRE(m.tokenizer().pretrained_rows(target) == to_model);  // the rows alone, as the names' layout has them
         for (size_t i = 0; i < to_model.size(); ++i)
             if (to_model[i] >= 0) to_attnviz[to_model[i]] = static_cast<int64_t>(i);
     }
