@@ -116,10 +116,11 @@ void PrecisionFlag::add_to(CLI::App& app) {
         ->check(CLI::IsMember({"fp32", "bf16", "int8"}))
         ->default_str("fp32");
     app.add_option("--int8-kernels", kernels,
-                   "the int8 products' kernels: auto (default: oneDNN's for batches of 32 rows and more on a CPU "
-                   "with AMX-INT8, fbgemm's otherwise), fbgemm or onednn")
-        ->type_name("auto|fbgemm|onednn")
-        ->check(CLI::IsMember({"auto", "fbgemm", "onednn"}))
+                   "the int8 products' kernels: auto (default: below 32 rows (batch x beam) rowwise, attnviz's own "
+                   "on the int8 rows as they are, nothing packed at opening; from 32 rows oneDNN's on a CPU with "
+                   "AMX-INT8, fbgemm's otherwise), fbgemm, onednn or rowwise")
+        ->type_name("auto|fbgemm|onednn|rowwise")
+        ->check(CLI::IsMember({"auto", "fbgemm", "onednn", "rowwise"}))
         ->default_str("auto");
 }
 
@@ -134,8 +135,9 @@ void PrecisionFlag::apply(const TranslationModel& model) const {
 TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::string& device) const {
     const torch::Device on = resolve_device(device);
     const InferencePrecision p = parse_inference_precision(name);
-    set_int8_kernels(kernels == "onednn"   ? Int8Kernels::onednn
-                     : kernels == "fbgemm" ? Int8Kernels::fbgemm
+    set_int8_kernels(kernels == "onednn"    ? Int8Kernels::onednn
+                     : kernels == "fbgemm"  ? Int8Kernels::fbgemm
+                     : kernels == "rowwise" ? Int8Kernels::rowwise
                                            : preferred_int8_kernels(rows));
     TranslationModelPtr model = (on.is_cpu() ? load_model(path, p) : load_model(path))->on_device(on);
     apply(*model);  // checkpoints and d2l files are converted here; the RNN and a GPU refused here

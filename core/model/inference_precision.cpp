@@ -38,12 +38,14 @@ namespace {
 struct Int8Weight {
     explicit Int8Weight(c10::weak_intrusive_ptr<c10::StorageImpl> p) : placeholder(std::move(p)) {}
     c10::weak_intrusive_ptr<c10::StorageImpl> placeholder;  ///< the parameter's one-byte storage
-    Int8Kernels kernels = Int8Kernels::fbgemm;              ///< which of the two below stands for it
+    Int8Kernels kernels = Int8Kernels::fbgemm;              ///< which of the three below stands for it
     /// fbgemm: quantized::linear_prepack's results, one per k_int8_pack_rows output rows (a vocabulary
     /// matrix in parts, each packed on its own: below), one for every other weight.
     std::vector<c10::IValue> packed;
     torch::Tensor onednn;      ///< oneDNN: onednn::qlinear_prepack's matrix (opaque, [in, out])
-    torch::Tensor w_scale;     ///< oneDNN: [out] float, the per-channel scales
+    torch::Tensor w_scale;     ///< oneDNN, rowwise: [out] float, the per-channel scales
+    torch::Tensor values;      ///< rowwise: [out, in] int8, the rows as quantized (no packed copy)
+    torch::Tensor sums;        ///< rowwise: [out] int32, each row's sum of values (the activations' zero point)
     torch::Tensor w_zero;      ///< oneDNN: [out] int64 zeros (symmetric weights)
     torch::Tensor rows;                                     ///< [V, d] int8 (lookups only, when no `lookup`)
     torch::Tensor row_scale;                                ///< [V] float (lookups only, when no `lookup`)
@@ -101,7 +103,7 @@ const c10::OperatorHandle& onednn_linear() {
 
 /// The kernels weights converted from now on are packed for (set_int8_kernels).
 std::atomic<Int8Kernels>& conversion_kernels() {
-    static std::atomic<Int8Kernels> k{Int8Kernels::fbgemm};
+    static std::atomic<Int8Kernels> k{preferred_int8_kernels(1)};  // a typed sentence's
     return k;
 }
 
@@ -153,8 +155,13 @@ torch::Tensor fbgemm_product(const torch::Tensor& x, const Int8Weight& e) {
     return y;
 }
 
+/// The steps each side of zero that rowwise products quantize activations to: 63 on every CPU (7
+/// bits: vpmaddubsw's 16-bit pair sums hold 127 x 127 x 2, not 255 x 127 x 2).
+constexpr int k_rowwise_steps = 63;
+
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
+    if (e.kernels == Int8Kernels::rowwise) return e.values.to(torch::kFloat).mul_(e.w_scale.unsqueeze(1));
     if (e.kernels == Int8Kernels::onednn) {
         // oneDNN's packed matrix has no unpacking: the identity's product gives each value times its
         // scale exactly (an input of 1 is one step above the zero point at scale 1: sums of one term).
@@ -197,6 +204,23 @@ torch::Tensor float_block(const WeightRows& rows, int64_t first, int64_t count, 
     return w.to(torch::kFloat).contiguous();
 }
 
+/// Each row's sum of an int8 matrix [out, in]: [out] int32 (q.sum(1, kInt) made an int32 copy of the
+/// whole matrix first: 1 GB for NLLB-600M's vocabulary).
+torch::Tensor row_sums(const torch::Tensor& q) {
+    const int64_t out = q.size(0), in = q.size(1);
+    auto sums = torch::empty({out}, torch::kInt);
+    const int8_t* v = q.data_ptr<int8_t>();
+    int32_t* s = sums.data_ptr<int32_t>();
+    at::parallel_for(0, out, 1024, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+            int32_t sum = 0;
+            for (int64_t k = 0; k < in; ++k) sum += v[r * in + k];
+            s[r] = sum;
+        }
+    });
+    return sums;
+}
+
 /// param [out, in] becomes int8 from `rows`, block by block: the int8 values and their per-row scales
 /// are the whole matrix's quantize_rows_int8 (a row's scale is its own maximum: blocks of rows change
 /// nothing), with no float32 copy of the matrix. `keep_rows`: a vocabulary matrix also read as an
@@ -219,7 +243,19 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
     e->out = out;
     e->in = in;
     e->kernels = int8_kernels();
-    if (e->kernels == Int8Kernels::onednn) {
+    if (e->kernels == Int8Kernels::rowwise) {
+        // The int8 rows are the weight: nothing to pack (fbgemm's packing was most of opening an
+        // int8 model); the lookups' table, where kept, is the same rows.
+        e->sums = row_sums(q);
+        e->values = q;
+        e->w_scale = scale;
+        if (keep_rows && lookup) {
+            e->lookup = lookup;
+        } else if (keep_rows) {
+            e->rows = q;
+            e->row_scale = scale;
+        }
+    } else if (e->kernels == Int8Kernels::onednn) {
         // oneDNN's matrix is a packed copy of q: no unpacking kept, so the lookups' table is q itself.
         torch::jit::Stack stack{q, c10::IValue()};
         onednn_prepack().callBoxed(&stack);
@@ -405,7 +441,14 @@ int int8_activation_steps() {
 #endif
 }
 
-std::string int8_kernels_name(Int8Kernels k) { return k == Int8Kernels::onednn ? "onednn" : "fbgemm"; }
+std::string int8_kernels_name(Int8Kernels k) {
+    switch (k) {
+    case Int8Kernels::onednn: return "onednn";
+    case Int8Kernels::rowwise: return "rowwise";
+    case Int8Kernels::fbgemm: break;
+    }
+    return "fbgemm";
+}
 
 bool cpu_has_amx_int8() {
 #if defined(__x86_64__) && defined(__linux__)
@@ -434,7 +477,8 @@ void set_int8_kernels(Int8Kernels k) { conversion_kernels().store(k); }
 Int8Kernels int8_kernels() { return conversion_kernels().load(); }
 
 Int8Kernels preferred_int8_kernels(int64_t rows) {
-    return rows >= 32 && cpu_has_amx_int8() ? Int8Kernels::onednn : Int8Kernels::fbgemm;
+    if (rows >= 32) return cpu_has_amx_int8() ? Int8Kernels::onednn : Int8Kernels::fbgemm;
+    return int8_rows_linear_vectorized() ? Int8Kernels::rowwise : Int8Kernels::fbgemm;
 }
 
 Int8Kernels int8_kernels_of(const torch::nn::Module& network) {
@@ -567,6 +611,16 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
     torch::Tensor y;
     if (torch::GradMode::is_enabled() && x.requires_grad()) {
         y = at::linear(x, dequantized(*e));  // a gradient to the input (attribution): float products
+    } else if (e->kernels == Int8Kernels::rowwise) {
+        // Each row quantized with its own scale at k_rowwise_steps (u8 around the zero point
+        // k_rowwise_steps + 1, within 1..127 as int8_rows_linear's AVX2 sums need), every weight row
+        // read once as stored.
+        auto shape = x.sizes().vec();
+        shape.back() = e->out;
+        auto [qx, row_max] = quantize_rows_u8(x.reshape({-1, e->in}), k_rowwise_steps);
+        y = int8_rows_linear(qx, row_max.div_(static_cast<float>(k_rowwise_steps)), k_rowwise_steps + 1, e->values,
+                             e->w_scale, e->sums)
+                .view(shape);
     } else if (e->kernels == Int8Kernels::onednn) {
         // Each row quantized with its own scale (u8: max |x| is int8_activation_steps() from the zero
         // point), the product's rows multiplied back.

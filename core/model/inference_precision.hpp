@@ -122,20 +122,30 @@ int int8_activation_steps();
 /// the fastest here for a few rows at a time (a typed sentence). oneDNN (onednn::qlinear_prepack /
 /// qlinear_pointwise): on a CPU with AMX-INT8 tiles 1.3-2x fbgemm's speed for 32 rows and more (a
 /// corpus in batches), slower without them (measured on a Sapphire Rapids VM, docs/benchmarks.md).
-/// Each product quantizes its activations per row (quantize_rows_u8 for oneDNN; for fbgemm each row
-/// divided by its largest magnitude, then fbgemm's per-tensor quantization) and returns float.
-enum class Int8Kernels { fbgemm, onednn };
-/// "fbgemm", "onednn".
+/// rowwise (attnviz's own, core/model/small_linear.hpp's int8_rows_linear): the quantized rows
+/// as they are, nothing packed, each weight row read once a product against every activation row
+/// (AVX2, a plain loop elsewhere). Why: packing for fbgemm was most of opening an int8 model (NLLB-600M-
+/// sized: ~4.5 of 5.6 s on 2 cores; docs/benchmarks.md), and a typed sentence's products are
+/// matrix-vector products bound by reading the weight, which needs no packed layout.
+/// Each product quantizes its activations per row (quantize_rows_u8 for oneDNN and rowwise, the
+/// latter at 63 steps on every CPU; for fbgemm each row divided by its largest magnitude, then
+/// fbgemm's per-tensor quantization) and returns float.
+enum class Int8Kernels { fbgemm, onednn, rowwise };
+/// "fbgemm", "onednn", "rowwise".
 std::string int8_kernels_name(Int8Kernels k);
 /// Whether this CPU has AMX-INT8 tiles that the OS lets this process use (and oneDNN is not capped
 /// below them by ONEDNN_MAX_CPU_ISA).
 bool cpu_has_amx_int8();
-/// The kernels weights converted to int8 from now on are packed for (process-wide; fbgemm until set).
+/// The kernels weights converted to int8 from now on are packed for (process-wide; until set,
+/// preferred_int8_kernels(1): a typed sentence's).
 /// Set it before loading: a network keeps the kernels its weights were packed for.
 void set_int8_kernels(Int8Kernels k);
 Int8Kernels int8_kernels();
-/// The faster kernels here for products of about `rows` rows (batch x beam): oneDNN for 32 rows and
-/// more where cpu_has_amx_int8(), fbgemm otherwise.
+/// The faster kernels here for products of about `rows` rows (batch x beam): below 32 rows rowwise
+/// where its AVX2 loops run (int8_rows_linear_vectorized), fbgemm otherwise; for 32 rows and more
+/// oneDNN where cpu_has_amx_int8(), fbgemm otherwise. Measured on an AMD EPYC (Zen 3, 2 threads,
+/// opus-mt-sized, 24 tokens, ms a sentence, rowwise / fbgemm): batch 1 greedy 164-194 / 224-226,
+/// beam 4 221-285 / 321-335; batch 32 greedy 43.5 / 41.2, beam 4 130 / 113 (docs/benchmarks.md).
 Int8Kernels preferred_int8_kernels(int64_t rows);
 /// The kernels a network's int8 weights are packed for (fbgemm when none is int8).
 Int8Kernels int8_kernels_of(const torch::nn::Module& network);

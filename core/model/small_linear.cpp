@@ -31,6 +31,34 @@ namespace attnviz {
 
 namespace {
 
+/// One int8_rows_linear product: out [R, N] from x [R, K] (u8 at `zero`, each row's factor) and the
+/// int8 weight [N, K] (each row's scale and the sum of its values).
+struct Int8RowsArgs {
+    const uint8_t* x = nullptr;
+    const float* x_factor = nullptr;
+    int32_t zero = 0;
+    const int8_t* w = nullptr;
+    const float* w_scale = nullptr;
+    const int32_t* w_sum = nullptr;
+    float* out = nullptr;
+    int64_t R = 0, K = 0, N = 0;
+};
+/// Output features [o0, o1) of one int8_rows_linear product, every row.
+using Int8RowsKernel = void (*)(const Int8RowsArgs&, int64_t o0, int64_t o1);
+
+/// int8_rows_linear's run [o0, o1) without vector instructions (a CPU without AVX2): the same
+/// integer sums.
+void int8_rows_run_scalar(const Int8RowsArgs& a, int64_t o0, int64_t o1) {
+    for (int64_t r = 0; r < a.R; ++r)
+        for (int64_t o = o0; o < o1; ++o) {
+            const uint8_t* x = a.x + r * a.K;
+            const int8_t* w = a.w + o * a.K;
+            int32_t sum = 0;
+            for (int64_t k = 0; k < a.K; ++k) sum += int32_t{x[k]} * int32_t{w[k]};
+            a.out[r * a.N + o] = static_cast<float>(sum - a.zero * a.w_sum[o]) * (a.x_factor[r] * a.w_scale[o]);
+        }
+}
+
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
 
 bool cpu_has_avx2_fma() {
@@ -150,6 +178,56 @@ KernelFn dot_kernel(int64_t rows, int64_t K) {
     }
 }
 
+/// The int32 sum of an accumulator's 8 lanes.
+__attribute__((target("avx2"))) inline int32_t lane_sum_i32(__m256i acc) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/// Output features [o0, o1) of int8_rows_linear for ROWS rows of x starting at row r0: each weight
+/// row read once against the ROWS rows, 32 bytes at a time (vpmaddubsw: u8 x s8 pairs summed in 16
+/// bits, which cannot saturate for x <= 127; vpmaddwd with ones: in 32 bits), the K % 32 bytes past
+/// them one by one. The integer sums are exact, so the order does not matter.
+template <int ROWS>
+__attribute__((target("avx2"))) void int8_rows_avx2(const Int8RowsArgs& a, int64_t r0, int64_t o0, int64_t o1) {
+    const int64_t K = a.K, K32 = K / 32 * 32;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t* x = a.x + r0 * K;
+    for (int64_t o = o0; o < o1; ++o) {
+        const int8_t* wr = a.w + o * K;
+        __m256i acc[ROWS];
+        for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_setzero_si256();
+        for (int64_t k = 0; k < K32; k += 32) {
+            const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + k));
+            for (int r = 0; r < ROWS; ++r) {
+                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * K + k));
+                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, wv), ones));
+            }
+        }
+        const int32_t offset = a.zero * a.w_sum[o];
+        for (int r = 0; r < ROWS; ++r) {
+            int32_t sum = lane_sum_i32(acc[r]);
+            for (int64_t k = K32; k < K; ++k) sum += int32_t{x[r * K + k]} * int32_t{wr[k]};
+            a.out[(r0 + r) * a.N + o] = static_cast<float>(sum - offset) * (a.x_factor[r0 + r] * a.w_scale[o]);
+        }
+    }
+}
+
+/// int8_rows_linear's run [o0, o1) for any rows: blocks of up to 4 rows in turn over the run (its
+/// weight rows, sized to stay in L2, come from memory for the first block, from the cache after).
+__attribute__((target("avx2"))) void int8_rows_run_avx2(const Int8RowsArgs& a, int64_t o0, int64_t o1) {
+    for (int64_t r = 0; r < a.R;) {
+        switch (std::min<int64_t>(a.R - r, 4)) {
+        case 1: int8_rows_avx2<1>(a, r, o0, o1), r += 1; break;
+        case 2: int8_rows_avx2<2>(a, r, o0, o1), r += 2; break;
+        case 3: int8_rows_avx2<3>(a, r, o0, o1), r += 3; break;
+        default: int8_rows_avx2<4>(a, r, o0, o1), r += 4; break;
+        }
+    }
+}
+
 /// The most weights one job takes (few_rows_linears: a self-attention's q, k and v).
 constexpr int k_job_parts = 4;
 
@@ -162,7 +240,14 @@ struct KernelJob {
         int64_t N = 0;
         int64_t first = 0;  ///< the job's run this part's first run is
     };
+    /// An int8 product (int8_rows_linear) runs instead of `kernel` when set: its weight's rows and
+    /// sums, its activations.
+    struct Int8 {
+        Int8RowsKernel kernel = nullptr;
+        Int8RowsArgs args;
+    };
     KernelFn kernel = nullptr;
+    Int8 int8;
     const float* x = nullptr;
     Part parts[k_job_parts];
     int count = 0;  ///< parts in use
@@ -173,7 +258,9 @@ struct KernelJob {
         while (p > 0 && c < parts[p].first) --p;
         const Part& part = parts[p];
         const int64_t local = c - part.first;
-        kernel(x, part.w, part.out, R, K, part.N, local * chunk, std::min(part.N, (local + 1) * chunk));
+        const int64_t o0 = local * chunk, o1 = std::min(part.N, (local + 1) * chunk);
+        if (int8.kernel) int8.kernel(int8.args, o0, o1);
+        else kernel(x, part.w, part.out, R, K, part.N, o0, o1);
     }
 };
 
@@ -277,6 +364,16 @@ thread_local int t_kernel_threads = 0;
 /// of 128 features, and every helper spins between products.
 constexpr int k_kernel_threads = 4;
 
+/// Runs `job` on this thread and the step's helpers inside a few-row step (t_kernel_threads), on
+/// LibTorch's threads outside one.
+void run_job(KernelJob& job) {
+    job.csr = _mm_getcsr();
+    if (t_kernel_threads >= 2 && job.chunks >= 2 && KernelHelpers::instance().run(job, t_kernel_threads - 1)) return;
+    at::parallel_for(0, job.chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) job.run(c);
+    });
+}
+
 /// out_i [R, N_i] = x [R, K] against each weight's data (at most k_job_parts), R = x's rows, by
 /// `kernel` over runs of `chunk` output features (weight rows) of all of them, shared among the
 /// threads as one job: one hand-over and one last run to wait for, not one a weight.
@@ -300,12 +397,7 @@ std::vector<torch::Tensor> run_kernel(KernelFn kernel, const torch::Tensor& x, a
         part.first = job.chunks;
         job.chunks += (N + chunk - 1) / chunk;
     }
-    job.csr = _mm_getcsr();
-    if (t_kernel_threads >= 2 && job.chunks >= 2 && KernelHelpers::instance().run(job, t_kernel_threads - 1))
-        return outs;
-    at::parallel_for(0, job.chunks, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) job.run(c);
-    });
+    run_job(job);
     return outs;
 }
 
@@ -537,6 +629,66 @@ std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, at::TensorLi
 #else
     return through_aten();
 #endif
+}
+
+bool int8_rows_linear_vectorized() {
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    return cpu_has_avx2_fma();
+#else
+    return false;
+#endif
+}
+
+torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_factor, int zero, const torch::Tensor& w,
+                               const torch::Tensor& w_scale, const torch::Tensor& w_sum) {
+    auto fail = [](const std::string& what) { throw std::logic_error("int8_rows_linear: " + what); };
+    if (xq.dim() != 2 || xq.scalar_type() != torch::kByte || !xq.is_contiguous() || !xq.device().is_cpu())
+        fail("x must be a contiguous u8 CPU matrix [rows, in]");
+    if (w.dim() != 2 || w.scalar_type() != torch::kChar || !w.is_contiguous() || !w.device().is_cpu() ||
+        w.size(1) != xq.size(1))
+        fail("the weight must be a contiguous int8 CPU matrix [out, in] as wide as x");
+    const int64_t R = xq.size(0), K = xq.size(1), N = w.size(0);
+    auto vector_of = [&](const torch::Tensor& t, torch::ScalarType type, int64_t n, const char* what) {
+        if (t.dim() != 1 || t.scalar_type() != type || t.size(0) != n || !t.is_contiguous() || !t.device().is_cpu())
+            fail(std::string(what) + " must be a contiguous CPU vector of " + std::to_string(n));
+    };
+    vector_of(x_factor, torch::kFloat, R, "the rows' factors");
+    vector_of(w_scale, torch::kFloat, N, "the weight's scales");
+    vector_of(w_sum, torch::kInt, N, "the weight's row sums");
+    if (zero < 0 || zero > 127) fail("the zero point must be within 0..127");
+    auto out = torch::empty({R, N}, torch::kFloat);
+    if (R == 0 || N == 0) return out;
+    Int8RowsArgs a;
+    a.x = xq.data_ptr<uint8_t>();
+    a.x_factor = x_factor.data_ptr<float>();
+    a.zero = zero;
+    a.w = w.data_ptr<int8_t>();
+    a.w_scale = w_scale.data_ptr<float>();
+    a.w_sum = w_sum.data_ptr<int32_t>();
+    a.out = out.data_ptr<float>();
+    a.R = R;
+    a.K = K;
+    a.N = N;
+    // Runs of 128 output features for a few rows (a 512 x 512 projection in 4), of ~192 KB of weights
+    // for more (each block of 4 rows reads the run from L2 after the first).
+    const int64_t chunk = R <= k_small_linear_rows ? 128 : std::max<int64_t>(12, 196608 / std::max<int64_t>(K, 1));
+#ifdef ATTNVIZ_SMALL_LINEAR_AVX2
+    if (cpu_has_avx2_fma()) {
+        KernelJob job;
+        job.int8.kernel = int8_rows_run_avx2;
+        job.int8.args = a;
+        job.count = 1;
+        job.parts[0].N = N;
+        job.chunk = chunk;
+        job.chunks = (N + chunk - 1) / chunk;
+        run_job(job);
+        return out;
+    }
+#endif
+    at::parallel_for(0, (N + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) int8_rows_run_scalar(a, c * chunk, std::min(N, (c + 1) * chunk));
+    });
+    return out;
 }
 
 torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {

@@ -53,6 +53,20 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
 /// of one each. std::logic_error when biases has another count.
 std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, at::TensorList weights, at::TensorList biases = {});
 
+/// An int8 product as Int8Kernels::rowwise (inference_precision.hpp) stores its weights, rows as
+/// quantized, no packing: out [R, N] float with out[r, o] = (sum_k xq[r, k] w[o, k] - zero w_sum[o])
+/// x_factor[r] w_scale[o], where xq [R, K] is u8 (each row's activations at `zero`, its values at
+/// most 127: AVX2's vpmaddubsw sums pairs of u8 x s8 products in 16 bits, which 127 x 127 x 2 does not
+/// overflow), w [N, K] int8 row-major, w_sum [N] int32 each row's sum of values. The integer sums are
+/// exact whatever the order; each output is one float product of them. Run like few_rows_linear (a
+/// few-row step's helpers, LibTorch's threads otherwise), every weight row read once from memory
+/// whatever the rows (blocks of 4 rows over runs kept in L2). std::logic_error for other shapes or types.
+torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_factor, int zero, const torch::Tensor& w,
+                               const torch::Tensor& w_scale, const torch::Tensor& w_sum);
+
+/// Whether int8_rows_linear runs its AVX2 loops on this CPU (a plain loop otherwise).
+bool int8_rows_linear_vectorized();
+
 /// Whether few_rows_linear computes (x as [rows, in], weight) itself (for the tests).
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight);
 

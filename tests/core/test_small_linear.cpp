@@ -343,3 +343,79 @@ TEST_CASE("few_rows_linears: several weights against one x as one job, each few_
     CHECK(few_rows_linears(x, {}).empty());
     CHECK_THROWS_AS(few_rows_linears(x, weights, {biases[0]}), std::logic_error);
 }
+
+namespace {
+
+/// int8_rows_linear's numbers by ATen: the exact integer sums (in int64), then the same float product.
+torch::Tensor int8_rows_reference(const torch::Tensor& xq, const torch::Tensor& x_factor, int zero, const torch::Tensor& w,
+                                  const torch::Tensor& w_scale) {
+    const auto sums = (xq.to(torch::kLong) - zero).matmul(w.to(torch::kLong).t());  // exact
+    return sums.to(torch::kFloat) * (x_factor.unsqueeze(1) * w_scale.unsqueeze(0));
+}
+
+}  // namespace
+
+TEST_CASE("int8_rows_linear: exact integer sums of u8 activations and int8 rows, scaled, for 1 to 33 rows, any width, "
+          "on one thread, two, and a step's helpers",
+          "[decode][precision_inference]") {
+    torch::manual_seed(29);
+    for (const int64_t K : {32, 71, 512, 1024}) {          // whole 32-byte blocks and a tail of single bytes
+        for (const int64_t N : {1, 127, 300}) {            // one run, runs of 128 and a last short one
+            const auto w = torch::randint(-127, 128, {N, K}, torch::kChar);
+            const auto w_scale = torch::rand({N}) * 0.01f + 1e-4f;
+            const auto w_sum = w.to(torch::kInt).sum(1, false, torch::kInt);
+            for (const int64_t R : {1, 2, 3, 4, 5, 8, 9, 33}) {
+                INFO("rows " << R << ", in " << K << ", out " << N);
+                // Activations at zero point 64 within 1..127 (63 steps each side), the extremes included.
+                auto xq = torch::randint(1, 128, {R, K}, torch::kByte);
+                xq.index_put_({0, 0}, 127);
+                if (K > 1) xq.index_put_({0, 1}, 1);
+                const auto factor = torch::rand({R}) + 0.5f;
+                const auto want = int8_rows_reference(xq, factor, 64, w, w_scale);
+                for (const int threads : {1, 2}) {
+                    ThreadCount count(threads);
+                    const auto got = int8_rows_linear(xq, factor, 64, w, w_scale, w_sum);
+                    REQUIRE(got.sizes() == want.sizes());
+                    // The sums are exact; the float products may round the sum once (2^24 and beyond).
+                    CHECK(torch::allclose(got, want, 1e-6, 0.0));
+                }
+            }
+        }
+    }
+    // The largest sums an NLLB-sized row makes: every product 127 x 127 over 4,096 inputs, no overflow.
+    const auto big_w = torch::full({3, 4096}, 127, torch::kChar);
+    const auto big_x = torch::full({2, 4096}, 127, torch::kByte);
+    const auto one = torch::ones({2}), ones3 = torch::ones({3});
+    const auto got = int8_rows_linear(big_x, one, 0, big_w, ones3, big_w.to(torch::kInt).sum(1, false, torch::kInt));
+    CHECK(torch::equal(got, torch::full({2, 3}, 127.0f * 127.0f * 4096.0f)));
+    // Inside a few-row step whose kernels run on helpers: the same values.
+    {
+        ThreadCount two(2);
+        const auto w = torch::randint(-127, 128, {1500, 300}, torch::kChar);
+        const auto w_scale = torch::rand({1500}) * 0.01f;
+        const auto w_sum = w.to(torch::kInt).sum(1, false, torch::kInt);
+        const auto xq = torch::randint(1, 128, {4, 300}, torch::kByte);
+        const auto factor = torch::rand({4});
+        const auto alone = int8_rows_linear(xq, factor, 64, w, w_scale, w_sum);
+        attnviz::forget_step_threads();
+        (void)timed_steps(k_small_linear_rows, 12, 30, 2);
+        const attnviz::FewRowsStepThreads step(4);
+        CHECK(few_rows_kernel_threads() == 2);
+        for (int repeat = 0; repeat < 10; ++repeat) CHECK(torch::equal(int8_rows_linear(xq, factor, 64, w, w_scale, w_sum), alone));
+        attnviz::forget_step_threads();
+    }
+}
+
+TEST_CASE("int8_rows_linear refuses what it cannot read", "[decode][precision_inference]") {
+    const auto w = torch::zeros({4, 8}, torch::kChar);
+    const auto scale = torch::ones({4}), sums = torch::zeros({4}, torch::kInt);
+    const auto xq = torch::zeros({2, 8}, torch::kByte), factor = torch::ones({2});
+    CHECK_NOTHROW(int8_rows_linear(xq, factor, 64, w, scale, sums));
+    CHECK_THROWS_AS(int8_rows_linear(xq.to(torch::kFloat), factor, 64, w, scale, sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(torch::zeros({2, 7}, torch::kByte), factor, 64, w, scale, sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, torch::zeros({8, 4}, torch::kChar).t(), scale, sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, torch::ones({3}), 64, w, scale, sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, w, torch::ones({4}, torch::kDouble), sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, w, scale, torch::zeros({4}, torch::kLong)), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, factor, 128, w, scale, sums), std::logic_error);
+}

@@ -16,6 +16,7 @@
 #include "core/io/process_memory.hpp"
 #include "core/model/families.hpp"
 #include "core/model/inference_precision.hpp"
+#include "core/model/small_linear.hpp"
 #include "core/persist/hf_folder.hpp"
 #include "core/persist/model_file.hpp"
 
@@ -216,31 +217,40 @@ TEST_CASE("a model folder opened in int8 or bf16 is converted as it is read: set
 
 namespace {
 
-/// Converts to int8 with `k` while it lives, fbgemm's kernels again after.
+/// Converts to int8 with `k` while it lives, the kernels before again after.
 struct KernelsFor {
-    explicit KernelsFor(Int8Kernels k) { set_int8_kernels(k); }
-    ~KernelsFor() { set_int8_kernels(Int8Kernels::fbgemm); }
+    explicit KernelsFor(Int8Kernels k) : before(int8_kernels()) { set_int8_kernels(k); }
+    ~KernelsFor() { set_int8_kernels(before); }
+    Int8Kernels before;
 };
 
 }  // namespace
 
-TEST_CASE("int8 on oneDNN's kernels: float32's outputs as fbgemm's, the same weights, exact float weights for gradients",
+TEST_CASE("int8 on oneDNN's and attnviz's rowwise kernels: float32's outputs as fbgemm's, the same weights, exact float "
+          "weights for gradients",
           "[pretrained][precision_inference]") {
     if (!precision_fixtures_present()) return;
+    // The default for a typed sentence: rowwise where its AVX2 loops run.
+    CHECK(preferred_int8_kernels(1) == (int8_rows_linear_vectorized() ? Int8Kernels::rowwise : Int8Kernels::fbgemm));
+    CHECK(preferred_int8_kernels(32) == (cpu_has_amx_int8() ? Int8Kernels::onednn : Int8Kernels::fbgemm));
+    for (const auto kernels_tried : {Int8Kernels::onednn, Int8Kernels::rowwise})
     for (const std::string family : {"marian", "bart", "t5"}) {
-        INFO(family);
+        INFO(family << " on " << int8_kernels_name(kernels_tried));
         const std::string dir = k_precision_fixtures + "/" + family;
-        const auto fbgemm = load_model(dir, InferencePrecision::int8);
-        REQUIRE(int8_kernels_of(*fbgemm->network()) == Int8Kernels::fbgemm);
-        TranslationModelPtr onednn, after;
+        TranslationModelPtr fbgemm, onednn, after;
         {
-            const KernelsFor kernels(Int8Kernels::onednn);
+            const KernelsFor kernels(Int8Kernels::fbgemm);
+            fbgemm = load_model(dir, InferencePrecision::int8);
+        }
+        REQUIRE(int8_kernels_of(*fbgemm->network()) == Int8Kernels::fbgemm);
+        {
+            const KernelsFor kernels(kernels_tried);
             onednn = load_model(dir, InferencePrecision::int8);  // converted as it is read
             after = load_model(dir);
             set_inference_precision(*after->network(), InferencePrecision::int8);  // after a float32 load
         }
-        REQUIRE(int8_kernels_of(*onednn->network()) == Int8Kernels::onednn);
-        REQUIRE(int8_kernels_of(*after->network()) == Int8Kernels::onednn);
+        REQUIRE(int8_kernels_of(*onednn->network()) == kernels_tried);
+        REQUIRE(int8_kernels_of(*after->network()) == kernels_tried);
         CHECK(int8_row_table_bytes(*onednn->network()) == 0);  // the lookups read the file
         CHECK(int8_row_table_bytes(*after->network()) > 0);   // the table is the int8 matrix itself
         check_same_weights(*after->network(), *onednn->network(), family + " onednn");
@@ -260,15 +270,18 @@ TEST_CASE("int8 on oneDNN's kernels: float32's outputs as fbgemm's, the same wei
             CHECK(torch::equal(precision_linear(x, item.value()).detach(), precision_linear(x, other).detach()));
             const auto rows = torch::randn({5, item.value().size(1)});
             const auto want = precision_linear(rows, other);
-            // Two roundings of the activations (each kernel's own), each of one step in 2 x steps.
+            // Two roundings of the activations (each kernel's own), each of one step in 2 x steps (rowwise:
+            // 63 steps on every CPU).
+            const float steps = static_cast<float>(kernels_tried == Int8Kernels::rowwise ? 63 : int8_activation_steps());
             CHECK((precision_linear(rows, item.value()) - want).abs().max().item<float>() <=
-                  0.02f * (127.0f / static_cast<float>(int8_activation_steps())) * want.abs().max().item<float>());
+                  0.02f * (127.0f / steps) * want.abs().max().item<float>());
         }
         // Against float32, as the first test holds fbgemm's: the same share of outputs, maps as close.
         const Float32Outputs fp32(family);
         const auto [identical, map_diff] = fp32.agreement(*onednn);
         const auto [fb_identical, fb_map_diff] = fp32.agreement(*fbgemm);
-        WARN(family << ", int8 against fp32: oneDNN " << identical * 100 << "% identical, maps within " << map_diff
+        WARN(family << ", int8 against fp32: " << int8_kernels_name(kernels_tried) << " " << identical * 100
+                    << "% identical, maps within " << map_diff
                     << "; fbgemm " << fb_identical * 100 << "%, " << fb_map_diff);
         const auto [least_identical, most_map_diff] = agreement_bounds(family, InferencePrecision::int8);
         CHECK(identical >= least_identical);
