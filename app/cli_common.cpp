@@ -282,6 +282,37 @@ void check_file_flags(const CLI::App& command) {
 
 // --- output ------------------------------------------------------------------------
 
+namespace {
+std::atomic<bool> g_keep_until_exit{false};
+}  // namespace
+
+void keep_objects_until_exit() { g_keep_until_exit.store(true); }
+
+void keep_until_exit(std::shared_ptr<const void> object) {
+    if (!g_keep_until_exit.load() || !object) return;
+    static std::mutex mutex;
+    static auto* kept = new std::vector<std::shared_ptr<const void>>();  // never destroyed: the OS frees it
+    const std::lock_guard<std::mutex> lock(mutex);
+    kept->push_back(std::move(object));
+}
+
+int end_process(int code) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return code;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+    return code;
+#else
+    std::_Exit(code);
+#endif
+#else
+    std::_Exit(code);
+#endif
+}
+
 void warn(const std::string& message) { std::cerr << "attnviz-cli: warning: " << escape_controls(message) << "\n"; }
 
 std::string fixed(double value, int decimals) {

@@ -189,6 +189,19 @@ void check_file_flags(const CLI::App& command);
 
 /// Prints `attnviz-cli: warning: ...` on stderr, control characters escaped (escape_controls).
 void warn(const std::string& message);
+
+/// Keeps `object` (a loaded model) until the process ends, once main asked for it
+/// (keep_objects_until_exit); otherwise does nothing. Why: main ends with end_process, which leaves
+/// the memory to the OS; destroying an NLLB-sized model's tokenizer tables and heap took ~0.4 s
+/// after the output was written.
+void keep_until_exit(std::shared_ptr<const void> object);
+/// From now on keep_until_exit keeps what it is given (main only: a command run in-process elsewhere
+/// frees its models as before).
+void keep_objects_until_exit();
+/// Flushes stdout and stderr and ends the process with `code` at once, without static destructors
+/// (nothing of attnviz's writes at exit: files are committed by the commands). Under a sanitizer it
+/// returns `code` instead, so that the leak check at exit still runs.
+int end_process(int code);
 /// "12.3" style fixed formatting.
 std::string fixed(double value, int decimals);
 /// "1:02:03" / "2:03".

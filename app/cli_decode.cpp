@@ -141,6 +141,7 @@ TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::stri
                                            : preferred_int8_kernels(rows));
     TranslationModelPtr model = (on.is_cpu() ? load_model(path, p) : load_model(path))->on_device(on);
     apply(*model);  // checkpoints and d2l files are converted here; the RNN and a GPU refused here
+    keep_until_exit(model);
     return model;
 }
 
@@ -176,7 +177,9 @@ std::string int8_kernels_text(const TranslationModel& model) {
 }
 
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {
-    return load_model(path)->on_device(resolve_device(device));
+    TranslationModelPtr model = load_model(path)->on_device(resolve_device(device));
+    keep_until_exit(model);
+    return model;
 }
 
 std::vector<std::string> read_sentences(const std::vector<std::string>& given) {

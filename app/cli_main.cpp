@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
         attnviz::set_work_threads(at::get_num_threads());  // the default work bound is a time (work_cost.hpp)
         if (const Command* c = cli->parsed()) {
             check_file_flags(*c->app);  // every path, before any work
-            return c->run();
+            keep_objects_until_exit();
+            return end_process(c->run());
         }
         return fail(exit_usage, "no command given (see --help)");
     } catch (const UsageError& e) {
