@@ -243,18 +243,15 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
     e->out = out;
     e->in = in;
     e->kernels = int8_kernels();
+    const bool table_needed = keep_rows && !lookup;
+    torch::Tensor table;  // the int8 rows the lookups read (table_needed)
     if (e->kernels == Int8Kernels::rowwise) {
         // The int8 rows are the weight: nothing to pack (fbgemm's packing was most of opening an
         // int8 model); the lookups' table, where kept, is the same rows.
         e->sums = row_sums(q);
         e->values = q;
         e->w_scale = scale;
-        if (keep_rows && lookup) {
-            e->lookup = lookup;
-        } else if (keep_rows) {
-            e->rows = q;
-            e->row_scale = scale;
-        }
+        table = q;
     } else if (e->kernels == Int8Kernels::onednn) {
         // oneDNN's matrix is a packed copy of q: no unpacking kept, so the lookups' table is q itself.
         torch::jit::Stack stack{q, c10::IValue()};
@@ -262,12 +259,7 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
         e->onednn = stack.at(0).toTensor();
         e->w_scale = scale;
         e->w_zero = torch::zeros({out}, torch::kLong);
-        if (keep_rows && lookup) {
-            e->lookup = lookup;
-        } else if (keep_rows) {
-            e->rows = q;
-            e->row_scale = scale;
-        }
+        table = q;
     } else {
         auto qw = at::_make_per_channel_quantized_tensor(q, scale.to(torch::kDouble), torch::zeros({out}, torch::kLong), 0);
         q = torch::Tensor();  // qw holds a copy: one int8 matrix at a time beside the packed one
@@ -284,14 +276,16 @@ void store_int8(torch::Tensor& param, const std::string& name, bool keep_rows, c
                 e->packed[static_cast<size_t>(i)] = stack.at(0);
             }
         });
-        if (keep_rows && lookup) {
-            e->lookup = lookup;  // no table: qw goes with this scope
-        } else if (keep_rows) {
-            // The lookups' table is qw's own bytes (fbgemm's packed matrix is a copy of its own).
-            void* data = qw.data_ptr();
-            e->rows = torch::from_blob(data, {out, in}, [qw](void*) mutable { qw.reset(); }, torch::kChar);
-            e->row_scale = scale;
-        }
+        // The lookups' table is qw's own bytes (fbgemm's packed matrix is a copy of its own); without
+        // one qw goes with this scope.
+        if (table_needed)
+            table = torch::from_blob(qw.data_ptr(), {out, in}, [qw](void*) mutable { qw.reset(); }, torch::kChar);
+    }
+    if (keep_rows && lookup) {
+        e->lookup = lookup;
+    } else if (table_needed) {
+        e->rows = table;
+        e->row_scale = scale;
     }
     param.requires_grad_(false);
     param.set_data(placeholder);
@@ -611,35 +605,31 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
     torch::Tensor y;
     if (torch::GradMode::is_enabled() && x.requires_grad()) {
         y = at::linear(x, dequantized(*e));  // a gradient to the input (attribution): float products
-    } else if (e->kernels == Int8Kernels::rowwise) {
-        // Each row quantized with its own scale at k_rowwise_steps (u8 around the zero point
-        // k_rowwise_steps + 1, within 1..127 as int8_rows_linear's AVX2 sums need), every weight row
-        // read once as stored.
-        auto shape = x.sizes().vec();
-        shape.back() = e->out;
-        auto [qx, row_max] = quantize_rows_u8(x.reshape({-1, e->in}), k_rowwise_steps);
-        y = int8_rows_linear(qx, row_max.div_(static_cast<float>(k_rowwise_steps)), k_rowwise_steps + 1, e->values,
-                             e->w_scale, e->sums)
-                .view(shape);
-    } else if (e->kernels == Int8Kernels::onednn) {
-        // Each row quantized with its own scale (u8: max |x| is int8_activation_steps() from the zero
-        // point), the product's rows multiplied back.
-        auto shape = x.sizes().vec();
-        shape.back() = e->out;
-        const int steps = int8_activation_steps();
-        auto [qx, row_max] = quantize_rows_u8(x.reshape({-1, e->in}), steps);
-        y = onednn_product(qx, *e, 1.0 / steps, steps + 1).mul_(row_max.unsqueeze(1)).view(shape);
     } else {
-        // Per-row activations through fbgemm's per-tensor quantization: each row divided by its
-        // largest |value| first (every row then spans [-1, 1], so one scale fits them all, as a
-        // scale per row would), the product's rows multiplied back. Without it a row of small
-        // values beside one of large ones lost most of its bits (the Marian fixture's maps moved
-        // by up to 0.03-0.06; with it, see tests/pretrained/test_precision_pretrained.cpp).
         auto shape = x.sizes().vec();
         shape.back() = e->out;
-        const auto rows = x.reshape({-1, e->in}).to(torch::kFloat);
-        const auto row_max = rows.abs().amax(1, true).clamp_min(1e-30);
-        y = fbgemm_product((rows / row_max).contiguous(), *e).mul_(row_max).view(shape);
+        const auto flat = x.reshape({-1, e->in});
+        if (e->kernels == Int8Kernels::fbgemm) {
+            // Per-row activations through fbgemm's per-tensor quantization: each row divided by its
+            // largest |value| first (every row then spans [-1, 1], so one scale fits them all, as a
+            // scale per row would), the product's rows multiplied back. Without it a row of small
+            // values beside one of large ones lost most of its bits (the Marian fixture's maps moved
+            // by up to 0.03-0.06; with it, see tests/pretrained/test_precision_pretrained.cpp).
+            const auto rows = flat.to(torch::kFloat);
+            const auto row_max = rows.abs().amax(1, true).clamp_min(1e-30);
+            y = fbgemm_product((rows / row_max).contiguous(), *e).mul_(row_max);
+        } else {
+            // Each row quantized with its own scale (u8: max |x| is `steps` from the zero point steps + 1),
+            // the product's rows multiplied back. rowwise: k_rowwise_steps on every CPU (within 1..127,
+            // as int8_rows_linear's AVX2 sums need), every weight row read once as stored.
+            const bool rowwise = e->kernels == Int8Kernels::rowwise;
+            const int steps = rowwise ? k_rowwise_steps : int8_activation_steps();
+            auto [qx, row_max] = quantize_rows_u8(flat, steps);
+            y = rowwise ? int8_rows_linear(qx, row_max.div_(static_cast<float>(steps)), steps + 1, e->values, e->w_scale,
+                                           e->sums)
+                        : onednn_product(qx, *e, 1.0 / steps, steps + 1).mul_(row_max.unsqueeze(1));
+        }
+        y = y.view(shape);
     }
     return bias.defined() ? y + bias : y;
 }
