@@ -118,7 +118,7 @@ void PrecisionFlag::add_to(CLI::App& app) {
     app.add_option("--int8-kernels", kernels,
                    "the int8 products' kernels: auto (default: below 32 rows (batch x beam) rowwise, attnviz's own "
                    "on the int8 rows as they are, nothing packed at opening; from 32 rows oneDNN's on a CPU with "
-                   "AMX-INT8, fbgemm's otherwise), fbgemm, onednn or rowwise")
+                   "AMX-INT8 or AVX-512 VNNI, fbgemm's otherwise), fbgemm, onednn or rowwise")
         ->type_name("auto|fbgemm|onednn|rowwise")
         ->check(CLI::IsMember({"auto", "fbgemm", "onednn", "rowwise"}))
         ->default_str("auto");

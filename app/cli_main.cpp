@@ -9,7 +9,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 
 #include "app/cli_app.hpp"
@@ -17,6 +19,7 @@
 #include "core/model/cuda_runtime.hpp"
 #include "core/model/device.hpp"
 #include "core/model/mkl_dispatch.hpp"
+#include "core/model/small_linear.hpp"
 #include "core/io/error.hpp"
 #include "core/io/message.hpp"
 #include "core/io/process_memory.hpp"
@@ -58,6 +61,8 @@ int main(int argc, char** argv) {
                   << "; CUDA: " << attnviz::load_cuda_runtime().status << ")\n";
         // The code path MKL's float products take (mkl_dispatch.hpp: AMD CPUs).
         if (const auto mkl = attnviz::mkl_code_path(); !mkl.empty()) std::cout << "MKL code path: " << mkl << "\n";
+        std::cout << "int8 kernels (--int8-kernels rowwise): "
+                  << attnviz::int8_rows_isa_name(attnviz::Int8RowsIsa::automatic) << "\n";
         return exit_ok;
     } catch (const CLI::ParseError& e) {
         return fail(exit_usage, std::string(e.what()) + " (see --help)");
@@ -76,6 +81,14 @@ int main(int argc, char** argv) {
             at::set_num_threads(std::min(cli->threads, cores));
         }
         attnviz::set_work_threads(at::get_num_threads());  // the default work bound is a time (work_cost.hpp)
+        // A value the int8 kernels would ignore is refused, not ignored (small_linear.hpp).
+        if (const char* isa = std::getenv("ATTNVIZ_FORCE_CPU_ISA"); isa && *isa) {
+            try {
+                (void)attnviz::int8_rows_isa_named(isa);
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(e.what());
+            }
+        }
         if (const Command* c = cli->parsed()) {
             check_file_flags(*c->app);  // every path, before any work
             keep_objects_until_exit();

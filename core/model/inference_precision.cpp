@@ -155,10 +155,6 @@ torch::Tensor fbgemm_product(const torch::Tensor& x, const Int8Weight& e) {
     return y;
 }
 
-/// The steps each side of zero that rowwise products quantize activations to: 63 on every CPU (7
-/// bits: vpmaddubsw's 16-bit pair sums hold 127 x 127 x 2, not 255 x 127 x 2).
-constexpr int k_rowwise_steps = 63;
-
 /// The int8 weight's float values (for products that need a gradient, e.g. attribution).
 torch::Tensor dequantized(const Int8Weight& e) {
     if (e.kernels == Int8Kernels::rowwise) return e.values.to(torch::kFloat).mul_(e.w_scale.unsqueeze(1));
@@ -471,7 +467,9 @@ void set_int8_kernels(Int8Kernels k) { conversion_kernels().store(k); }
 Int8Kernels int8_kernels() { return conversion_kernels().load(); }
 
 Int8Kernels preferred_int8_kernels(int64_t rows) {
-    if (rows >= 32) return cpu_has_amx_int8() ? Int8Kernels::onednn : Int8Kernels::fbgemm;
+    if (rows >= 32)
+        return cpu_has_amx_int8() || int8_rows_isa_available(Int8RowsIsa::avx512_vnni) ? Int8Kernels::onednn
+                                                                                       : Int8Kernels::fbgemm;
     return int8_rows_linear_vectorized() ? Int8Kernels::rowwise : Int8Kernels::fbgemm;
 }
 
@@ -620,10 +618,10 @@ torch::Tensor precision_linear(const torch::Tensor& x, const torch::Tensor& weig
             y = fbgemm_product((rows / row_max).contiguous(), *e).mul_(row_max);
         } else {
             // Each row quantized with its own scale (u8: max |x| is `steps` from the zero point steps + 1),
-            // the product's rows multiplied back. rowwise: k_rowwise_steps on every CPU (within 1..127,
-            // as int8_rows_linear's AVX2 sums need), every weight row read once as stored.
+            // the product's rows multiplied back. rowwise: the steps its instructions sum exactly (8 bits
+            // on AVX-512 VNNI, 7 on AVX2), every weight row read once as stored.
             const bool rowwise = e->kernels == Int8Kernels::rowwise;
-            const int steps = rowwise ? k_rowwise_steps : int8_activation_steps();
+            const int steps = rowwise ? int8_rows_activation_steps() : int8_activation_steps();
             auto [qx, row_max] = quantize_rows_u8(flat, steps);
             y = rowwise ? int8_rows_linear(qx, row_max.div_(static_cast<float>(steps)), steps + 1, e->values, e->w_scale,
                                            e->sums)

@@ -124,11 +124,11 @@ int int8_activation_steps();
 /// corpus in batches), slower without them (measured on a Sapphire Rapids VM, docs/benchmarks.md).
 /// rowwise (attnviz's own, core/model/small_linear.hpp's int8_rows_linear): the quantized rows
 /// as they are, nothing packed, each weight row read once a product against every activation row
-/// (AVX2, a plain loop elsewhere). Why: packing for fbgemm was most of opening an int8 model (NLLB-600M-
+/// (AVX-512 VNNI or AVX2, a plain loop elsewhere). Why: packing for fbgemm was most of opening an int8 model (NLLB-600M-
 /// sized: ~4.5 of 5.6 s on 2 cores; docs/benchmarks.md), and a typed sentence's products are
 /// matrix-vector products bound by reading the weight, which needs no packed layout.
 /// Each product quantizes its activations per row (quantize_rows_u8 for oneDNN and rowwise, the
-/// latter at 63 steps on every CPU; for fbgemm each row divided by its largest magnitude, then
+/// latter at int8_rows_activation_steps(): 8 bits on AVX-512 VNNI, 7 on AVX2; for fbgemm each row divided by its largest magnitude, then
 /// fbgemm's per-tensor quantization) and returns float.
 enum class Int8Kernels { fbgemm, onednn, rowwise };
 /// "fbgemm", "onednn", "rowwise".
@@ -142,10 +142,13 @@ bool cpu_has_amx_int8();
 void set_int8_kernels(Int8Kernels k);
 Int8Kernels int8_kernels();
 /// The faster kernels here for products of about `rows` rows (batch x beam): below 32 rows rowwise
-/// where its AVX2 loops run (int8_rows_linear_vectorized), fbgemm otherwise; for 32 rows and more
-/// oneDNN where cpu_has_amx_int8(), fbgemm otherwise. Measured on an AMD EPYC (Zen 3, 2 threads,
-/// opus-mt-sized, 24 tokens, ms a sentence, rowwise / fbgemm): batch 1 greedy 164-194 / 224-226,
-/// beam 4 221-285 / 321-335; batch 32 greedy 43.5 / 41.2, beam 4 130 / 113 (docs/benchmarks.md).
+/// where its vector loops run (int8_rows_linear_vectorized), fbgemm otherwise; for 32 rows and more
+/// oneDNN where the CPU has AMX-INT8 (cpu_has_amx_int8) or AVX-512 VNNI, fbgemm otherwise.
+/// Measured (2 threads, opus-mt-sized, 24 tokens, ms a sentence; docs/benchmarks.md): on an AMD
+/// EPYC (Zen 3, AVX2), rowwise / fbgemm, batch 1 greedy 164-194 / 224-226, beam 4 221-285 / 321-335,
+/// batch 32 greedy 43.5 / 41.2, beam 4 130 / 113; on an Ice Lake Xeon (AVX-512 VNNI, no AMX),
+/// oneDNN / fbgemm at batch 32, medians of 8 interleaved rounds, greedy 23.0 / 28.7, beam 4 59.3 /
+/// 71.4, and a product of 128 rows (batch 32, beam 4) mostly 0.80-0.97 of fbgemm's time.
 Int8Kernels preferred_int8_kernels(int64_t rows);
 /// The kernels a network's int8 weights are packed for (fbgemm when none is int8).
 Int8Kernels int8_kernels_of(const torch::nn::Module& network);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -217,16 +218,105 @@ __attribute__((target("avx2"))) void int8_rows_avx2(const Int8RowsArgs& a, int64
 
 /// int8_rows_linear's run [o0, o1) for any rows: blocks of up to 4 rows in turn over the run (its
 /// weight rows, sized to stay in L2, come from memory for the first block, from the cache after).
-__attribute__((target("avx2"))) void int8_rows_run_avx2(const Int8RowsArgs& a, int64_t o0, int64_t o1) {
+template <template <int> class Block>
+void int8_rows_in_blocks(const Int8RowsArgs& a, int64_t o0, int64_t o1) {
     for (int64_t r = 0; r < a.R;) {
         switch (std::min<int64_t>(a.R - r, 4)) {
-        case 1: int8_rows_avx2<1>(a, r, o0, o1), r += 1; break;
-        case 2: int8_rows_avx2<2>(a, r, o0, o1), r += 2; break;
-        case 3: int8_rows_avx2<3>(a, r, o0, o1), r += 3; break;
-        default: int8_rows_avx2<4>(a, r, o0, o1), r += 4; break;
+        case 1: Block<1>::run(a, r, o0, o1), r += 1; break;
+        case 2: Block<2>::run(a, r, o0, o1), r += 2; break;
+        case 3: Block<3>::run(a, r, o0, o1), r += 3; break;
+        default: Block<4>::run(a, r, o0, o1), r += 4; break;
         }
     }
 }
+
+template <int ROWS>
+struct Int8RowsAvx2 {
+    static void run(const Int8RowsArgs& a, int64_t r0, int64_t o0, int64_t o1) { int8_rows_avx2<ROWS>(a, r0, o0, o1); }
+};
+
+bool cpu_has_avx512_vnni() {
+    static const bool has = [] {
+        __builtin_cpu_init();  // libgcc checks that the OS saves the AVX-512 registers
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+    }();
+    return has;
+}
+
+/// The int32 sums of four accumulators' 16 lanes each, as [s0, s1, s2, s3]: halves added, then
+/// pairwise sums (vphaddd) of the four together, instead of four separate reductions (for a 512-wide
+/// layer a reduction would cost as much as the 8 products before it).
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline __m128i lane_sums_4(const __m512i* acc) {
+    __m256i h[4];
+    for (int i = 0; i < 4; ++i)
+        h[i] = _mm256_add_epi32(_mm512_castsi512_si256(acc[i]), _mm512_extracti64x4_epi64(acc[i], 1));
+    const __m256i p = _mm256_hadd_epi32(_mm256_hadd_epi32(h[0], h[1]), _mm256_hadd_epi32(h[2], h[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
+/// Output features [o0, o1) of int8_rows_linear for ROWS rows of x from row r0 with AVX-512 VNNI:
+/// vpdpbusd sums four u8 x s8 products into each int32 lane, 64 bytes of a row at a time (the last
+/// K % 64 by masked loads that read zeros past the row, never the memory beyond it). Four weight rows
+/// at a time against the ROWS rows (16 accumulators, 8 loads for 16 products), one at a time for
+/// the run's last < 4. The same exact integer sums as int8_rows_avx2.
+template <int ROWS>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_rows_vnni(const Int8RowsArgs& a, int64_t r0,
+                                                                          int64_t o0, int64_t o1) {
+    const int64_t K = a.K, K64 = K / 64 * 64;
+    const __mmask64 tail = K > K64 ? (~__mmask64{0} >> (64 - (K - K64))) : 0;
+    const uint8_t* x = a.x + r0 * K;
+    auto finish = [&](int r, int64_t o, int32_t sum) {
+        a.out[(r0 + r) * a.N + o] =
+            static_cast<float>(sum - a.zero * a.w_sum[o]) * (a.x_factor[r0 + r] * a.w_scale[o]);
+    };
+    int64_t o = o0;
+    for (; o + 4 <= o1; o += 4) {
+        const int8_t* wr = a.w + o * K;
+        __m512i acc[ROWS][4];
+        for (int r = 0; r < ROWS; ++r)
+            for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
+        for (int64_t k = 0; k < K; k += 64) {
+            const __mmask64 m = k < K64 ? ~__mmask64{0} : tail;  // a masked load costs what a load does
+            const __m512i w0 = _mm512_maskz_loadu_epi8(m, wr + k), w1 = _mm512_maskz_loadu_epi8(m, wr + K + k),
+                          w2 = _mm512_maskz_loadu_epi8(m, wr + 2 * K + k),
+                          w3 = _mm512_maskz_loadu_epi8(m, wr + 3 * K + k);
+            for (int r = 0; r < ROWS; ++r) {
+                const __m512i xv = _mm512_maskz_loadu_epi8(m, x + r * K + k);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], xv, w0);
+                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], xv, w1);
+                acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], xv, w2);
+                acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], xv, w3);
+            }
+        }
+        // finish() for the four outputs together: the same integer and float operations lane by lane.
+        const __m128i offsets =
+            _mm_mullo_epi32(_mm_set1_epi32(a.zero), _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.w_sum + o)));
+        const __m128 scales = _mm_loadu_ps(a.w_scale + o);
+        for (int r = 0; r < ROWS; ++r) {
+            const __m128 sums = _mm_cvtepi32_ps(_mm_sub_epi32(lane_sums_4(acc[r]), offsets));
+            _mm_storeu_ps(a.out + (r0 + r) * a.N + o,
+                          _mm_mul_ps(sums, _mm_mul_ps(_mm_set1_ps(a.x_factor[r0 + r]), scales)));
+        }
+    }
+    for (; o < o1; ++o) {
+        const int8_t* wr = a.w + o * K;
+        __m512i acc[ROWS];
+        for (int r = 0; r < ROWS; ++r) acc[r] = _mm512_setzero_si512();
+        for (int64_t k = 0; k < K; k += 64) {
+            const __mmask64 m = k < K64 ? ~__mmask64{0} : tail;
+            const __m512i wv = _mm512_maskz_loadu_epi8(m, wr + k);
+            for (int r = 0; r < ROWS; ++r)
+                acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_maskz_loadu_epi8(m, x + r * K + k), wv);
+        }
+        for (int r = 0; r < ROWS; ++r) finish(r, o, _mm512_reduce_add_epi32(acc[r]));
+    }
+}
+
+template <int ROWS>
+struct Int8RowsVnni {
+    static void run(const Int8RowsArgs& a, int64_t r0, int64_t o0, int64_t o1) { int8_rows_vnni<ROWS>(a, r0, o0, o1); }
+};
 
 /// The most weights one job takes (few_rows_linears: a self-attention's q, k and v).
 constexpr int k_job_parts = 4;
@@ -631,17 +721,70 @@ std::vector<torch::Tensor> few_rows_linears(const torch::Tensor& x, at::TensorLi
 #endif
 }
 
-bool int8_rows_linear_vectorized() {
+bool int8_rows_isa_available(Int8RowsIsa isa) {
+    switch (isa) {
+    case Int8RowsIsa::automatic:
+    case Int8RowsIsa::scalar: return true;
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    return cpu_has_avx2_fma();
+    case Int8RowsIsa::avx2: return cpu_has_avx2_fma();
+    case Int8RowsIsa::avx512_vnni: return cpu_has_avx512_vnni();
 #else
-    return false;
+    case Int8RowsIsa::avx2:
+    case Int8RowsIsa::avx512_vnni: return false;
 #endif
+    }
+    return false;
 }
 
+Int8RowsIsa int8_rows_isa_named(const std::string& name) {
+    std::string lower;
+    for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "generic") return Int8RowsIsa::scalar;
+    if (lower == "avx2") return Int8RowsIsa::avx2;
+    if (lower == "avx512") return Int8RowsIsa::avx512_vnni;
+    throw std::invalid_argument("ATTNVIZ_FORCE_CPU_ISA is '" + name + "'; expected generic, avx2 or avx512 (or unset)");
+}
+
+const char* int8_rows_isa_name(Int8RowsIsa isa) {
+    switch (isa) {
+    case Int8RowsIsa::automatic: return int8_rows_isa_name(int8_rows_best_isa());
+    case Int8RowsIsa::scalar: return "generic";
+    case Int8RowsIsa::avx2: return "avx2";
+    case Int8RowsIsa::avx512_vnni: return "avx512";
+    }
+    return "generic";
+}
+
+Int8RowsIsa int8_rows_best_isa() {
+    static const Int8RowsIsa best = [] {
+        // The most the environment allows (as CTranslate2's CT2_FORCE_CPU_ISA: to compare the kernels
+        // on one machine), then the best the CPU has within it.
+        // Another value counts as unset here (the CLI refuses it with int8_rows_isa_named's message).
+        const char* forced = std::getenv("ATTNVIZ_FORCE_CPU_ISA");
+        Int8RowsIsa most = Int8RowsIsa::avx512_vnni;
+        try {
+            if (forced && *forced) most = int8_rows_isa_named(forced);
+        } catch (const std::invalid_argument&) {
+        }
+        for (auto isa : {Int8RowsIsa::avx512_vnni, Int8RowsIsa::avx2})
+            if (static_cast<int>(isa) <= static_cast<int>(most) && int8_rows_isa_available(isa)) return isa;
+        return Int8RowsIsa::scalar;
+    }();
+    return best;
+}
+
+int int8_rows_activation_steps(Int8RowsIsa isa) {
+    if (isa == Int8RowsIsa::automatic) isa = int8_rows_best_isa();
+    return isa == Int8RowsIsa::avx512_vnni ? 127 : 63;
+}
+
+bool int8_rows_linear_vectorized() { return int8_rows_best_isa() != Int8RowsIsa::scalar; }
+
 torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_factor, int zero, const torch::Tensor& w,
-                               const torch::Tensor& w_scale, const torch::Tensor& w_sum) {
+                               const torch::Tensor& w_scale, const torch::Tensor& w_sum, Int8RowsIsa isa) {
     auto fail = [](const std::string& what) { throw std::logic_error("int8_rows_linear: " + what); };
+    if (!int8_rows_isa_available(isa)) fail("this CPU lacks the instructions asked for");
+    if (isa == Int8RowsIsa::automatic) isa = int8_rows_best_isa();
     if (xq.dim() != 2 || xq.scalar_type() != torch::kByte || !xq.is_contiguous() || !xq.device().is_cpu())
         fail("x must be a contiguous u8 CPU matrix [rows, in]");
     if (w.dim() != 2 || w.scalar_type() != torch::kChar || !w.is_contiguous() || !w.device().is_cpu() ||
@@ -655,7 +798,9 @@ torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_f
     vector_of(x_factor, torch::kFloat, R, "the rows' factors");
     vector_of(w_scale, torch::kFloat, N, "the weight's scales");
     vector_of(w_sum, torch::kInt, N, "the weight's row sums");
-    if (zero < 0 || zero > 127) fail("the zero point must be within 0..127");
+    // AVX2's 16-bit pair sums need activations of at most 127: at zero points above 64 some would not be.
+    const int most_zero = isa == Int8RowsIsa::avx2 ? 64 : 128;
+    if (zero < 0 || zero > most_zero) fail("the zero point must be within 0.." + std::to_string(most_zero));
     auto out = torch::empty({R, N}, torch::kFloat);
     if (R == 0 || N == 0) return out;
     Int8RowsArgs a;
@@ -673,9 +818,9 @@ torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_f
     // for more (each block of 4 rows reads the run from L2 after the first).
     const int64_t chunk = R <= k_small_linear_rows ? 128 : std::max<int64_t>(12, 196608 / std::max<int64_t>(K, 1));
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
-    if (cpu_has_avx2_fma()) {
+    if (isa != Int8RowsIsa::scalar) {
         KernelJob job;
-        job.int8.kernel = int8_rows_run_avx2;
+        job.int8.kernel = isa == Int8RowsIsa::avx512_vnni ? int8_rows_in_blocks<Int8RowsVnni> : int8_rows_in_blocks<Int8RowsAvx2>;
         job.int8.args = a;
         job.count = 1;
         job.parts[0].N = N;

@@ -6,7 +6,9 @@
 
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -365,4 +367,53 @@ TEST_CASE("int8 and bf16 attribute by gradients as float32 does, within their ro
         CHECK(std::isfinite(largest));
         CHECK(largest < 0.5);
     }
+}
+
+TEST_CASE("int8 products on each kernel family: time per product, one thread (run by hand)",
+          "[.][int8_kernels_bench]") {
+    // Prints one JSON line per shape: the median of 21 products' wall time (activations quantized
+    // per row included) on fbgemm's, oneDNN's and attnviz's own kernels (rowwise, on the best
+    // instruction set the CPU has: ATTNVIZ_FORCE_CPU_ISA caps it). The decoder's shapes at 1, 4
+    // (beam 4), 32 (batch 32) and 128 rows (batch 32, beam 4).
+    ThreadCount one(1);
+    torch::manual_seed(5);
+    torch::NoGradGuard no_grad;
+    const Int8Kernels before = int8_kernels();
+    struct Shape {
+        int64_t out, in;
+    };
+    for (const Shape s : {Shape{512, 512}, Shape{2048, 512}, Shape{512, 2048}, Shape{1024, 1024}, Shape{4096, 1024}}) {
+        std::vector<std::pair<Int8Kernels, torch::nn::Sequential>> layers;
+        const auto weight = torch::randn({s.out, s.in}) * 0.05;
+        for (const auto k : {Int8Kernels::fbgemm, Int8Kernels::onednn, Int8Kernels::rowwise}) {
+            set_int8_kernels(k);
+            torch::nn::Sequential holder(torch::nn::Linear(torch::nn::LinearOptions(s.in, s.out).bias(false)));
+            holder[0]->as<torch::nn::Linear>()->weight.set_data(weight.clone());
+            set_inference_precision(*holder, InferencePrecision::int8);
+            layers.emplace_back(k, holder);
+        }
+        for (const int64_t rows : {1, 4, 32, 128}) {
+            const auto x = torch::randn({rows, s.in});
+            std::printf("{\"out\": %lld, \"in\": %lld, \"rows\": %lld", static_cast<long long>(s.out),
+                        static_cast<long long>(s.in), static_cast<long long>(rows));
+            std::vector<torch::Tensor> outs;
+            for (auto& [k, holder] : layers) {
+                const auto& converted = holder[0]->as<torch::nn::Linear>()->weight;
+                std::vector<double> us;
+                for (int i = 0; i < 22; ++i) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    auto y = precision_linear(x, converted);
+                    const auto t1 = std::chrono::steady_clock::now();
+                    if (i > 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+                    if (i == 0) outs.push_back(y);
+                }
+                std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+                std::printf(", \"%s_us\": %.1f", int8_kernels_name(k).c_str(), us[us.size() / 2]);
+            }
+            std::printf("}\n");
+            // What was timed was the product: the three within their activations' rounding of each other.
+            for (const auto& y : outs) CHECK(torch::allclose(y, outs.front(), 0.05, 0.05 * outs.front().abs().max().item<double>()));
+        }
+    }
+    set_int8_kernels(before);
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -353,13 +354,27 @@ torch::Tensor int8_rows_reference(const torch::Tensor& xq, const torch::Tensor& 
     return sums.to(torch::kFloat) * (x_factor.unsqueeze(1) * w_scale.unsqueeze(0));
 }
 
+/// The instructions this CPU runs int8_rows_linear with: a plain loop always, AVX2 and AVX-512 VNNI
+/// where it has them.
+std::vector<Int8RowsIsa> int8_rows_isas() {
+    std::vector<Int8RowsIsa> isas;
+    for (auto isa : {Int8RowsIsa::scalar, Int8RowsIsa::avx2, Int8RowsIsa::avx512_vnni})
+        if (int8_rows_isa_available(isa)) isas.push_back(isa);
+    return isas;
+}
+
 }  // namespace
 
 TEST_CASE("int8_rows_linear: exact integer sums of u8 activations and int8 rows, scaled, for 1 to 33 rows, any width, "
-          "on one thread, two, and a step's helpers",
+          "on one thread, two, and a step's helpers, the same to the bit on every instruction set the CPU has",
           "[decode][precision_inference]") {
     torch::manual_seed(29);
-    for (const int64_t K : {32, 71, 512, 1024}) {          // whole 32-byte blocks and a tail of single bytes
+    const auto isas = int8_rows_isas();
+    CHECK(int8_rows_isa_available(int8_rows_best_isa()));
+    CHECK(int8_rows_linear_vectorized() == (int8_rows_best_isa() != Int8RowsIsa::scalar));
+    // Whole 32- and 64-byte blocks, tails of single bytes (AVX2) or a masked load (AVX-512), rows
+    // shorter than one block.
+    for (const int64_t K : {7, 32, 71, 100, 512, 1024}) {
         for (const int64_t N : {1, 127, 300}) {            // one run, runs of 128 and a last short one
             const auto w = torch::randint(-127, 128, {N, K}, torch::kChar);
             const auto w_scale = torch::rand({N}) * 0.01f + 1e-4f;
@@ -372,22 +387,48 @@ TEST_CASE("int8_rows_linear: exact integer sums of u8 activations and int8 rows,
                 if (K > 1) xq.index_put_({0, 1}, 1);
                 const auto factor = torch::rand({R}) + 0.5f;
                 const auto want = int8_rows_reference(xq, factor, 64, w, w_scale);
-                for (const int threads : {1, 2}) {
-                    ThreadCount count(threads);
-                    const auto got = int8_rows_linear(xq, factor, 64, w, w_scale, w_sum);
-                    REQUIRE(got.sizes() == want.sizes());
-                    // The sums are exact; the float products may round the sum once (2^24 and beyond).
-                    CHECK(torch::allclose(got, want, 1e-6, 0.0));
-                }
+                const auto by_default = int8_rows_linear(xq, factor, 64, w, w_scale, w_sum);
+                REQUIRE(by_default.sizes() == want.sizes());
+                // The sums are exact; the float products may round the sum once (2^24 and beyond).
+                CHECK(torch::allclose(by_default, want, 1e-6, 0.0));
+                for (const auto isa : isas)
+                    for (const int threads : {1, 2}) {
+                        INFO("instruction set " << static_cast<int>(isa) << ", threads " << threads);
+                        ThreadCount count(threads);
+                        CHECK(torch::equal(int8_rows_linear(xq, factor, 64, w, w_scale, w_sum, isa), by_default));
+                    }
             }
         }
+    }
+    // 8-bit activations (zero point 128, values 1..255) where the instructions take them: AVX-512
+    // VNNI's 32-bit sums and the plain loop; 127 steps there, 63 on AVX2.
+    CHECK(int8_rows_activation_steps(Int8RowsIsa::avx512_vnni) == 127);
+    CHECK(int8_rows_activation_steps(Int8RowsIsa::avx2) == 63);
+    CHECK(int8_rows_activation_steps(Int8RowsIsa::scalar) == 63);
+    CHECK(int8_rows_activation_steps() == int8_rows_activation_steps(int8_rows_best_isa()));
+    for (const auto isa : isas) {
+        if (isa == Int8RowsIsa::avx2) continue;
+        for (const int64_t K : {7, 100, 1024})
+            for (const int64_t R : {1, 4, 33}) {
+                INFO("8 bits, instruction set " << static_cast<int>(isa) << ", rows " << R << ", in " << K);
+                const auto w = torch::randint(-127, 128, {131, K}, torch::kChar);
+                const auto w_scale = torch::rand({131}) * 0.01f + 1e-4f;
+                const auto w_sum = w.to(torch::kInt).sum(1, false, torch::kInt);
+                auto xq = torch::randint(1, 256, {R, K}, torch::kByte);
+                xq.index_put_({0, 0}, 255);
+                const auto factor = torch::rand({R}) + 0.5f;
+                CHECK(torch::allclose(int8_rows_linear(xq, factor, 128, w, w_scale, w_sum, isa),
+                                      int8_rows_reference(xq, factor, 128, w, w_scale), 1e-6, 0.0));
+            }
     }
     // The largest sums an NLLB-sized row makes: every product 127 x 127 over 4,096 inputs, no overflow.
     const auto big_w = torch::full({3, 4096}, 127, torch::kChar);
     const auto big_x = torch::full({2, 4096}, 127, torch::kByte);
     const auto one = torch::ones({2}), ones3 = torch::ones({3});
-    const auto got = int8_rows_linear(big_x, one, 0, big_w, ones3, big_w.to(torch::kInt).sum(1, false, torch::kInt));
-    CHECK(torch::equal(got, torch::full({2, 3}, 127.0f * 127.0f * 4096.0f)));
+    for (const auto isa : isas) {
+        const auto got = int8_rows_linear(big_x, one, 0, big_w, ones3, big_w.to(torch::kInt).sum(1, false, torch::kInt), isa);
+        CHECK(torch::equal(got, torch::full({2, 3}, 127.0f * 127.0f * 4096.0f)));
+    }
     // Inside a few-row step whose kernels run on helpers: the same values.
     {
         ThreadCount two(2);
@@ -401,7 +442,8 @@ TEST_CASE("int8_rows_linear: exact integer sums of u8 activations and int8 rows,
         (void)timed_steps(k_small_linear_rows, 12, 30, 2);
         const attnviz::FewRowsStepThreads step(4);
         CHECK(few_rows_kernel_threads() == 2);
-        for (int repeat = 0; repeat < 10; ++repeat) CHECK(torch::equal(int8_rows_linear(xq, factor, 64, w, w_scale, w_sum), alone));
+        for (int repeat = 0; repeat < 10; ++repeat)
+            for (const auto isa : isas) CHECK(torch::equal(int8_rows_linear(xq, factor, 64, w, w_scale, w_sum, isa), alone));
         attnviz::forget_step_threads();
     }
 }
@@ -417,5 +459,53 @@ TEST_CASE("int8_rows_linear refuses what it cannot read", "[decode][precision_in
     CHECK_THROWS_AS(int8_rows_linear(xq, torch::ones({3}), 64, w, scale, sums), std::logic_error);
     CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, w, torch::ones({4}, torch::kDouble), sums), std::logic_error);
     CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, w, scale, torch::zeros({4}, torch::kLong)), std::logic_error);
-    CHECK_THROWS_AS(int8_rows_linear(xq, factor, 128, w, scale, sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, factor, 129, w, scale, sums), std::logic_error);
+    CHECK_THROWS_AS(int8_rows_linear(xq, factor, -1, w, scale, sums), std::logic_error);
+    if (int8_rows_isa_available(Int8RowsIsa::avx2))  // its activations must stay within 127
+        CHECK_THROWS_AS(int8_rows_linear(xq, factor, 65, w, scale, sums, Int8RowsIsa::avx2), std::logic_error);
+    for (auto isa : {Int8RowsIsa::scalar, Int8RowsIsa::avx2, Int8RowsIsa::avx512_vnni})
+        if (!int8_rows_isa_available(isa))  // an instruction set this CPU lacks is refused, not run
+            CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, w, scale, sums, isa), std::logic_error);
+    // ATTNVIZ_FORCE_CPU_ISA's names, as CTranslate2's CT2_FORCE_CPU_ISA.
+    CHECK(int8_rows_isa_named("generic") == Int8RowsIsa::scalar);
+    CHECK(int8_rows_isa_named("AVX2") == Int8RowsIsa::avx2);
+    CHECK(int8_rows_isa_named("avx512") == Int8RowsIsa::avx512_vnni);
+    CHECK_THROWS_WITH(int8_rows_isa_named("sse4"), Catch::Contains("generic, avx2 or avx512"));
+}
+
+TEST_CASE("int8_rows_linear on each instruction set: time per product, one thread (run by hand)",
+          "[.][int8_rows_bench]") {
+    // Prints one JSON line per shape: the median of 15 products' wall time on each instruction
+    // set the CPU has, and the weight bytes read a microsecond (the bound at 1 row).
+    ThreadCount one(1);
+    torch::manual_seed(3);
+    struct Shape {
+        int64_t n, k, rows;
+    };
+    for (const Shape s : {Shape{512, 512, 1}, Shape{2048, 512, 1}, Shape{4096, 1024, 1}, Shape{1024, 4096, 4},
+                          Shape{512, 512, 32}, Shape{2048, 512, 32}, Shape{1024, 1024, 128}, Shape{64000, 1024, 4}}) {
+        const auto w = torch::randint(-127, 128, {s.n, s.k}, torch::kChar);
+        const auto w_scale = torch::rand({s.n}), w_sum = w.to(torch::kInt).sum(1, false, torch::kInt);
+        const auto xq = torch::randint(1, 128, {s.rows, s.k}, torch::kByte);
+        const auto factor = torch::rand({s.rows});
+        std::printf("{\"out\": %lld, \"in\": %lld, \"rows\": %lld", static_cast<long long>(s.n),
+                    static_cast<long long>(s.k), static_cast<long long>(s.rows));
+        for (const auto isa : int8_rows_isas()) {
+            std::vector<double> us;
+            for (int i = 0; i < 16; ++i) {
+                const auto t0 = std::chrono::steady_clock::now();
+                (void)int8_rows_linear(xq, factor, 64, w, w_scale, w_sum, isa);
+                const auto t1 = std::chrono::steady_clock::now();
+                if (i > 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+            }
+            std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+            const double median = us[us.size() / 2];
+            std::printf(", \"%s_us\": %.1f, \"%s_weight_gb_s\": %.2f", int8_rows_isa_name(isa), median,
+                        int8_rows_isa_name(isa), static_cast<double>(s.n * s.k) / median / 1e3);
+        }
+        std::printf("}\n");
+        for (const auto isa : int8_rows_isas())  // what was timed was the product
+            CHECK(torch::equal(int8_rows_linear(xq, factor, 64, w, w_scale, w_sum, isa),
+                               int8_rows_linear(xq, factor, 64, w, w_scale, w_sum)));
+    }
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -108,12 +109,16 @@ struct Float32Outputs {
 /// 95% and 0.02). Measured (samples only), Marian / BART / T5:
 ///  - Sapphire Rapids Xeon (VNNI: 8-bit activations), 2026-11-29: int8 100% 0.021 / 92% 0.025 / 92%
 ///    0.052 (oneDNN 100% 0.020 / 92% 0.036 / 92% 0.052); bf16 100% 0.009 / 100% 0.007 / 92% 0.023.
+///  - Ice Lake Xeon (AVX-512 VNNI: rowwise's 8-bit activations), 2026-12-01: see docs/benchmarks.md.
 ///  - AMD EPYC (Zen 3, AVX2 without VNNI: 7-bit activations, int8_activation_steps()), 2026-11-30:
 ///    fbgemm 100% 0.039 / 92% 0.033 / 58% 0.071, oneDNN 90% 0.048 / 92% 0.033 / 58% 0.115; bf16
 ///    (no native bfloat16 products) 100% 0.007 / 100% 0.007 / 75% 0.017.
 std::pair<double, float> agreement_bounds(const std::string& family, InferencePrecision p) {
     const bool marian = family == "marian";
-    if (p == InferencePrecision::int8 && int8_activation_steps() < 127)
+    // The activations' bits of the kernels a model opened now gets (a typed sentence's: rowwise where
+    // it runs vector instructions).
+    const int steps = int8_kernels() == Int8Kernels::rowwise ? int8_rows_activation_steps() : int8_activation_steps();
+    if (p == InferencePrecision::int8 && steps < 127)
         return marian ? std::make_pair(0.85, 0.06f) : std::make_pair(0.5, 0.15f);
     return marian ? std::make_pair(0.95, 0.03f) : std::make_pair(0.7, 0.08f);
 }
@@ -232,7 +237,10 @@ TEST_CASE("int8 on oneDNN's and attnviz's rowwise kernels: float32's outputs as 
     if (!precision_fixtures_present()) return;
     // The default for a typed sentence: rowwise where its AVX2 loops run.
     CHECK(preferred_int8_kernels(1) == (int8_rows_linear_vectorized() ? Int8Kernels::rowwise : Int8Kernels::fbgemm));
-    CHECK(preferred_int8_kernels(32) == (cpu_has_amx_int8() ? Int8Kernels::onednn : Int8Kernels::fbgemm));
+    // Batches: oneDNN where it has AMX or AVX-512 VNNI to run on.
+    CHECK(preferred_int8_kernels(32) ==
+          (cpu_has_amx_int8() || int8_rows_isa_available(Int8RowsIsa::avx512_vnni) ? Int8Kernels::onednn
+                                                                                    : Int8Kernels::fbgemm));
     for (const auto kernels_tried : {Int8Kernels::onednn, Int8Kernels::rowwise})
     for (const std::string family : {"marian", "bart", "t5"}) {
         INFO(family << " on " << int8_kernels_name(kernels_tried));
@@ -271,8 +279,9 @@ TEST_CASE("int8 on oneDNN's and attnviz's rowwise kernels: float32's outputs as 
             const auto rows = torch::randn({5, item.value().size(1)});
             const auto want = precision_linear(rows, other);
             // Two roundings of the activations (each kernel's own), each of one step in 2 x steps (rowwise:
-            // 63 steps on every CPU).
-            const float steps = static_cast<float>(kernels_tried == Int8Kernels::rowwise ? 63 : int8_activation_steps());
+            // 127 steps on AVX-512 VNNI, 63 elsewhere).
+            const float steps = static_cast<float>(kernels_tried == Int8Kernels::rowwise ? int8_rows_activation_steps()
+                                                                                         : int8_activation_steps());
             CHECK((precision_linear(rows, item.value()) - want).abs().max().item<float>() <=
                   0.02f * (127.0f / steps) * want.abs().max().item<float>());
         }
@@ -367,6 +376,28 @@ TEST_CASE("attnviz-cli --precision: accepted with the precision in the JSON, ref
     const Result bad = cli(dir, {"translate", "--model", model, "--precision", "int4", "Hello, Tom."});
     CHECK(bad.code == 2);
     CHECK_THAT(bad.err, Catch::Contains("--precision"));
+    // The int8 kernels on each instruction set (ATTNVIZ_FORCE_CPU_ISA caps them; one the CPU lacks
+    // falls to the best below it; generic also makes auto pick fbgemm, as on a CPU without AVX2, so the
+    // kernels are named). avx512 is the default's; the plain loop gives AVX2's 7-bit activations and
+    // integer sums, so the same words and maps to the bit as AVX2.
+    std::map<std::string, std::pair<std::string, nlohmann::json>> forced;
+    for (const std::string isa : {"generic", "avx2", "avx512"}) {
+        INFO("ATTNVIZ_FORCE_CPU_ISA=" << isa);
+        const Result r = run_command(dir, "ATTNVIZ_FORCE_CPU_ISA=" + isa + " " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                                     {"translate", "--model", model, "--precision", "int8", "--int8-kernels", "rowwise",
+                                      "--attention-out", dir / "forced.json", "Hello, Tom."});
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        const auto page = nlohmann::json::parse(read_file(dir / "forced.json")).at(0);
+        forced[isa] = {r.out, {page.at("weights"), page.at("attention_maps")}};
+    }
+    CHECK(forced["avx512"].first == ok.out);
+    CHECK(forced["avx512"].second == nlohmann::json{j.at(0).at("weights"), j.at(0).at("attention_maps")});
+    CHECK(forced["generic"] == forced["avx2"]);
+    const Result unknown = run_command(dir, "ATTNVIZ_FORCE_CPU_ISA=sse4 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
+                                       {"translate", "--model", model, "--precision", "int8", "Hello, Tom."});
+    CHECK(unknown.code == 2);
+    require_one_error_line(unknown, "expected generic, avx2 or avx512");
     write_file(dir / "pairs.tsv", "Hello, Tom.\tHallo, Tom.\nI like it.\tIch mag es.\nWhere is it?\tWo ist es?\n");
     const Result ev = cli(dir, {"eval", "--model", model, "--precision", "bf16", "--json", "--split", "all", "--data",
                                 dir / "pairs.tsv"});
