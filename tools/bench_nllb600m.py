@@ -145,6 +145,17 @@ print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "translate_s": t3 - t2
 """
 
 
+def warm_files(*folders):
+    """Reads every file of the folders once, so that no opening below is timed reading the disk
+    (the first one after building the model would be, and not the others)."""
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            for name in files:
+                with open(os.path.join(root, name), "rb") as f:
+                    while f.read(1 << 24):
+                        pass
+
+
 def timed(argv, env=None):
     """argv under /usr/bin/time: (wall seconds, peak RSS MB, stdout)."""
     r = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + argv, capture_output=True, text=True, env=env)
@@ -195,6 +206,7 @@ def main():
 
     # 1. Opening: wall time and peak RSS of a process that opens the model and translates one sentence.
     opening = {}
+    warm_files(folder, ct2_int8)
     cli = [a.cli, "--threads", str(a.threads)]
     for p in ("int8",) + (() if a.no_fp32 else ("fp32",)):
         wall, rss, out = timed(cli + ["translate", "--model", folder, "--precision", p, "--max-length", str(LENGTH),
