@@ -25,6 +25,7 @@ extern "C" int MKL_Set_Num_Threads_Local(int) __attribute__((weak));
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ATTNVIZ_SMALL_LINEAR_AVX2 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -216,6 +217,53 @@ __attribute__((target("avx2"))) void int8_rows_avx2(const Int8RowsArgs& a, int64
     }
 }
 
+/// int8_rows_avx2's loop with vpdpbusd on 256-bit registers (four u8 x s8 products into each 32-bit
+/// lane, so any u8 activations), as NAME for the target TARGET with DPBUSD, one of the instruction's
+/// two encodings: AVX-VNNI's (VEX: Intel's client CPUs from Alder Lake, which lack AVX-512) and
+/// AVX-512 VL's (EVEX), which runs the same loop where AVX-512 VNNI is (so the tests run it there).
+#define ATTNVIZ_INT8_ROWS_VNNI256(NAME, TARGET, DPBUSD)                                                          \
+    template <int ROWS>                                                                                         \
+    __attribute__((target(TARGET))) void NAME(const Int8RowsArgs& a, int64_t r0, int64_t o0, int64_t o1) {    \
+        const int64_t K = a.K, K32 = K / 32 * 32;                                                               \
+        const uint8_t* x = a.x + r0 * K;                                                                        \
+        for (int64_t o = o0; o < o1; ++o) {                                                                     \
+            const int8_t* wr = a.w + o * K;                                                                     \
+            __m256i acc[ROWS];                                                                                  \
+            for (int r = 0; r < ROWS; ++r) acc[r] = _mm256_setzero_si256();                                     \
+            for (int64_t k = 0; k < K32; k += 32) {                                                             \
+                const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + k));               \
+                for (int r = 0; r < ROWS; ++r)                                                                  \
+                    acc[r] = DPBUSD(acc[r], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * K + k)), wv); \
+            }                                                                                                   \
+            const int32_t offset = a.zero * a.w_sum[o];                                                         \
+            for (int r = 0; r < ROWS; ++r) {                                                                    \
+                int32_t sum = lane_sum_i32(acc[r]);                                                             \
+                for (int64_t k = K32; k < K; ++k) sum += int32_t{x[r * K + k]} * int32_t{wr[k]};                \
+                a.out[(r0 + r) * a.N + o] = static_cast<float>(sum - offset) * (a.x_factor[r0 + r] * a.w_scale[o]); \
+            }                                                                                                   \
+        }                                                                                                       \
+    }                                                                                                           \
+    template <int ROWS>                                                                                         \
+    struct NAME##_block {                                                                                       \
+        static void run(const Int8RowsArgs& a, int64_t r0, int64_t o0, int64_t o1) { NAME<ROWS>(a, r0, o0, o1); } \
+    };
+
+ATTNVIZ_INT8_ROWS_VNNI256(int8_rows_avx_vnni, "avx2,avxvnni", _mm256_dpbusd_avx_epi32)
+ATTNVIZ_INT8_ROWS_VNNI256(int8_rows_vnni256_evex, "avx512f,avx512vl,avx512vnni", _mm256_dpbusd_epi32)
+#undef ATTNVIZ_INT8_ROWS_VNNI256
+
+/// Whether the CPU runs AVX-VNNI's encoding (CPUID leaf 7, subleaf 1, EAX bit 4: clang 14, the fuzz
+/// build's, does not know the name "avxvnni" in __builtin_cpu_supports; AVX2's check covers the OS's
+/// saving of the registers).
+bool cpu_has_avx_vnni() {
+    static const bool has = [] {
+        __builtin_cpu_init();
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+    }();
+    return has;
+}
+
 /// int8_rows_linear's run [o0, o1) for any rows: blocks of up to 4 rows in turn over the run (its
 /// weight rows, sized to stay in L2, come from memory for the first block, from the cache after).
 template <template <int> class Block>
@@ -239,7 +287,7 @@ bool cpu_has_avx512_vnni() {
     static const bool has = [] {
         __builtin_cpu_init();  // libgcc checks that the OS saves the AVX-512 registers
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vnni");
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     }();
     return has;
 }
@@ -247,10 +295,21 @@ bool cpu_has_avx512_vnni() {
 /// The int32 sums of four accumulators' 16 lanes each, as [s0, s1, s2, s3]: halves added, then
 /// pairwise sums (vphaddd) of the four together, instead of four separate reductions (for a 512-wide
 /// layer a reduction would cost as much as the 8 products before it).
+// GCC 12's AVX-512 intrinsics (casts and extracts) start from an "undefined" vector, which its
+// -Wmaybe-uninitialized reports at every use (fixed in GCC 13): not a fault of the code below.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+/// An accumulator's two 256-bit halves added.
+__attribute__((target("avx512f"))) inline __m256i halves_added(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline __m128i lane_sums_4(const __m512i* acc) {
     __m256i h[4];
-    for (int i = 0; i < 4; ++i)
-        h[i] = _mm256_add_epi32(_mm512_castsi512_si256(acc[i]), _mm512_extracti64x4_epi64(acc[i], 1));
+    for (int i = 0; i < 4; ++i) h[i] = halves_added(acc[i]);
     const __m256i p = _mm256_hadd_epi32(_mm256_hadd_epi32(h[0], h[1]), _mm256_hadd_epi32(h[2], h[3]));
     return _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
 }
@@ -309,7 +368,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_rows_vnni(const
             for (int r = 0; r < ROWS; ++r)
                 acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_maskz_loadu_epi8(m, x + r * K + k), wv);
         }
-        for (int r = 0; r < ROWS; ++r) finish(r, o, _mm512_reduce_add_epi32(acc[r]));
+        for (int r = 0; r < ROWS; ++r) finish(r, o, lane_sum_i32(halves_added(acc[r])));
     }
 }
 
@@ -317,6 +376,10 @@ template <int ROWS>
 struct Int8RowsVnni {
     static void run(const Int8RowsArgs& a, int64_t r0, int64_t o0, int64_t o1) { int8_rows_vnni<ROWS>(a, r0, o0, o1); }
 };
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /// The most weights one job takes (few_rows_linears: a self-attention's q, k and v).
 constexpr int k_job_parts = 4;
@@ -727,9 +790,11 @@ bool int8_rows_isa_available(Int8RowsIsa isa) {
     case Int8RowsIsa::scalar: return true;
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     case Int8RowsIsa::avx2: return cpu_has_avx2_fma();
+    case Int8RowsIsa::avx_vnni: return cpu_has_avx2_fma() && (cpu_has_avx_vnni() || cpu_has_avx512_vnni());
     case Int8RowsIsa::avx512_vnni: return cpu_has_avx512_vnni();
 #else
     case Int8RowsIsa::avx2:
+    case Int8RowsIsa::avx_vnni:
     case Int8RowsIsa::avx512_vnni: return false;
 #endif
     }
@@ -741,8 +806,10 @@ Int8RowsIsa int8_rows_isa_named(const std::string& name) {
     for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower == "generic") return Int8RowsIsa::scalar;
     if (lower == "avx2") return Int8RowsIsa::avx2;
+    if (lower == "avxvnni") return Int8RowsIsa::avx_vnni;
     if (lower == "avx512") return Int8RowsIsa::avx512_vnni;
-    throw std::invalid_argument("ATTNVIZ_FORCE_CPU_ISA is '" + name + "'; expected generic, avx2 or avx512 (or unset)");
+    throw std::invalid_argument("ATTNVIZ_FORCE_CPU_ISA is '" + name +
+                                "'; expected generic, avx2, avxvnni or avx512 (or unset)");
 }
 
 const char* int8_rows_isa_name(Int8RowsIsa isa) {
@@ -750,6 +817,7 @@ const char* int8_rows_isa_name(Int8RowsIsa isa) {
     case Int8RowsIsa::automatic: return int8_rows_isa_name(int8_rows_best_isa());
     case Int8RowsIsa::scalar: return "generic";
     case Int8RowsIsa::avx2: return "avx2";
+    case Int8RowsIsa::avx_vnni: return "avxvnni";
     case Int8RowsIsa::avx512_vnni: return "avx512";
     }
     return "generic";
@@ -766,7 +834,7 @@ Int8RowsIsa int8_rows_best_isa() {
             if (forced && *forced) most = int8_rows_isa_named(forced);
         } catch (const std::invalid_argument&) {
         }
-        for (auto isa : {Int8RowsIsa::avx512_vnni, Int8RowsIsa::avx2})
+        for (auto isa : {Int8RowsIsa::avx512_vnni, Int8RowsIsa::avx_vnni, Int8RowsIsa::avx2})
             if (static_cast<int>(isa) <= static_cast<int>(most) && int8_rows_isa_available(isa)) return isa;
         return Int8RowsIsa::scalar;
     }();
@@ -775,7 +843,7 @@ Int8RowsIsa int8_rows_best_isa() {
 
 int int8_rows_activation_steps(Int8RowsIsa isa) {
     if (isa == Int8RowsIsa::automatic) isa = int8_rows_best_isa();
-    return isa == Int8RowsIsa::avx512_vnni ? 127 : 63;
+    return isa == Int8RowsIsa::avx512_vnni || isa == Int8RowsIsa::avx_vnni ? 127 : 63;
 }
 
 bool int8_rows_linear_vectorized() { return int8_rows_best_isa() != Int8RowsIsa::scalar; }
@@ -820,7 +888,14 @@ torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_f
 #ifdef ATTNVIZ_SMALL_LINEAR_AVX2
     if (isa != Int8RowsIsa::scalar) {
         KernelJob job;
-        job.int8.kernel = isa == Int8RowsIsa::avx512_vnni ? int8_rows_in_blocks<Int8RowsVnni> : int8_rows_in_blocks<Int8RowsAvx2>;
+        switch (isa) {
+        case Int8RowsIsa::avx512_vnni: job.int8.kernel = int8_rows_in_blocks<Int8RowsVnni>; break;
+        case Int8RowsIsa::avx_vnni:  // AVX-VNNI's encoding where the CPU has it, AVX-512 VL's otherwise
+            job.int8.kernel = cpu_has_avx_vnni() ? int8_rows_in_blocks<int8_rows_avx_vnni_block>
+                                                 : int8_rows_in_blocks<int8_rows_vnni256_evex_block>;
+            break;
+        default: job.int8.kernel = int8_rows_in_blocks<Int8RowsAvx2>; break;
+        }
         job.int8.args = a;
         job.count = 1;
         job.parts[0].N = N;

@@ -59,7 +59,9 @@ enum class Int8RowsIsa {
     automatic,    ///< the best this CPU has (int8_rows_best_isa)
     scalar,       ///< a plain loop, on any CPU
     avx2,         ///< vpmaddubsw / vpmaddwd, 32 bytes a step (x86-64 with AVX2 and FMA)
-    avx512_vnni,  ///< vpdpbusd, 64 bytes a step (AVX-512 F, BW and VNNI)
+    avx_vnni,     ///< vpdpbusd on 256-bit registers, 32 bytes a step (AVX-VNNI: Intel's client CPUs from
+                  ///< Alder Lake; or AVX-512 VL's encoding of it where AVX-512 VNNI is)
+    avx512_vnni,  ///< vpdpbusd, 64 bytes a step (AVX-512 F, BW, VL and VNNI)
 };
 
 /// An int8 product as Int8Kernels::rowwise (inference_precision.hpp) stores its weights, rows as
@@ -67,7 +69,7 @@ enum class Int8RowsIsa {
 /// x_factor[r] w_scale[o], where xq [R, K] is u8 (each row's activations around `zero`), w [N, K] int8
 /// row-major, w_sum [N] int32 each row's sum of values. On AVX2 the activations must be at most 127
 /// (its vpmaddubsw sums pairs of u8 x s8 products in 16 bits, which 127 x 127 x 2 does not overflow;
-/// zero points above 64 are refused); on AVX-512 VNNI (vpdpbusd sums in 32 bits) and the plain loop,
+/// zero points above 64 are refused); with VNNI (vpdpbusd sums in 32 bits) and in the plain loop,
 /// any u8 (zero points up to 128). The integer sums are exact whatever the order; each output is one
 /// float product of them. Run like few_rows_linear (a few-row step's helpers, LibTorch's threads
 /// otherwise), every weight row read once from memory whatever the rows (blocks of 4 rows over runs
@@ -82,20 +84,21 @@ torch::Tensor int8_rows_linear(const torch::Tensor& xq, const torch::Tensor& x_f
 bool int8_rows_isa_available(Int8RowsIsa isa);
 
 /// What int8_rows_linear runs on by default: AVX-512 VNNI where the CPU has it (vpdpbusd, 64 bytes
-/// a step: Ice Lake, Sapphire Rapids, Zen 4), AVX2 where it has that, a plain loop otherwise; at
-/// most what the environment variable ATTNVIZ_FORCE_CPU_ISA names when set (generic, avx2 or
-/// avx512, as CTranslate2's CT2_FORCE_CPU_ISA; another value counts as unset).
+/// a step: Ice Lake, Sapphire Rapids, Zen 4), AVX-VNNI where it has that (Alder Lake and later
+/// client CPUs), AVX2 where it has that, a plain loop otherwise; at most what the environment
+/// variable ATTNVIZ_FORCE_CPU_ISA names when set (generic, avx2, avxvnni or avx512, as CTranslate2's
+/// CT2_FORCE_CPU_ISA; another value counts as unset).
 Int8RowsIsa int8_rows_best_isa();
 
 /// `isa`'s name as ATTNVIZ_FORCE_CPU_ISA spells it (automatic: the best's).
 const char* int8_rows_isa_name(Int8RowsIsa isa);
 
-/// The instruction set ATTNVIZ_FORCE_CPU_ISA's value names (generic, avx2, avx512, any case);
-/// std::invalid_argument naming the three for another.
+/// The instruction set ATTNVIZ_FORCE_CPU_ISA's value names (generic, avx2, avxvnni, avx512, any
+/// case); std::invalid_argument naming the four for another.
 Int8RowsIsa int8_rows_isa_named(const std::string& name);
 
 /// The steps each side of the zero point (steps + 1) that rowwise products quantize activations to
-/// on `isa` (automatic: int8_rows_best_isa()): 127 on AVX-512 VNNI (8 bits, as fbgemm's and oneDNN's on
+/// on `isa` (automatic: int8_rows_best_isa()): 127 with VNNI (8 bits, as fbgemm's and oneDNN's on
 /// such CPUs), 63 otherwise (7 bits: AVX2's pair sums; the plain loop gives AVX2's results).
 int int8_rows_activation_steps(Int8RowsIsa isa = Int8RowsIsa::automatic);
 

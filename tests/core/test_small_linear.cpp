@@ -354,11 +354,11 @@ torch::Tensor int8_rows_reference(const torch::Tensor& xq, const torch::Tensor& 
     return sums.to(torch::kFloat) * (x_factor.unsqueeze(1) * w_scale.unsqueeze(0));
 }
 
-/// The instructions this CPU runs int8_rows_linear with: a plain loop always, AVX2 and AVX-512 VNNI
-/// where it has them.
+/// The instructions this CPU runs int8_rows_linear with: a plain loop always, AVX2, VNNI on 256-bit
+/// registers and AVX-512 VNNI where it has them.
 std::vector<Int8RowsIsa> int8_rows_isas() {
     std::vector<Int8RowsIsa> isas;
-    for (auto isa : {Int8RowsIsa::scalar, Int8RowsIsa::avx2, Int8RowsIsa::avx512_vnni})
+    for (auto isa : {Int8RowsIsa::scalar, Int8RowsIsa::avx2, Int8RowsIsa::avx_vnni, Int8RowsIsa::avx512_vnni})
         if (int8_rows_isa_available(isa)) isas.push_back(isa);
     return isas;
 }
@@ -400,9 +400,10 @@ TEST_CASE("int8_rows_linear: exact integer sums of u8 activations and int8 rows,
             }
         }
     }
-    // 8-bit activations (zero point 128, values 1..255) where the instructions take them: AVX-512
-    // VNNI's 32-bit sums and the plain loop; 127 steps there, 63 on AVX2.
+    // 8-bit activations (zero point 128, values 1..255) where the instructions take them: VNNI's
+    // 32-bit sums and the plain loop; 127 steps with VNNI, 63 on AVX2 (and the plain loop, as AVX2).
     CHECK(int8_rows_activation_steps(Int8RowsIsa::avx512_vnni) == 127);
+    CHECK(int8_rows_activation_steps(Int8RowsIsa::avx_vnni) == 127);
     CHECK(int8_rows_activation_steps(Int8RowsIsa::avx2) == 63);
     CHECK(int8_rows_activation_steps(Int8RowsIsa::scalar) == 63);
     CHECK(int8_rows_activation_steps() == int8_rows_activation_steps(int8_rows_best_isa()));
@@ -463,14 +464,15 @@ TEST_CASE("int8_rows_linear refuses what it cannot read", "[decode][precision_in
     CHECK_THROWS_AS(int8_rows_linear(xq, factor, -1, w, scale, sums), std::logic_error);
     if (int8_rows_isa_available(Int8RowsIsa::avx2))  // its activations must stay within 127
         CHECK_THROWS_AS(int8_rows_linear(xq, factor, 65, w, scale, sums, Int8RowsIsa::avx2), std::logic_error);
-    for (auto isa : {Int8RowsIsa::scalar, Int8RowsIsa::avx2, Int8RowsIsa::avx512_vnni})
+    for (auto isa : {Int8RowsIsa::scalar, Int8RowsIsa::avx2, Int8RowsIsa::avx_vnni, Int8RowsIsa::avx512_vnni})
         if (!int8_rows_isa_available(isa))  // an instruction set this CPU lacks is refused, not run
             CHECK_THROWS_AS(int8_rows_linear(xq, factor, 64, w, scale, sums, isa), std::logic_error);
     // ATTNVIZ_FORCE_CPU_ISA's names, as CTranslate2's CT2_FORCE_CPU_ISA.
     CHECK(int8_rows_isa_named("generic") == Int8RowsIsa::scalar);
     CHECK(int8_rows_isa_named("AVX2") == Int8RowsIsa::avx2);
+    CHECK(int8_rows_isa_named("AvxVnni") == Int8RowsIsa::avx_vnni);
     CHECK(int8_rows_isa_named("avx512") == Int8RowsIsa::avx512_vnni);
-    CHECK_THROWS_WITH(int8_rows_isa_named("sse4"), Catch::Contains("generic, avx2 or avx512"));
+    CHECK_THROWS_WITH(int8_rows_isa_named("sse4"), Catch::Contains("generic, avx2, avxvnni or avx512"));
 }
 
 TEST_CASE("int8_rows_linear on each instruction set: time per product, one thread (run by hand)",

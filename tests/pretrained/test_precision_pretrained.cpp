@@ -379,9 +379,9 @@ TEST_CASE("attnviz-cli --precision: accepted with the precision in the JSON, ref
     // The int8 kernels on each instruction set (ATTNVIZ_FORCE_CPU_ISA caps them; one the CPU lacks
     // falls to the best below it; generic also makes auto pick fbgemm, as on a CPU without AVX2, so the
     // kernels are named). avx512 is the default's; the plain loop gives AVX2's 7-bit activations and
-    // integer sums, so the same words and maps to the bit as AVX2.
+    // integer sums, so the same words and maps to the bit as AVX2; VNNI's two widths the same sums.
     std::map<std::string, std::pair<std::string, nlohmann::json>> forced;
-    for (const std::string isa : {"generic", "avx2", "avx512"}) {
+    for (const std::string isa : {"generic", "avx2", "avxvnni", "avx512"}) {
         INFO("ATTNVIZ_FORCE_CPU_ISA=" << isa);
         const Result r = run_command(dir, "ATTNVIZ_FORCE_CPU_ISA=" + isa + " " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
                                      {"translate", "--model", model, "--precision", "int8", "--int8-kernels", "rowwise",
@@ -394,10 +394,11 @@ TEST_CASE("attnviz-cli --precision: accepted with the precision in the JSON, ref
     CHECK(forced["avx512"].first == ok.out);
     CHECK(forced["avx512"].second == nlohmann::json{j.at(0).at("weights"), j.at(0).at("attention_maps")});
     CHECK(forced["generic"] == forced["avx2"]);
+    CHECK(forced["avxvnni"] == forced["avx512"]);  // VNNI on 256 or 512 bits, or AVX2 for both without it
     const Result unknown = run_command(dir, "ATTNVIZ_FORCE_CPU_ISA=sse4 " + quote(ATTNVIZ_CLI_PATH) + " --threads 1",
                                        {"translate", "--model", model, "--precision", "int8", "Hello, Tom."});
     CHECK(unknown.code == 2);
-    require_one_error_line(unknown, "expected generic, avx2 or avx512");
+    require_one_error_line(unknown, "expected generic, avx2, avxvnni or avx512");
     write_file(dir / "pairs.tsv", "Hello, Tom.\tHallo, Tom.\nI like it.\tIch mag es.\nWhere is it?\tWo ist es?\n");
     const Result ev = cli(dir, {"eval", "--model", model, "--precision", "bf16", "--json", "--split", "all", "--data",
                                 dir / "pairs.tsv"});
