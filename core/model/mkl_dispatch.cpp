@@ -64,6 +64,7 @@ std::string mkl_code_path() {
         case 0: return "generic";
         case 3: return "SSE4.2";
         case 5: return "AVX2";
+        case 7: return "AVX-512";  // on an Ice Lake Xeon: MKL_ENABLE_INSTRUCTIONS=AVX512 keeps 7, =AVX2 gives 5
         default: return "code " + std::to_string(code);
     }
 }
