@@ -417,18 +417,10 @@ std::pair<torch::Tensor, torch::Tensor> quantize_rows_u8(const torch::Tensor& x,
 }
 
 int int8_activation_steps() {
-#if defined(__x86_64__) || defined(__i386__)
-    // AVX-VNNI by CPUID (leaf 7, subleaf 1, EAX bit 4): clang 14 (the fuzz build) does not know
-    // the name "avxvnni" in __builtin_cpu_supports.
-    static const bool vnni = [] {
-        if (__builtin_cpu_supports("avx512vnni")) return true;
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
-    }();
+    // VNNI in either encoding (AVX-512 VNNI or AVX-VNNI): the check the rowwise kernels make, whatever
+    // ATTNVIZ_FORCE_CPU_ISA says (it caps attnviz's own kernels, not fbgemm's nor oneDNN's).
+    static const bool vnni = int8_rows_isa_available(Int8RowsIsa::avx_vnni);
     return vnni ? 127 : 63;
-#else
-    return 63;
-#endif
 }
 
 std::string int8_kernels_name(Int8Kernels k) {
