@@ -99,9 +99,9 @@ def corpus_lines():
     return lines + EXTRA * 3
 
 
-def expected_cases(tok, hf=None):
+def expected_cases(tok, hf=None, texts=None):
     cases = []
-    for text in SAMPLES + random_samples():
+    for text in (SAMPLES + random_samples() if texts is None else texts):
         enc = tok.encode(text)
         plain = tok.encode(text, add_special_tokens=False)
         case = {"text": text, "ids": enc.ids, "tokens": enc.tokens, "plain_ids": plain.ids, "plain_tokens": plain.tokens,
@@ -294,6 +294,104 @@ def legacy_merges(tok):
     return Tokenizer.from_str(json.dumps(j))
 
 
+# ---- the library's edge cases, as raw files (where attnviz's reading once differed) -------------
+
+def raw(model, added=(), normalizer=None, pre=None, post=None, decoder=None):
+    """The file as written here (the library would save its own reading of it: ids and all)."""
+    j = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": list(added), "normalizer": normalizer,
+         "pre_tokenizer": pre, "post_processor": post, "decoder": decoder, "model": model}
+    return json.dumps(j, ensure_ascii=False)
+
+
+def added(id, content, special=False, normalized=None, lstrip=False, rstrip=False, single_word=False):
+    return {"id": id, "content": content, "single_word": single_word, "lstrip": lstrip, "rstrip": rstrip,
+            "normalized": (not special) if normalized is None else normalized, "special": special}
+
+
+def word_level(tokens, unk="[UNK]"):
+    return {"type": "WordLevel", "vocab": {t: i for i, t in enumerate(tokens)}, "unk_token": unk}
+
+
+def byte_bpe(normalizer=None, pre=(), added_tokens=(), decoders_after=()):
+    """A BPE of the 256 byte-level characters and no merges: its tokens are the normalized text's bytes."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    model = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+             "vocab": {c: i for i, c in enumerate(alphabet)}, "merges": []}
+    steps = list(pre) + [{"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]
+    decoder = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    if decoders_after:
+        decoder = {"type": "Sequence", "decoders": [decoder] + list(decoders_after)}
+    return raw(model, added_tokens, normalizer=normalizer, pre={"type": "Sequence", "pretokenizers": steps}, decoder=decoder)
+
+
+def regex(pattern):
+    return {"Regex": pattern}
+
+
+EDGE_TEXTS = ["का क्षमा ক্ষমা a\u20dd é ü", "a\u0378b \U0001fae8 d\nt d\rt", "  lead\nmid  \ntrail  ", "c\rd c\u2028d c\x85d c\nd",
+              "a\tb c 0x1F", "axxb xx", "<a> \nb", "<a>\n\nb", "<a> world", "x<a>  \n  y", "<s> a <t>", "a <x> c", "<t>  b",
+              "b<t>c", "a <y> <x> b", "<0x+A> <0x41>", "ab c", "xab"]
+
+
+def edge_fixtures():
+    """(name, tokenizer, texts or None for the whole sample): the library's behaviour where a reading
+    of its format goes wrong easily."""
+    alphabet_texts = SAMPLES + random_samples(60, seed=48) + EDGE_TEXTS
+    out = [
+        # Every combining mark (Mn, Mc, Me) for StripAccents; BertNormalizer's strip_accents takes Mn
+        # alone and its clean_text keeps unassigned code points.
+        ("edge_strip_accents", byte_bpe(normalizer={"type": "Sequence", "normalizers": [
+            {"type": "NFD"}, {"type": "StripAccents"}]}), alphabet_texts),
+        ("edge_bert_normalizer", byte_bpe(normalizer={"type": "BertNormalizer", "clean_text": True,
+                                                      "handle_chinese_chars": True, "strip_accents": True,
+                                                      "lowercase": True}), alphabet_texts),
+        # Oniguruma's Ruby syntax: ^ and $ at every line, a dot that is anything but \n, \h a hex digit,
+        # (?m) a dot that takes \n; no empty match where the last one ended; an empty literal matches
+        # at every boundary.
+        ("edge_regex_dialect", byte_bpe(normalizer={"type": "Sequence", "normalizers": [
+            {"type": "Replace", "pattern": regex("^ +"), "content": "<"},
+            {"type": "Replace", "pattern": regex(" +$"), "content": ">"},
+            {"type": "Replace", "pattern": regex("c.d"), "content": "!"},
+            {"type": "Replace", "pattern": regex("(?m)d.t"), "content": "?"},
+            {"type": "Replace", "pattern": regex("\\h\\h"), "content": "#"},
+            {"type": "Replace", "pattern": regex("[\\H\\s]e"), "content": "%"}]},
+            pre=[{"type": "Split", "pattern": regex("x*"), "behavior": "Isolated", "invert": False}],
+            decoders_after=[{"type": "Replace", "pattern": regex("x*"), "content": "_"},
+                            {"type": "Replace", "pattern": regex("^_"), "content": "^"}]), alphabet_texts),
+        # (Not in a Replace normalizer: there the library's text and its alignments disagree, its first
+        # insertion doubled, or it panics for a pattern like x*.)
+        ("edge_empty_patterns", byte_bpe(pre=[{"type": "Split", "pattern": {"String": ""}, "behavior": "Isolated",
+                                               "invert": False}],
+                                         decoders_after=[{"type": "Replace", "pattern": {"String": ""}, "content": "|"}]),
+         alphabet_texts),
+        # A token that rstrip's whitespace took part of still matches (the two overlap).
+        ("edge_rstrip_overlap", byte_bpe(added_tokens=[added(256, "<a>", special=True, rstrip=True),
+                                                       added(257, "\n", special=True),
+                                                       added(258, " world", normalized=False)]), alphabet_texts),
+        # Ids as the library gives them, not as the file says: out of order, a gap, a content the
+        # model has, a content given again with other properties, one given again as it was, and a
+        # vocabulary with a hole (its entry count, not its largest id, comes next).
+        ("edge_added_ids", raw({"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2, "c": 4}, "unk_token": "[UNK]"},
+                               [added(9, "<t>", special=True), added(2, "<s>", special=True), added(3, "a", special=True),
+                                added(17, "<x>"), added(5, "<t>", rstrip=True), added(6, "<x>"), added(40, "<y>", special=True)],
+                               pre={"type": "WhitespaceSplit"}), None),
+        ("edge_added_ids_dense", raw(word_level(["[UNK]", "a", "b", "c"]),
+                                     [added(7, "<t>", special=True), added(4, "<s>", special=True), added(20, "<x>")],
+                                     pre={"type": "WhitespaceSplit"}), None),
+        # Decoders: BPEDecoder's empty suffix (Rust's replace of "" puts a space at every boundary),
+        # ByteFallback's "<0x+A>" (from_str_radix takes a sign).
+        ("edge_decoders", raw(word_level(["[UNK]", "ab", "c", "<0x+A>", "<0x41>", "é"]), pre={"type": "WhitespaceSplit"},
+                              decoder={"type": "Sequence", "decoders": [{"type": "ByteFallback"},
+                                                                          {"type": "BPEDecoder", "suffix": ""}]}), None),
+        # A Unigram without an unknown token: an error only where the path needs one.
+        ("edge_unigram_no_unk", raw({"type": "Unigram", "unk_id": None, "byte_fallback": False,
+                                     "vocab": [["x", -1.0], ["xa", -1.0], ["ab", -1.0], ["b", -1.0], ["a", -5.0]]}),
+         ["xab", "ab", "xa", "b", "xaab", "bab", ""]),
+    ]
+    return out
+
+
 # ---- tokenizers transformers 5 builds and saves --------------------------------------------------
 
 def train_spm(prefix, lines, vocab_size, model_type, **kw):
@@ -420,6 +518,11 @@ def main():
             else:
                 tok.save(path)
             fixtures.append({"name": name, "file": name + ".json", "cases": expected_cases(tok)})
+        for name, text, texts in edge_fixtures():
+            with open(os.path.join(out, name + ".json"), "w", encoding="utf-8") as f:
+                f.write(text)
+            tok = Tokenizer.from_file(os.path.join(out, name + ".json"))
+            fixtures.append({"name": name, "file": name + ".json", "cases": expected_cases(tok, texts=texts)})
         for name, (tok, hf) in transformers_fixtures(lines, work, out).items():
             fixtures.append({"name": name, "file": name + ".json", "cases": expected_cases(tok, hf)})
         if bench_corpus:

@@ -320,6 +320,46 @@ struct Reader {
 /// matching): a pattern that backtracks without end on a text is an error, not a hang.
 constexpr int32_t k_regex_time_limit = 2000;
 
+/// A pattern of Oniguruma's Ruby syntax (the library's regular expressions) in ICU's: Ruby's \h and
+/// \H are hex digits and their complement (horizontal space in ICU), Ruby's option m is ICU's s (dot
+/// matches a newline; ICU's m is what Ruby's ^ and $ always do, set by the flags).
+std::string ruby_to_icu(const std::string& p) {
+    std::string out;
+    out.reserve(p.size());
+    int in_class = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+        const char c = p[i];
+        if (c == '\\' && i + 1 < p.size()) {
+            const char n = p[++i];
+            if (n == 'h')
+                out += in_class ? "0-9a-fA-F" : "[0-9a-fA-F]";
+            else if (n == 'H')
+                out += in_class ? "\\x{0}-\\x{2F}\\x{3A}-\\x{40}\\x{47}-\\x{60}\\x{67}-\\x{10FFFF}" : "[^0-9a-fA-F]";
+            else
+                out += c, out += n;
+            continue;
+        }
+        if (c == '[') {
+            ++in_class;
+        } else if (c == ']' && in_class) {
+            --in_class;
+        } else if (!in_class && c == '(' && i + 2 < p.size() && p[i + 1] == '?') {
+            size_t k = i + 2;
+            std::string flags;
+            while (k < p.size() && (p[k] == 'i' || p[k] == 'm' || p[k] == 'x' || p[k] == '-')) flags += p[k++];
+            if (!flags.empty() && k < p.size() && (p[k] == ')' || p[k] == ':')) {
+                for (char& f : flags)
+                    if (f == 'm') f = 's';
+                out += "(?" + flags;
+                i = k - 1;
+                continue;
+            }
+        }
+        out += c;
+    }
+    return out;
+}
+
 class Regex {
 public:
     Regex(const std::string& pattern, const Reader& r, const std::string& path) {
@@ -328,12 +368,15 @@ public:
                              std::to_string(r.limits.max_pattern_bytes) + " attnviz reads");
         UErrorCode status = U_ZERO_ERROR;
         UParseError pe{};
-        m_pattern.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), 0, pe, status));
+        // Ruby's ^ and $ match at every line, its dot is anything but \n: ICU's multiline and Unix lines.
+        m_pattern.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(ruby_to_icu(pattern)),
+                                                   UREGEX_MULTILINE | UREGEX_UNIX_LINES, pe, status));
         if (U_FAILURE(status) || !m_pattern)
             r.fail(path, "the regular expression " + quote(pattern) + " is not one ICU reads (" + u_errorName(status) +
                              " at offset " + std::to_string(pe.offset) + ")");
     }
-    /// Every match in s, left to right, as byte ranges (an empty match is one too; the search goes on past it).
+    /// Every match in s, left to right, as byte ranges (an empty match is one too; the search goes on past
+    /// it), but an empty match where the last one ended (Oniguruma's iterator in the library skips it).
     void find_all(const std::string& s, std::vector<std::pair<size_t, size_t>>& out) const {
         out.clear();
         UErrorCode status = U_ZERO_ERROR;
@@ -350,6 +393,7 @@ public:
         while (U_SUCCESS(status) && m->find(status)) {
             const int64_t b = m->start64(status), e = m->end64(status);
             if (U_FAILURE(status)) break;
+            if (b == e && !out.empty() && out.back().second == static_cast<size_t>(b)) continue;
             out.emplace_back(static_cast<size_t>(b), static_cast<size_t>(e));
         }
         utext_close(&ut);
@@ -391,10 +435,18 @@ struct Pattern {
     }
     /// Every match, non-overlapping, left to right (a literal's: the regex of the escaped literal's).
     void find_all(const std::string& s, std::vector<std::pair<size_t, size_t>>& out) const {
+        out.clear();
+        if (s.empty()) return;  // the library's find_matches: none in an empty text, whatever the pattern
         if (gpt2) return gpt2_matches(s, out);
         if (regex) return regex->find_all(s, out);
         out.clear();
-        if (literal.empty()) return;
+        if (literal.empty()) {
+            // The library escapes a literal into a regular expression: an empty one matches at every
+            // character's boundary.
+            for (size_t at = 0; at <= s.size(); ++at)
+                if (at == s.size() || (static_cast<unsigned char>(s[at]) & 0xC0) != 0x80) out.emplace_back(at, at);
+            return;
+        }
         for (size_t at = s.find(literal); at != std::string::npos; at = s.find(literal, at + literal.size()))
             out.emplace_back(at, at + literal.size());
     }
@@ -625,6 +677,10 @@ struct StripNormalizer : Normalizer {
 };
 
 struct StripAccentsNormalizer : Normalizer {
+    /// true: every combining mark (Mn, Mc, Me), as the StripAccents normalizer; false: non-spacing
+    /// marks (Mn) alone, as BertNormalizer's strip_accents (Devanagari's vowel signs stay there).
+    bool every_mark = true;
+    explicit StripAccentsNormalizer(bool every = true) : every_mark(every) {}
     void apply(std::string& s, bool& start) const override {
         if (is_ascii(s)) return;
         std::string out;
@@ -632,7 +688,9 @@ struct StripAccentsNormalizer : Normalizer {
         size_t i = 0;
         while (i < s.size()) {
             const size_t b = i;
-            if (u_charType(next_cp(s, i)) != U_NON_SPACING_MARK) out.append(s, b, i - b);
+            const int8_t t = u_charType(next_cp(s, i));
+            const bool mark = t == U_NON_SPACING_MARK || (every_mark && (t == U_COMBINING_SPACING_MARK || t == U_ENCLOSING_MARK));
+            if (!mark) out.append(s, b, i - b);
             else if (out.empty()) start = false;
         }
         s = std::move(out);
@@ -750,8 +808,9 @@ struct BertNormalizer : Normalizer {
             if (clean_text) {
                 const bool tnr = c == '\t' || c == '\n' || c == '\r';
                 const int8_t t = u_charType(c);
+                // The library's is_control: Cc, Cf and Co (unassigned code points stay, as there).
                 const bool control = !tnr && (t == U_CONTROL_CHAR || t == U_FORMAT_CHAR || t == U_SURROGATE ||
-                                              t == U_PRIVATE_USE_CHAR || t == U_UNASSIGNED);
+                                              t == U_PRIVATE_USE_CHAR);
                 const bool ws = tnr || is_ws(c);
                 if (c == 0 || c == 0xFFFD || control) {
                     if (out.empty()) start = false;
@@ -776,7 +835,7 @@ struct BertNormalizer : Normalizer {
             nfd.n = icu::Normalizer2::getNFDInstance(status);
             icu_check(status, "Normalizer2::getNFDInstance");
             nfd.apply(out, start);
-            StripAccentsNormalizer{}.apply(out, start);
+            StripAccentsNormalizer{false}.apply(out, start);
         }
         if (lowercase) LowercaseNormalizer{}.apply(out, start);
         s = std::move(out);
@@ -1246,10 +1305,12 @@ struct UnigramModel : Model {
                 if (end - at == mblen) single = true;
             });
             if (!single) {
-                if (unk_id < 0) throw Error("tokenizer.json: the Unigram model has no unknown token (unk_id) for " + quote(s.substr(at, mblen)));
                 Node& target = best[at + mblen];
                 const double cand = here + unk_score;
                 if (target.start < 0 || cand > target.score) {
+                    // Only an unknown piece the path would take needs the unknown token (as the library).
+                    if (unk_id < 0)
+                        throw Error("tokenizer.json: the Unigram model has no unknown token (unk_id) for " + quote(s.substr(at, mblen)));
                     target.score = cand;
                     target.start = static_cast<int64_t>(at);
                     target.id = unk_id;
@@ -1733,7 +1794,7 @@ struct ByteFallbackDecoder : Decoder {
     static int byte_of(const std::string& t) {
         if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
         int v = 0;
-        for (int k = 3; k < 5; ++k) {
+        for (int k = t[3] == '+' ? 4 : 3; k < 5; ++k) {  // Rust's from_str_radix takes a leading '+' ("<0x+A>")
             const char c = t[static_cast<size_t>(k)];
             const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
             if (d < 0) return -1;
@@ -1810,12 +1871,21 @@ struct BpeDecoder : Decoder {
             const std::string to = i + 1 == tokens.size() ? "" : " ";
             std::string out;
             size_t prev = 0;
-            if (!suffix.empty())
+            if (suffix.empty()) {
+                // Rust's replace of an empty pattern: `to` at every character's boundary, both ends too.
+                for (size_t at = 0; at < t.size(); ++at) {
+                    if ((static_cast<unsigned char>(t[at]) & 0xC0) != 0x80) out += to;
+                    out += t[at];
+                }
+                out += to;
+                prev = t.size();
+            } else {
                 for (size_t at = t.find(suffix); at != std::string::npos; at = t.find(suffix, prev)) {
                     out.append(t, prev, at - prev);
                     out += to;
                     prev = at + suffix.size();
                 }
+            }
             out.append(t, prev, std::string::npos);
             t = std::move(out);
         }
@@ -1932,8 +2002,8 @@ void find_added(const std::string& s, const AddedSet& set, const std::vector<Tok
                 if (!is_ws(next_cp(s, j))) break;
                 e = j;
             }
-            stop = e;
-            i = stop;
+            stop = e;  // the search goes on from the match's own end, as the library's: a token that
+                       // starts in the whitespace taken here still matches (the two overlap)
         }
         if (start_offset < start) out.emplace_back(-1, start_offset, start);
         out.emplace_back(static_cast<int64_t>(set.index[static_cast<size_t>(v)]), start, stop);
@@ -2001,54 +2071,87 @@ std::shared_ptr<const TokenizerJson> TokenizerJson::parse(const std::string& tex
     if (const json* d = Reader::field(j, "decoder")) impl->decoder = read_decoder(*d, r, "decoder");
 
     impl->size = static_cast<int64_t>(impl->model->vocab_r.size());
+    // The added tokens as the library reads them (AddedVocabulary::add_tokens, entry by entry in the
+    // file's order; the file's ids are checked but not used, as the library's deserializer ignores
+    // them): a content the model has takes the model's id; a content given before keeps its id and
+    // takes this entry's properties (an identical entry is skipped); a new one takes the largest id
+    // given so far + 1, or the model's entry count when that is larger (the count, as the library's
+    // get_vocab_size: not one past the largest id where the vocabulary has holes). Files the library
+    // writes list their tokens by id from the model's size, where both readings agree.
+    struct TrieEntry {
+        std::string content;
+        bool normalized;
+    };
+    std::vector<TrieEntry> listed_special, listed_added;  // the library's special_tokens and added_tokens
+    std::unordered_map<std::string, int64_t> content_id;
     if (const json* a = Reader::field(j, "added_tokens")) {
         r.array_of(*a, "added_tokens");
         if (a->size() > limits.max_added_tokens)
             r.fail("added_tokens", std::to_string(a->size()) + " tokens, more than the " + std::to_string(limits.max_added_tokens) +
                                        " attnviz reads");
+        const int64_t model_count = static_cast<int64_t>(impl->model->vocab.size());
+        int64_t largest = -1;
         for (size_t i = 0; i < a->size(); ++i) {
             const std::string p = "added_tokens[" + std::to_string(i) + "]";
             const json& e = r.object_of((*a)[i], p);
             TokenizerJsonAddedToken t;
-            t.id = r.int_of(r.need(e, p, "id"), p + ".id", 0, static_cast<int64_t>(limits.max_vocab) + static_cast<int64_t>(limits.max_added_tokens));
+            r.int_of(r.need(e, p, "id"), p + ".id", 0, static_cast<int64_t>(limits.max_vocab) + static_cast<int64_t>(limits.max_added_tokens));
             t.content = r.need_string(e, p, "content");
-            if (t.content.empty()) r.fail(p + ".content", "an empty added token");
             r.check_token(t.content, p + ".content");
             t.single_word = r.opt_bool(e, p, "single_word", false);
             t.lstrip = r.opt_bool(e, p, "lstrip", false);
             t.rstrip = r.opt_bool(e, p, "rstrip", false);
             t.special = r.opt_bool(e, p, "special", false);
             t.normalized = r.opt_bool(e, p, "normalized", !t.special);
-            if (impl->added_by_id.count(t.id)) {
-                const auto& other = impl->added[impl->added_by_id[t.id]];
-                if (other.content != t.content)
-                    r.fail(p, "added tokens " + quote(other.content) + " and " + quote(t.content) + " have the same id " + std::to_string(t.id));
-                continue;
+            if (t.content.empty()) continue;  // the library skips it
+            if (t.special && impl->special_contents.insert(t.content).second) listed_special.push_back({t.content, t.normalized});
+            if (const auto it = content_id.find(t.content); it != content_id.end()) {
+                const auto& old = impl->added[impl->added_by_id.at(it->second)];
+                if (old.content == t.content && old.single_word == t.single_word && old.lstrip == t.lstrip &&
+                    old.rstrip == t.rstrip && old.normalized == t.normalized && old.special == t.special)
+                    continue;  // given again as it was
+                t.id = it->second;
+            } else if (const int64_t model_id = impl->model->token_to_id(t.content); model_id >= 0) {
+                t.id = model_id;
+            } else {
+                t.id = largest < 0 ? model_count : (largest >= model_count || model_count == 0 ? largest + 1 : model_count);
             }
+            content_id[t.content] = t.id;
+            largest = std::max(largest, t.id);
             impl->size = std::max(impl->size, t.id + 1);
-            impl->added_by_id[t.id] = impl->added.size();
-            impl->added_by_content[t.content] = impl->added.size();
-            impl->added.push_back(std::move(t));
+            if (!impl->special_contents.count(t.content)) listed_added.push_back({t.content, t.normalized});
+            if (const auto it = impl->added_by_id.find(t.id); it != impl->added_by_id.end()) {
+                impl->added[it->second] = std::move(t);  // the id's token is this entry
+            } else {
+                impl->added_by_id[t.id] = impl->added.size();
+                impl->added.push_back(std::move(t));
+            }
         }
     }
-    // The tries: raw contents for tokens matched before normalization, normalized ones after.
+    for (const auto& [content, id] : content_id) impl->added_by_content[content] = impl->added_by_id.at(id);
+    for (auto& t : impl->added) {
+        t.special = impl->special_contents.count(t.content) != 0;  // once special, always (the library's set)
+        std::string form = t.content;
+        if (t.normalized && impl->normalizer) impl->normalizer->normalize(form);
+        impl->decode_form.push_back(std::move(form));
+    }
+    // The tries, in the library's order (its special tokens, then the others): raw contents for
+    // tokens matched before normalization, normalized forms after; each entry's own "normalized".
     std::vector<std::pair<std::string, int32_t>> raw, normalized;
-    for (size_t i = 0; i < impl->added.size(); ++i) {
-        const auto& t = impl->added[i];
-        if (t.special) impl->special_contents.insert(t.content);
-        if (t.normalized) {
-            std::string s = t.content;
-            if (impl->normalizer) impl->normalizer->normalize(s);
-            impl->decode_form.push_back(s);
-            if (s.empty()) continue;
-            normalized.emplace_back(s, static_cast<int32_t>(impl->normalized_set.index.size()));
-            impl->normalized_set.index.push_back(i);
-        } else {
-            impl->decode_form.push_back(t.content);
-            raw.emplace_back(t.content, static_cast<int32_t>(impl->raw_set.index.size()));
-            impl->raw_set.index.push_back(i);
+    for (const auto* list : {&listed_special, &listed_added})
+        for (const auto& entry : *list) {
+            const size_t index = impl->added_by_content.at(entry.content);
+            if (entry.normalized) {
+                std::string s = entry.content;
+                if (impl->normalizer) impl->normalizer->normalize(s);
+                if (s.empty()) continue;
+                normalized.emplace_back(s, static_cast<int32_t>(impl->normalized_set.index.size()));
+                impl->normalized_set.index.push_back(index);
+            } else {
+                raw.emplace_back(entry.content, static_cast<int32_t>(impl->raw_set.index.size()));
+                impl->raw_set.index.push_back(index);
+            }
         }
-    }
     // A content given twice matches as the first (the library's patterns: the first added wins).
     auto first_wins = [](std::vector<std::pair<std::string, int32_t>>& keys) {
         std::unordered_set<std::string> seen;
