@@ -132,6 +132,21 @@ void PrecisionFlag::apply(const TranslationModel& model) const {
     }
 }
 
+namespace {
+
+/// A pretrained model's generation settings generate() would apply and attnviz does not (sampling,
+/// diverse beams, ...): one warning naming them, so that a difference from transformers is not silent.
+void warn_unapplied_generation(const TranslationModel& model) {
+    const auto& spec = model.config().pretrained;
+    if (!spec || spec->generation.ignored.empty()) return;
+    std::string names;
+    for (const auto& n : spec->generation.ignored) names += (names.empty() ? "" : ", ") + n;
+    warn("the model's generation settings name " + names + ", which attnviz does not apply: transformers' generate() "
+         "may choose other tokens (attnviz searches greedily or by beams, with the other settings as generate())");
+}
+
+}  // namespace
+
 TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::string& device) const {
     const torch::Device on = resolve_device(device);
     const InferencePrecision p = parse_inference_precision(name);
@@ -141,6 +156,7 @@ TranslationModelPtr PrecisionFlag::load(const std::string& path, const std::stri
                                            : preferred_int8_kernels(rows));
     TranslationModelPtr model = (on.is_cpu() ? load_model(path, p) : load_model(path))->on_device(on);
     apply(*model);  // checkpoints and d2l files are converted here; the RNN and a GPU refused here
+    warn_unapplied_generation(*model);
     keep_until_exit(model);
     return model;
 }
@@ -178,6 +194,7 @@ std::string int8_kernels_text(const TranslationModel& model) {
 
 TranslationModelPtr load_model_on(const std::string& path, const std::string& device) {
     TranslationModelPtr model = load_model(path)->on_device(resolve_device(device));
+    warn_unapplied_generation(*model);
     keep_until_exit(model);
     return model;
 }

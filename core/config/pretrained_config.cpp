@@ -116,8 +116,10 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
     c.layernorm_embedding = bart_like;
     c.positions = marian ? PositionTable::marian : bart_like ? PositionTable::learned : PositionTable::fairseq;
     c.final_logits_bias = marian || bart_like;
-    c.share_embeddings = marian ? f.boolean_or("share_encoder_decoder_embeddings", true) : true;
     c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", true);
+    // transformers 5 ties the encoder's and decoder's embed_tokens to model.shared only with
+    // tie_word_embeddings (Marian: with share_encoder_decoder_embeddings); untied, all three are apart.
+    c.share_embeddings = marian ? f.boolean_or("share_encoder_decoder_embeddings", true) : c.tie_word_embeddings;
     if (c.positions == PositionTable::marian && c.d_model % 2 != 0)
         throw FileError(what + ": d_model " + std::to_string(c.d_model) + " is odd; Marian's position table needs an even width");
     const int64_t V = std::min(c.vocab_size, c.target_vocab_size());
@@ -139,7 +141,8 @@ PretrainedConfig PretrainedConfig::from_json(const json& j, const std::string& w
     c.dropout = f.real_or("dropout", 0.1, 0.0, 0.99);
     c.attention_dropout = f.real_or("attention_dropout", 0.0, 0.0, 0.99);
     c.activation_dropout = f.real_or("activation_dropout", 0.0, 0.0, 0.99);
-    if (f.has("layer_norm_eps")) c.layer_norm_eps = f.real_or("layer_norm_eps", 1e-5, 1e-12, 1.0);
+    // layer_norm_eps is not read: transformers' Marian, M2M100, BART and mBART build every LayerNorm with
+    // PyTorch's default 1e-5 whatever config.json says (T5 reads its layer_norm_epsilon: t5_config.cpp).
     return c;
 }
 
@@ -218,17 +221,22 @@ GenerationConfig GenerationConfig::from_json(const json& j, const PretrainedConf
     if (g.decoder_start_token_id != model.decoder_start_token_id)
         throw FileError(what + ": \"decoder_start_token_id\" " + std::to_string(g.decoder_start_token_id) +
                         " differs from config.json's " + std::to_string(model.decoder_start_token_id));
-    // What generate() would do that attnviz does not (it searches greedily or by beams, as it may).
+    // The logits processors attnviz applies as generate() does (core/decode/search.hpp).
+    g.repetition_penalty = f.real_or("repetition_penalty", 1.0, 1e-6, 1e6);
+    g.suppress_tokens = f.ids_or("suppress_tokens", {}, V, true);
+    g.begin_suppress_tokens = f.ids_or("begin_suppress_tokens", {}, V, true);
+    g.min_new_tokens = f.integer_or("min_new_tokens", 0, 0, 1 << 20);
+    // What generate() would do that attnviz does not (it searches greedily or by beams, as it may):
+    // named in a warning when the model is opened.
     if (f.boolean_or("do_sample", false)) g.ignored.push_back("do_sample");
-    if (f.real_or("repetition_penalty", 1.0, 0.0, 1e6) != 1.0) g.ignored.push_back("repetition_penalty");
     if (f.real_or("diversity_penalty", 0.0, -1e6, 1e6) != 0.0) g.ignored.push_back("diversity_penalty");
     if (f.integer_or("num_beam_groups", 1, 1, 1024) != 1) g.ignored.push_back("num_beam_groups");
     if (f.integer_or("encoder_no_repeat_ngram_size", 0, 0, 1024) != 0) g.ignored.push_back("encoder_no_repeat_ngram_size");
-    // Checked as generate() would check them, though attnviz does not apply them.
-    for (const char* key : {"suppress_tokens", "begin_suppress_tokens"})
-        if (!f.ids_or(key, {}, V, true).empty()) g.ignored.push_back(key);
-    if (f.has("sequence_bias")) g.ignored.push_back("sequence_bias");
-    if (f.has("min_new_tokens")) g.ignored.push_back("min_new_tokens");
+    if (f.real_or("encoder_repetition_penalty", 1.0, 0.0, 1e6) != 1.0) g.ignored.push_back("encoder_repetition_penalty");
+    if (f.boolean_or("renormalize_logits", false)) g.ignored.push_back("renormalize_logits");
+    for (const char* key : {"sequence_bias", "exponential_decay_length_penalty", "forced_decoder_ids", "epsilon_cutoff",
+                            "eta_cutoff", "guidance_scale", "watermarking_config"})
+        if (f.has(key)) g.ignored.push_back(key);
     return g;
 }
 

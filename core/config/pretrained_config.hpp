@@ -139,6 +139,11 @@ struct GenerationConfig {
     std::vector<int64_t> eos_token_ids;  ///< what ends an output
     int64_t pad_token_id = -1;
     int64_t decoder_start_token_id = -1;
+    double repetition_penalty = 1.0;   ///< != 1: every token of the output so far (start token too) scores
+                                       ///< times this when negative, divided by it otherwise (CTRL's penalty)
+    std::vector<int64_t> suppress_tokens;        ///< never generated
+    std::vector<int64_t> begin_suppress_tokens;  ///< not generated first (after a forced first token: second)
+    int64_t min_new_tokens = 0;        ///< <eos> is barred until this many tokens were generated
     /// Fields present that attnviz does not apply (sampling, repetition penalties, ...): named in a
     /// warning so a user knows generate() would differ.
     std::vector<std::string> ignored;

@@ -15,14 +15,14 @@ using json = nlohmann::json;
 namespace {
 
 /// transformers' ACT2FN names a T5 feed-forward may use (the part after "gated-").
-Activation t5_activation(const std::string& name, const std::string& proj, const std::string& what) {
+/// `said`: which key named it and how ("\"feed_forward_proj\" is 'gated-foo'"), for the error.
+Activation t5_activation(const std::string& name, const std::string& said, const std::string& what) {
     if (name == "relu") return Activation::relu;
     if (name == "gelu") return Activation::gelu;
     if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
     if (name == "silu" || name == "swish") return Activation::silu;
     if (name == "tanh") return Activation::tanh;
-    throw FileError(what + ": \"feed_forward_proj\" is " + quote(proj) +
-                    ", expected relu, gelu, gelu_new, silu, tanh or one of them gated (\"gated-gelu\")");
+    throw FileError(what + ": " + said + ", expected relu, gelu, gelu_new, silu, tanh or one of them gated (\"gated-gelu\")");
 }
 
 }  // namespace
@@ -64,7 +64,13 @@ PretrainedConfig t5_config_from_json(const json& j, const std::string& what) {
             throw FileError(what + ": \"feed_forward_proj\" is " + quote(p) + ", expected an activation or \"gated-\" and one");
         // T5Config: "gated-gelu" means gelu_new (the tanh approximation), for backwards compatibility.
         c.activation_name = p == "gated-gelu" ? "gelu_new" : act;
-        c.activation = t5_activation(c.activation_name, p, what);
+        // What save_pretrained writes beside it wins, as in T5Config (a hand-edited file may disagree).
+        if (f.has("dense_act_fn")) c.activation_name = f.text_or("dense_act_fn", c.activation_name);
+        if (f.has("is_gated_act")) o->gated = f.boolean_or("is_gated_act", o->gated);
+        c.activation = t5_activation(c.activation_name,
+                                     f.has("dense_act_fn") ? "\"dense_act_fn\" is " + quote(c.activation_name)
+                                                           : "\"feed_forward_proj\" is " + quote(p),
+                                     what);
     }
     c.dropout = f.real_or("dropout_rate", 0.1, 0.0, 0.99);
     c.attention_dropout = c.activation_dropout = c.dropout;  // T5 drops weights and activations at dropout_rate

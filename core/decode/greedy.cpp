@@ -53,12 +53,16 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             const AttentionIntervention* changed = intervener ? intervener->before_step(step, tokens, *cache) : nullptr;
             auto out = model.step(tokens, *cache, *enc, changed);
             if (changed) intervener->check_step(out);
-            auto logp = output_log_probs(std::move(out.logits));
-            if (options.generation.masks()) {
-                std::vector<std::vector<int64_t>> histories;
+            std::vector<std::vector<int64_t>> histories;
+            if (options.generation.masks())
                 for (const auto& h : hyps) histories.push_back(h.ids);
-                apply_generation_rules(logp, options.generation, step, options.max_length - 1, histories);
+            if (options.generation.repetition_penalty != 1.0) {  // on the logits, as generate()'s greedy search
+                out.logits = out.logits.contiguous();
+                apply_repetition_penalty(out.logits, options.generation, histories);
             }
+            auto logp = output_log_probs(std::move(out.logits));
+            if (options.generation.masks())
+                apply_generation_rules(logp, options.generation, step, options.max_length - 1, histories);
             auto chosen = std::get<1>(logp.max(-1));
             bool any_given = false;
             if (forced) {

@@ -282,10 +282,28 @@ void apply_generation_rules(torch::Tensor& log_probs, const GenerationRules& rul
     for (const auto& w : rules.bad_words)
         if (w.size() == 1 && w[0] >= 0 && w[0] < V) single.push_back(w[0]);
     if (!single.empty()) log_probs.index_fill_(1, ids(single), neg_inf);
+    if (!rules.suppress.empty()) {
+        std::vector<int64_t> barred;
+        for (const int64_t t : rules.suppress)
+            if (t >= 0 && t < V) barred.push_back(t);
+        if (!barred.empty()) log_probs.index_fill_(1, ids(barred), neg_inf);
+    }
+    if (!rules.begin_suppress.empty() && step == rules.begin_suppress_step) {
+        std::vector<int64_t> barred;
+        for (const int64_t t : rules.begin_suppress)
+            if (t >= 0 && t < V) barred.push_back(t);
+        if (!barred.empty()) log_probs.index_fill_(1, ids(barred), neg_inf);
+    }
     if (per_row && !histories.empty()) {
         std::vector<int64_t> flat;  // row * V + token
+        std::vector<int64_t> with_start;
         for (size_t r = 0; r < histories.size() && static_cast<int64_t>(r) < log_probs.size(0); ++r) {
-            const auto& h = histories[r];
+            // generate()'s input_ids: the start token, then the output so far.
+            if (rules.start_token >= 0) {
+                with_start.assign(1, rules.start_token);
+                with_start.insert(with_start.end(), histories[r].begin(), histories[r].end());
+            }
+            const auto& h = rules.start_token >= 0 ? with_start : histories[r];
             const int64_t n = rules.no_repeat_ngram;
             if (n > 0 && static_cast<int64_t>(h.size()) + 1 >= n) {
                 // Every earlier n-gram whose first n-1 tokens end the history bars its last token.
@@ -309,6 +327,29 @@ void apply_generation_rules(torch::Tensor& log_probs, const GenerationRules& rul
     };
     if (step == 0 && rules.forced_first >= 0) force(rules.forced_first);
     if (step == last_step && rules.forced_last >= 0) force(rules.forced_last);
+}
+
+void apply_repetition_penalty(torch::Tensor& scores, const GenerationRules& rules,
+                              const std::vector<std::vector<int64_t>>& histories) {
+    if (rules.repetition_penalty == 1.0 || histories.empty()) return;
+    const int64_t R = scores.size(0), V = scores.size(1);
+    std::vector<int64_t> flat;  // row * V + token, each token once a row
+    std::vector<int64_t> row;
+    for (int64_t r = 0; r < R && r < static_cast<int64_t>(histories.size()); ++r) {
+        row.clear();
+        if (rules.start_token >= 0) row.push_back(rules.start_token);
+        row.insert(row.end(), histories[static_cast<size_t>(r)].begin(), histories[static_cast<size_t>(r)].end());
+        std::sort(row.begin(), row.end());
+        row.erase(std::unique(row.begin(), row.end()), row.end());
+        for (const int64_t t : row)
+            if (t >= 0 && t < V) flat.push_back(r * V + t);
+    }
+    if (flat.empty()) return;
+    auto view = scores.view(-1);
+    const auto at = torch::tensor(flat, torch::kLong).to(scores.device());
+    const auto s = view.index_select(0, at);
+    const double p = rules.repetition_penalty;
+    view.index_copy_(0, at, torch::where(s < 0, s * p, s / p));
 }
 
 StepTopK step_top_k(const torch::Tensor& log_probs, int64_t k) {

@@ -96,6 +96,13 @@ torch::Tensor output_log_probs(torch::Tensor logits);
 void apply_generation_rules(torch::Tensor& log_probs, const GenerationRules& rules, int64_t step, int64_t last_step,
                             const std::vector<std::vector<int64_t>>& histories = {});
 
+/// rules.repetition_penalty on a step's scores [R, V] (logits or log-probabilities, contiguous): each
+/// row's tokens of rules.start_token + histories[r], once each, times the penalty where negative,
+/// divided by it otherwise. Nothing when the penalty is 1. apply_generation_rules does not apply it:
+/// greedy search calls this on the logits, beam search on the log-probabilities (as generate()).
+void apply_repetition_penalty(torch::Tensor& scores, const GenerationRules& rules,
+                              const std::vector<std::vector<int64_t>>& histories);
+
 /// The k most probable tokens of each row of a step's log-probabilities, on the host.
 struct StepTopK {
     torch::Tensor prob, ids;  ///< [R, k] float and long, contiguous CPU tensors (undefined when k == 0)

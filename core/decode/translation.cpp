@@ -43,7 +43,8 @@ void DecodeOptions::validate() const {
         throw ConfigError("decode: number of hypotheses must be in 1..beam size");
     if (o.batch_size < 1) throw ConfigError("decode: batch size must be at least 1");
     if (o.batch_tokens < 0) throw ConfigError("decode: batch tokens must be 0 (off) or more");
-    if (o.length_penalty < 0) throw ConfigError("decode: length penalty must be >= 0");
+    // Negative as transformers allows it (a generation_config.json's: log P times length^-alpha).
+    if (!(o.length_penalty >= -100 && o.length_penalty <= 100)) throw ConfigError("decode: length penalty must be in -100..100");
     if (o.top_k < 0 || o.top_k > 100) throw ConfigError("decode: top-k must be in 0..100");
     o.intervention.validate();
     if (o.intervention.active() && (o.beam_size > 1 || o.beam_tree))

@@ -41,9 +41,20 @@ struct GenerationRules {
     int64_t min_length = 0;     ///< <eos> is barred while the output (its start token included) is shorter
     int64_t no_repeat_ngram = 0;  ///< > 0: no n-gram of this size twice in an output
     std::vector<std::vector<int64_t>> bad_words;  ///< token sequences never produced (NoBadWordsLogitsProcessor)
+    std::vector<int64_t> suppress;        ///< tokens never produced (SuppressTokensLogitsProcessor)
+    std::vector<int64_t> begin_suppress;  ///< tokens not produced at step begin_suppress_step
+    int64_t begin_suppress_step = 0;      ///< 0, or 1 after a forced first token (SuppressTokensAtBegin's begin_index)
+    /// != 1: the output's tokens so far (start token included) score times this where negative,
+    /// divided by it otherwise (RepetitionPenaltyLogitsProcessor): on the logits in greedy search, on
+    /// the log-probabilities in beam search, as generate() applies it.
+    double repetition_penalty = 1.0;
+    /// The decoder's start token (attnviz's id; -1: none): the histories the n-gram, bad-word and
+    /// repetition rules read begin with it, as generate()'s input_ids do.
+    int64_t start_token = -1;
     /// Whether any rule changes a step's scores.
     bool masks() const {
-        return forced_first >= 0 || forced_last >= 0 || min_length > 0 || no_repeat_ngram > 0 || !bad_words.empty();
+        return forced_first >= 0 || forced_last >= 0 || min_length > 0 || no_repeat_ngram > 0 || !bad_words.empty() ||
+               !suppress.empty() || !begin_suppress.empty() || repetition_penalty != 1.0;
     }
 };
 

@@ -63,15 +63,24 @@ DecodeOptions TranslationModel::decode_defaults() const {
     d.beam_size = std::min<int64_t>(g.num_beams, 100);
     d.num_hypotheses = std::min<int64_t>(g.num_return_sequences, d.beam_size);
     d.max_length = std::clamp<int64_t>(g.max_generated(spec->model), 1, max_decode_length);
-    d.length_penalty = std::max(g.length_penalty, 0.0);
+    d.length_penalty = g.length_penalty;  // negative too, as generate()
     d.normalize_input = false;  // the model's tokenizer normalises as it was trained to
     GenerationRules& r = d.generation;
     r.transformers_search = true;
     r.early_stopping = g.early_stopping == EarlyStopping::heuristic ? 0 : g.early_stopping == EarlyStopping::on_full ? 1 : 2;
     r.forced_first = id(g.forced_bos_token_id);
     r.forced_last = id(g.forced_eos_token_id);
-    r.min_length = g.min_length;
+    // MinNewTokensLengthLogitsProcessor: min_new_tokens generated tokens, the start token before them.
+    r.min_length = std::max(g.min_length, g.min_new_tokens > 0 ? g.min_new_tokens + 1 : 0);
     r.no_repeat_ngram = g.no_repeat_ngram_size;
+    r.repetition_penalty = g.repetition_penalty;
+    r.start_token = spec->decoder_start_row;
+    for (const int64_t t : g.suppress_tokens)
+        if (id(t) >= 0) r.suppress.push_back(id(t));
+    for (const int64_t t : g.begin_suppress_tokens)
+        if (id(t) >= 0) r.begin_suppress.push_back(id(t));
+    // SuppressTokensAtBeginLogitsProcessor's begin_index: the step after a forced first token.
+    r.begin_suppress_step = g.forced_bos_token_id >= 0 ? 1 : 0;
     for (const auto& words : g.bad_words_ids) {
         std::vector<int64_t> mapped;
         for (int64_t w : words) mapped.push_back(id(w));

@@ -165,10 +165,11 @@ bool ignorable(const std::string& name) {
     return std::regex_match(name, ignored);
 }
 
-/// A weight the folder may leave out: BART's and mBART's final_logits_bias (transformers loads such a
-/// folder with the bias at zero, _keys_to_ignore_on_load_missing); the network's is zero already.
+/// A weight the folder may leave out: Marian's, BART's and mBART's final_logits_bias (transformers loads
+/// such a folder with the bias at zero, _keys_to_ignore_on_load_missing); the network's is zero already.
 bool may_be_missing(const PretrainedConfig& c, const std::string& name) {
-    return (c.family == PretrainedFamily::bart || c.family == PretrainedFamily::mbart) && name == "final_logits_bias";
+    return (c.family == PretrainedFamily::marian || c.family == PretrainedFamily::bart || c.family == PretrainedFamily::mbart) &&
+           name == "final_logits_bias";
 }
 
 /// The mapped file's pages under a tensor read from it dropped from this process's memory (a copy or
@@ -195,6 +196,76 @@ void release_file_rows(const torch::Tensor& t, const torch::Tensor& ids) {
                                              static_cast<size_t>(sorted[j - 1] - sorted[i] + 1) * row, base, t.nbytes());
         i = j;
     }
+}
+
+/// Whether two weights of the file hold the same values: the same storage, or equal block by block
+/// (as float; the pages read to compare are let go).
+bool same_values(const torch::Tensor& a, const torch::Tensor& b) {
+    if (a.sizes() != b.sizes()) return false;
+    if (a.data_ptr() == b.data_ptr() && a.strides() == b.strides() && a.scalar_type() == b.scalar_type()) return true;
+    bool equal = true;
+    const int64_t n = a.dim() == 0 ? 0 : a.size(0), block = 4096;
+    for (int64_t r = 0; r < n && equal; r += block) {
+        const int64_t k = std::min(block, n - r);
+        equal = a.narrow(0, r, k).to(torch::kFloat).equal(b.narrow(0, r, k).to(torch::kFloat));
+    }
+    release_file_pages(a);
+    release_file_pages(b);
+    return equal;
+}
+
+/// The embedding matrices as transformers 5 ties them (PreTrainedModel.tie_weights over each model's
+/// _tied_weights_keys), for every family but T5: with tie_word_embeddings (the default) the encoder's and
+/// the decoder's embed_tokens and lm_head are model.shared, except one the file holds with other values
+/// (transformers then warns and ties it not); a missing model.shared takes a tied one's place. Without it
+/// transformers ties nothing: each reads its own tensor (a missing one is read from model.shared, as
+/// transformers 4 built it, not from random values). Marian without shared embeddings: lm_head is the
+/// decoder's embed_tokens when tied. Sets share_embeddings / tie_word_embeddings to what the weights
+/// are and puts each under the name the network reads it by (views, no copies). Where they differ the
+/// three are apart, so that an export's config.json (tie_word_embeddings false) reads back the same.
+void tie_as_transformers(PretrainedConfig& c, std::map<std::string, torch::Tensor>& w) {
+    auto held = [&](const std::string& name) -> std::string {  // the name the file holds it under, "" if none
+        if (w.count(name)) return name;
+        if (name.rfind("model.", 0) == 0 && w.count(name.substr(6))) return name.substr(6);
+        return "";
+    };
+    const std::string shared = held("model.shared.weight"), enc = held("model.encoder.embed_tokens.weight"),
+                      dec = held("model.decoder.embed_tokens.weight"), head = held("lm_head.weight");
+    auto differ = [&](const std::string& a, const std::string& b) {
+        return !a.empty() && !b.empty() && a != b && !same_values(w.at(a), w.at(b));
+    };
+    const bool marian_apart = c.family == PretrainedFamily::marian && !c.share_embeddings;
+    std::string src_enc, src_dec, src_head;
+    if (marian_apart) {
+        src_enc = enc;
+        src_dec = dec;
+        src_head = head.empty() || (c.tie_word_embeddings && !differ(head, dec)) ? dec : head;
+        c.tie_word_embeddings = src_head == src_dec;
+    } else {
+        const std::string base = !shared.empty() ? shared : !enc.empty() ? enc : !dec.empty() ? dec : head;
+        auto source = [&](const std::string& own) {
+            if (own.empty()) return base;
+            return c.tie_word_embeddings && !differ(own, base) ? base : own;
+        };
+        src_enc = source(enc);
+        src_dec = source(dec);
+        src_head = source(head);
+        const bool one = src_enc == src_dec && src_dec == src_head;
+        c.share_embeddings = one;
+        c.tie_word_embeddings = one;
+    }
+    if (src_enc.empty() || src_dec.empty()) return;  // the parameter check names what is missing
+    const torch::Tensor enc_t = w.at(src_enc), dec_t = w.at(src_dec), head_t = src_head.empty() ? torch::Tensor() : w.at(src_head);
+    if (c.share_embeddings) {
+        if (!shared.empty() && shared != "model.shared.weight") w.erase(shared);  // "shared.weight": read by its full name
+        w["model.shared.weight"] = enc_t;
+    } else {
+        for (const auto& name : {shared, std::string("model.shared.weight")})
+            if (!name.empty()) w.erase(name);
+        w["model.encoder.embed_tokens.weight"] = enc_t;
+        w["model.decoder.embed_tokens.weight"] = dec_t;
+    }
+    if (!c.tie_word_embeddings && head_t.defined()) w["lm_head.weight"] = head_t;
 }
 
 /// What the model is called: a hub cache snapshot's ORG/NAME, else the folder's name.
@@ -278,6 +349,7 @@ TranslationModelPtr load_model_folder(const std::string& dir_in, InferencePrecis
         if (!tensors.emplace(name, t).second) throw FileError(what + ": the weights hold " + quote(name, 200) + " twice");
     // T5: transformers 5 ties lm_head to `shared` unless the weights hold one of their own (Flan-T5, mT5).
     if (c.family == PretrainedFamily::t5) spec->model.tie_word_embeddings = !tensors.count("lm_head.weight");
+    else tie_as_transformers(spec->model, tensors);
     {
         std::set<std::string> seen;
         for (const auto& p : parameter_names(mc)) {

@@ -439,7 +439,6 @@ struct Pattern {
         if (s.empty()) return;  // the library's find_matches: none in an empty text, whatever the pattern
         if (gpt2) return gpt2_matches(s, out);
         if (regex) return regex->find_all(s, out);
-        out.clear();
         if (literal.empty()) {
             // The library escapes a literal into a regular expression: an empty one matches at every
             // character's boundary.

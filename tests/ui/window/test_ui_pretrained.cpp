@@ -57,6 +57,15 @@ bool hfFoldersPresent() {
     return false;
 }
 
+/// A copy of the fixture folder `name` inside `dir`, to change without touching the fixture.
+QString copyHfFolder(const QString& name, const QTemporaryDir& dir) {
+    const QString folder = dir.filePath(name);
+    REQUIRE(QDir().mkpath(folder));
+    for (const QString& file : QDir(kHfFolders + QLatin1Char('/') + name).entryList(QDir::Files))
+        REQUIRE(QFile::copy(kHfFolders + QLatin1Char('/') + name + QLatin1Char('/') + file, folder + QLatin1Char('/') + file));
+    return folder;
+}
+
 /// What transformers computed with the fixture models (tools/make_hf_fixtures.py).
 const nlohmann::json& hfReference() {
     static const nlohmann::json j = [] {
@@ -276,6 +285,32 @@ TEST_CASE("pretrained: a folder that is not a model is an error and the window s
     REQUIRE(g.controller().latestModel());
     CHECK(g.controller().latestModel()->config().is_pretrained());
     CHECK(g.w().recentFiles().value(0).endsWith(QStringLiteral("/m2m100")));
+}
+
+TEST_CASE("pretrained: generation settings attnviz does not apply are named in the status line when the folder opens",
+          "[ui][pretrained][hf]") {
+    if (!hfFoldersPresent()) return;
+    QTemporaryDir dir;
+    const QString folder = copyHfFolder(QStringLiteral("marian"), dir);
+    {
+        std::ifstream in((folder + QStringLiteral("/generation_config.json")).toStdString());
+        nlohmann::json g = nlohmann::json::parse(in);
+        g["do_sample"] = true;
+        g["diversity_penalty"] = 0.5;
+        g["num_beam_groups"] = 2;
+        std::ofstream((folder + QStringLiteral("/generation_config.json")).toStdString()) << g.dump();
+    }
+    Fixture f;
+    REQUIRE(f.w().openFile(folder));
+    const QString message = f.w().statusBar()->currentMessage();
+    INFO(message.toStdString());
+    CHECK(message.contains(QStringLiteral("fine-tune")));
+    CHECK(message.contains(QStringLiteral("do_sample, diversity_penalty, num_beam_groups")));
+    CHECK(message.contains(QStringLiteral("does not apply")));
+    // The fixture itself names none.
+    Fixture g;
+    REQUIRE(g.w().openFile(kHfFolders + QStringLiteral("/marian")));
+    CHECK_FALSE(g.w().statusBar()->currentMessage().contains(QStringLiteral("does not apply")));
 }
 
 TEST_CASE("pretrained: Train fine-tunes the opened model on the corpus, starting from its own loss",
@@ -666,10 +701,7 @@ TEST_CASE("pretrained: Save refuses a checkpoint inside the model folder it was 
     // Issue 48: the CLI refused an output among a model folder's files; the app wrote there.
     if (!hfFoldersPresent()) return;
     QTemporaryDir dir;
-    const QString folder = dir.filePath(QStringLiteral("marian"));
-    REQUIRE(QDir().mkpath(folder));
-    for (const QString& name : QDir(kHfFolders + QStringLiteral("/marian")).entryList(QDir::Files))
-        REQUIRE(QFile::copy(kHfFolders + QStringLiteral("/marian/") + name, folder + QLatin1Char('/') + name));
+    const QString folder = copyHfFolder(QStringLiteral("marian"), dir);
     QFile config(folder + QStringLiteral("/config.json"));
     REQUIRE(config.open(QIODevice::ReadOnly));
     const QByteArray before = config.readAll();
