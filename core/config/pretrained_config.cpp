@@ -29,12 +29,12 @@ using config_fields::k_max_positions;
 
 Activation activation_from(const std::string& name, const std::string& what) {
     if (name == "relu") return Activation::relu;
-    if (name == "gelu") return Activation::gelu;
+    if (name == "gelu" || name == "gelu_python") return Activation::gelu;  // gelu_python: the same erf GELU
     if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
     if (name == "swish" || name == "silu") return Activation::silu;
     if (name == "tanh") return Activation::tanh;
     throw FileError(what + ": \"activation_function\" is " + quote(name) +
-                    ", expected one of relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, swish, silu, tanh");
+                    ", expected one of relu, gelu, gelu_python, gelu_new, gelu_pytorch_tanh, gelu_fast, swish, silu, tanh");
 }
 
 }  // namespace
@@ -215,9 +215,13 @@ GenerationConfig GenerationConfig::from_json(const json& j, const PretrainedConf
     g.eos_token_ids = f.ids_or("eos_token_id", {model.eos_token_id}, V);
     g.pad_token_id = f.integer_or("pad_token_id", model.pad_token_id, 0, V - 1);
     g.decoder_start_token_id = f.integer_or("decoder_start_token_id", model.decoder_start_token_id, 0, V - 1);
-    if (g.eos_token_ids.size() != 1 || g.eos_token_ids.front() != model.eos_token_id)
-        throw FileError(what + ": \"eos_token_id\" differs from the model's (" + std::to_string(model.eos_token_id) +
-                        "); attnviz generates with the model's one end-of-sentence token");
+    if (g.eos_token_ids.size() > 1)
+        throw FileError(what + ": \"eos_token_id\" lists " + std::to_string(g.eos_token_ids.size()) +
+                        " tokens; attnviz generates with one end-of-sentence token, the model's (" +
+                        std::to_string(model.eos_token_id) + "): keep that one");
+    if (g.eos_token_ids.front() != model.eos_token_id)
+        throw FileError(what + ": \"eos_token_id\" " + std::to_string(g.eos_token_ids.front()) + " differs from the model's (" +
+                        std::to_string(model.eos_token_id) + "); attnviz generates with the model's one end-of-sentence token");
     if (g.decoder_start_token_id != model.decoder_start_token_id)
         throw FileError(what + ": \"decoder_start_token_id\" " + std::to_string(g.decoder_start_token_id) +
                         " differs from config.json's " + std::to_string(model.decoder_start_token_id));

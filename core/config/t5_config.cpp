@@ -18,11 +18,11 @@ namespace {
 /// `said`: which key named it and how ("\"feed_forward_proj\" is 'gated-foo'"), for the error.
 Activation t5_activation(const std::string& name, const std::string& said, const std::string& what) {
     if (name == "relu") return Activation::relu;
-    if (name == "gelu") return Activation::gelu;
+    if (name == "gelu" || name == "gelu_python") return Activation::gelu;  // gelu_python: the same erf GELU
     if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
     if (name == "silu" || name == "swish") return Activation::silu;
     if (name == "tanh") return Activation::tanh;
-    throw FileError(what + ": " + said + ", expected relu, gelu, gelu_new, silu, tanh or one of them gated (\"gated-gelu\")");
+    throw FileError(what + ": " + said + ", expected relu, gelu, gelu_python, gelu_new, silu, tanh or one of them gated (\"gated-gelu\")");
 }
 
 }  // namespace
@@ -54,7 +54,13 @@ PretrainedConfig t5_config_from_json(const json& j, const std::string& what) {
     o->relative_buckets = f.integer_or("relative_attention_num_buckets", 32, 4, 4096);
     // The logarithmic buckets start at max_exact (a quarter of the buckets in the encoder, half in
     // the decoder) and reach max_distance: it must lie past both.
-    o->relative_max_distance = f.integer_or("relative_attention_max_distance", 128, o->relative_buckets / 2 + 1, 1 << 20);
+    const int64_t past_exact = o->relative_buckets / 2 + 1;
+    if (f.has("relative_attention_max_distance") && j.at("relative_attention_max_distance").is_number_integer() &&
+        j.at("relative_attention_max_distance").get<int64_t>() < past_exact)
+        throw FileError(what + ": \"relative_attention_max_distance\" is " + j.at("relative_attention_max_distance").dump() +
+                        ", expected at least " + std::to_string(past_exact) + ": the decoder's exact buckets (half of " +
+                        std::to_string(o->relative_buckets) + " relative_attention_num_buckets) must end before it");
+    o->relative_max_distance = f.integer_or("relative_attention_max_distance", 128, past_exact, 1 << 20);
     o->feed_forward_proj = f.text_or("feed_forward_proj", mt5 ? "gated-gelu" : "relu");
     {
         const std::string& p = o->feed_forward_proj;

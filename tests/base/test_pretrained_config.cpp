@@ -78,6 +78,13 @@ TEST_CASE("generation fields of one id or a list of ids: empty, nested, negative
         CHECK_THAT(generation_refusal({{"forced_eos_token_id", json::array({0, 7})}}),
                    Contains("lists 2 tokens") && Contains("keep one id"));
     }
+    SECTION("generation_config.json's eos_token_id: the model's, one token") {
+        // A list holding the model's eos and another: what attnviz cannot do, said as such.
+        CHECK_THAT(generation_refusal({{"eos_token_id", json::array({0, 7})}}),
+                   Contains("\"eos_token_id\" lists 2 tokens") && Contains("the model's (0)") && Contains("keep that one"));
+        CHECK_THAT(generation_refusal({{"eos_token_id", 7}}), Contains("\"eos_token_id\" 7 differs from the model's (0)"));
+        CHECK(generation_refusal({{"eos_token_id", json::array({0})}}) == "(accepted)");
+    }
     SECTION("config.json's eos_token_id") {
         json c = tiny_marian();
         c["eos_token_id"] = json::array();

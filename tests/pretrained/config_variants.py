@@ -9,6 +9,7 @@ Each variant is a copy of a fixture of tools/make_hf_fixtures.py with one thing 
     embed_tokens and lm_head each their own, model.shared unused), or true with an lm_head /
     encoder embed_tokens of other values in the file (transformers then ties that one not);
   - Marian without final_logits_bias (transformers starts it at zero);
+  - activation_function gelu_python (transformers' erf GELU written in Python: the same values);
   - layer_norm_eps, which transformers' BART, Marian and M2M100 do not read (their LayerNorms keep 1e-5);
   - T5's dense_act_fn / is_gated_act as save_pretrained writes them, which win over feed_forward_proj;
   - generation settings: repetition_penalty (greedy and beams), suppress_tokens, begin_suppress_tokens,
@@ -127,6 +128,7 @@ def variants():
         # Left out, transformers starts it at zero (_keys_to_ignore_on_load_missing).
         ("marian_no_final_logits_bias", "marian", None, None, lambda w: w.pop("final_logits_bias"), True),
         ("bart_layer_norm_eps", "bart", cfg(layer_norm_eps=0.5), None, None, False),
+        ("bart_gelu_python", "bart", cfg(activation_function="gelu_python"), None, None, False),
         ("marian_layer_norm_eps", "marian", cfg(layer_norm_eps=0.5), None, None, False),
         ("flan_t5_dense_act_fn", "flan_t5", cfg(dense_act_fn="relu"), None, None, True),
         ("t5_is_gated_act", "t5", cfg(feed_forward_proj="gelu", dense_act_fn="relu"), None, None, False),
