@@ -110,13 +110,15 @@ bool MainWindow::openCheckpoint(const QString& requested) {
         const PretrainedSpec& spec = *model->config().pretrained;
         message = tr("Opened %1: pretrained %2. Press Train to fine-tune it on the corpus panel's corpus")
                       .arg(path, qs(spec.model.describe()));
-        // Generation settings generate() applies and attnviz does not: said, not dropped silently.
+        // Generation settings generate() applies and attnviz does not: said first (the status line
+        // shows the start of a long message), not dropped silently.
         if (!spec.generation.ignored.empty()) {
             QStringList names;
             for (const auto& n : spec.generation.ignored) names << qs(n);
-            message += tr(". Its generation settings name %1, which attnviz does not apply: transformers may choose "
-                          "other tokens")
-                           .arg(names.join(QStringLiteral(", ")));
+            message = tr("Its generation settings name %1, which attnviz does not apply: transformers may choose "
+                         "other tokens. ")
+                          .arg(names.join(QStringLiteral(", "))) +
+                      message;
         }
     } else {
         m_settings->setTrainConfig(model->trained_with());  // Continue adds this many epochs; Train starts afresh
