@@ -28,16 +28,22 @@ using config_fields::k_max_vocab;
 using config_fields::k_max_positions;
 
 Activation activation_from(const std::string& name, const std::string& what) {
+    if (const auto a = activation_named(name)) return *a;
+    throw FileError(what + ": \"activation_function\" is " + quote(name) + ", expected one of " + k_activation_names);
+}
+
+}  // namespace
+
+const char* const k_activation_names = "relu, gelu, gelu_python, gelu_new, gelu_pytorch_tanh, gelu_fast, swish, silu, tanh";
+
+std::optional<Activation> activation_named(const std::string& name) {
     if (name == "relu") return Activation::relu;
     if (name == "gelu" || name == "gelu_python") return Activation::gelu;  // gelu_python: the same erf GELU
     if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
     if (name == "swish" || name == "silu") return Activation::silu;
     if (name == "tanh") return Activation::tanh;
-    throw FileError(what + ": \"activation_function\" is " + quote(name) +
-                    ", expected one of relu, gelu, gelu_python, gelu_new, gelu_pytorch_tanh, gelu_fast, swish, silu, tanh");
+    return std::nullopt;
 }
-
-}  // namespace
 
 std::string to_string(PretrainedFamily f) {
     switch (f) {

@@ -27,6 +27,7 @@
 #include <utility>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ enum class Activation {
     tanh
 };
 std::string to_string(Activation a);  ///< the name config.json used ("swish" stays "swish")
+/// transformers' ACT2FN name of an activation attnviz computes (relu, gelu and gelu_python, gelu_new,
+/// gelu_pytorch_tanh and gelu_fast, swish and silu, tanh); nullopt for another. The families' readers
+/// say in their own words where the name came from.
+std::optional<Activation> activation_named(const std::string& name);
+/// The names activation_named reads, for messages.
+extern const char* const k_activation_names;
 
 /// Where the sinusoidal position table comes from.
 enum class PositionTable {

@@ -17,12 +17,8 @@ namespace {
 /// transformers' ACT2FN names a T5 feed-forward may use (the part after "gated-").
 /// `said`: which key named it and how ("\"feed_forward_proj\" is 'gated-foo'"), for the error.
 Activation t5_activation(const std::string& name, const std::string& said, const std::string& what) {
-    if (name == "relu") return Activation::relu;
-    if (name == "gelu" || name == "gelu_python") return Activation::gelu;  // gelu_python: the same erf GELU
-    if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
-    if (name == "silu" || name == "swish") return Activation::silu;
-    if (name == "tanh") return Activation::tanh;
-    throw FileError(what + ": " + said + ", expected relu, gelu, gelu_python, gelu_new, silu, tanh or one of them gated (\"gated-gelu\")");
+    if (const auto a = activation_named(name)) return *a;
+    throw FileError(what + ": " + said + ", expected one of " + k_activation_names + " or one of them gated (\"gated-gelu\")");
 }
 
 }  // namespace

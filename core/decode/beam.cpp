@@ -328,7 +328,8 @@ private:
         auto logp = output_log_probs(std::move(out.logits));  // [B*K, V], over the step's logits
         if (m_o.generation.masks()) {
             std::vector<std::vector<int64_t>> histories;
-            for (int64_t r = 0; r < B * K; ++r) histories.push_back(history(m_live[static_cast<size_t>(r)]));
+            if (m_o.generation.reads_histories())
+                for (int64_t r = 0; r < B * K; ++r) histories.push_back(history(m_live[static_cast<size_t>(r)]));
             apply_repetition_penalty(logp, m_o.generation, histories);  // on the log-probabilities, as generate()'s beams
             apply_generation_rules(logp, m_o.generation, step, m_o.max_length - 1, histories);
         }

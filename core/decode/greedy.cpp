@@ -54,7 +54,7 @@ std::vector<Translation> greedy_decode(const SearchModel& translation_model,
             auto out = model.step(tokens, *cache, *enc, changed);
             if (changed) intervener->check_step(out);
             std::vector<std::vector<int64_t>> histories;
-            if (options.generation.masks())
+            if (options.generation.reads_histories())
                 for (const auto& h : hyps) histories.push_back(h.ids);
             if (options.generation.repetition_penalty != 1.0) {  // on the logits, as generate()'s greedy search
                 out.logits = out.logits.contiguous();

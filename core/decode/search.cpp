@@ -275,25 +275,22 @@ void apply_generation_rules(torch::Tensor& log_probs, const GenerationRules& rul
     const int64_t V = log_probs.size(1);
     const auto device = log_probs.device();
     auto ids = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(device); };
+    // Tokens barred in every row: the one-token bad words, suppress_tokens, and begin_suppress_tokens at their step.
+    auto bar = [&](const std::vector<int64_t>& tokens) {
+        std::vector<int64_t> barred;
+        for (const int64_t t : tokens)
+            if (t >= 0 && t < V) barred.push_back(t);
+        if (!barred.empty()) log_probs.index_fill_(1, ids(barred), neg_inf);
+    };
+    std::vector<int64_t> single;
+    for (const auto& w : rules.bad_words)
+        if (w.size() == 1) single.push_back(w[0]);
+    bar(single);
+    bar(rules.suppress);
+    if (step == rules.begin_suppress_step) bar(rules.begin_suppress);
     // NoRepeatNGramLogitsProcessor and the longer bad words need each row's history.
     const bool per_row = rules.no_repeat_ngram > 0 ||
                          std::any_of(rules.bad_words.begin(), rules.bad_words.end(), [](const auto& w) { return w.size() > 1; });
-    std::vector<int64_t> single;
-    for (const auto& w : rules.bad_words)
-        if (w.size() == 1 && w[0] >= 0 && w[0] < V) single.push_back(w[0]);
-    if (!single.empty()) log_probs.index_fill_(1, ids(single), neg_inf);
-    if (!rules.suppress.empty()) {
-        std::vector<int64_t> barred;
-        for (const int64_t t : rules.suppress)
-            if (t >= 0 && t < V) barred.push_back(t);
-        if (!barred.empty()) log_probs.index_fill_(1, ids(barred), neg_inf);
-    }
-    if (!rules.begin_suppress.empty() && step == rules.begin_suppress_step) {
-        std::vector<int64_t> barred;
-        for (const int64_t t : rules.begin_suppress)
-            if (t >= 0 && t < V) barred.push_back(t);
-        if (!barred.empty()) log_probs.index_fill_(1, ids(barred), neg_inf);
-    }
     if (per_row && !histories.empty()) {
         std::vector<int64_t> flat;  // row * V + token
         std::vector<int64_t> with_start;

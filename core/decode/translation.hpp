@@ -6,6 +6,7 @@
 // alignments and the beam tree read it in the torch-free base library. The
 // searches that fill it are core/decode/greedy.hpp and core/decode/beam.hpp;
 // models translate through core/decode/translation_model.hpp.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +52,12 @@ struct GenerationRules {
     /// The decoder's start token (attnviz's id; -1: none): the histories the n-gram, bad-word and
     /// repetition rules read begin with it, as generate()'s input_ids do.
     int64_t start_token = -1;
+    /// Whether a rule reads each row's output so far (the n-grams, bad words longer than one token,
+    /// the repetition penalty): the searches gather the histories only then.
+    bool reads_histories() const {
+        return no_repeat_ngram > 0 || repetition_penalty != 1.0 ||
+               std::any_of(bad_words.begin(), bad_words.end(), [](const auto& w) { return w.size() > 1; });
+    }
     /// Whether any rule changes a step's scores.
     bool masks() const {
         return forced_first >= 0 || forced_last >= 0 || min_length > 0 || no_repeat_ngram > 0 || !bad_words.empty() ||
